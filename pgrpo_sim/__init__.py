@@ -1,0 +1,30 @@
+"""pgrpo-sim: a JAX-based, differentiable simulator of GRPO training dynamics.
+
+Three levels of model (see the README): the continuous damped oscillator (`theory`), the exact
+discrete heavy-ball map (`linear`), and the exact softmax-bandit GRPO environment (`bandit`).
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from . import bandit, config, grpo, theory
+from .bandit import BanditRun, UpdateStats, expected_loss, make_optimizer, sampled_loss, simulate
+from .config import BanditConfig, bandit_config, class_symmetric_logits
+from .grpo import clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
+from .theory import (
+    Coefficients,
+    coefficients,
+    critical_law,
+    critical_lag,
+    damping_ratio,
+    natural_frequency,
+    regime,
+    regime_code,
+    saturation_law,
+    stationary_variance,
+    trajectory,
+)
+
+try:
+    __version__ = version("pgrpo-sim")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0+unknown"

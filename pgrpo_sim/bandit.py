@@ -1,0 +1,285 @@
+"""The exact softmax-bandit GRPO environment (DESIGN.md §3).
+
+Policy π = softmax(θ) over N arms per prompt, reference π_ref = softmax(θ_0). Each optimiser step
+draws a group of G arms from the behaviour policy π_old, rewards them (Bernoulli with the arm's mean;
+0/1 rewards are the binary case), forms group-relative advantages, and descends the group-mean
+clipped surrogate plus β × a KL estimator, with an optax optimiser on θ.
+
+- mode "expected": the exact expectation over the group. A sample's reward is 1 with probability
+  p_old = Σ_a π_old(a) r_a whatever the other samples are, so the other G − 1 samples contribute
+  j ~ Binomial(G−1, p_old) successes and the expected loss is Σ_a π_old(a) Σ_{r,j} P(r|a) B(j) ℓ(a, A(r, j)).
+  No Monte Carlo.
+- mode "sampled": real categorical draws, independent PRNG streams per seed.
+
+Lag models: "none" (on-policy); "refresh" (π_old refreshed every `lag` steps, importance-weighted
+clipped surrogate in between, as TRL's num_iterations / verl's ppo_epochs); "stale" (samples,
+advantages and gradient computed at θ_{n−τ}, applied at step n without correction).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax import Array
+from jax.scipy.special import gammaln, xlog1py, xlogy
+
+from ._checks import check_choice, check_range
+from .config import BanditConfig
+from .grpo import clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
+
+MODES = ("expected", "sampled")
+
+
+class UpdateStats(NamedTuple):
+    """Per-step read-outs of one GRPO update (expectations in expected mode, group averages when sampled)."""
+
+    ratio_max: Array
+    ratio_mean: Array
+    clip_frac: Array
+    zero_adv_frac: Array
+    adv_var: Array
+
+
+class BanditRun(NamedTuple):
+    """Result of `simulate`. Per-step arrays have shape (steps+1,) in expected mode and
+    (seeds, steps+1) in sampled mode; index n describes the policy θ_n (n = 0 is the start) and the
+    update taken from it. After a run diverges (`diverged`, at update `diverged_step`, −1 if never)
+    its per-step values are NaN.
+
+    reward: expected success probability p = Σ π_a r_a, mean over prompts; `true_reward` the same for
+    the true reward vector (None if not given); entropy, kl_ref = KL(π‖π_ref) (nats); grad_norm (global
+    L2 norm of the loss gradient); ratio_max/ratio_mean (IS ratio π/π_old; in expected mode the max over
+    arms and the π_old-weighted mean); clip_frac; zero_adv_frac (fraction of groups whose rewards are
+    all equal); adv_var (mean squared advantage).
+    """
+
+    reward: Array
+    true_reward: Array | None
+    entropy: Array
+    kl_ref: Array
+    grad_norm: Array
+    ratio_max: Array
+    ratio_mean: Array
+    clip_frac: Array
+    zero_adv_frac: Array
+    adv_var: Array
+    final_logits: Array
+    final_opt_state: optax.OptState
+    diverged: Array
+    diverged_step: Array
+
+
+class _State(NamedTuple):
+    logits: Array
+    opt_state: optax.OptState
+    old_logits: Array
+    history: Array
+    step: Array
+    diverged: Array
+    diverged_step: Array
+
+
+def make_optimizer(config: BanditConfig) -> optax.GradientTransformation:
+    """optax optimiser on the logits: global-norm clipping, then heavy-ball SGD (optax.sgd with momentum μ),
+    Nesterov, or Adam (b1 = μ, b2 = 0.999)."""
+    if config.optimizer == "adam":
+        base = optax.adam(config.eta, b1=config.momentum)
+    else:
+        base = optax.sgd(config.eta, momentum=config.momentum, nesterov=config.optimizer == "nesterov")
+    return optax.chain(optax.clip_by_global_norm(config.grad_clip), base)
+
+
+def advantage_table(config: BanditConfig) -> Array:
+    """(2, G) advantages of one sample: row 0 if it succeeded and j of the others did (A(1, j+1 successes)),
+    row 1 if it failed and j others succeeded; built by `group_advantages` on canonical 0/1 groups."""
+    g = config.group_size
+    successes = jnp.arange(g + 1)[:, None]
+    groups = (jnp.arange(g)[None, :] < successes).astype(config.rewards.dtype)
+    adv = group_advantages(groups, config.advantage, config.adv_eps)
+    return jnp.stack([adv[1:, 0], adv[:-1, g - 1]])
+
+
+def binomial_pmf(n: int, p: Array) -> Array:
+    """B(j; n, p) for j = 0..n on a new last axis."""
+    j = jnp.arange(n + 1, dtype=p.dtype)
+    log_choose = gammaln(n + 1.0) - gammaln(j + 1) - gammaln(n - j + 1)
+    return jnp.exp(log_choose + xlogy(j, p[..., None]) + xlog1py(n - j, -p[..., None]))
+
+
+def _kl_term(config: BanditConfig, logits: Array, logp: Array, logp_ref: Array, weights: Array) -> Array:
+    """Per-prompt KL penalty: exact KL(π‖π_ref), or the estimator averaged with `weights` over samples."""
+    if config.kl == "exact":
+        return kl_divergence(logits, config.init_logits)
+    return jnp.sum(weights * kl_estimate(logp, logp_ref, config.kl, config.kl_clamp), axis=-1)
+
+
+def expected_loss(logits: Array, behaviour_logits: Array, config: BanditConfig) -> tuple[Array, UpdateStats]:
+    """Exact expectation over the group of the GRPO loss at θ = `logits`, samples from softmax(`behaviour_logits`).
+
+    Differentiate with respect to the first argument only: π_old is the sampling distribution, not
+    part of the objective (the GRPO gradient is E_{π_old}[∇ℓ], not ∇E[ℓ]).
+    """
+    g = config.group_size
+    logp = jax.nn.log_softmax(logits)
+    logp_old = jax.nn.log_softmax(behaviour_logits)
+    logp_ref = jax.nn.log_softmax(config.init_logits)
+    pi_old = jnp.exp(logp_old)
+    r = config.rewards
+    p_old = jnp.sum(pi_old * r, axis=-1)
+    # weight of (arm a, own outcome success/failure, j other successes): (P, N, 2, G)
+    outcome = jnp.stack([r, 1 - r], axis=-1)
+    weights = (pi_old[..., None] * outcome)[..., None] * binomial_pmf(g - 1, p_old)[:, None, None, :]
+    adv = advantage_table(config)
+    sur = clipped_surrogate(
+        logp[..., None, None], logp_old[..., None, None], adv, config.clip_low, config.clip_high, config.dual_clip
+    )
+    per_prompt = jnp.sum(weights * sur.loss, axis=(1, 2, 3)) + config.beta * _kl_term(
+        config, logits, logp, logp_ref, pi_old
+    )
+    ratio = sur.ratio[..., 0, 0]
+    stats = UpdateStats(
+        ratio_max=jnp.max(jnp.where(pi_old > 0, ratio, -jnp.inf)),
+        ratio_mean=jnp.mean(jnp.sum(pi_old * ratio, axis=-1)),
+        clip_frac=jnp.mean(jnp.sum(weights * sur.clipped, axis=(1, 2, 3))),
+        zero_adv_frac=jnp.mean(p_old**g + (1 - p_old) ** g),
+        adv_var=jnp.mean(jnp.sum(weights * adv**2, axis=(1, 2, 3))),
+    )
+    return jnp.mean(per_prompt), stats
+
+
+def sampled_loss(
+    logits: Array, behaviour_logits: Array, arms: Array, rewards: Array, config: BanditConfig
+) -> tuple[Array, UpdateStats]:
+    """GRPO loss of drawn groups: `arms`, `rewards` of shape (P, G), drawn from softmax(`behaviour_logits`)."""
+    logp = jax.nn.log_softmax(logits)
+    pick = functools.partial(jnp.take_along_axis, indices=arms, axis=-1)
+    lp, lp_old, lp_ref = pick(logp), pick(jax.nn.log_softmax(behaviour_logits)), pick(
+        jax.nn.log_softmax(config.init_logits)
+    )
+    adv = group_advantages(rewards, config.advantage, config.adv_eps)
+    sur = clipped_surrogate(lp, lp_old, adv, config.clip_low, config.clip_high, config.dual_clip)
+    uniform = jnp.full(lp.shape, 1.0 / lp.shape[-1], lp.dtype)
+    kl_logits = logits if config.kl == "exact" else None
+    per_prompt = jnp.mean(sur.loss, axis=-1) + config.beta * _kl_term(config, kl_logits, lp, lp_ref, uniform)
+    stats = UpdateStats(
+        ratio_max=jnp.max(sur.ratio),
+        ratio_mean=jnp.mean(sur.ratio),
+        clip_frac=jnp.mean(sur.clipped),
+        zero_adv_frac=jnp.mean(jnp.all(rewards == rewards[..., :1], axis=-1).astype(lp.dtype)),
+        adv_var=jnp.mean(adv**2),
+    )
+    return jnp.mean(per_prompt), stats
+
+
+def _draw(config: BanditConfig, behaviour_logits: Array, key: Array) -> tuple[Array, Array]:
+    """G arms per prompt from softmax(behaviour_logits) and their Bernoulli rewards, shape (P, G)."""
+    k_arm, k_reward = jax.random.split(key)
+    arms = jax.random.categorical(k_arm, behaviour_logits, axis=-1, shape=(config.group_size, config.n_prompts)).T
+    means = jnp.take_along_axis(config.rewards, arms, axis=-1)
+    return arms, (jax.random.uniform(k_reward, arms.shape, means.dtype) < means).astype(means.dtype)
+
+
+def _expected_reward(logits: Array, rewards: Array) -> Array:
+    return jnp.mean(jnp.sum(jax.nn.softmax(logits) * rewards, axis=-1))
+
+
+def _step(config: BanditConfig, optimizer, mode: str, state: _State, key: Array):
+    """One optimiser step from θ_n; returns the next state and the read-outs of step n."""
+    n, theta = state.step, state.logits
+    old, history = state.old_logits, state.history
+    if config.lag_model == "refresh":
+        old = jnp.where(n % jnp.maximum(config.lag, 1) == 0, theta, old)
+        at, behaviour = theta, old
+    elif config.lag_model == "stale":
+        size = history.shape[0]
+        history = history.at[n % size].set(theta)
+        at = behaviour = history[(n - config.lag) % size]
+    else:
+        at = behaviour = theta
+    if mode == "expected":
+        grad_fn = jax.grad(expected_loss, has_aux=True)
+        grad, stats = grad_fn(at, behaviour, config)
+    else:
+        arms, rewards = _draw(config, behaviour, key)
+        grad, stats = jax.grad(sampled_loss, has_aux=True)(at, behaviour, arms, rewards, config)
+    updates, opt_state = optimizer.update(grad, state.opt_state, theta)
+    proposed = optax.apply_updates(theta, updates)
+    blown = ~jnp.all(jnp.isfinite(proposed))
+    diverged = state.diverged | blown
+    keep = lambda new, cur: jnp.where(diverged, cur, new)  # noqa: E731
+    nxt = _State(
+        logits=keep(proposed, theta),
+        opt_state=jax.tree.map(keep, opt_state, state.opt_state),
+        old_logits=old,
+        history=history,
+        step=n + 1,
+        diverged=diverged,
+        diverged_step=jnp.where(blown & ~state.diverged, n, state.diverged_step),
+    )
+    metrics = dict(
+        reward=_expected_reward(theta, config.rewards),
+        true_reward=None if config.true_rewards is None else _expected_reward(theta, config.true_rewards),
+        entropy=jnp.mean(entropy(theta)),
+        kl_ref=jnp.mean(kl_divergence(theta, config.init_logits)),
+        grad_norm=optax.global_norm(grad),
+        **stats._asdict(),
+    )
+    nan = jnp.asarray(jnp.nan, theta.dtype)
+    metrics = jax.tree.map(lambda v: jnp.where(state.diverged, nan, v.astype(theta.dtype)), metrics)
+    return nxt, metrics
+
+
+def _run(config: BanditConfig, key: Array, steps: int, mode: str) -> BanditRun:
+    """One run of `steps` updates (a single seed); pure, so it can be vmapped over configs and keys."""
+    optimizer = make_optimizer(config)
+    theta0 = config.init_logits
+    history_len = config.max_lag + 1 if config.lag_model == "stale" else 1
+    state = _State(
+        logits=theta0,
+        opt_state=optimizer.init(theta0),
+        old_logits=theta0,
+        history=jnp.broadcast_to(theta0, (history_len, *theta0.shape)),
+        step=jnp.asarray(0, jnp.int32),
+        diverged=jnp.asarray(False),
+        diverged_step=jnp.asarray(-1, jnp.int32),
+    )
+    step = functools.partial(_step, config, optimizer, mode)
+    keys = jax.random.split(key, steps + 1)
+    final, metrics = jax.lax.scan(step, state, keys[:steps])
+    _, last = step(final, keys[steps])
+    metrics = jax.tree.map(lambda seq, end: jnp.concatenate([seq, end[None]]), metrics, last)
+    return BanditRun(
+        **metrics,
+        final_logits=final.logits,
+        final_opt_state=final.opt_state,
+        diverged=final.diverged,
+        diverged_step=final.diverged_step,
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("steps", "mode", "seeds"))
+def _simulate(config: BanditConfig, key: Array, steps: int, mode: str, seeds: int) -> BanditRun:
+    if mode == "expected":
+        return _run(config, key, steps, mode)
+    return jax.vmap(lambda k: _run(config, k, steps, mode))(jax.random.split(key, seeds))
+
+
+def simulate(
+    config: BanditConfig, steps: int, *, mode: str = "expected", seeds: int = 1, key: Array | None = None
+) -> BanditRun:
+    """Run GRPO on the bandit for `steps` optimiser steps; see `BanditRun` for the outputs.
+
+    `mode="expected"` is deterministic (one run; `seeds` and `key` are ignored); `mode="sampled"`
+    runs `seeds` independent seeds from `key` (default `jax.random.key(0)`). Jitted once per static
+    structure (config's static fields, steps, mode, seeds): other hyperparameter values reuse the
+    compiled code, and callers may `jax.vmap` over config leaves.
+    """
+    check_range("steps", steps, 1, integer=True)
+    check_range("seeds", seeds, 1, integer=True)
+    check_choice("mode", mode, MODES)
+    key = jax.random.key(0) if key is None else key
+    return _simulate(config, key, steps=int(steps), mode=mode, seeds=int(seeds))
