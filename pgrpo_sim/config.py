@@ -12,6 +12,7 @@ import dataclasses
 import math
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
@@ -25,6 +26,17 @@ KL_KINDS = ("k1", "k2", "k3", "exact")
 OPTIMIZERS = ("sgd", "nesterov", "adam")
 
 
+def _as_float(x):
+    """Leaves become strongly typed float arrays, so Python scalars and arrays share one jit signature."""
+    if x is None or (isinstance(x, (jax.Array, np.ndarray)) and jnp.issubdtype(x.dtype, jnp.floating)):
+        return x
+    return jnp.asarray(x, dtype=float)
+
+
+def _as_int(x):
+    return x if isinstance(x, jax.Array) and x.dtype == jnp.int32 else jnp.asarray(x, dtype=jnp.int32)
+
+
 class BanditConfig(eqx.Module):
     """A softmax-bandit GRPO run (DESIGN.md §3). Build it with `bandit_config`, not directly.
 
@@ -36,19 +48,19 @@ class BanditConfig(eqx.Module):
     (+inf = off), `lag` (τ for "stale", refresh period K_ref for "refresh"), `adv_eps`.
     """
 
-    rewards: Array
-    init_logits: Array
-    true_rewards: Array | None
-    eta: Array
-    momentum: Array
-    beta: Array
-    clip_low: Array
-    clip_high: Array
-    dual_clip: Array
-    kl_clamp: Array
-    grad_clip: Array
-    lag: Array
-    adv_eps: Array
+    rewards: Array = eqx.field(converter=_as_float)
+    init_logits: Array = eqx.field(converter=_as_float)
+    true_rewards: Array | None = eqx.field(converter=_as_float)
+    eta: Array = eqx.field(converter=_as_float)
+    momentum: Array = eqx.field(converter=_as_float)
+    beta: Array = eqx.field(converter=_as_float)
+    clip_low: Array = eqx.field(converter=_as_float)
+    clip_high: Array = eqx.field(converter=_as_float)
+    dual_clip: Array = eqx.field(converter=_as_float)
+    kl_clamp: Array = eqx.field(converter=_as_float)
+    grad_clip: Array = eqx.field(converter=_as_float)
+    lag: Array = eqx.field(converter=_as_int)
+    adv_eps: Array = eqx.field(converter=_as_float)
     group_size: int = eqx.field(static=True)
     advantage: str = eqx.field(static=True)
     kl: str = eqx.field(static=True)

@@ -1,0 +1,209 @@
+"""The `pgrpo-sim` command line. Bad input: one line on stderr, exit code 2, no traceback."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from typing import Sequence
+
+import numpy as np
+
+
+class UsageError(Exception):
+    """A user error to print as one line with exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own errors: one line, exit 2
+        raise UsageError(message)
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _finite_float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _add_oscillator_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--eta", type=_finite_float, required=True, help="learning rate η (> 0)")
+    p.add_argument("--momentum", type=_finite_float, default=0.0, help="heavy-ball momentum μ in [0, 1)")
+    p.add_argument("--lag", type=_finite_float, default=0.0, help="off-policy lag τ in steps (>= 0)")
+    p.add_argument("--stiffness", type=_finite_float, required=True, help="stiffness K (> 0)")
+
+
+def _add_bandit_args(p: argparse.ArgumentParser) -> None:
+    a = p.add_argument
+    a("--arms", type=_integer, default=2, help="number of arms N (>= 2)")
+    a("--correct", type=_integer, default=1, help="number of correct arms c in [1, N-1]")
+    a("--p-ref", type=_finite_float, default=0.2, help="initial (= reference) correct mass in (0, 1)")
+    a("--prompts", type=_integer, default=1, help="independent bandits sharing the hyperparameters")
+    a("--eta", type=_finite_float, default=0.1, help="learning rate η (> 0)")
+    a("--momentum", type=_finite_float, default=0.0, help="momentum μ in [0, 1) (Adam: b1)")
+    a("--beta", type=_finite_float, default=0.0, help="KL coefficient β (>= 0)")
+    a("--group-size", type=_integer, default=8, help="group size G (>= 2)")
+    a("--lag-model", choices=("none", "refresh", "stale"), default="none")
+    a("--lag", type=_integer, default=0, help="stale lag τ or refresh period K_ref (steps)")
+    a("--advantage", choices=("std", "mean", "rloo"), default="std")
+    a("--kl", choices=("k1", "k2", "k3", "exact"), default="k3")
+    a("--kl-clamp", type=_finite_float, default=None, help="clamp k3 to [-c, c] (verl: 10)")
+    a("--clip", type=_finite_float, default=0.2, help="clip range ε_low (and ε_high unless given)")
+    a("--clip-high", type=_finite_float, default=None, help="upper clip range ε_high")
+    a("--dual-clip", type=_finite_float, default=None, help="dual-clip constant c > 1 (verl: 3)")
+    a("--grad-clip", type=_finite_float, default=None, help="global gradient-norm bound")
+    a("--optimizer", choices=("sgd", "nesterov", "adam"), default="sgd")
+
+
+def _bandit_config(args: argparse.Namespace):
+    from .config import bandit_config
+
+    return bandit_config(
+        n_arms=args.arms,
+        n_correct=args.correct,
+        p_ref=args.p_ref,
+        n_prompts=args.prompts,
+        eta=args.eta,
+        momentum=args.momentum,
+        beta=args.beta,
+        group_size=args.group_size,
+        advantage=args.advantage,
+        kl=args.kl,
+        kl_clamp=args.kl_clamp,
+        clip=args.clip,
+        clip_high=args.clip_high,
+        dual_clip=args.dual_clip,
+        lag_model=args.lag_model,
+        lag=args.lag,
+        optimizer=args.optimizer,
+        grad_clip=args.grad_clip,
+    )
+
+
+def _cmd_theory(args: argparse.Namespace) -> None:
+    from . import linear, theory
+
+    osc = (args.eta, args.momentum, args.lag, args.stiffness)
+    coef = theory.coefficients(*osc)
+    out = dict(
+        mass=float(coef.mass),
+        damping=float(coef.damping),
+        stiffness=float(coef.stiffness),
+        damping_ratio=float(theory.damping_ratio(*osc)),
+        natural_frequency=float(theory.natural_frequency(*osc)),
+        regime=theory.regime(*osc),
+        critical_lag=float(theory.critical_lag(args.eta, args.momentum, args.stiffness)),
+    )
+    if args.lag != round(args.lag):
+        raise UsageError("theory: --lag must be an integer for the exact discrete map")
+    for model in ("stale", "refresh"):
+        disc = (args.eta, args.momentum, int(args.lag), args.stiffness)
+        out[f"spectral_radius_{model}"] = float(linear.spectral_radius(*disc, lag_model=model))
+        out[f"discrete_regime_{model}"] = linear.discrete_regime(*disc, lag_model=model)
+    if (args.noise is None) != (args.group_size is None):
+        raise UsageError("theory: give both --noise and --group-size for the stationary variance")
+    if args.noise is not None:
+        out["stationary_variance"] = float(theory.stationary_variance(*osc, args.noise, args.group_size))
+    if args.json:
+        print(json.dumps({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}))
+    else:
+        width = max(map(len, out))
+        for k, v in out.items():
+            print(f"{k:<{width}}  {v:.6g}" if isinstance(v, float) else f"{k:<{width}}  {v}")
+
+
+SIMULATE_COLUMNS = (
+    "step",
+    "reward",
+    "reward_std",
+    "entropy",
+    "kl_ref",
+    "grad_norm",
+    "ratio_max",
+    "clip_frac",
+    "zero_adv_frac",
+)
+
+
+def _cmd_simulate(args: argparse.Namespace) -> None:
+    import jax
+
+    from .bandit import simulate
+    from .plots import plot_reward_curve
+
+    config = _bandit_config(args)
+    run = simulate(config, args.steps, mode=args.mode, seeds=args.seeds, key=jax.random.key(args.seed))
+    reward = np.atleast_2d(np.asarray(run.reward))
+    diverged = np.atleast_1d(np.asarray(run.diverged))
+    with np.errstate(all="ignore"):
+        table = {"step": np.arange(args.steps + 1), "reward": reward.mean(0), "reward_std": reward.std(0)}
+        for name in SIMULATE_COLUMNS[3:]:
+            table[name] = np.atleast_2d(np.asarray(getattr(run, name))).mean(0)
+    try:
+        with open(args.out, "w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(SIMULATE_COLUMNS)
+            for i in range(args.steps + 1):
+                writer.writerow([int(table["step"][i])] + [f"{table[c][i]:.8g}" for c in SIMULATE_COLUMNS[1:]])
+    except OSError as exc:
+        raise UsageError(f"simulate: cannot write --out {args.out}: {exc.strerror}") from None
+    if args.plot:
+        plot_reward_curve(table["step"], table["reward"], table["reward_std"], args.plot, title=_describe(args))
+    n_div = int(diverged.sum())
+    final = "diverged" if n_div == diverged.size else f"{np.nanmean(reward[~diverged, -1]):.6f}"
+    print(f"final reward {final}; {n_div} of {diverged.size} run(s) diverged; wrote {args.out}")
+
+
+def _describe(args: argparse.Namespace) -> str:
+    return (
+        f"N={args.arms} c={args.correct} p_ref={args.p_ref} η={args.eta} μ={args.momentum} β={args.beta} "
+        f"G={args.group_size} {args.lag_model}(lag={args.lag}) {args.mode}"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `pgrpo-sim` and its subcommands."""
+    parser = _Parser(prog="pgrpo-sim", description="Simulate GRPO training dynamics and test the oscillator theory.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("theory", help="closed-form oscillator and exact discrete map for one setting")
+    _add_oscillator_args(p)
+    p.add_argument("--noise", type=_finite_float, default=None, help="noise scale D (>= 0)")
+    p.add_argument("--group-size", type=_finite_float, default=None, help="group size G (>= 2)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_theory)
+
+    p = sub.add_parser("simulate", help="run the softmax-bandit GRPO environment")
+    _add_bandit_args(p)
+    p.add_argument("--steps", type=_integer, default=1000, help="optimiser steps (>= 1)")
+    p.add_argument("--mode", choices=("expected", "sampled"), default="expected")
+    p.add_argument("--seeds", type=_integer, default=64, help="independent seeds in sampled mode (>= 1)")
+    p.add_argument("--seed", type=_integer, default=0, help="PRNG seed")
+    p.add_argument("--out", required=True, help="CSV file, one row per step")
+    p.add_argument("--plot", default=None, help="PNG of the reward curve (mean ± std band)")
+    p.set_defaults(func=_cmd_simulate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `pgrpo-sim` console script; returns the exit code."""
+    try:
+        args = build_parser().parse_args(argv)
+        args.func(args)
+    except (UsageError, ValueError) as exc:
+        print(f"pgrpo-sim: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
