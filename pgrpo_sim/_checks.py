@@ -34,10 +34,13 @@ def describe_range(low: float | None, high: float | None, low_open: bool, high_o
     return "finite"
 
 
-def in_range(value, low=None, high=None, low_open=False, high_open=False, allow_inf=False):
-    """Elementwise mask: `value` is finite (or +inf if `allow_inf`) and inside the interval."""
-    value = jnp.asarray(value)
-    ok = jnp.isfinite(value) | (allow_inf & (value == jnp.inf))
+def in_range(value, low=None, high=None, low_open=False, high_open=False, allow_inf=False, xp=jnp):
+    """Elementwise mask: `value` is finite (or +inf if `allow_inf`) and inside the interval.
+
+    `xp=numpy` keeps the check on the host (it must not be staged into a trace that is running).
+    """
+    value = xp.asarray(value)
+    ok = xp.isfinite(value) | (allow_inf & (value == xp.inf))
     if low is not None:
         ok &= (value > low) if low_open else (value >= low)
     if high is not None:
@@ -66,7 +69,7 @@ def check_range(
     if bad_finite.any():
         raise ValueError(f"{name} must be finite, got {_show(arr[bad_finite])}")
     span = describe_range(low, high, low_open, high_open)
-    ok = np.asarray(in_range(arr, low, high, low_open, high_open, allow_inf))
+    ok = in_range(arr, low, high, low_open, high_open, allow_inf, xp=np)
     if not ok.all():
         raise ValueError(f"{name} must be {span}, got {_show(arr[~ok])}")
     if integer and (np.asarray(arr) != np.round(arr)).any():
@@ -77,6 +80,14 @@ def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     """Raise `ValueError` unless `value` is one of `choices`."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+
+
+def as_float(x):
+    """A float JAX array: float arrays keep their precision; lists, ints and Python scalars become the
+    default float dtype (float32, or float64 under x64), strongly typed so one jit signature serves all."""
+    if isinstance(x, (jax.Array, np.ndarray)) and jnp.issubdtype(x.dtype, jnp.floating):
+        return jnp.asarray(x)
+    return jnp.asarray(x, dtype=float)
 
 
 def nan_unless(ok, value):

@@ -84,13 +84,13 @@ class _State(NamedTuple):
 
 
 def make_optimizer(config: BanditConfig) -> optax.GradientTransformation:
-    """optax optimiser on the logits: global-norm clipping, then heavy-ball SGD (optax.sgd with momentum μ),
+    """optax optimiser on the logits: optional global-norm clipping, then heavy-ball SGD (optax.sgd with momentum μ),
     Nesterov, or Adam (b1 = μ, b2 = 0.999)."""
     if config.optimizer == "adam":
         base = optax.adam(config.eta, b1=config.momentum)
     else:
         base = optax.sgd(config.eta, momentum=config.momentum, nesterov=config.optimizer == "nesterov")
-    return optax.chain(optax.clip_by_global_norm(config.grad_clip), base)
+    return base if config.grad_clip is None else optax.chain(optax.clip_by_global_norm(config.grad_clip), base)
 
 
 def advantage_table(config: BanditConfig) -> Array:
@@ -225,7 +225,7 @@ def _step(config: BanditConfig, optimizer, mode: str, state: _State, key: Array)
         true_reward=None if config.true_rewards is None else _expected_reward(theta, config.true_rewards),
         entropy=jnp.mean(entropy(theta)),
         kl_ref=jnp.mean(kl_divergence(theta, config.init_logits)),
-        grad_norm=optax.global_norm(grad),
+        grad_norm=optax.tree_utils.tree_norm(grad),
         **stats._asdict(),
     )
     nan = jnp.asarray(jnp.nan, theta.dtype)

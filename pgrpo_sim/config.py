@@ -9,8 +9,6 @@ clip ranges, lag, rewards, initial logits) is a JAX array leaf, so `jax.vmap` sw
 from __future__ import annotations
 
 import dataclasses
-import math
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -18,7 +16,7 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from ._checks import check_choice, check_range, is_concrete
+from ._checks import as_float, check_choice, check_range, is_concrete
 from .grpo import ADVANTAGES
 
 LAG_MODELS = ("none", "refresh", "stale")
@@ -28,9 +26,7 @@ OPTIMIZERS = ("sgd", "nesterov", "adam")
 
 def _as_float(x):
     """Leaves become strongly typed float arrays, so Python scalars and arrays share one jit signature."""
-    if x is None or (isinstance(x, (jax.Array, np.ndarray)) and jnp.issubdtype(x.dtype, jnp.floating)):
-        return x
-    return jnp.asarray(x, dtype=float)
+    return None if x is None else as_float(x)
 
 
 def _as_int(x):
@@ -44,8 +40,9 @@ class BanditConfig(eqx.Module):
     `rewards[p, a]` is the Bernoulli success probability of arm a (0/1 for binary rewards);
     `init_logits` is θ_0, which is also the reference policy. Scalars: `eta` learning rate,
     `momentum` heavy-ball μ (Adam's b1), `beta` KL coefficient, `clip_low`/`clip_high` PPO clip
-    ranges, `dual_clip` (+inf = off), `kl_clamp` (+inf = off), `grad_clip` global-norm bound
-    (+inf = off), `lag` (τ for "stale", refresh period K_ref for "refresh"), `adv_eps`.
+    ranges, `dual_clip`, `kl_clamp` (k3 bound) and `grad_clip` (global-norm bound) — each None when
+    off, which is static structure — `lag` (τ for "stale", refresh period K_ref for "refresh") and
+    `adv_eps` (advantage denominator epsilon).
     """
 
     rewards: Array = eqx.field(converter=_as_float)
@@ -56,9 +53,9 @@ class BanditConfig(eqx.Module):
     beta: Array = eqx.field(converter=_as_float)
     clip_low: Array = eqx.field(converter=_as_float)
     clip_high: Array = eqx.field(converter=_as_float)
-    dual_clip: Array = eqx.field(converter=_as_float)
-    kl_clamp: Array = eqx.field(converter=_as_float)
-    grad_clip: Array = eqx.field(converter=_as_float)
+    dual_clip: Array | None = eqx.field(converter=_as_float)
+    kl_clamp: Array | None = eqx.field(converter=_as_float)
+    grad_clip: Array | None = eqx.field(converter=_as_float)
     lag: Array = eqx.field(converter=_as_int)
     adv_eps: Array = eqx.field(converter=_as_float)
     group_size: int = eqx.field(static=True)
@@ -87,9 +84,9 @@ class BanditConfig(eqx.Module):
         check_range("beta", self.beta, 0.0)
         check_range("clip_low", self.clip_low, 0.0, 1.0, low_open=True, high_open=True)
         check_range("clip_high", self.clip_high, 0.0, low_open=True)
-        check_range("dual_clip", self.dual_clip, 1.0, low_open=True, allow_inf=True)
-        check_range("kl_clamp", self.kl_clamp, 0.0, low_open=True, allow_inf=True)
-        check_range("grad_clip", self.grad_clip, 0.0, low_open=True, allow_inf=True)
+        check_range("dual_clip", self.dual_clip, 1.0, low_open=True)
+        check_range("kl_clamp", self.kl_clamp, 0.0, low_open=True)
+        check_range("grad_clip", self.grad_clip, 0.0, low_open=True)
         check_range("lag", self.lag, 0, self.max_lag if self.lag_model == "stale" else None, integer=True)
         check_range("adv_eps", self.adv_eps, 0.0)
         if self.lag_model == "none" and is_concrete(self.lag) and np.any(np.asarray(self.lag) != 0):
@@ -113,7 +110,7 @@ def class_symmetric_logits(n_arms: int, n_correct: int, p_ref: ArrayLike) -> Arr
     check_range("arms", n_arms, 2, integer=True)
     check_range("correct", n_correct, 1, n_arms - 1, integer=True)
     check_range("p_ref", p_ref, 0.0, 1.0, low_open=True, high_open=True)
-    p_ref = jnp.asarray(p_ref, jnp.result_type(float, p_ref))[..., None]
+    p_ref = as_float(p_ref)[..., None]
     correct = jnp.arange(n_arms) < n_correct
     return jnp.where(correct, jnp.log(p_ref / n_correct), jnp.log((1 - p_ref) / (n_arms - n_correct)))
 
@@ -162,22 +159,23 @@ def bandit_config(
             init_logits = class_symmetric_logits(n_arms, n_correct, 0.2 if p_ref is None else p_ref)
     elif p_ref is not None:
         raise ValueError("p_ref builds a class-symmetric start from n_correct; with explicit rewards give init_logits")
-    rewards = jnp.asarray(rewards, jnp.result_type(float, rewards))
+    rewards = as_float(rewards)
     if rewards.ndim not in (1, 2):
         raise ValueError(f"rewards must have shape (arms,) or (prompts, arms), got {rewards.shape}")
     if init_logits is None:
         init_logits = jnp.zeros(rewards.shape[-1])
     shape = (n_prompts, rewards.shape[-1]) if rewards.ndim == 1 else rewards.shape
-    dtype = jnp.result_type(float, rewards, init_logits)
+    init_logits = as_float(init_logits)
+    dtype = jnp.result_type(rewards, init_logits)
 
     def per_prompt(x, name):
-        x = jnp.asarray(x, dtype)
+        x = as_float(x).astype(dtype)
         if x.shape[-1] != shape[-1]:
             raise ValueError(f"{name} must have {shape[-1]} arms, got shape {x.shape}")
         return jnp.broadcast_to(x, shape)
 
-    def scalar(x, off=math.inf):
-        return jnp.asarray(off if x is None else x, dtype)
+    def scalar(x):
+        return None if x is None else jnp.asarray(x, dtype)
 
     check_range("lag", lag, 0, integer=True)
     if max_lag is None:

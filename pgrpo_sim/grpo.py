@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jax import Array
 from jax.typing import ArrayLike
 
-from ._checks import check_choice, check_range
+from ._checks import as_float, check_choice, check_range
 
 ADVANTAGES = ("std", "mean", "rloo")
 KL_ESTIMATORS = ("k1", "k2", "k3")
@@ -30,7 +30,7 @@ def group_advantages(rewards: ArrayLike, kind: str = "std", eps: float = 1e-6) -
     - "rloo" (leave-one-out): r − mean of the other G − 1 rewards.
     """
     check_choice("advantage", kind, ADVANTAGES)
-    rewards = jnp.asarray(rewards, jnp.result_type(float, rewards))
+    rewards = as_float(rewards)
     g = rewards.shape[-1]
     if g < 2:
         raise ValueError(f"group size (last axis) must be >= 2, got {g}")
@@ -96,13 +96,12 @@ def kl_estimate(logp: ArrayLike, logp_ref: ArrayLike, kind: str = "k3", clamp: A
 
 def entropy(logits: ArrayLike) -> Array:
     """Entropy H(softmax(z)) = logsumexp(z) − Σ softmax(z)·z over the last axis (nats)."""
-    logits = jnp.asarray(logits, jnp.result_type(float, logits))
-    logp = jax.nn.log_softmax(logits, axis=-1)
+    logp = jax.nn.log_softmax(as_float(logits), axis=-1)
     return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
 
 
 def kl_divergence(logits: ArrayLike, logits_ref: ArrayLike) -> Array:
     """Exact KL(softmax(z) ‖ softmax(z_ref)) over the last axis (nats)."""
-    logp = jax.nn.log_softmax(jnp.asarray(logits, jnp.result_type(float, logits)), axis=-1)
-    logq = jax.nn.log_softmax(jnp.asarray(logits_ref, logp.dtype), axis=-1)
+    logp = jax.nn.log_softmax(as_float(logits), axis=-1)
+    logq = jax.nn.log_softmax(as_float(logits_ref).astype(logp.dtype), axis=-1)
     return jnp.sum(jnp.exp(logp) * (logp - logq), axis=-1)

@@ -22,7 +22,7 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from ._checks import check_range, in_range, nan_unless
+from ._checks import as_float, check_range, in_range, nan_unless
 
 REGIMES = ("overdamped", "critical", "underdamped", "unstable")
 """Names of `regime_code` values: index = code."""
@@ -55,8 +55,9 @@ def _valid(eta, momentum, lag, stiffness):
 
 
 def _float(*xs):
-    dtype = jnp.result_type(float, *xs)
-    return [jnp.asarray(x, dtype) for x in xs]
+    xs = [as_float(x) for x in xs]
+    dtype = jnp.result_type(*xs)
+    return [x.astype(dtype) for x in xs]
 
 
 def coefficients(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Coefficients:
