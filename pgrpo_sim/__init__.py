@@ -6,11 +6,22 @@ discrete heavy-ball map (`linear`), and the exact softmax-bandit GRPO environmen
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import bandit, config, grpo, theory
-from .bandit import BanditRun, UpdateStats, expected_loss, make_optimizer, sampled_loss, simulate
+from . import bandit, config, grpo, linear, theory
+from .bandit import BanditRun, UpdateStats, expected_loss, make_optimizer, on_policy_loss, sampled_loss, simulate
 from .config import BanditConfig, bandit_config, class_symmetric_logits
+from .linear import (
+    DISCRETE_REGIMES,
+    companion_matrix,
+    critical_eta,
+    discrete_regime,
+    discrete_regime_code,
+    dominant_root,
+    monodromy_matrix,
+    spectral_radius,
+)
 from .grpo import clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
 from .theory import (
+    REGIMES,
     Coefficients,
     coefficients,
     critical_law,

@@ -90,6 +90,9 @@ def _bandit_config(args: argparse.Namespace):
 
 
 def _cmd_theory(args: argparse.Namespace) -> None:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # closed forms are cheap: report them in float64
     from . import linear, theory
 
     osc = (args.eta, args.momentum, args.lag, args.stiffness)

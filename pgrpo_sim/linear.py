@@ -37,6 +37,8 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import Array
+from jax.typing import ArrayLike
 
 from ._checks import check_choice, check_range, in_range, is_concrete, nan_unless
 
@@ -66,7 +68,8 @@ LAG_MODELS = ("stale", "refresh")
 # critical_eta search: log grid in a = eta * stiffness, then bisection of the first unstable cell.
 _A_LO, _A_HI, _N_GRID, _N_BISECT = 1e-8, 5.0, 96, 60
 # Every stale map with lag >= 1 is unstable for a >= 1 (the product of the lag+1 roots is a), lag 0 for
-# a > 2(1 + mu) < 4, and the refresh map for a >= 4, so the first crossing lies inside the grid.
+# a > 2(1 + mu) < 4, and the refresh map for a >= 4 (checked numerically for K <= 80, mu <= 0.999:
+# radius >= 1.045), so the first crossing lies inside the grid.
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -84,15 +87,17 @@ def _static_lag(lag) -> int:
 
 def _validate(eta, momentum, lag, stiffness, lag_model) -> int:
     """Eager checks (no-ops on tracers, except the static `lag` and `lag_model`)."""
-    # check_range computes with jnp; inside a caller's jit that would turn even concrete values
-    # (a Python float momentum, the static lag) into tracers, so evaluate it at trace time.
-    with jax.ensure_compile_time_eval():
-        if eta is not None:
-            check_range("eta", eta, 0, low_open=True)
-        check_range("momentum", momentum, 0, 1, high_open=True)
-        check_range("stiffness", stiffness, 0, low_open=True)
-        check_choice("lag_model", lag_model, LAG_MODELS)
-        return _static_lag(lag)
+    if eta is not None:
+        check_range("eta", eta, 0, low_open=True)
+    check_range("momentum", momentum, 0, 1, high_open=True)
+    check_range("stiffness", stiffness, 0, low_open=True)
+    check_choice("lag_model", lag_model, LAG_MODELS)
+    return _static_lag(lag)
+
+
+def _arrays(*xs):
+    """Lists and tuples become numpy arrays (jit would otherwise treat them as pytrees)."""
+    return tuple(np.asarray(x) if isinstance(x, (list, tuple)) else x for x in xs)
 
 
 def _float_dtype(*xs):
@@ -199,11 +204,14 @@ def _critical_a(mu, lag: int, lag_model: str):
     r = jax.vmap(radius)(grid)
     # The grid only brackets; a margin of sqrt(eps) keeps rounding noise in the radius (which is
     # 1 - a/(1 - mu) for small a) from faking an early crossing. The bisection then uses r >= 1.
+    # The bracket's low end is the last grid point before it with radius strictly below 1.
     unstable = r > 1 + math.sqrt(float(jnp.finfo(dtype).eps))
     found = jnp.any(unstable)
     i = jnp.argmax(unstable)
+    idx = jnp.arange(_N_GRID)
+    j = jnp.max(jnp.where((r < 1) & (idx < i), idx, -1))
     hi = grid[i]
-    lo = jnp.where(i > 0, grid[jnp.maximum(i - 1, 0)], 0)
+    lo = jnp.where(j >= 0, grid[jnp.maximum(j, 0)], 0)
 
     def bisect(_, bracket):
         lo, hi = bracket
@@ -293,50 +301,65 @@ def _critical_eta_kernel(momentum, stiffness, lag, lag_model):
 # public API
 
 
-def companion_matrix(eta, momentum, lag, stiffness):
+def companion_matrix(eta: ArrayLike, momentum: ArrayLike, lag: int, stiffness: ArrayLike) -> Array:
     """Companion matrix of the stale-lag recursion, shape (..., L+1, L+1), L = max(lag, 1).
 
     Acts on the state (e_n, e_{n-1}, ..., e_{n-L}); first row holds 1+mu, -mu and -eta*stiffness
     (at column ``lag``). Its eigenvalues are the per-step multipliers. Heavy ball: Polyak (1964);
     delay: Levin & May (1976).
     """
+    eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
     lag = _validate(eta, momentum, lag, stiffness, "stale")
     return _matrix_kernel(eta, momentum, stiffness, lag, "stale")
 
 
-def monodromy_matrix(eta, momentum, lag, stiffness):
+def monodromy_matrix(eta: ArrayLike, momentum: ArrayLike, lag: int, stiffness: ArrayLike) -> Array:
     """One-cycle (monodromy) map of the refresh model, shape (..., 2, 2).
 
     Maps (e_{n0}, e_{n0-1}) to (e_{n0+K}, e_{n0+K-1}) over one refresh cycle of K = max(lag, 1) steps
     during which the force -eta*stiffness*e_{n0} is frozen (lag 0 and 1: refresh every step).
     Its eigenvalues are multipliers per cycle (Floquet multipliers).
     """
+    eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
     lag = _validate(eta, momentum, lag, stiffness, "refresh")
     return _matrix_kernel(eta, momentum, stiffness, lag, "refresh")
 
 
-def spectral_radius(eta, momentum, lag, stiffness, lag_model="stale"):
+def spectral_radius(
+    eta: ArrayLike, momentum: ArrayLike, lag: int, stiffness: ArrayLike, lag_model: str = "stale"
+) -> Array:
     """Largest modulus of the per-step multipliers (|e_n| ~ radius^n); < 1 means stable.
 
     For ``lag_model="refresh"`` this is max|lambda|^(1/K) over the monodromy eigenvalues lambda.
     Heavy ball: Polyak (1964); delay: Levin & May (1976).
     """
+    eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
     lag = _validate(eta, momentum, lag, stiffness, lag_model)
     return _root_radius_kernel(eta, momentum, stiffness, lag, lag_model)[1]
 
 
-def dominant_root(eta, momentum, lag, stiffness, lag_model="stale"):
+def dominant_root(
+    eta: ArrayLike, momentum: ArrayLike, lag: int, stiffness: ArrayLike, lag_model: str = "stale"
+) -> Array:
     """Per-step multiplier of largest modulus (complex; of a conjugate pair, the one with imag >= 0).
 
     ``log(root)`` is the per-step exponent comparable with the continuous eigenvalue s. For
     ``"refresh"`` it is lambda^(1/K) (principal branch) of the dominant monodromy eigenvalue, so a
     negative lambda at K >= 2 reads as an oscillation of period 2K steps.
     """
+    eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
     lag = _validate(eta, momentum, lag, stiffness, lag_model)
     return _root_radius_kernel(eta, momentum, stiffness, lag, lag_model)[0]
 
 
-def discrete_regime_code(eta, momentum, lag, stiffness, lag_model="stale", tol=None):
+def discrete_regime_code(
+    eta: ArrayLike,
+    momentum: ArrayLike,
+    lag: int,
+    stiffness: ArrayLike,
+    lag_model: str = "stale",
+    tol: float | None = None,
+) -> Array:
     """Integer regime code (index into `DISCRETE_REGIMES`); jit-compatible; -1 where input invalid.
 
     UNSTABLE if the radius is >= 1; else OSCILLATORY if the dominant root has
@@ -345,19 +368,27 @@ def discrete_regime_code(eta, momentum, lag, stiffness, lag_model="stale", tol=N
     float32): eigenvalues at a near-double root are only determined to ~sqrt(eps), so complex
     roots closer to the real axis than this count as real.
     """
+    eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
     lag = _validate(eta, momentum, lag, stiffness, lag_model)
     if tol is not None:
-        with jax.ensure_compile_time_eval():
-            check_range("tol", tol, 0)
+        check_range("tol", tol, 0)
     return _regime_kernel(eta, momentum, stiffness, tol, lag, lag_model)
 
 
-def discrete_regime(eta, momentum, lag, stiffness, lag_model="stale", tol=None):
+def discrete_regime(
+    eta: ArrayLike,
+    momentum: ArrayLike,
+    lag: int,
+    stiffness: ArrayLike,
+    lag_model: str = "stale",
+    tol: float | None = None,
+) -> str | np.ndarray:
     """Regime name: "monotone", "oscillatory", "flip" (negative real root) or "unstable".
 
     Host function (not jittable; use `discrete_regime_code` under jit). Returns a ``str`` for scalar
     inputs and a numpy array of ``str`` otherwise. See `discrete_regime_code` for ``tol``.
     """
+    eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
     if not is_concrete(eta, momentum, stiffness, tol):
         raise TypeError("discrete_regime returns strings and cannot be traced; use discrete_regime_code")
     code = np.asarray(discrete_regime_code(eta, momentum, lag, stiffness, lag_model, tol))
@@ -365,7 +396,7 @@ def discrete_regime(eta, momentum, lag, stiffness, lag_model="stale", tol=None):
     return str(names) if names.ndim == 0 else names
 
 
-def critical_eta(momentum, lag, stiffness, lag_model="stale"):
+def critical_eta(momentum: ArrayLike, lag: int, stiffness: ArrayLike, lag_model: str = "stale") -> Array:
     """Learning rate at which the per-step radius first reaches 1 as eta grows from 0.
 
     Returns a_crit / stiffness, where a_crit = (eta*stiffness)_crit is found by a 96-point log grid
@@ -376,5 +407,6 @@ def critical_eta(momentum, lag, stiffness, lag_model="stale"):
     Known values: lag 0 -> 2(1+mu)/K (Polyak 1964); mu = 0 stale -> 2 sin(pi/(2(2 lag+1)))/K
     (Levin & May 1976).
     """
+    momentum, stiffness = _arrays(momentum, stiffness)
     lag = _validate(None, momentum, lag, stiffness, lag_model)
     return _critical_eta_kernel(momentum, stiffness, lag, lag_model)

@@ -10,7 +10,7 @@ import pytest
 from jax.test_util import check_grads
 
 import pgrpo_sim as ps
-from pgrpo_sim.bandit import _simulate, expected_loss, sampled_loss
+from pgrpo_sim.bandit import _simulate, expected_loss, on_policy_loss, sampled_loss
 
 # an off-policy point: θ ≠ θ_old far enough that several samples are clipped
 THETA_OLD = np.array([[0.2, -0.4, 0.5]])
@@ -54,6 +54,20 @@ def test_expected_mode_equals_average_over_every_group(group_size, advantage, kl
     )
     exact = jax.grad(lambda t: expected_loss(t, THETA_OLD, config)[0])(THETA)
     np.testing.assert_allclose(exact, _enumerated_grad(config, THETA, THETA_OLD), rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("advantage", ["std", "mean", "rloo"])
+@pytest.mark.parametrize("kl", ["k2", "k3", "exact"])
+def test_on_policy_fast_path_equals_general_expectation(advantage, kl):
+    config = ps.bandit_config(rewards=[[0.9, 0.3, 0.0], [1.0, 0.0, 0.5]], init_logits=REF[0], beta=0.3, group_size=5,
+                              advantage=advantage, kl=kl, kl_clamp=0.05, dual_clip=1.5)
+    theta = np.concatenate([THETA, THETA_OLD])
+    (fast, fast_stats), g_fast = jax.value_and_grad(on_policy_loss, has_aux=True)(theta, config)
+    (slow, slow_stats), g_slow = jax.value_and_grad(expected_loss, has_aux=True)(theta, theta, config)
+    np.testing.assert_allclose(g_fast, g_slow, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-15)
+    for a, b in zip(fast_stats, slow_stats):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
 
 
 def test_one_expected_update_with_momentum_matches_enumeration():

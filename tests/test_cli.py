@@ -1,0 +1,77 @@
+"""The `pgrpo-sim` command: outputs, JSON keys, and one-line errors with exit code 2."""
+
+import csv
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pgrpo_sim as ps
+from pgrpo_sim.cli import SIMULATE_COLUMNS, main
+
+THEORY = ["theory", "--eta", "0.05", "--momentum", "0.9", "--lag", "2", "--stiffness", "0.3"]
+
+
+def test_theory_json(capsys):
+    assert main(THEORY + ["--noise", "0.1", "--group-size", "8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["damping_ratio"] == pytest.approx(float(ps.damping_ratio(0.05, 0.9, 2.0, 0.3)), rel=1e-12)
+    assert out["regime"] == "underdamped" and out["critical_lag"] == pytest.approx(0.1 / 0.015)
+    assert out["spectral_radius_stale"] == pytest.approx(float(ps.spectral_radius(0.05, 0.9, 2, 0.3)), rel=1e-12)
+    assert out["discrete_regime_refresh"] in ps.DISCRETE_REGIMES
+    assert out["stationary_variance"] == pytest.approx(float(ps.stationary_variance(0.05, 0.9, 2.0, 0.3, 0.1, 8)))
+    assert set(out) >= {"mass", "damping", "stiffness", "natural_frequency", "spectral_radius_refresh", "discrete_regime_stale"}
+
+
+def test_theory_text(capsys):
+    assert main(THEORY) == 0
+    text = capsys.readouterr().out
+    assert "damping_ratio" in text and "stationary_variance" not in text
+
+
+def test_simulate_writes_csv_and_plot(tmp_path, capsys):
+    out, png = tmp_path / "traj.csv", tmp_path / "traj.png"
+    args = ["simulate", "--steps", "30", "--mode", "sampled", "--seeds", "4", "--beta", "0.5", "--out", str(out), "--plot", str(png)]
+    assert main(args) == 0
+    rows = list(csv.DictReader(open(out)))
+    assert tuple(rows[0]) == SIMULATE_COLUMNS and len(rows) == 31
+    assert float(rows[0]["reward"]) == pytest.approx(0.2, abs=1e-6)
+    assert any(float(r["reward_std"]) > 0 for r in rows)
+    assert png.stat().st_size > 1000
+    assert "0 of 4 run(s) diverged" in capsys.readouterr().out
+
+
+def test_simulate_defaults_run(tmp_path):
+    assert main(["simulate", "--steps", "20", "--out", str(tmp_path / "x.csv")]) == 0
+    rows = list(csv.DictReader(open(tmp_path / "x.csv")))
+    assert all(float(r["reward_std"]) == 0 for r in rows)  # expected mode: no seed spread
+
+
+@pytest.mark.parametrize(
+    "argv, word",
+    [
+        (["theory", "--eta", "-1", "--stiffness", "0.3"], "eta"),
+        (["theory", "--eta", "0.1", "--momentum", "1", "--stiffness", "0.3"], "momentum"),
+        (["theory", "--eta", "0.1", "--stiffness", "nan"], "stiffness"),
+        (["theory", "--eta", "0.1", "--stiffness", "0.3", "--noise", "0.1", "--group-size", "1"], "group_size"),
+        (["theory", "--eta", "x", "--stiffness", "0.3"], "--eta"),
+        (["simulate", "--out", "x.csv", "--group-size", "1"], "group_size"),
+        (["simulate", "--out", "x.csv", "--p-ref", "1.5"], "p_ref"),
+        (["simulate", "--out", "x.csv", "--lag", "2"], "lag"),
+        (["simulate", "--out", "x.csv", "--lag-model", "async"], "lag-model"),
+        (["simulate", "--out", "x.csv", "--steps", "0"], "steps"),
+        (["simulate", "--out", "/nonexistent/dir/x.csv", "--steps", "2"], "--out"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(argv, word, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("pgrpo-sim: error:") and word in err
+
+
+def test_console_script_exit_code():
+    proc = subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", "theory", "--eta", "0", "--stiffness", "1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
