@@ -151,16 +151,17 @@ def expected_loss(logits: Array, behaviour_logits: Array, config: BanditConfig) 
     return jnp.mean(per_prompt), stats
 
 
-def on_policy_loss(logits: Array, config: BanditConfig) -> tuple[Array, UpdateStats]:
-    """Expected GRPO loss whose gradient at θ = `logits` is exact when samples come from θ itself
-    (lag models "none" and "stale"): the fast path of `expected_loss`.
+def on_policy_loss(logits: Array, behaviour_logits: Array, config: BanditConfig) -> tuple[Array, UpdateStats]:
+    """The fast path of `expected_loss`, valid where `logits` equal `behaviour_logits` (lag models "none"
+    and "stale"): there value and first-argument gradient equal `expected_loss`'s.
 
     At ρ = 1 no clip is active (dual clip included, c > 1), so the per-sample loss gradient is −A·∇logπ
     and only E[A | arm] = r_a·α₊(p) + (1 − r_a)·α₋(p) is needed, with α± = Σ_j B(j; G−1, p) A±(j):
-    O(N + G) work per prompt instead of O(N·G). Value and gradient equal `expected_loss(θ, θ)`.
+    O(N + G) work per prompt instead of O(N·G). The behaviour policy is a separate argument (not a
+    stop-gradient copy) so that derivatives of a trajectory with respect to hyperparameters stay exact.
     """
     logp = jax.nn.log_softmax(logits)
-    logp_old = jax.lax.stop_gradient(logp)
+    logp_old = jax.nn.log_softmax(behaviour_logits)
     pi_old = jnp.exp(logp_old)
     r = config.rewards
     p_old = jnp.sum(pi_old * r, axis=-1)
@@ -232,10 +233,9 @@ def _step(config: BanditConfig, optimizer, mode: str, state: _State, key: Array)
         at = behaviour = history[(n - config.lag) % size]
     else:
         at = behaviour = theta
-    if mode == "expected" and config.lag_model == "refresh":
-        grad, stats = jax.grad(expected_loss, has_aux=True)(at, behaviour, config)
-    elif mode == "expected":  # samples drawn at the evaluation point: ratio 1
-        grad, stats = jax.grad(on_policy_loss, has_aux=True)(at, config)
+    if mode == "expected":  # without refresh lag, samples come from the evaluation point: ratio 1
+        loss = expected_loss if config.lag_model == "refresh" else on_policy_loss
+        grad, stats = jax.grad(loss, has_aux=True)(at, behaviour, config)
     else:
         arms, rewards = _draw(config, behaviour, key)
         grad, stats = jax.grad(sampled_loss, has_aux=True)(at, behaviour, arms, rewards, config)

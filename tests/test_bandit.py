@@ -62,7 +62,7 @@ def test_on_policy_fast_path_equals_general_expectation(advantage, kl):
     config = ps.bandit_config(rewards=[[0.9, 0.3, 0.0], [1.0, 0.0, 0.5]], init_logits=REF[0], beta=0.3, group_size=5,
                               advantage=advantage, kl=kl, kl_clamp=0.05, dual_clip=1.5)
     theta = np.concatenate([THETA, THETA_OLD])
-    (fast, fast_stats), g_fast = jax.value_and_grad(on_policy_loss, has_aux=True)(theta, config)
+    (fast, fast_stats), g_fast = jax.value_and_grad(on_policy_loss, has_aux=True)(theta, theta, config)
     (slow, slow_stats), g_slow = jax.value_and_grad(expected_loss, has_aux=True)(theta, theta, config)
     np.testing.assert_allclose(g_fast, g_slow, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-15)
