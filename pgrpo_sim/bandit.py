@@ -266,20 +266,24 @@ def _step(config: BanditConfig, optimizer, mode: str, state: _State, key: Array)
     return nxt, metrics
 
 
-def _run(config: BanditConfig, key: Array, steps: int, mode: str) -> BanditRun:
-    """One run of `steps` updates (a single seed); pure, so it can be vmapped over configs and keys."""
-    optimizer = make_optimizer(config)
-    theta0 = config.init_logits
+def _initial_state(config: BanditConfig, optimizer, logits: Array) -> _State:
+    """A run at rest at `logits`: zero optimiser state, π_old and the stale-lag history equal to it."""
     history_len = config.max_lag + 1 if config.lag_model == "stale" else 1
-    state = _State(
-        logits=theta0,
-        opt_state=optimizer.init(theta0),
-        old_logits=theta0,
-        history=jnp.broadcast_to(theta0, (history_len, *theta0.shape)),
+    return _State(
+        logits=logits,
+        opt_state=optimizer.init(logits),
+        old_logits=logits,
+        history=jnp.broadcast_to(logits, (history_len, *logits.shape)),
         step=jnp.asarray(0, jnp.int32),
         diverged=jnp.asarray(False),
         diverged_step=jnp.asarray(-1, jnp.int32),
     )
+
+
+def _run(config: BanditConfig, key: Array, steps: int, mode: str) -> BanditRun:
+    """One run of `steps` updates (a single seed); pure, so it can be vmapped over configs and keys."""
+    optimizer = make_optimizer(config)
+    state = _initial_state(config, optimizer, config.init_logits)
     step = functools.partial(_step, config, optimizer, mode)
     keys = jax.random.split(key, steps + 1)
     final, metrics = jax.lax.scan(step, state, keys[:steps])
