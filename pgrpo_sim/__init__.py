@@ -6,7 +6,7 @@ discrete heavy-ball map (`linear`), and the exact softmax-bandit GRPO environmen
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import bandit, config, grpo, linear, theory
+from . import bandit, config, fit, grpo, linear, prediction, sde, theory
 from .bandit import BanditRun, UpdateStats, expected_loss, make_optimizer, on_policy_loss, sampled_loss, simulate
 from .config import BanditConfig, bandit_config, class_symmetric_logits
 from .linear import (
@@ -19,6 +19,9 @@ from .linear import (
     monodromy_matrix,
     spectral_radius,
 )
+from .fit import LeastSquares, StiffnessEstimates, identify_stiffness, least_squares, r_squared
+from .prediction import REASONS, Prediction, predict, two_arm_reduction
+from .sde import Ensemble, solve_deterministic, solve_ensemble
 from .grpo import clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
 from .theory import (
     REGIMES,

@@ -1,0 +1,150 @@
+"""From bandit to oscillator: predict(), the bridge between levels, and stiffness three ways."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pgrpo_sim as ps
+from pgrpo_sim.fit import identify_stiffness, r_squared
+
+BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
+OVERDAMPED = [dict(eta=0.05), dict(eta=0.2), dict(eta=0.1, momentum=0.3, beta=1.0)]
+UNDERDAMPED = [dict(eta=0.02, momentum=0.9), dict(eta=0.05, momentum=0.95), dict(eta=0.01, momentum=0.97, beta=1.0)]
+
+
+def _closed_form_p_star(beta, p_ref):
+    return (1 + 2 * beta**2 * p_ref + np.sqrt(1 + 4 * beta**2 * p_ref * (1 - p_ref))) / (2 * (1 + beta**2))
+
+
+def test_fixed_point_is_a_zero_of_the_expected_update_and_is_reached():
+    config = ps.bandit_config(**BASE, eta=0.2)
+    pred = ps.predict(config)
+    assert pred.stable and pred.unique and ps.REASONS[int(pred.reason)] == "stable"
+    run = ps.simulate(config, 400)
+    assert abs(float(run.reward[-1]) - float(pred.p_star)) < 1e-10
+    # large G: the closed form (root of p − √(p(1−p))/β = p_ref), to the 1/G gap measured in test_bandit
+    big = ps.predict(ps.bandit_config(**(BASE | dict(group_size=4096)), eta=0.2))
+    assert abs(float(big.p_star) - _closed_form_p_star(0.5, 0.2)) < 1e-4
+
+
+def test_stiffness_is_the_decay_rate_of_the_n_arm_simulator():
+    """Near p* an SGD run decays as e_{n+1}/e_n = 1 − η_eff·K: an independent reading of K (N = 5, c = 2)."""
+    config = ps.bandit_config(n_arms=5, n_correct=2, **BASE, eta=0.3)
+    pred = ps.predict(config)
+    assert float(pred.eta_eff) == pytest.approx(0.3 * 5 / (2 * 3))
+    e = np.asarray(ps.simulate(config, 300).reward) - float(pred.p_star)
+    late = slice(150, 200)  # |e| ~ 1e-6..1e-8: linear, far above float64 round-off
+    rate = np.median(1 - e[late][1:] / e[late][:-1]) / float(pred.eta_eff)
+    assert rate == pytest.approx(float(pred.stiffness), rel=1e-4)
+
+
+@pytest.mark.parametrize("lag_model, lag, optimizer", [("none", 0, "sgd"), ("stale", 3, "sgd"), ("none", 0, "nesterov")])
+def test_floquet_radius_matches_linear_map(lag_model, lag, optimizer):
+    config = ps.bandit_config(**BASE, eta=0.1, momentum=0.6, lag_model=lag_model, lag=lag, optimizer=optimizer)
+    pred = ps.predict(config)
+    if optimizer == "sgd":
+        linear = ps.spectral_radius(pred.eta_eff, 0.6, lag, pred.stiffness, lag_model="stale")
+        assert float(pred.spectral_radius) == pytest.approx(float(linear), rel=1e-9)
+    else:  # Nesterov: z² − (1+μ)(1−a)z + μ(1−a) = 0 for the linearised update
+        a = float(pred.eta_eff * pred.stiffness)
+        roots = np.roots([1, -(1 + 0.6) * (1 - a), 0.6 * (1 - a)])
+        assert float(pred.spectral_radius) == pytest.approx(np.abs(roots).max(), rel=1e-9)
+
+
+def test_floquet_radius_predicts_refresh_instability():
+    """Refresh lag: the one-cycle multiplier from jacfwd decides growth; check against a long expected run."""
+    stable_cfg = ps.bandit_config(**BASE, eta=0.5, lag_model="refresh", lag=4)
+    unstable_cfg = ps.bandit_config(**BASE, eta=3.0, lag_model="refresh", lag=4)
+    for cfg in (stable_cfg, unstable_cfg):
+        pred = ps.predict(cfg)
+        run = ps.simulate(cfg, 400)
+        e = np.abs(np.asarray(run.reward) - float(pred.p_star))
+        grows = bool(run.diverged) or e[-40:].max() > 1e-3
+        assert grows == (float(pred.spectral_radius) >= 1), (float(pred.spectral_radius), e[-40:].max())
+
+
+def test_no_interior_fixed_point_is_flagged_not_numbered():
+    pred = ps.predict(ps.bandit_config(**(BASE | dict(beta=0.0)), eta=0.1))
+    d = pred.as_dict()
+    assert not d["stable"] and d["reason"] == "no interior fixed point" and d["regime"] == "unstable"
+    assert d["p_star"] is None and d["stiffness"] is None
+
+
+def test_lag_beyond_critical_is_unstable_with_reason():
+    pred = ps.predict(ps.bandit_config(**BASE, eta=0.5, momentum=0.9, lag_model="stale", lag=8))
+    d = pred.as_dict()
+    assert not d["stable"] and d["regime"] == "unstable" and d["reason"].startswith("damping C <= 0")
+    assert d["critical_lag"] < 8
+
+
+def test_predict_vmaps_over_hyperparameters():
+    config = ps.bandit_config(**BASE, momentum=0.5)
+    etas = jnp.array([0.05, 0.1, 0.4])
+    preds = jax.vmap(lambda e: ps.predict(config.replace(eta=e)))(etas)
+    assert preds.damping_ratio.shape == (3,) and np.all(np.diff(preds.damping_ratio) < 0)
+    np.testing.assert_allclose(preds.p_star, preds.p_star[0], rtol=1e-10)  # p* does not depend on η
+
+
+def test_predict_rejects_what_it_cannot_reduce():
+    with pytest.raises(ValueError, match="class-symmetric"):
+        ps.predict(ps.bandit_config(rewards=[1, 0, 0], init_logits=[0.0, 0.1, 0.0]))
+    with pytest.raises(ValueError, match="binary"):
+        ps.predict(ps.bandit_config(rewards=[0.7, 0.0], init_logits=[0.0, 0.0]))
+    with pytest.raises(ValueError, match="optimizer"):
+        ps.predict(ps.bandit_config(optimizer="adam"))
+
+
+def _linear_range_start(e, fraction=0.05):
+    """First step after which |e| stays below `fraction` of its initial value."""
+    tail_max = np.maximum.accumulate(np.abs(e)[::-1])[::-1]
+    return int(np.argmax(tail_max < fraction * abs(e[0])))
+
+
+@pytest.mark.parametrize("kwargs", OVERDAMPED + UNDERDAMPED, ids=[f"over{i}" for i in range(3)] + [f"under{i}" for i in range(3)])
+def test_bridge_expected_bandit_follows_the_oscillator(kwargs):
+    """e(t) of the exact bandit vs theory.trajectory from the same (e, ė) once |e| < 5 % of |e(0)|: R² ≥ 0.95."""
+    config = ps.bandit_config(**(BASE | kwargs))
+    pred = ps.predict(config)
+    mu, a = kwargs.get("momentum", 0.0), float(pred.eta_eff * pred.stiffness)
+    assert (float(pred.damping_ratio) > 1) == (kwargs in OVERDAMPED)
+    steps = int(min(8 / a / np.sqrt(1 - mu), 4000))
+    e = np.asarray(ps.simulate(config, steps).reward) - float(pred.p_star)
+    n0 = _linear_range_start(e)
+    model = ps.trajectory(np.arange(steps + 1 - n0), e[n0], (e[n0 + 1] - e[n0 - 1]) / 2, pred.eta_eff, mu, 0.0, pred.stiffness)
+    r2 = r_squared(e[n0:], model)
+    print(f"\nbridge {kwargs}: zeta={float(pred.damping_ratio):.2f} start={n0} R2={r2:.4f}")
+    assert r2 >= 0.95
+
+
+@pytest.mark.parametrize("group_size", [4, 8, 16])
+def test_bridge_sampled_stationary_variance(group_size):
+    """At η_eff·K ≤ 0.05, late-time Var(p) over 1000 seeds matches predict's D/(2GCK) within 20 %."""
+    config = ps.bandit_config(**(BASE | dict(group_size=group_size)), eta=0.05)
+    pred = ps.predict(config)
+    a = float(pred.eta_eff * pred.stiffness)
+    assert a <= 0.05
+    steps = int(25 / a)
+    run = ps.simulate(config, steps, mode="sampled", seeds=1000, key=jax.random.key(group_size))
+    measured = float(np.asarray(run.reward)[:, steps // 3 :].var(0).mean())
+    ratio = measured / float(pred.stationary_variance)
+    print(f"\nG={group_size}: predicted {float(pred.stationary_variance):.3e}, measured {measured:.3e}, ratio {ratio:.3f}")
+    assert abs(ratio - 1) < 0.2
+
+
+def test_stiffness_three_ways():
+    """(a) exact and (c) fit agree within 5 % near p* in the overdamped regime; (b) is reported, biased."""
+    rows = []
+    for kwargs in OVERDAMPED:
+        config = ps.bandit_config(**(BASE | kwargs))
+        pred = ps.predict(config)
+        steps = int(8 / float(pred.eta_eff * pred.stiffness))
+        p = np.asarray(ps.simulate(config, steps).reward)
+        n0 = _linear_range_start(p - float(pred.p_star))
+        est = identify_stiffness(p, eta=float(pred.eta_eff), momentum=kwargs.get("momentum", 0.0), config=config, fit_start=n0)
+        rows.append((kwargs, float(est.exact), float(est.slope), float(est.fit)))
+        assert abs(float(est.fit) / float(est.exact) - 1) < 0.05
+        assert float(est.exact) == pytest.approx(float(pred.stiffness))
+    print("\nK three ways (exact, early slope, fit):", *(f"{r[0]}: {r[1]:.4f} {r[2]:.4f} {r[3]:.4f}" for r in rows), sep="\n")
+    # the early-slope reading from a start far outside the linear range is biased low
+    assert all(r[2] < 0.7 * r[1] for r in rows)
