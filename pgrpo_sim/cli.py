@@ -119,9 +119,7 @@ def _cmd_theory(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}))
     else:
-        width = max(map(len, out))
-        for k, v in out.items():
-            print(f"{k:<{width}}  {v:.6g}" if isinstance(v, float) else f"{k:<{width}}  {v}")
+        _print_table(out)
 
 
 SIMULATE_COLUMNS = (
@@ -151,19 +149,66 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
         table = {"step": np.arange(args.steps + 1), "reward": reward.mean(0), "reward_std": reward.std(0)}
         for name in SIMULATE_COLUMNS[3:]:
             table[name] = np.atleast_2d(np.asarray(getattr(run, name))).mean(0)
-    try:
-        with open(args.out, "w", newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(SIMULATE_COLUMNS)
-            for i in range(args.steps + 1):
-                writer.writerow([int(table["step"][i])] + [f"{table[c][i]:.8g}" for c in SIMULATE_COLUMNS[1:]])
-    except OSError as exc:
-        raise UsageError(f"simulate: cannot write --out {args.out}: {exc.strerror}") from None
+    _write_csv(args.out, SIMULATE_COLUMNS, np.column_stack([table[c] for c in SIMULATE_COLUMNS]), integer_first=True)
     if args.plot:
         plot_reward_curve(table["step"], table["reward"], table["reward_std"], args.plot, title=_describe(args))
     n_div = int(diverged.sum())
     final = "diverged" if n_div == diverged.size else f"{np.nanmean(reward[~diverged, -1]):.6f}"
     print(f"final reward {final}; {n_div} of {diverged.size} run(s) diverged; wrote {args.out}")
+
+
+def _cmd_predict(args: argparse.Namespace) -> None:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # root-finding and Jacobians in float64
+    from .prediction import predict
+
+    out = predict(_bandit_config(args)).as_dict()
+    if args.json:
+        print(json.dumps(out))
+    else:
+        _print_table(out)
+
+
+def _cmd_oscillator(args: argparse.Namespace) -> None:
+    import jax
+
+    from . import sde, theory
+    from .plots import plot_ensemble
+
+    ts = np.arange(args.steps + 1, dtype=float)
+    osc = (args.eta, args.momentum, args.lag, args.stiffness)
+    ens = sde.solve_ensemble(
+        ts, args.e0, args.v0, *osc, args.noise, args.group_size, paths=args.paths, key=jax.random.key(args.seed), dt=args.dt
+    )
+    shown = min(args.sample_paths, args.paths)
+    paths = np.asarray(ens.paths)
+    header = ["step", "mean", "std"] + [f"path_{i}" for i in range(shown)]
+    rows = np.column_stack([ts, np.asarray(ens.mean), np.asarray(ens.std), paths[:shown].T])
+    _write_csv(args.out, header, rows, integer_first=True)
+    if args.plot:
+        closed = np.asarray(theory.trajectory(ts, args.e0, args.v0, *osc))
+        plot_ensemble(ts, np.asarray(ens.mean), np.asarray(ens.std), paths[:shown], closed, args.plot)
+    var = float(theory.stationary_variance(*osc, args.noise, args.group_size))
+    print(f"{args.paths} paths; late std {paths[:, -1].std():.4g} (stationary {np.sqrt(var):.4g}); wrote {args.out}")
+
+
+def _print_table(out: dict) -> None:
+    width = max(map(len, out))
+    for k, v in out.items():
+        print(f"{k:<{width}}  {v:.6g}" if isinstance(v, float) else f"{k:<{width}}  {v}")
+
+
+def _write_csv(path: str, header: Sequence[str], rows: np.ndarray, *, integer_first: bool) -> None:
+    try:
+        with open(path, "w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(header)
+            for row in rows:
+                first = int(row[0]) if integer_first else f"{row[0]:.8g}"
+                writer.writerow([first] + [f"{v:.8g}" for v in row[1:]])
+    except OSError as exc:
+        raise UsageError(f"cannot write --out {path}: {exc.strerror}") from None
 
 
 def _describe(args: argparse.Namespace) -> str:
@@ -194,6 +239,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="CSV file, one row per step")
     p.add_argument("--plot", default=None, help="PNG of the reward curve (mean ± std band)")
     p.set_defaults(func=_cmd_simulate)
+
+    p = sub.add_parser("predict", help="fixed point, stiffness, noise and oscillator of a bandit configuration")
+    _add_bandit_args(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_predict)
+
+    p = sub.add_parser("oscillator", help="ensemble of the reduced SDE M ë + C ė + K e = √(D/G) ξ")
+    _add_oscillator_args(p)
+    p.add_argument("--noise", type=_finite_float, required=True, help="noise scale D (>= 0)")
+    p.add_argument("--group-size", type=_finite_float, required=True, help="group size G (>= 2)")
+    p.add_argument("--e0", type=_finite_float, default=-0.5, help="initial deviation e(0) = p0 - p*")
+    p.add_argument("--v0", type=_finite_float, default=0.0, help="initial velocity de/dt(0) per step")
+    p.add_argument("--steps", type=_integer, default=500, help="length in optimiser steps (>= 1)")
+    p.add_argument("--paths", type=_integer, default=1000, help="number of sample paths (>= 1)")
+    p.add_argument("--dt", type=_finite_float, default=0.25, help="Euler–Maruyama step (optimiser steps)")
+    p.add_argument("--sample-paths", type=_integer, default=5, help="sample paths written to the CSV")
+    p.add_argument("--seed", type=_integer, default=0, help="PRNG seed")
+    p.add_argument("--out", required=True, help="CSV: step, mean, std, path_0, …")
+    p.add_argument("--plot", default=None, help="PNG: mean ± std, sample paths and the closed form")
+    p.set_defaults(func=_cmd_oscillator)
     return parser
 
 

@@ -26,3 +26,20 @@ def plot_reward_curve(steps, mean, std, path: str, *, title: str = "") -> None:
     ax.grid(alpha=0.3)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def plot_ensemble(ts, mean, std, paths, closed_form, path: str) -> None:
+    """Reduced-SDE ensemble: mean ± std band, a few sample paths and the deterministic closed form."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
+    for i, sample in enumerate(paths):
+        ax.plot(ts, sample, color=PALETTE[5], lw=0.6, alpha=0.7, label="sample paths" if i == 0 else None)
+    ax.fill_between(ts, mean - std, mean + std, color=PALETTE[0], alpha=0.2, lw=0, label="± 1 std")
+    ax.plot(ts, mean, color=PALETTE[0], lw=1.5, label="ensemble mean")
+    ax.plot(ts, closed_form, color=PALETTE[3], lw=1.2, ls="--", label="closed form (noise-free)")
+    ax.axhline(0.0, color="0.5", lw=0.6)
+    ax.set_xlabel("optimiser step")
+    ax.set_ylabel("deviation e = p − p*")
+    ax.legend(loc="best")
+    ax.grid(alpha=0.3)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -75,3 +75,45 @@ def test_console_script_exit_code():
     proc = subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", "theory", "--eta", "0", "--stiffness", "1"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_predict_json_matches_python(capsys):
+    argv = ["predict", "--eta", "0.1", "--momentum", "0.5", "--beta", "0.5", "--group-size", "8", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    pred = ps.predict(ps.bandit_config(eta=0.1, momentum=0.5, beta=0.5, group_size=8)).as_dict()
+    for key in ("p_star", "stiffness", "mass", "damping", "damping_ratio", "natural_frequency", "regime",
+                "critical_lag", "noise", "stationary_variance", "spectral_radius"):
+        assert out[key] == pytest.approx(pred[key], rel=1e-9) if isinstance(pred[key], float) else out[key] == pred[key]
+
+
+def test_predict_without_fixed_point_says_why(capsys):
+    assert main(["predict", "--beta", "0", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["stable"] is False and out["reason"] == "no interior fixed point" and out["p_star"] is None
+
+
+def test_oscillator_writes_paths(tmp_path, capsys):
+    out, png = tmp_path / "osc.csv", tmp_path / "osc.png"
+    argv = ["oscillator", "--eta", "0.05", "--momentum", "0.9", "--lag", "2", "--stiffness", "0.3", "--noise", "0.01",
+            "--group-size", "8", "--e0", "-0.4", "--steps", "40", "--paths", "50", "--out", str(out), "--plot", str(png)]
+    assert main(argv) == 0
+    rows = list(csv.DictReader(open(out)))
+    assert list(rows[0]) == ["step", "mean", "std", "path_0", "path_1", "path_2", "path_3", "path_4"] and len(rows) == 41
+    assert float(rows[0]["mean"]) == pytest.approx(-0.4) and float(rows[-1]["std"]) > 0
+    assert png.stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    "argv, word",
+    [
+        (["predict", "--optimizer", "adam"], "optimizer"),
+        (["predict", "--eta", "0"], "eta"),
+        (["oscillator", "--eta", "0.1", "--stiffness", "0.3", "--noise", "-1", "--group-size", "8", "--out", "x"], "noise"),
+        (["oscillator", "--eta", "0.1", "--stiffness", "0.3", "--noise", "0.1", "--group-size", "8", "--paths", "0", "--out", "x"], "paths"),
+    ],
+)
+def test_predict_and_oscillator_bad_input(argv, word, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and word in err
