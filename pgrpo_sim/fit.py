@@ -161,11 +161,18 @@ def identify_stiffness(
 
         exact = predict(config).stiffness.astype(r.dtype)
     slope = stiffness_from_slope(r, eta, momentum, early_steps=early_steps)
-    # (c) from several starting values (never from the exact answer); the best fit wins
+    k, k_err = _best_fit(r[fit_start:], as_float(eta), as_float(momentum), as_float(lag), slope)
+    return StiffnessEstimates(exact, slope, k, k_err, _plateau(r))
+
+
+@jax.jit
+def _best_fit(r: Array, eta: Array, momentum: Array, lag: Array, slope: Array) -> tuple[Array, Array]:
+    """(c) from several starting values of K (the slope estimate and a log grid, never the exact answer):
+    the fit of least cost wins."""
     starts = jnp.concatenate([jnp.where(slope > 0, slope, 0.1)[None], jnp.logspace(-3, 1, 9, dtype=r.dtype)])
-    fits = jax.vmap(lambda k0: stiffness_from_fit(r, eta, momentum, lag, start=fit_start, k0=k0))(starts)
+    fits = jax.vmap(lambda k0: stiffness_from_fit(r, eta, momentum, lag, k0=k0))(starts)
     best = jnp.nanargmin(fits.cost)
-    return StiffnessEstimates(exact, slope, fits.params[best, 0], fits.stderr[best, 0], _plateau(r))
+    return fits.params[best, 0], fits.stderr[best, 0]
 
 
 def r_squared(data: ArrayLike, model: ArrayLike) -> float:

@@ -96,7 +96,7 @@ def solve_deterministic(
     return sol.ys[..., 0]
 
 
-def _one_path(coef, scale, ts, y0, key, dt: float, tol: float, max_steps: int, solver: str, brownian: str):
+def _one_path(coef, scale, ts, y0, key, dt: Array, tol: float, max_steps: int, solver: str, brownian: str):
     t0, t1 = ts[0], ts[-1]
     levy = diffrax.SpaceTimeLevyArea if solver in ("shark", "sra1") else diffrax.BrownianIncrement
     if brownian == "tree":
@@ -156,12 +156,14 @@ def solve_ensemble(
     scale = (jnp.sqrt(as_float(noise) / as_float(group_size)) / coef.mass).astype(ts.dtype)
     y0 = jnp.stack([as_float(e0), as_float(v0)]).astype(ts.dtype)
     keys = jax.random.split(jax.random.key(0) if key is None else key, paths)
-    max_steps = int(math.ceil(float(ts[-1] - ts[0]) / dt)) + 1
+    # a power of two (at least 4096) so that nearby step sizes share one compilation
+    max_steps = max(4096, 1 << math.ceil(math.log2(math.ceil(float(ts[-1] - ts[0]) / dt) + 1)))
     tol = dt / 4 if tree_tol is None else tree_tol
-    ys = _ensemble(coef, scale, ts, y0, keys, float(dt), float(tol), max_steps, solver, brownian)
+    dt_arr = jnp.asarray(dt, ts.dtype)
+    ys = _ensemble(coef, scale, ts, y0, keys, dt_arr, float(tol), max_steps, solver, brownian)
     return Ensemble(ts=ts, paths=ys, mean=ys.mean(0), std=ys.std(0))
 
 
-@functools.partial(jax.jit, static_argnames=("dt", "tol", "max_steps", "solver", "brownian"))
+@functools.partial(jax.jit, static_argnames=("tol", "max_steps", "solver", "brownian"))
 def _ensemble(coef, scale, ts, y0, keys, dt, tol, max_steps, solver, brownian):
     return jax.vmap(lambda k: _one_path(coef, scale, ts, y0, k, dt, tol, max_steps, solver, brownian))(keys)
