@@ -193,6 +193,123 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
     print(f"{args.paths} paths; late std {paths[:, -1].std():.4g} (stationary {np.sqrt(var):.4g}); wrote {args.out}")
 
 
+def _sweep_base(args: argparse.Namespace, axes) -> dict:
+    """bandit_config keyword arguments for the parameters that are not grid axes (explicit flags only for
+    optional ones)."""
+    base = {
+        "n_arms": args.arms,
+        "n_correct": args.correct,
+        "p_ref": args.p_ref,
+        "n_prompts": args.prompts,
+        "eta": args.eta,
+        "momentum": args.momentum,
+        "beta": args.beta,
+        "group_size": args.group_size,
+        "advantage": args.advantage,
+        "kl": args.kl,
+        "clip": args.clip,
+        "lag_model": args.lag_model,
+        "lag": args.lag,
+        "optimizer": args.optimizer,
+    }
+    optional = {"kl_clamp": args.kl_clamp, "clip_high": args.clip_high, "dual_clip": args.dual_clip, "grad_clip": args.grad_clip}
+    base.update({k: v for k, v in optional.items() if v is not None})
+    for axis in axes:
+        base.pop(axis.name, None)
+    if any(a.name == "lag" for a in axes):
+        base.pop("lag", None)
+        if base["lag_model"] == "none":
+            raise UsageError("grid axis lag needs --lag-model stale or refresh")
+    return base
+
+
+def _run_sweep_command(args: argparse.Namespace, axes):
+    from .sweep import SweepError, run_sweep
+
+    try:
+        return run_sweep(
+            _sweep_base(args, axes),
+            axes,
+            steps=args.steps,
+            mode=args.mode,
+            seeds=args.seeds,
+            seed=args.seed,
+            out_dir=args.out,
+            chunk_size=args.chunk_size,
+            max_memory=args.max_memory,
+            decimate=args.save_trajectories,
+            overwrite=args.overwrite,
+            progress=not args.quiet,
+        )
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _parse_axes(specs: Sequence[str]):
+    from .sweep import SweepError, parse_axis
+
+    try:
+        return [parse_axis(spec) for spec in specs]
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _cmd_sweep(args: argparse.Namespace) -> None:
+    axes = _parse_axes(args.grid)
+    if not axes:
+        raise UsageError("sweep: give at least one --grid name=values")
+    ds = _run_sweep_command(args, axes)
+    print(f"{ds['regime'].size} grid points; wrote {args.out}/sweep.nc and {args.out}/summary.csv")
+
+
+DEFAULT_PHASE_GRIDS = {"eta": "eta=log:1e-3:1:48", "lag": "lag=0:12", "momentum": "momentum=0:0.99:34"}
+
+
+def _cmd_phase_diagram(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from .phase import agreement, predict_grid
+    from .plots import plot_phase_diagram
+
+    axes = _parse_axes(args.grid)
+    given = {a.name for a in axes}
+    for name in (args.x, args.y):
+        if name not in given:
+            if name not in DEFAULT_PHASE_GRIDS:
+                raise UsageError(f"phase-diagram: give --grid for {name} (defaults exist for {', '.join(DEFAULT_PHASE_GRIDS)})")
+            axes += _parse_axes([DEFAULT_PHASE_GRIDS[name]])
+    if {a.name for a in axes if a.size > 1} != {args.x, args.y} or args.x == args.y:
+        raise UsageError("phase-diagram: the grid must vary exactly --x and --y")
+    ds = _run_sweep_command(args, axes)
+    ds = ds.squeeze(drop=False)
+    prediction = predict_grid(ds)
+    summary = agreement(ds["regime"].values, prediction)
+    stem = str(Path(args.out) / "phase")
+    plot_phase_diagram(ds, prediction, args.x, args.y, stem, title=_describe(args))
+    _write_phase_tables(args.out, ds, prediction, summary)
+    print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in summary.items()))
+    print(f"wrote {stem}.png, {stem}.pdf, {args.out}/summary.json, {args.out}/summary.csv, {args.out}/sweep.nc")
+
+
+def _write_phase_tables(out: str, ds, prediction, summary: dict) -> None:
+    from pathlib import Path
+
+    from .linear import DISCRETE_REGIMES
+
+    names = np.asarray(DISCRETE_REGIMES)
+    table = ds.drop_vars("trajectory", errors="ignore")
+    table["regime_name"] = (ds["regime"].dims, names[ds["regime"].values])
+    table["predicted_continuous"] = (ds["regime"].dims, names[prediction.continuous])
+    table["predicted_discrete"] = (ds["regime"].dims, names[prediction.discrete])
+    table["damping_ratio_predicted"] = (ds["regime"].dims, prediction.damping_ratio)
+    table["spectral_radius_predicted"] = (ds["regime"].dims, prediction.radius)
+    try:
+        table.to_dataframe().to_csv(Path(out) / "summary.csv")
+        (Path(out) / "summary.json").write_text(json.dumps(summary, indent=2))
+    except OSError as exc:
+        raise UsageError(f"cannot write to {out}: {exc.strerror}") from None
+
+
 def _print_table(out: dict) -> None:
     width = max(map(len, out))
     for k, v in out.items():
@@ -239,6 +356,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="CSV file, one row per step")
     p.add_argument("--plot", default=None, help="PNG of the reward curve (mean ± std band)")
     p.set_defaults(func=_cmd_simulate)
+
+    for name, help_text in (
+        ("sweep", "run the bandit over a hyperparameter grid (resumable)"),
+        ("phase-diagram", "regime map of a 2-D sweep with the predicted boundaries"),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        _add_bandit_args(p)
+        if name == "phase-diagram":
+            p.add_argument("--x", default="eta", help="horizontal axis (a grid parameter)")
+            p.add_argument("--y", default="lag", help="vertical axis (a grid parameter)")
+            p.set_defaults(lag_model="stale", func=_cmd_phase_diagram)
+        else:
+            p.set_defaults(func=_cmd_sweep)
+        p.add_argument("--grid", action="append", default=[], metavar="NAME=SPEC",
+                       help="grid axis: name=v1,v2 | name=start:stop:num | name=log:start:stop:num | name=start:stop")
+        p.add_argument("--steps", type=_integer, default=2000, help="optimiser steps per run (>= 1)")
+        p.add_argument("--mode", choices=("expected", "sampled"), default="expected")
+        p.add_argument("--seeds", type=_integer, default=1, help="seeds per grid point in sampled mode")
+        p.add_argument("--seed", type=_integer, default=0, help="PRNG seed")
+        p.add_argument("--chunk-size", type=_integer, default=None, help="configurations per chunk (overrides --max-memory)")
+        p.add_argument("--max-memory", type=_finite_float, default=2e9, help="memory budget per chunk in bytes")
+        p.add_argument("--save-trajectories", type=_integer, default=0, metavar="EVERY",
+                       help="also store every EVERY-th step of each reward curve (0: none)")
+        p.add_argument("--out", required=True, help="output directory")
+        p.add_argument("--overwrite", action="store_true", help="replace a different sweep already in --out")
+        p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     p = sub.add_parser("predict", help="fixed point, stiffness, noise and oscillator of a bandit configuration")
     _add_bandit_args(p)

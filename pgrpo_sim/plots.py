@@ -43,3 +43,66 @@ def plot_ensemble(ts, mean, std, paths, closed_form, path: str) -> None:
     ax.grid(alpha=0.3)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+REGIME_COLOURS = {"monotone": PALETTE[5], "oscillatory": PALETTE[1], "flip": PALETTE[4], "unstable": PALETTE[3]}
+
+
+def plot_phase_diagram(dataset, prediction, x: str, y: str, path_stem: str, *, title: str = "") -> None:
+    """Empirical regime map of a 2-D sweep with the predicted boundaries overlaid; writes PNG and PDF.
+
+    Boundaries: continuous ζ = 1 and C = 0; exact discrete spectral radius = 1 and onset of complex roots,
+    drawn as contours of the per-cell predictions."""
+    import json
+
+    from matplotlib.colors import ListedColormap
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from .linear import DISCRETE_REGIMES
+
+    regime = dataset["regime"].transpose(y, x).values
+    xs, ys = dataset[x].values.astype(float), dataset[y].values.astype(float)
+    spacing = json.loads(dataset.attrs.get("spacing", "{}"))
+    fig, ax = plt.subplots(figsize=(7.2, 4.8), layout="constrained")
+    cmap = ListedColormap([REGIME_COLOURS[n] for n in DISCRETE_REGIMES])
+    ax.pcolormesh(xs, ys, regime, cmap=cmap, vmin=-0.5, vmax=3.5, shading="nearest")
+    order = list(dataset["regime"].dims)
+    swap = order.index(x) < order.index(y)
+
+    def field(values):
+        return values.T if swap else values
+
+    lines = [
+        (field(prediction.damping_ratio) - 1, "k", "--", "continuous ζ = 1"),
+        (field(prediction.damping_margin), "k", "-", "continuous C = 0"),
+        (field(prediction.radius) - 1, PALETTE[0], "-", "discrete radius = 1"),
+        (field(prediction.complex_root) - 0.5, PALETTE[0], ":", "discrete complex-root onset"),
+    ]
+    handles = [Patch(color=REGIME_COLOURS[n], label=f"simulated: {n}") for n in DISCRETE_REGIMES]
+    for values, colour, style, label in lines:
+        if np.nanmin(values) < 0 < np.nanmax(values):
+            ax.contour(xs, ys, values, levels=[0.0], colors=[colour], linestyles=[style], linewidths=1.6)
+            handles.append(Line2D([], [], color=colour, ls=style, lw=1.6, label=label))
+    for axis, name in ((ax.set_xscale, x), (ax.set_yscale, y)):
+        if spacing.get(name) == "log":
+            axis("log")
+    ax.set_xlabel(_AXIS_LABELS.get(x, x))
+    ax.set_ylabel(_AXIS_LABELS.get(y, y))
+    ax.set_title(title, fontsize=9)
+    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
+    fig.savefig(f"{path_stem}.png", dpi=130)
+    fig.savefig(f"{path_stem}.pdf")
+    plt.close(fig)
+
+
+_AXIS_LABELS = {
+    "eta": "learning rate η (per step)",
+    "momentum": "momentum μ",
+    "lag": "off-policy lag τ (optimiser steps)",
+    "beta": "KL coefficient β",
+    "p_ref": "initial correct mass p_ref",
+    "group_size": "group size G",
+    "clip": "clip range ε",
+    "clip_high": "upper clip range ε_high",
+}

@@ -194,14 +194,24 @@ def _floquet_radius(config2: BanditConfig, x: Array) -> Array:
     return jnp.max(jnp.abs(multipliers)) ** (1.0 / length)
 
 
+def continuous_lag(config: BanditConfig) -> Array:
+    """Lag τ of the continuous model: τ ("stale"), mean staleness (K_ref − 1)/2 ("refresh"), 0 ("none")."""
+    lag = config.lag.astype(config.eta.dtype)
+    return {"none": 0 * lag, "stale": lag, "refresh": (jnp.maximum(lag, 1) - 1) / 2}[config.lag_model]
+
+
+def stiffness_at_fixed_point(config2: BanditConfig) -> tuple[Array, Array, Array, Array]:
+    """(x* = logit p*, found, unique, K) of a 2-arm configuration (see `two_arm_reduction`); jit/vmap-able."""
+    x, found, unique = _fixed_point(config2)
+    x = jnp.where(found, x, 0.0)
+    return x, found, unique, -jax.grad(functools.partial(expected_drive, config2))(x)
+
+
 @jax.jit
 def _predict(config2: BanditConfig) -> Prediction:
     eta_eff = 2 * config2.eta
-    x, found, unique = _fixed_point(config2)
-    x = jnp.where(found, x, 0.0)
-    stiffness = -jax.grad(functools.partial(expected_drive, config2))(x)
-    lag = config2.lag.astype(eta_eff.dtype)
-    lag_eff = {"none": 0 * lag, "stale": lag, "refresh": (jnp.maximum(lag, 1) - 1) / 2}[config2.lag_model]
+    x, found, unique, stiffness = stiffness_at_fixed_point(config2)
+    lag_eff = continuous_lag(config2)
     noise = _noise(config2, x)
     osc = (eta_eff, config2.momentum, lag_eff, stiffness)
     coef = theory.coefficients(*osc)
