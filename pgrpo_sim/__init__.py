@@ -7,7 +7,7 @@ discrete heavy-ball map (`linear`), and the exact softmax-bandit GRPO environmen
 from importlib.metadata import PackageNotFoundError, version
 
 from . import bandit, config, fit, grpo, linear, prediction, sde, theory
-from .bandit import BanditRun, UpdateStats, expected_loss, make_optimizer, on_policy_loss, sampled_loss, simulate
+from .bandit import BanditRun, UpdateStats, expected_loss, make_optimizer, on_policy_grad, sampled_loss, simulate
 from .config import BanditConfig, bandit_config, class_symmetric_logits
 from .linear import (
     DISCRETE_REGIMES,

@@ -19,6 +19,7 @@ advantages and gradient computed at θ_{n−τ}, applied at step n without corre
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import jax
@@ -103,11 +104,22 @@ def advantage_table(config: BanditConfig) -> Array:
     return jnp.stack([adv[1:, 0], adv[:-1, g - 1]])
 
 
+_PRODUCT_PMF_MAX_N = 60
+"""Up to this n the pmf is C(n, j)·p^j·q^(n−j) by running products (C(60, 30) ≈ 1.2e17 fits float32);
+beyond it, in log space. Products avoid exp/log/lgamma per element: the expected-mode hot path."""
+
+
 def binomial_pmf(n: int, p: Array) -> Array:
-    """B(j; n, p) for j = 0..n on a new last axis."""
-    j = jnp.arange(n + 1, dtype=p.dtype)
-    log_choose = gammaln(n + 1.0) - gammaln(j + 1) - gammaln(n - j + 1)
-    return jnp.exp(log_choose + xlogy(j, p[..., None]) + xlog1py(n - j, -p[..., None]))
+    """B(j; n, p) for j = 0..n on a new last axis (n static)."""
+    if n > _PRODUCT_PMF_MAX_N:
+        j = jnp.arange(n + 1, dtype=p.dtype)
+        log_choose = gammaln(n + 1.0) - gammaln(j + 1) - gammaln(n - j + 1)
+        return jnp.exp(log_choose + xlogy(j, p[..., None]) + xlog1py(n - j, -p[..., None]))
+    choose = jnp.asarray([math.comb(n, j) for j in range(n + 1)], p.dtype)
+    ones = jnp.ones((*p.shape, 1), p.dtype)
+    p_pow = jnp.cumprod(jnp.concatenate([ones, jnp.repeat(p[..., None], n, -1)], -1), -1)
+    q_pow = jnp.cumprod(jnp.concatenate([ones, jnp.repeat(1 - p[..., None], n, -1)], -1), -1)[..., ::-1]
+    return choose * p_pow * q_pow
 
 
 def _kl_term(config: BanditConfig, logits: Array, logp: Array, logp_ref: Array, weights: Array) -> Array:
@@ -151,37 +163,39 @@ def expected_loss(logits: Array, behaviour_logits: Array, config: BanditConfig) 
     return jnp.mean(per_prompt), stats
 
 
-def on_policy_loss(logits: Array, behaviour_logits: Array, config: BanditConfig) -> tuple[Array, UpdateStats]:
-    """The fast path of `expected_loss`, valid where `logits` equal `behaviour_logits` (lag models "none"
-    and "stale"): there value and first-argument gradient equal `expected_loss`'s.
+def on_policy_grad(logits: Array, config: BanditConfig) -> tuple[Array, UpdateStats]:
+    """Exact expected gradient of the GRPO loss when samples come from θ = `logits` itself (lag models
+    "none" and "stale"): the fast path of `jax.grad(expected_loss)(θ, θ, config)`, written out.
 
-    At ρ = 1 no clip is active (dual clip included, c > 1), so the per-sample loss gradient is −A·∇logπ
-    and only E[A | arm] = r_a·α₊(p) + (1 − r_a)·α₋(p) is needed, with α± = Σ_j B(j; G−1, p) A±(j):
-    O(N + G) work per prompt instead of O(N·G). The behaviour policy is a separate argument (not a
-    stop-gradient copy) so that derivatives of a trajectory with respect to hyperparameters stay exact.
+    At ρ = 1 no clip is active (dual clip included, c > 1), so a sample of arm a contributes
+    w_a·∇log π_a with w_a = −E[A | a] + β·∂k/∂log π_a, where E[A | a] = r_a·α₊(p) + (1 − r_a)·α₋(p),
+    α± = Σ_j B(j; G−1, p) A±(j), and k the KL estimator (exact KL: w = log π − log π_ref). Then
+    ∂L/∂θ_b = π_b (w_b − Σ_a π_a w_a): O(N + G) per prompt, no autodiff. As a function of θ it is the
+    true on-policy gradient, so derivatives of a trajectory with respect to hyperparameters stay exact.
     """
     logp = jax.nn.log_softmax(logits)
-    logp_old = jax.nn.log_softmax(behaviour_logits)
-    pi_old = jnp.exp(logp_old)
+    pi = jnp.exp(logp)
     r = config.rewards
-    p_old = jnp.sum(pi_old * r, axis=-1)
-    binom = binomial_pmf(config.group_size - 1, p_old)  # (P, G)
-    adv = advantage_table(config)  # (2, G)
-    alpha, alpha_sq = binom @ adv.T, binom @ (adv**2).T  # (P, 2): success, failure
-    mean_adv = r * alpha[:, :1] + (1 - r) * alpha[:, 1:]
-    ratio = jnp.exp(logp - logp_old)
-    per_prompt = -jnp.sum(pi_old * ratio * mean_adv, axis=-1) + config.beta * _kl_term(
-        config, logits, logp, jax.nn.log_softmax(config.init_logits), pi_old
-    )
+    p = jnp.sum(pi * r, axis=-1)
+    binom = binomial_pmf(config.group_size - 1, p)  # (P, G)
+    adv = advantage_table(config)  # (2, G): own success / failure
+    alpha, alpha_sq = binom @ adv.T, binom @ (adv**2).T  # (P, 2)
+    d = logp - jax.nn.log_softmax(config.init_logits)
+    if config.kl == "exact":
+        kl_slope = d
+    else:
+        kl_slope = jax.vmap(jax.grad(lambda x: kl_estimate(x, 0.0, config.kl, config.kl_clamp)))(d.ravel()).reshape(d.shape)
+    w = -(r * alpha[:, :1] + (1 - r) * alpha[:, 1:]) + config.beta * kl_slope
+    grad = pi * (w - jnp.sum(pi * w, axis=-1, keepdims=True)) / config.n_prompts
     one = jnp.ones((), logits.dtype)
     stats = UpdateStats(
         ratio_max=one,
         ratio_mean=one,
         clip_frac=0 * one,
-        zero_adv_frac=jnp.mean(p_old**config.group_size + (1 - p_old) ** config.group_size),
-        adv_var=jnp.mean(p_old * alpha_sq[:, 0] + (1 - p_old) * alpha_sq[:, 1]),
+        zero_adv_frac=jnp.mean(p**config.group_size + (1 - p) ** config.group_size),
+        adv_var=jnp.mean(p * alpha_sq[:, 0] + (1 - p) * alpha_sq[:, 1]),
     )
-    return jnp.mean(per_prompt), stats
+    return grad, stats
 
 
 def sampled_loss(
@@ -209,11 +223,20 @@ def sampled_loss(
 
 
 def _draw(config: BanditConfig, behaviour_logits: Array, key: Array) -> tuple[Array, Array]:
-    """G arms per prompt from softmax(behaviour_logits) and their Bernoulli rewards, shape (P, G)."""
-    k_arm, k_reward = jax.random.split(key)
-    arms = jax.random.categorical(k_arm, behaviour_logits, axis=-1, shape=(config.group_size, config.n_prompts)).T
+    """G arms per prompt from softmax(behaviour_logits) and their Bernoulli rewards, shape (P, G).
+
+    One uniform u per sample: the arm is the inverse CDF at u, and the position of u inside that arm's
+    CDF interval, (u − F_{a−1})/π_a, is again uniform and independent of the arm, so it draws the reward.
+    """
+    pi = jax.nn.softmax(behaviour_logits)
+    cdf = jnp.cumsum(pi, axis=-1)
+    u = jax.random.uniform(key, (config.n_prompts, config.group_size), pi.dtype) * cdf[:, -1:]
+    arms = jnp.minimum(jnp.sum(u[..., None] >= cdf[:, None, :], axis=-1), config.n_arms - 1)
+    lower = jnp.take_along_axis(cdf - pi, arms, axis=-1)
+    width = jnp.take_along_axis(pi, arms, axis=-1)
+    within = jnp.clip((u - lower) / jnp.where(width > 0, width, 1), 0, 1)
     means = jnp.take_along_axis(config.rewards, arms, axis=-1)
-    return arms, (jax.random.uniform(k_reward, arms.shape, means.dtype) < means).astype(means.dtype)
+    return arms, (within < means).astype(means.dtype)
 
 
 def _expected_reward(logits: Array, rewards: Array) -> Array:
@@ -233,9 +256,10 @@ def _step(config: BanditConfig, optimizer, mode: str, state: _State, key: Array)
         at = behaviour = history[(n - config.lag) % size]
     else:
         at = behaviour = theta
-    if mode == "expected":  # without refresh lag, samples come from the evaluation point: ratio 1
-        loss = expected_loss if config.lag_model == "refresh" else on_policy_loss
-        grad, stats = jax.grad(loss, has_aux=True)(at, behaviour, config)
+    if mode == "expected" and config.lag_model == "refresh":
+        grad, stats = jax.grad(expected_loss, has_aux=True)(at, behaviour, config)
+    elif mode == "expected":  # without refresh lag, samples come from the evaluation point: ratio 1
+        grad, stats = on_policy_grad(at, config)
     else:
         arms, rewards = _draw(config, behaviour, key)
         grad, stats = jax.grad(sampled_loss, has_aux=True)(at, behaviour, arms, rewards, config)

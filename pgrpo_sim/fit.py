@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import Callable, NamedTuple
 
 import jax
@@ -17,7 +19,7 @@ from jax import Array
 from jax.typing import ArrayLike
 
 from . import theory
-from ._checks import as_float, check_range
+from ._checks import as_float, check_choice, check_range
 
 
 class LeastSquares(NamedTuple):
@@ -179,3 +181,318 @@ def r_squared(data: ArrayLike, model: ArrayLike) -> float:
     """Coefficient of determination 1 − Σ(data − model)²/Σ(data − mean)²."""
     data, model = np.asarray(data, float), np.asarray(model, float)
     return float(1 - np.sum((data - model) ** 2) / np.sum((data - data.mean()) ** 2))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Closed-form laws fitted to reward curves (real logs or simulations), with noise-aware goodness of fit.
+
+LAWS = ("saturation", "critical", "oscillator")
+"""The closed-form laws `fit_law` knows, simplest first."""
+
+LAW_PARAMS = {
+    "saturation": ("r_inf", "r0", "t0"),
+    "critical": ("r_inf", "r0", "omega"),
+    "oscillator": ("p_star", "zeta", "omega_n", "e0", "v0"),
+}
+"""Parameter names of each law (units: reward for r_inf, r0, p_star, e0; steps for t0; per step for omega,
+omega_n; reward per step for v0; zeta dimensionless)."""
+
+
+
+def oscillator_curve(
+    t: ArrayLike, p_star: ArrayLike, zeta: ArrayLike, omega_n: ArrayLike, e0: ArrayLike, v0: ArrayLike
+) -> Array:
+    """p(t) = p* + e(t), e the free damped oscillator ë + 2ζω_n ė + ω_n² e = 0 with e(0) = e0, ė(0) = v0
+    (t in steps, ω_n per step, any ζ > 0).
+
+    Evaluated with `theory.trajectory` in the rescaled time s = ζω_n·t, where the oscillator with η = 1,
+    μ = 0, τ = 0 and K = 1/(2ζ²) has exactly damping rate 1 and natural frequency 1/ζ.
+    """
+    t, p_star, zeta, omega_n, e0, v0 = (as_float(x) for x in (t, p_star, zeta, omega_n, e0, v0))
+    rate = zeta * omega_n
+    return p_star + theory.trajectory(t * rate, e0, v0 / rate, 1.0, 0.0, 0.0, 1 / (2 * zeta**2))
+
+
+def oscillator_stiffness(omega_n: ArrayLike, eta: ArrayLike, momentum: ArrayLike = 0.0, lag: ArrayLike = 0.0) -> Array:
+    """K from a fitted natural frequency: ω_n² = K/M with M = ((1+μ)+Kητ²)/(2η) gives
+    K = ω_n²(1+μ)/(η(2 − ω_n²τ²)); NaN when ω_n τ ≥ √2 (no positive K has that frequency)."""
+    omega_n, eta, momentum, lag = (as_float(x) for x in (omega_n, eta, momentum, lag))
+    denom = eta * (2 - omega_n**2 * lag**2)
+    return jnp.where(denom > 0, omega_n**2 * (1 + momentum) / jnp.where(denom > 0, denom, 1.0), jnp.nan)
+
+
+def law_curve(law: str, t: ArrayLike, params: ArrayLike) -> Array:
+    """The law's curve at times t (steps since the first fitted step) for parameters in `LAW_PARAMS` order."""
+    check_choice("law", law, LAWS)
+    p = as_float(params)
+    if law == "saturation":
+        return p[1] + theory.saturation_law(t, p[0] - p[1], p[2])
+    if law == "critical":
+        return theory.critical_law(t, p[0], p[1], p[2])
+    return oscillator_curve(t, *p)
+
+
+def _to_params(law: str, x: Array, omega_max: Array) -> Array:
+    """Fit coordinates → parameters: t0, ω, ζ are fitted as logs (positive); the oscillator's ω_n as
+    ω_max·sigmoid(u), below the Nyquist frequency π/Δt_min, so that sampled oscillations cannot alias."""
+    if law == "oscillator":
+        return x.at[1].set(jnp.exp(x[1])).at[2].set(omega_max * jax.nn.sigmoid(x[2]))
+    return x.at[2].set(jnp.exp(x[2]))
+
+
+def _starts(law: str, t: Array, y: Array, w: Array, omega_max: Array) -> Array:
+    """Starting points (fit coordinates) on a grid of time scales from 0.5 % to twice the span of the data, and
+    ζ ∈ {0.2, 0.6, 1.5, 4}; amplitudes from the mean of the first and last 10 % of the points."""
+    real = w > 0
+    n = jnp.sum(real)
+    rank = jnp.cumsum(real)
+    m = jnp.maximum(n // 10, 1)
+    head = jnp.sum(jnp.where(real & (rank <= m), y, 0)) / m
+    tail = jnp.sum(jnp.where(real & (rank > n - m), y, 0)) / m
+    span = jnp.max(jnp.where(real, t, 0.0))
+    scales = jnp.maximum(span, 1.0) * jnp.geomspace(0.005, 2.0, 8, dtype=t.dtype)
+    if law != "oscillator":
+        ones = jnp.ones_like(scales)
+        rate = jnp.log(scales) if law == "saturation" else -jnp.log(scales)
+        return jnp.stack([tail * ones, head * ones, rate], -1)
+    z, s = (a.ravel() for a in jnp.meshgrid(jnp.asarray([0.2, 0.6, 1.5, 4.0], t.dtype), scales))
+    # ζ ≥ 1: the slow rate ≈ ω_n/(2ζ) is 1/scale; ζ < 1: the envelope rate ζω_n is 1/scale
+    omega = jnp.minimum(jnp.where(z >= 1, 2 * z / s, 1 / (z * s)), 0.9 * omega_max)
+    ones = jnp.ones_like(z)
+    return jnp.stack([tail * ones, jnp.log(z), jax.scipy.special.logit(omega / omega_max), (head - tail) * ones, 0 * ones], -1)
+
+
+@functools.partial(jax.jit, static_argnames="law")
+def _fit_padded(law: str, t: Array, y: Array, w: Array, omega_max: Array) -> tuple[Array, Array, Array, Array]:
+    """Weighted LM fit from every start in `_starts`; the least-cost fit wins. Points with w = 0 are padding.
+    Returns the parameters, their standard errors (s² over the padded length; delta method through the
+    coordinate change), the weighted RSS and the fitted curve."""
+
+    def residuals(x):
+        return w * (law_curve(law, t, _to_params(law, x, omega_max)) - y)
+
+    fits = jax.vmap(lambda x0: least_squares(residuals, x0))(_starts(law, t, y, w, omega_max))
+    best = jnp.argmin(jnp.where(jnp.isfinite(fits.cost), fits.cost, jnp.inf))
+    x = fits.params[best]
+    params = _to_params(law, x, omega_max)
+    scale = jnp.abs(jnp.diag(jax.jacfwd(_to_params, argnums=1)(law, x, omega_max)))
+    return params, scale * fits.stderr[best], fits.rss[best], law_curve(law, t, params)
+
+
+def smoothing_window(n: int) -> int:
+    """Default smoothing window (points) for n points: the odd number 2⌊n/50⌋ + 1, at least 5 (about n/25)."""
+    return max(5, 2 * (int(n) // 50) + 1)
+
+
+def smooth(values: ArrayLike, window: int) -> np.ndarray:
+    """Centred moving average over `window` points (odd); near the ends, the mean of the points available."""
+    check_range("window", window, 1, integer=True)
+    v = np.asarray(values, float)
+    half = int(window) // 2
+    c = np.concatenate([[0.0], np.cumsum(v)])
+    idx = np.arange(v.size)
+    lo, hi = np.maximum(idx - half, 0), np.minimum(idx + half + 1, v.size)
+    return (c[hi] - c[lo]) / (hi - lo)
+
+
+def short_lag_variance(residuals: ArrayLike) -> float:
+    """White-noise variance from lag-1 differences, Σ(r_{i+1} − r_i)²/(2(n−1)) (reward²). A slow misfit
+    barely changes it, so RSS/(n−p) divided by it separates "the law is wrong" (≫ 1) from "noisy data" (≈ 1)."""
+    r = np.asarray(residuals, float)
+    return float(np.sum(np.diff(r) ** 2) / (2 * (r.size - 1))) if r.size > 2 else float("nan")
+
+
+def reward_stderr(reward_std: ArrayLike, n_samples: ArrayLike, window: int | None = None) -> np.ndarray:
+    """Per-step standard error of the mean reward, √(mean of reward_std² over `window` points / n_samples).
+
+    `reward_std` is the per-step standard deviation of individual rewards and `n_samples` the number of
+    rewards averaged per step (group size × prompts). The variance is pooled over a centred window (default
+    `smoothing_window`) so that a step whose groups happen to be all-equal (std 0) keeps a positive error,
+    then floored at a tenth of the median. Within-group std ignores prompt-to-prompt spread, so this is a
+    lower bound of the true error when prompts differ in difficulty.
+    """
+    std, n = np.asarray(reward_std, float), np.broadcast_to(np.asarray(n_samples, float), np.shape(reward_std))
+    if np.any(~np.isfinite(std)) or np.any(std < 0) or np.any(~(n >= 1)):
+        raise ValueError("reward_std must be finite and >= 0 and n_samples >= 1 at every fitted step")
+    se = np.sqrt(smooth(std**2, window or smoothing_window(std.size)) / n)
+    floor = 0.1 * np.median(se)
+    return np.maximum(se, floor) if floor > 0 else se
+
+
+@dataclasses.dataclass(frozen=True)
+class LawFit:
+    """A law fitted to (steps, values) by weighted least squares (`fit_law`).
+
+    `params`/`stderr` follow `LAW_PARAMS[law]` (time from the first fitted step `origin`); standard errors from
+    the Jacobian scaled by the residual variance (so they hold whether or not the weights are absolute).
+    `r2`: R² on the raw series; `r2_smoothed`: R² of the smoothed model against the smoothed data, both by the
+    same centred moving average of `smooth_window` points; `aic`/`bic` for Gaussian errors of unknown scale
+    on the (weighted) residuals, k = parameters + 1; `reduced_chi2`: Σ((y − f)/σ)²/(n − p) with σ the given
+    per-step error (`noise_source` "stderr") or the short-lag residual estimate ("residuals"); None if neither.
+    """
+
+    law: str
+    params: np.ndarray
+    stderr: np.ndarray
+    origin: float
+    n: int
+    r2: float
+    r2_smoothed: float
+    smooth_window: int
+    aic: float
+    bic: float
+    reduced_chi2: float | None
+    noise_source: str | None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return LAW_PARAMS[self.law]
+
+    def __getitem__(self, name: str) -> float:
+        return float(self.params[self.names.index(name)])
+
+    def curve(self, steps: ArrayLike) -> np.ndarray:
+        """The fitted law at the given steps (same units as the fitted values)."""
+        return np.asarray(law_curve(self.law, np.asarray(steps, float) - self.origin, self.params))
+
+    def as_dict(self) -> dict:
+        """JSON-ready: params and stderr by name (None for non-finite), goodness of fit."""
+        num = lambda v: float(v) if v is not None and np.isfinite(v) else None  # noqa: E731
+        return dict(
+            params={k: num(v) for k, v in zip(self.names, self.params)},
+            stderr={k: num(v) for k, v in zip(self.names, self.stderr)},
+            origin=self.origin,
+            n=self.n,
+            r2=num(self.r2),
+            r2_smoothed=num(self.r2_smoothed),
+            smooth_window=self.smooth_window,
+            aic=num(self.aic),
+            bic=num(self.bic),
+            reduced_chi2=num(self.reduced_chi2),
+            noise_source=self.noise_source,
+        )
+
+
+def fit_law(
+    law: str, steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = None, smooth_window: int | None = None
+) -> LawFit:
+    """Fit one of `LAWS` to a reward curve by Levenberg–Marquardt (`least_squares`) from a grid of starts.
+
+    steps: optimiser steps (increasing, any spacing); values: the metric; sigma: optional per-step standard
+    error (e.g. `reward_stderr`), used as weights 1/σ and for the reduced χ². The data are padded to the next
+    power of two (≥ 64) with zero weight, so curves of similar length share one compilation per law.
+    """
+    check_choice("law", law, LAWS)
+    t, y = np.asarray(steps, float), np.asarray(values, float)
+    n, p = y.size, len(LAW_PARAMS[law])
+    if t.shape != y.shape or t.ndim != 1:
+        raise ValueError(f"steps and values must be 1-d of equal length, got {t.shape} and {y.shape}")
+    if n <= p + 1:
+        raise ValueError(f"{law} fit needs more than {p + 1} points ({p} parameters), got {n}")
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
+        raise ValueError("steps and values must be finite")
+    if np.any(np.diff(t) <= 0):
+        raise ValueError("steps must be strictly increasing")
+    s = None if sigma is None else np.broadcast_to(np.asarray(sigma, float), y.shape)
+    if s is not None and not np.all(np.isfinite(s) & (s > 0)):
+        raise ValueError("sigma must be finite and > 0")
+    size = max(64, 1 << (n - 1).bit_length())
+    pad = size - n
+    t_rel = t - t[0]
+    w = np.ones(n) if s is None else 1 / s
+    arrays = [np.concatenate([a, np.full(pad, a[-1] if fill is None else fill)]) for a, fill in ((t_rel, None), (y, None), (w, 0.0))]
+    omega_max = np.pi / np.min(np.diff(t))
+    params, stderr, rss, curve = _fit_padded(law, *(as_float(a) for a in arrays), as_float(omega_max))
+    params, rss, f = np.asarray(params, float), float(rss), np.asarray(curve, float)[:n]
+    stderr = np.asarray(stderr, float) * np.sqrt((size - p) / (n - p))  # least_squares divided by the padded length
+    window = smooth_window or smoothing_window(n)
+    if s is not None:
+        chi2, source = rss / (n - p), "stderr"
+    else:
+        var = short_lag_variance(y - f)
+        chi2, source = (rss / (n - p) / var, "residuals") if var > 0 else (None, None)
+    k = p + 1
+    return LawFit(
+        law=law,
+        params=params,
+        stderr=stderr,
+        origin=float(t[0]),
+        n=n,
+        r2=r_squared(y, f),
+        r2_smoothed=r_squared(smooth(y, window), smooth(f, window)),
+        smooth_window=window,
+        aic=n * np.log(rss / n) + 2 * k,
+        bic=n * np.log(rss / n) + k * np.log(n),
+        reduced_chi2=chi2,
+        noise_source=source,
+    )
+
+
+def fit_laws(steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = None) -> dict[str, LawFit]:
+    """`fit_law` for every law in `LAWS`, same data and weights (so AIC/BIC compare)."""
+    return {law: fit_law(law, steps, values, sigma=sigma) for law in LAWS}
+
+
+def fitted_regime(fit: LawFit) -> str:
+    """Regime read from an oscillator fit: 'overdamped' / 'underdamped' when ζ is more than two standard errors
+    above / below 1, 'critical' within them, 'undetermined' when the transient |e0| is not two standard errors
+    from zero (a flat curve carries no information on ζ)."""
+    if fit.law != "oscillator":
+        raise ValueError(f"the regime needs an oscillator fit, got {fit.law}")
+    zeta, z_err = fit["zeta"], fit.stderr[1]
+    e0, e0_err = fit["e0"], fit.stderr[3]
+    if not (np.isfinite(zeta) and np.isfinite(z_err) and np.isfinite(e0_err)) or abs(e0) <= 2 * e0_err:
+        return "undetermined"
+    if zeta - 2 * z_err > 1:
+        return "overdamped"
+    if zeta + 2 * z_err < 1:
+        return "underdamped"
+    return "critical"
+
+
+class Coupling(NamedTuple):
+    """Train/eval coupling ρ = Δeval/Δtrain over a trailing window (see `coupling_ratio`), per eval step."""
+
+    steps: np.ndarray
+    ratio: np.ndarray
+    stderr: np.ndarray
+    train_slope: np.ndarray
+    train_slope_stderr: np.ndarray
+    window: float
+
+
+def _slope(t: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope and its standard error (NaN with fewer than 3 points or no spread in t)."""
+    if t.size < 3 or np.ptp(t) == 0:
+        return float("nan"), float("nan")
+    tc = t - t.mean()
+    sxx = np.sum(tc**2)
+    b = float(np.sum(tc * (y - y.mean())) / sxx)
+    resid = y - y.mean() - b * tc
+    return b, float(np.sqrt(np.sum(resid**2) / (t.size - 2) / sxx))
+
+
+def coupling_ratio(
+    train_steps: ArrayLike, train: ArrayLike, eval_steps: ArrayLike, eval_values: ArrayLike, *, window: float | None = None
+) -> Coupling:
+    """ρ(t) = Δeval/Δtrain: the ratio of the least-squares slopes of the eval and train rewards over the
+    trailing window (t − window, t], at each eval step t with at least 3 eval points in the window.
+
+    Standard error by the delta method from the two slopes' errors (taken as independent):
+    se(ρ)² = (se_e/b_t)² + (b_e·se_t/b_t²)². Default window: the larger of 10 % of the run and 4 eval
+    intervals (steps). ρ is NaN where the window holds too few points.
+    """
+    ts, tr = np.asarray(train_steps, float), np.asarray(train, float)
+    es, ev = np.asarray(eval_steps, float), np.asarray(eval_values, float)
+    if window is None:
+        spacing = np.median(np.diff(es)) if es.size > 1 else 1.0
+        window = max(0.1 * (max(ts[-1], es[-1]) - min(ts[0], es[0])), 4 * spacing)
+    check_range("window", window, 0.0, low_open=True)
+    out = np.full((4, es.size), np.nan)
+    for i, t in enumerate(es):
+        inside_e, inside_t = (es > t - window) & (es <= t), (ts > t - window) & (ts <= t)
+        b_e, se_e = _slope(es[inside_e], ev[inside_e])
+        b_t, se_t = _slope(ts[inside_t], tr[inside_t])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[:, i] = b_e / b_t, np.hypot(se_e / b_t, b_e * se_t / b_t**2), b_t, se_t
+    return Coupling(es, *out, window=float(window))

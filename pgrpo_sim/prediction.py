@@ -27,7 +27,7 @@ from jax import Array
 
 from . import theory
 from ._checks import is_concrete
-from .bandit import _initial_state, _step, make_optimizer, on_policy_loss, sampled_loss
+from .bandit import _initial_state, _step, make_optimizer, on_policy_grad, sampled_loss
 from .config import BanditConfig
 
 REASONS = (
@@ -113,7 +113,7 @@ def _logits(x: Array) -> Array:
 def expected_drive(config2: BanditConfig, x: Array) -> Array:
     """X(x): expected on-policy change of logit(p) per unit η_eff, for a 2-arm configuration."""
     theta = _logits(x)
-    g = jax.grad(lambda t: on_policy_loss(t, theta, config2)[0])(theta)[0]
+    g = on_policy_grad(theta, config2)[0][0]
     return -(g[0] - g[1]) / 2
 
 

@@ -30,6 +30,8 @@ from .config import BanditConfig, bandit_config, class_symmetric_logits
 from .linear import DISCRETE_REGIMES
 from .summaries import summarize_curve
 
+VMAP_BATCH = 256
+"""Configurations vmapped together inside a chunk (cache-sized on CPU)."""
 TRACED_AXES = ("eta", "momentum", "beta", "p_ref", "clip", "clip_high", "lag")
 STATIC_AXES = ("group_size",)
 INTEGER_AXES = ("lag", "group_size")
@@ -137,7 +139,14 @@ def _chunk(base, params, keys, n_correct, clip_both, steps, mode, decimate):
             out["trajectory"] = (run.reward if mode == "expected" else jnp.mean(run.reward, 0))[::decimate]
         return out
 
-    return jax.vmap(point)(params)
+    # (devices, configs per device): vmap over the sharded device axis, and on each device a loop over
+    # vmapped batches of VMAP_BATCH configurations, which stay in cache (a plain vmap over thousands of
+    # configurations is several times slower on CPU)
+    n_dev = jax.device_count()
+    split = jax.tree.map(lambda x: x.reshape(n_dev, -1, *x.shape[1:]), params)
+    per_device = lambda p: jax.lax.map(point, p, batch_size=min(VMAP_BATCH, p[next(iter(p))].shape[0]))  # noqa: E731
+    out = jax.vmap(per_device)(split)
+    return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), out)
 
 
 _chunk_jit = jax.jit(_chunk, static_argnames=("n_correct", "clip_both", "steps", "mode", "decimate"))
@@ -285,7 +294,7 @@ def _round_to_devices(size: int) -> int:
 
 
 def _shard(x: jax.Array) -> jax.Array:
-    """Place the configuration axis across all devices (a no-op on one device)."""
+    """Place the configuration axis across all devices, in contiguous blocks (a no-op on one device)."""
     if jax.device_count() == 1:
         return x
     mesh = jax.sharding.Mesh(np.array(jax.devices()), ("configs",))

@@ -1,0 +1,88 @@
+"""Where the time goes in pgrpo-sim's expected mode: nanoseconds per config-step, one core, next to NumPy.
+
+    python benchmarks/profile_expected.py [configs] [steps]
+
+Float32 on one XLA CPU device (bench_bandit also shards over the cores), bench_bandit's (η, μ, β)
+sweep, N = 2, G = 8; the best of 3 interleaved runs. Variants:
+- numpy: `numpy_bandit.expected_rewards`.
+- pgrpo-sim vmap: `jit(vmap(simulate))` over all configurations at once.
+- pgrpo-sim chunked: `lax.map` over vmapped chunks (bench_bandit's form, less the sharding).
+- fused jnp: the on-policy update written out by hand (the NumPy formulas in jnp, the library's pmf),
+  chunked: the headroom left to the library.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import bench_bandit
+import numpy_bandit
+import pgrpo_sim as ps
+from pgrpo_sim import bandit
+
+
+def fused_rewards(eta, momentum, beta, *, steps, n_arms, n_correct, p_ref, group_size):
+    """Reward curve of one configuration: `numpy_bandit.expected_rewards`'s update in jnp, product pmf."""
+    r, theta0 = numpy_bandit.start(n_arms, n_correct, p_ref, np.float32)
+    adv_success, adv_failure = numpy_bandit.std_advantages(group_size, dtype=np.float32)
+    pi_ref = jax.nn.softmax(theta0)
+
+    def step(state, _):
+        theta, velocity = state
+        pi = jax.nn.softmax(theta)
+        p = pi @ r
+        pmf = bandit.binomial_pmf(group_size - 1, p)
+        w = -(r * (pmf @ adv_success) + (1 - r) * (pmf @ adv_failure)) + beta * (1 - pi_ref / pi)
+        velocity = momentum * velocity + pi * (w - pi @ w)
+        return (theta - eta * velocity, velocity), p
+
+    (theta, _), rewards = jax.lax.scan(step, (theta0, jnp.zeros_like(theta0)), length=steps)
+    return jnp.append(rewards, jax.nn.softmax(theta) @ r)
+
+
+def main(configs: int = 2**15, steps: int = 200) -> None:
+    case = bench_bandit.make_case("expected", configs, steps)
+    structure = {k: case[k] for k in ("n_arms", "n_correct", "p_ref", "group_size")}
+    sweep = tuple(np.asarray(x, np.float32) for x in bench_bandit.sweep(configs))
+    config = ps.bandit_config(**structure)
+
+    def simulate(eta, momentum, beta):
+        return ps.simulate(config.replace(eta=eta, momentum=momentum, beta=beta), steps).reward
+
+    def chunked(one):
+        return lambda *args: jax.lax.map(lambda a: one(*a), args, batch_size=bench_bandit.CHUNK["expected"])
+
+    def compiled(fn):
+        run = jax.jit(fn).lower(*sweep).compile()
+        return lambda: np.asarray(run(*sweep))
+
+    variants = {
+        "numpy": lambda: numpy_bandit.expected_rewards(*sweep, dtype=np.float32, steps=steps, **structure),
+        "pgrpo-sim vmap": compiled(jax.vmap(simulate)),
+        "pgrpo-sim chunked": compiled(chunked(simulate)),
+    }
+    variants["fused jnp"] = compiled(chunked(functools.partial(fused_rewards, steps=steps, **structure)))
+
+    best = dict.fromkeys(variants, math.inf)
+    results = {}
+    for _ in range(3):
+        for name, run in variants.items():
+            start = time.perf_counter()
+            results[name] = run()
+            best[name] = min(best[name], time.perf_counter() - start)
+    print(f"{configs} configurations × {steps} steps, N = 2, G = 8, float32, one core")
+    print(f"{'variant':32s} {'ns/config-step':>14s} {'vs numpy':>9s} {'max |Δ reward|':>15s}")
+    for name, seconds in best.items():
+        diff = np.nanmax(np.abs(results[name] - results["numpy"]))
+        print(f"{name:32s} {1e9 * seconds / (configs * steps):14.1f} {best['numpy'] / seconds:8.1f}× {diff:15.1e}")
+
+
+if __name__ == "__main__":
+    main(*map(int, sys.argv[1:]))
