@@ -6,7 +6,7 @@ discrete heavy-ball map (`linear`), and the exact softmax-bandit GRPO environmen
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import bandit, config, fit, grpo, linear, prediction, sde, theory
+from . import bandit, config, fit, grpo, linear, phase, prediction, sde, summaries, sweep, theory
 from .bandit import BanditRun, UpdateStats, expected_loss, make_optimizer, on_policy_grad, sampled_loss, simulate
 from .config import BanditConfig, bandit_config, class_symmetric_logits
 from .linear import (
@@ -22,6 +22,9 @@ from .linear import (
 from .fit import LeastSquares, StiffnessEstimates, identify_stiffness, least_squares, r_squared
 from .prediction import REASONS, Prediction, predict, two_arm_reduction
 from .sde import Ensemble, solve_deterministic, solve_ensemble
+from .summaries import CurveSummary, summarize_curve
+from .sweep import Axis, SweepError, load_sweep, parse_axis, run_sweep
+from .phase import PhasePrediction, agreement, predict_grid
 from .grpo import clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
 from .theory import (
     REGIMES,

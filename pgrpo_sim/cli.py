@@ -226,6 +226,11 @@ def _sweep_base(args: argparse.Namespace, axes) -> dict:
 def _run_sweep_command(args: argparse.Namespace, axes):
     from .sweep import SweepError, run_sweep
 
+    if args.coordinator:
+        import jax
+
+        jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+
     try:
         return run_sweep(
             _sweep_base(args, axes),
@@ -382,6 +387,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--out", required=True, help="output directory")
         p.add_argument("--overwrite", action="store_true", help="replace a different sweep already in --out")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                       help="multi-host run: jax.distributed coordinator address (with --num-processes, --process-id)")
+        p.add_argument("--num-processes", type=_integer, default=None)
+        p.add_argument("--process-id", type=_integer, default=None)
 
     p = sub.add_parser("predict", help="fixed point, stiffness, noise and oscillator of a bandit configuration")
     _add_bandit_args(p)

@@ -209,7 +209,8 @@ def run_sweep(
         if a.name in base:
             raise SweepError(f"{a.name} is both fixed and a grid axis")
     spec = SweepSpec(base=dict(base), axes=[a.spec for a in axes], steps=steps, mode=mode, seeds=seeds, seed=seed, decimate=decimate)
-    store = _ChunkStore(out_dir, spec, overwrite) if out_dir is not None else None
+    writer = out_dir is not None and jax.process_index() == 0  # in a multi-host run, process 0 writes
+    store = _ChunkStore(out_dir, spec, overwrite) if writer else None
     traced = [a for a in axes if a.name in TRACED_AXES]
     static = [a for a in axes if a.name in STATIC_AXES]
     grid = np.stack(np.meshgrid(*[np.asarray(a.values) for a in traced], indexing="ij"), -1).reshape(-1, len(traced))
@@ -244,7 +245,7 @@ def run_sweep(
             padded = np.concatenate([index, np.full(size - index.size, index[0])])
             params = {k: _shard(jnp.asarray(v[padded], _dtype(k, config))) for k, v in params_all.items()}
             out = _chunk_jit(config, params, keys, fixed.get("n_correct", 1), clip_both, steps, mode, decimate)
-            chunk = {k: np.asarray(v)[: index.size] for k, v in out.items()}
+            chunk = {k: _gather(v)[: index.size] for k, v in out.items()}
             if store:
                 store.save(g, index, chunk)
             results.put(index, chunk)
@@ -299,6 +300,15 @@ def _shard(x: jax.Array) -> jax.Array:
         return x
     mesh = jax.sharding.Mesh(np.array(jax.devices()), ("configs",))
     return jax.device_put(x, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("configs")))
+
+
+def _gather(x: jax.Array) -> np.ndarray:
+    """The whole array on this host (across processes in a multi-host run)."""
+    if jax.process_count() == 1:
+        return np.asarray(x)
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
 
 def _progress(total: int, enabled: bool):

@@ -119,13 +119,14 @@ def test_bridge_expected_bandit_follows_the_oscillator(kwargs):
 
 @pytest.mark.parametrize("group_size", [4, 8, 16])
 def test_bridge_sampled_stationary_variance(group_size):
-    """At η_eff·K ≤ 0.05, late-time Var(p) over 1000 seeds matches predict's D/(2GCK) within 20 %."""
+    """At η_eff·K ≤ 0.05, late-time Var(p) over 500 seeds matches predict's D/(2GCK) within 20 %
+    (sampling error of the variance ≈ √(2/500) = 6 % per step, less averaged over the late window)."""
     config = ps.bandit_config(**(BASE | dict(group_size=group_size)), eta=0.05)
     pred = ps.predict(config)
     a = float(pred.eta_eff * pred.stiffness)
     assert a <= 0.05
     steps = int(25 / a)
-    run = ps.simulate(config, steps, mode="sampled", seeds=1000, key=jax.random.key(group_size))
+    run = ps.simulate(config, steps, mode="sampled", seeds=500, key=jax.random.key(group_size))
     measured = float(np.asarray(run.reward)[:, steps // 3 :].var(0).mean())
     ratio = measured / float(pred.stationary_variance)
     print(f"\nG={group_size}: predicted {float(pred.stationary_variance):.3e}, measured {measured:.3e}, ratio {ratio:.3f}")
