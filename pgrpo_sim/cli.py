@@ -315,6 +315,36 @@ def _write_phase_tables(out: str, ds, prediction, summary: dict) -> None:
         raise UsageError(f"cannot write to {out}: {exc.strerror}") from None
 
 
+def _cmd_validate(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from .validate import validate
+
+    try:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create --out {args.out}: {exc.strerror}") from None
+    results = validate(args.out, quick=args.quick, seed=args.seed, log=lambda line: print(line, flush=True))
+    held = sum(r["verdict"]["holds"] for r in results.values())
+    print(f"{held} of {len(results)} claims hold; wrote {args.out}/report.md and {args.out}/results.json")
+
+
+def _cmd_fit(args: argparse.Namespace) -> None:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # least-squares normal equations in float64
+    from .logs import parse_column_map, read_log
+    from .report import write_report
+
+    log = read_log(args.log, args.format, parse_column_map(args.column))
+    result = write_report(log, args.out, metric=args.metric, n_samples=args.samples_per_step)
+    r2 = ", ".join(f"{law} {'—' if f['r2'] is None else format(f['r2'], '.3f')}" for law, f in result["fits"].items())
+    print(
+        f"fitted {result['n_points']} points of {result['source']}: R² {r2}; regime {result['prediction']['regime']}; "
+        f"first flag {result['diagnostics']['first'] or 'none'}; wrote {args.out}/report.md and fit.json"
+    )
+
+
 def _print_table(out: dict) -> None:
     width = max(map(len, out))
     for k, v in out.items():
@@ -392,6 +422,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--num-processes", type=_integer, default=None)
         p.add_argument("--process-id", type=_integer, default=None)
 
+    p = sub.add_parser("validate", help="the theory's claims against exact bandit runs, in one report")
+    p.add_argument("--quick", action="store_true", help="lower resolution (under 3 minutes on 2 CPU cores)")
+    p.add_argument("--seed", type=_integer, default=0, help="PRNG seed")
+    p.add_argument("--out", default="validation", help="output directory (default: validation)")
+    p.set_defaults(func=_cmd_validate)
+
     p = sub.add_parser("predict", help="fixed point, stiffness, noise and oscillator of a bandit configuration")
     _add_bandit_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -411,6 +447,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="CSV: step, mean, std, path_0, …")
     p.add_argument("--plot", default=None, help="PNG: mean ± std, sample paths and the closed form")
     p.set_defaults(func=_cmd_oscillator)
+    p = sub.add_parser("fit", help="fit the closed-form laws to a training log and diagnose its failure modes")
+    p.add_argument("log", help="TRL trainer_state.json, verl JSONL or console log, JSONL or CSV")
+    p.add_argument("--format", choices=("auto", "trl", "verl", "jsonl", "csv"), default="auto")
+    p.add_argument("--metric", default="reward", help="canonical metric to fit (reward, eval_reward, true_reward)")
+    p.add_argument("--column", action="append", default=[], metavar="NAME=SOURCE",
+                   help="read canonical metric NAME from column SOURCE, e.g. reward=train/reward (repeatable)")
+    p.add_argument("--samples-per-step", type=_finite_float, default=None,
+                   help="rewards averaged per step (prompts × group size), for the noise level of the fit")
+    p.add_argument("--out", required=True, help="output directory: report.md, fit.json, fit.png, diagnostics.png")
+    p.set_defaults(func=_cmd_fit)
     return parser
 
 

@@ -106,3 +106,79 @@ _AXIS_LABELS = {
     "clip": "clip range ε",
     "clip_high": "upper clip range ε_high",
 }
+
+
+def validation_figure(name: str, out_dir, *data) -> str:
+    """Draw one validation section's figure into `out_dir/<name>.png`; returns the file name."""
+    fig = _VALIDATION_FIGURES[name](*data)
+    fig.savefig(f"{out_dir}/{name}.png", dpi=110)
+    plt.close(fig)
+    return f"{name}.png"
+
+
+def _fig_group_size(curves_all, group_sizes):
+    fig, axes = plt.subplots(1, len(curves_all), figsize=(11, 3.6), layout="constrained", sharey=True)
+    for ax, (kind, (expected, sampled)) in zip(axes, curves_all.items()):
+        steps = np.arange(expected.shape[-1])
+        for i, g in enumerate(group_sizes):
+            mean = sampled[i].mean(0)
+            half = 1.96 * sampled[i].std(0) / np.sqrt(sampled.shape[1])
+            ax.fill_between(steps, mean - half, mean + half, color=PALETTE[i], alpha=0.25, lw=0)
+            ax.plot(steps, expected[i], color=PALETTE[i], lw=1.4, label=f"G = {g}")
+        ax.set_title(f"advantage: {kind}")
+        ax.set_xlabel("optimiser step")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("expected reward p")
+    axes[0].legend(title="lines: expected;\nbands: sampled 95 % CI", fontsize=8)
+    return fig
+
+
+def _fig_fluctuations(g, var, se, pred_var, slope, intercept):
+    fig, ax = plt.subplots(figsize=(5.6, 4.0), layout="constrained")
+    ax.errorbar(g, var, yerr=2 * se, fmt="o", color=PALETTE[0], label="measured late Var(p) (± 2 s.e.)")
+    ax.plot(g, pred_var, "s--", color=PALETTE[3], label="predicted D/(2GCK)")
+    ax.plot(g, np.exp(intercept) * g**slope, color=PALETTE[0], lw=1, label=f"fit: slope {slope:.2f}")
+    ax.plot(g, var[0] * (g / g[0]) ** -1.0, color="0.5", ls=":", label="slope −1")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("group size G")
+    ax.set_ylabel("stationary Var(p)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    return fig
+
+
+def _fig_onset(mus, changes, measured, continuous, discrete):
+    fig, ax = plt.subplots(figsize=(5.6, 4.0), layout="constrained")
+    ax.plot(mus, changes, "o-", color=PALETTE[0], ms=3, label="sign changes of e (bandit)")
+    ax.axvline(discrete, color=PALETTE[2], ls="-", label="discrete complex-root onset")
+    ax.axvline(continuous, color=PALETTE[3], ls="--", label="continuous ζ = 1")
+    ax.axvline(measured, color="k", ls=":", label="measured onset")
+    ax.set_yscale("symlog")
+    ax.set_xlabel("momentum μ")
+    ax.set_ylabel("sign changes of p − p*")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def _fig_lag(cases):
+    fig, ax = plt.subplots(figsize=(7.0, 4.0), layout="constrained")
+    x = np.arange(len(cases))
+    nan = float("nan")
+    ax.plot(x, [c["measured"] if c["measured"] is not None else nan for c in cases], "o", color=PALETTE[0], ms=8, label="measured (bandit)")
+    ax.plot(x, [c["exact"] if c["exact"] is not None else nan for c in cases], "x", color=PALETTE[2], ms=10, mew=2, label="exact (Floquet)")
+    ax.plot(x, [c["continuous"] for c in cases], "_", color=PALETTE[3], ms=16, mew=2, label="continuous τ*")
+    ax.set_xticks(x, [f"{c['lag_model']}\nη={c['eta']} μ={c['momentum']}" for c in cases], fontsize=7)
+    ax.set_ylabel("critical lag (steps)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+_VALIDATION_FIGURES = {
+    "group_size_invariance": _fig_group_size,
+    "fluctuations": _fig_fluctuations,
+    "oscillation_onset": _fig_onset,
+    "lag_threshold": _fig_lag,
+}
