@@ -6,7 +6,7 @@ discrete heavy-ball map (`linear`), and the exact softmax-bandit GRPO environmen
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import bandit, config, fit, grpo, linear, phase, prediction, sde, summaries, sweep, theory
+from . import bandit, config, diagnostics, fit, grpo, linear, logs, phase, prediction, report, sde, summaries, sweep, theory
 from .bandit import BanditRun, UpdateStats, expected_loss, make_optimizer, on_policy_grad, sampled_loss, simulate
 from .config import BanditConfig, bandit_config, class_symmetric_logits
 from .linear import (
@@ -19,7 +19,27 @@ from .linear import (
     monodromy_matrix,
     spectral_radius,
 )
-from .fit import LeastSquares, StiffnessEstimates, identify_stiffness, least_squares, r_squared
+from .fit import (
+    LAWS,
+    Coupling,
+    LawFit,
+    LeastSquares,
+    StiffnessEstimates,
+    coupling_ratio,
+    fit_law,
+    fit_laws,
+    fitted_regime,
+    identify_stiffness,
+    law_curve,
+    least_squares,
+    oscillator_curve,
+    oscillator_stiffness,
+    r_squared,
+    reward_stderr,
+)
+from .logs import TrainingLog, detect_format, from_run, parse_column_map, read_log
+from .diagnostics import Diagnosis, Readout, diagnose
+from .report import LogAnalysis, analyse_log, write_report
 from .prediction import REASONS, Prediction, predict, two_arm_reduction
 from .sde import Ensemble, solve_deterministic, solve_ensemble
 from .summaries import CurveSummary, summarize_curve

@@ -1,9 +1,16 @@
-"""Least-squares fits in JAX and the identification of the stiffness K from a reward curve.
+"""Least-squares fits in JAX, the identification of the stiffness K, and the closed-form laws fitted to
+reward curves.
 
 `identify_stiffness` gives K three independent ways (DESIGN.md §3):
 (a) exactly, from the Jacobian of the expected update at the fixed point (`predict`);
 (b) from the early slope of the curve, as the paper does: K = C·ṗ(0)/(p* − p0) with C = (1−μ)/η;
 (c) by least-squares fit of the closed-form oscillator `theory.trajectory` to the curve.
+
+`fit_law` / `fit_laws` fit the saturation law R0 + (R∞ − R0)(1 − e^{−t/t0}), the critically damped law and the
+free oscillator (p*, ζ, ω_n, e(0), ė(0)) to any curve — a simulation or a real log, noisy, unevenly spaced —
+with standard errors, R² raw and smoothed, AIC/BIC and a reduced χ² against the per-step noise
+(`reward_stderr`, or the short-lag residual variance). `coupling_ratio` is the train/eval coupling
+ρ(t) = Δeval/Δtrain with its uncertainty.
 """
 
 from __future__ import annotations
@@ -198,7 +205,6 @@ LAW_PARAMS = {
 omega_n; reward per step for v0; zeta dimensionless)."""
 
 
-
 def oscillator_curve(
     t: ArrayLike, p_star: ArrayLike, zeta: ArrayLike, omega_n: ArrayLike, e0: ArrayLike, v0: ArrayLike
 ) -> Array:
@@ -234,7 +240,8 @@ def law_curve(law: str, t: ArrayLike, params: ArrayLike) -> Array:
 
 def _to_params(law: str, x: Array, omega_max: Array) -> Array:
     """Fit coordinates → parameters: t0, ω, ζ are fitted as logs (positive); the oscillator's ω_n as
-    ω_max·sigmoid(u), below the Nyquist frequency π/Δt_min, so that sampled oscillations cannot alias."""
+    ω_max·sigmoid(u) with ω_max = π/(2Δt_min): periods of at least 4 sampling intervals, so that sampled
+    oscillations cannot alias and noise cannot be fitted as a period-2 flip."""
     if law == "oscillator":
         return x.at[1].set(jnp.exp(x[1])).at[2].set(omega_max * jax.nn.sigmoid(x[2]))
     return x.at[2].set(jnp.exp(x[2]))
@@ -259,7 +266,8 @@ def _starts(law: str, t: Array, y: Array, w: Array, omega_max: Array) -> Array:
     # ζ ≥ 1: the slow rate ≈ ω_n/(2ζ) is 1/scale; ζ < 1: the envelope rate ζω_n is 1/scale
     omega = jnp.minimum(jnp.where(z >= 1, 2 * z / s, 1 / (z * s)), 0.9 * omega_max)
     ones = jnp.ones_like(z)
-    return jnp.stack([tail * ones, jnp.log(z), jax.scipy.special.logit(omega / omega_max), (head - tail) * ones, 0 * ones], -1)
+    u = jax.scipy.special.logit(omega / omega_max)
+    return jnp.stack([tail * ones, jnp.log(z), u, (head - tail) * ones, 0 * ones], -1)
 
 
 @functools.partial(jax.jit, static_argnames="law")
@@ -279,19 +287,30 @@ def _fit_padded(law: str, t: Array, y: Array, w: Array, omega_max: Array) -> tup
     return params, scale * fits.stderr[best], fits.rss[best], law_curve(law, t, params)
 
 
+_law_curve_jit = jax.jit(law_curve, static_argnames="law")
+
+
+def _padded_size(n: int) -> int:
+    """Length that n points are padded to: the next power of two, at least 512, so that fits and curves of
+    most logs share one compilation per law."""
+    return max(512, 1 << (n - 1).bit_length())
+
+
 def smoothing_window(n: int) -> int:
     """Default smoothing window (points) for n points: the odd number 2⌊n/50⌋ + 1, at least 5 (about n/25)."""
     return max(5, 2 * (int(n) // 50) + 1)
 
 
-def smooth(values: ArrayLike, window: int) -> np.ndarray:
-    """Centred moving average over `window` points (odd); near the ends, the mean of the points available."""
+def smooth(values: ArrayLike, window: int, *, trailing: bool = False) -> np.ndarray:
+    """Moving average over `window` points: centred (window odd; near the ends, the mean of the points
+    available) or, with `trailing`, over the window that ends at each point (causal)."""
     check_range("window", window, 1, integer=True)
     v = np.asarray(values, float)
-    half = int(window) // 2
+    before = int(window) - 1 if trailing else int(window) // 2
+    after = 0 if trailing else int(window) // 2
     c = np.concatenate([[0.0], np.cumsum(v)])
     idx = np.arange(v.size)
-    lo, hi = np.maximum(idx - half, 0), np.minimum(idx + half + 1, v.size)
+    lo, hi = np.maximum(idx - before, 0), np.minimum(idx + after + 1, v.size)
     return (c[hi] - c[lo]) / (hi - lo)
 
 
@@ -308,15 +327,15 @@ def reward_stderr(reward_std: ArrayLike, n_samples: ArrayLike, window: int | Non
     `reward_std` is the per-step standard deviation of individual rewards and `n_samples` the number of
     rewards averaged per step (group size × prompts). The variance is pooled over a centred window (default
     `smoothing_window`) so that a step whose groups happen to be all-equal (std 0) keeps a positive error,
-    then floored at a tenth of the median. Within-group std ignores prompt-to-prompt spread, so this is a
+    then floored at a tenth of the median positive error (all zeros stay zeros: no noise information). Within-group std ignores prompt-to-prompt spread, so this is a
     lower bound of the true error when prompts differ in difficulty.
     """
     std, n = np.asarray(reward_std, float), np.broadcast_to(np.asarray(n_samples, float), np.shape(reward_std))
     if np.any(~np.isfinite(std)) or np.any(std < 0) or np.any(~(n >= 1)):
         raise ValueError("reward_std must be finite and >= 0 and n_samples >= 1 at every fitted step")
     se = np.sqrt(smooth(std**2, window or smoothing_window(std.size)) / n)
-    floor = 0.1 * np.median(se)
-    return np.maximum(se, floor) if floor > 0 else se
+    positive = se[se > 0]
+    return np.maximum(se, 0.1 * np.median(positive)) if positive.size else se
 
 
 @dataclasses.dataclass(frozen=True)
@@ -353,14 +372,16 @@ class LawFit:
 
     def curve(self, steps: ArrayLike) -> np.ndarray:
         """The fitted law at the given steps (same units as the fitted values)."""
-        return np.asarray(law_curve(self.law, np.asarray(steps, float) - self.origin, self.params))
+        t = np.atleast_1d(np.asarray(steps, float)) - self.origin
+        padded = np.concatenate([t, np.zeros(_padded_size(t.size) - t.size)])
+        curve = _law_curve_jit(self.law, as_float(padded), as_float(self.params))
+        return np.asarray(curve)[: t.size].reshape(np.shape(steps))
 
     def as_dict(self) -> dict:
-        """JSON-ready: params and stderr by name (None for non-finite), goodness of fit."""
+        """JSON-ready: params by name as {value, stderr} (None for non-finite), goodness of fit."""
         num = lambda v: float(v) if v is not None and np.isfinite(v) else None  # noqa: E731
         return dict(
-            params={k: num(v) for k, v in zip(self.names, self.params)},
-            stderr={k: num(v) for k, v in zip(self.names, self.stderr)},
+            params={k: dict(value=num(v), stderr=num(s)) for k, v, s in zip(self.names, self.params, self.stderr)},
             origin=self.origin,
             n=self.n,
             r2=num(self.r2),
@@ -379,8 +400,8 @@ def fit_law(
     """Fit one of `LAWS` to a reward curve by Levenberg–Marquardt (`least_squares`) from a grid of starts.
 
     steps: optimiser steps (increasing, any spacing); values: the metric; sigma: optional per-step standard
-    error (e.g. `reward_stderr`), used as weights 1/σ and for the reduced χ². The data are padded to the next
-    power of two (≥ 64) with zero weight, so curves of similar length share one compilation per law.
+    error (e.g. `reward_stderr`), used as weights 1/σ and for the reduced χ². The data are padded with zero
+    weight to the next power of two (≥ 512), so curves of similar length share one compilation per law.
     """
     check_choice("law", law, LAWS)
     t, y = np.asarray(steps, float), np.asarray(values, float)
@@ -396,12 +417,12 @@ def fit_law(
     s = None if sigma is None else np.broadcast_to(np.asarray(sigma, float), y.shape)
     if s is not None and not np.all(np.isfinite(s) & (s > 0)):
         raise ValueError("sigma must be finite and > 0")
-    size = max(64, 1 << (n - 1).bit_length())
+    size = _padded_size(n)
     pad = size - n
     t_rel = t - t[0]
     w = np.ones(n) if s is None else 1 / s
-    arrays = [np.concatenate([a, np.full(pad, a[-1] if fill is None else fill)]) for a, fill in ((t_rel, None), (y, None), (w, 0.0))]
-    omega_max = np.pi / np.min(np.diff(t))
+    arrays = [np.concatenate([a, np.full(pad, fill)]) for a, fill in ((t_rel, t_rel[-1]), (y, y[-1]), (w, 0.0))]
+    omega_max = np.pi / (2 * np.min(np.diff(t)))
     params, stderr, rss, curve = _fit_padded(law, *(as_float(a) for a in arrays), as_float(omega_max))
     params, rss, f = np.asarray(params, float), float(rss), np.asarray(curve, float)[:n]
     stderr = np.asarray(stderr, float) * np.sqrt((size - p) / (n - p))  # least_squares divided by the padded length
@@ -412,20 +433,21 @@ def fit_law(
         var = short_lag_variance(y - f)
         chi2, source = (rss / (n - p) / var, "residuals") if var > 0 else (None, None)
     k = p + 1
-    return LawFit(
-        law=law,
-        params=params,
-        stderr=stderr,
-        origin=float(t[0]),
-        n=n,
-        r2=r_squared(y, f),
-        r2_smoothed=r_squared(smooth(y, window), smooth(f, window)),
-        smooth_window=window,
-        aic=n * np.log(rss / n) + 2 * k,
-        bic=n * np.log(rss / n) + k * np.log(n),
-        reduced_chi2=chi2,
-        noise_source=source,
-    )
+    with np.errstate(divide="ignore", invalid="ignore"):  # a constant curve: R² undefined, RSS 0 (NaN / −inf)
+        return LawFit(
+            law=law,
+            params=params,
+            stderr=stderr,
+            origin=float(t[0]),
+            n=n,
+            r2=r_squared(y, f),
+            r2_smoothed=r_squared(smooth(y, window), smooth(f, window)),
+            smooth_window=window,
+            aic=n * np.log(rss / n) + 2 * k,
+            bic=n * np.log(rss / n) + k * np.log(n),
+            reduced_chi2=chi2,
+            noise_source=source,
+        )
 
 
 def fit_laws(steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = None) -> dict[str, LawFit]:
@@ -462,8 +484,8 @@ class Coupling(NamedTuple):
 
 
 def _slope(t: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Least-squares slope and its standard error (NaN with fewer than 3 points or no spread in t)."""
-    if t.size < 3 or np.ptp(t) == 0:
+    """Least-squares slope and its standard error (NaN with fewer than 5 points or no spread in t)."""
+    if t.size < 5 or np.ptp(t) == 0:
         return float("nan"), float("nan")
     tc = t - t.mean()
     sxx = np.sum(tc**2)
@@ -475,22 +497,24 @@ def _slope(t: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 def coupling_ratio(
     train_steps: ArrayLike, train: ArrayLike, eval_steps: ArrayLike, eval_values: ArrayLike, *, window: float | None = None
 ) -> Coupling:
-    """ρ(t) = Δeval/Δtrain: the ratio of the least-squares slopes of the eval and train rewards over the
-    trailing window (t − window, t], at each eval step t with at least 3 eval points in the window.
+    """ρ(t) = Δeval/Δtrain: the ratio of the least-squares slopes of the eval and train rewards at each eval
+    step t, over the eval points in the trailing window (t − window, t] and the train points in their span.
 
     Standard error by the delta method from the two slopes' errors (taken as independent):
-    se(ρ)² = (se_e/b_t)² + (b_e·se_t/b_t²)². Default window: the larger of 10 % of the run and 4 eval
-    intervals (steps). ρ is NaN where the window holds too few points.
+    se(ρ)² = (se_e/b_t)² + (b_e·se_t/b_t²)². Default window: the larger of 10 % of the run and 8 eval
+    intervals (steps), so that the eval slope has ≥ 6 degrees of freedom. ρ is NaN where the window holds
+    fewer than 5 points of either series.
     """
     ts, tr = np.asarray(train_steps, float), np.asarray(train, float)
     es, ev = np.asarray(eval_steps, float), np.asarray(eval_values, float)
     if window is None:
         spacing = np.median(np.diff(es)) if es.size > 1 else 1.0
-        window = max(0.1 * (max(ts[-1], es[-1]) - min(ts[0], es[0])), 4 * spacing)
+        window = max(0.1 * (max(ts[-1], es[-1]) - min(ts[0], es[0])), 8 * spacing)
     check_range("window", window, 0.0, low_open=True)
     out = np.full((4, es.size), np.nan)
     for i, t in enumerate(es):
-        inside_e, inside_t = (es > t - window) & (es <= t), (ts > t - window) & (ts <= t)
+        inside_e = (es > t - window) & (es <= t)
+        inside_t = (ts >= es[inside_e].min()) & (ts <= t)  # the same span: curvature biases both slopes alike
         b_e, se_e = _slope(es[inside_e], ev[inside_e])
         b_t, se_t = _slope(ts[inside_t], tr[inside_t])
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -9,10 +9,10 @@ Formats (`FORMATS`; `detect_format` picks one from the file's content):
 - "jsonl": any other file of one JSON object per line.
 - "csv": any comma- (or tab-) separated table with a header row, including `pgrpo-sim simulate` output.
 
-Each canonical metric (`CANONICAL`) is looked up under its known source names, first match wins; a column map
-(`{"reward": "train/reward"}`) overrides the lookup. Source names are kept (`TrainingLog.sources`), as are
-the numeric columns that map to no canonical name (`TrainingLog.other`). Metrics that a log lacks are
-listed in `TrainingLog.missing`, never filled in.
+Each canonical metric (`CANONICAL`) is looked up under its known source names (ignoring case), first match
+wins; a column map (`{"reward": "train/reward"}`) overrides the lookup. Source names are kept
+(`TrainingLog.sources`), as are the numeric columns that map to no canonical name (`TrainingLog.other`).
+Metrics that a log lacks are listed in `TrainingLog.missing`, never filled in.
 
 Records sharing a step are merged (TRL logs eval metrics as a separate record at the training step). A
 record whose reward is logged but not finite (NaN, inf, null) is dropped with a warning and counted in
@@ -31,8 +31,12 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # the bandit (and JAX) are not needed to read logs
+    from .bandit import BanditRun
 
 FORMATS = ("trl", "verl", "jsonl", "csv")
 """Log formats `read_log` understands ("auto" detects one of these)."""
@@ -99,11 +103,12 @@ class TrainingLog:
 
     @property
     def constant(self) -> tuple[str, ...]:
-        """Metrics whose logged values never change (often a placeholder, e.g. an entropy logged as 0)."""
+        """Metrics whose logged values never change (often a placeholder, e.g. an entropy logged as 0);
+        `step` and `n_samples`, which may well be constant, are not listed."""
         out = []
         for name, v in self.data.items():
             finite = v[np.isfinite(v)]
-            if name != "step" and finite.size > 1 and np.all(finite == finite[0]):
+            if name not in ("step", "n_samples") and finite.size > 1 and np.all(finite == finite[0]):
                 out.append(name)
         return tuple(out)
 
@@ -189,7 +194,7 @@ def read_log(path: str | Path, format: str = "auto", columns: Mapping[str, str] 
     return tidy(parser(text, path), format=format, path=str(path), columns=columns)
 
 
-def from_run(run, *, index: int | None = None) -> TrainingLog:
+def from_run(run: BanditRun, *, index: int | None = None) -> TrainingLog:
     """A `TrainingLog` from a `BanditRun` (step n = θ_n). Sampled runs are averaged over seeds, with
     `reward_std` the spread across seeds and `n_samples` the number of seeds (so the per-step error of the
     mean is reward_std/√seeds); `index` picks a single seed instead. Steps after a divergence are NaN and
@@ -223,11 +228,15 @@ def from_run(run, *, index: int | None = None) -> TrainingLog:
 def tidy(
     records: Sequence[Mapping[str, float]], *, format: str, path: str | None, columns: Mapping[str, str] | None = None
 ) -> TrainingLog:
-    """Merge flat numeric records (one dict per logged record, in file order) into a `TrainingLog`."""
+    """Merge flat numeric records (one dict per logged record, in file order) into a `TrainingLog`, by the
+    rules of the module docstring; records without a step column are numbered from 0."""
     columns = dict(columns or {})
     if not records:
         raise ValueError(f"{_name(path)} holds no numeric records")
     present = sorted({k for r in records for k in r})
+    by_lower = {}
+    for key in present:
+        by_lower.setdefault(key.lower(), key)
     sources = {}
     for name, candidates in CANONICAL.items():
         if name in columns:
@@ -237,7 +246,7 @@ def tidy(
                 )
             sources[name] = columns[name]
         else:
-            found = next((c for c in candidates if c in present), None)
+            found = next((by_lower[c.lower()] for c in candidates if c.lower() in by_lower), None)
             if found is None and name == "eval_reward":
                 found = next((c for c in present if any(p.match(c) for p in _EVAL_PATTERNS)), None)
             if found is not None and found not in sources.values():
@@ -251,7 +260,9 @@ def tidy(
     merged: dict[float, dict[str, float]] = {}
     last_step, skipped = -math.inf, []
     for i, record in enumerate(records):
-        step = float(record[step_key]) if step_key and step_key in record else float(i)
+        if step_key and step_key not in record:
+            raise ValueError(f"record {i + 1} of {_name(path)} has no {step_key!r}")
+        step = float(record[step_key]) if step_key else float(i)
         if not math.isfinite(step):
             raise ValueError(f"record {i + 1} of {_name(path)} has a non-finite step")
         if step < last_step:
@@ -271,13 +282,13 @@ def tidy(
                 raise ValueError(f"step {step:g} of {_name(path)} logs {key!r} twice with different values")
             row[key] = value
     if skipped:
-        warnings.warn(f"{_name(path)}: skipped {len(skipped)} record(s) with a non-finite reward", stacklevel=2)
+        warnings.warn(f"{_name(path)}: skipped {len(skipped)} record(s) with a non-finite reward", stacklevel=3)
     keep = [s for s, row in merged.items() if any(src in row for n, src in sources.items() if n != "step")]
-    if not keep:
-        raise ValueError(f"{_name(path)} has no record with a finite reward")
     column = lambda key: np.array([merged[s].get(key, np.nan) for s in keep], float)  # noqa: E731
     data = {"step": np.array(keep, float)}
     data.update({name: column(src) for name, src in sources.items() if name != "step"})
+    if not np.isfinite(data["reward"]).any():
+        raise ValueError(f"{_name(path)} has no record with a finite reward")
     used = set(sources.values()) | {step_key}
     other = {key: column(key) for key in present if key not in used}
     if step_key:
