@@ -176,7 +176,24 @@ def _fig_lag(cases):
     return fig
 
 
+def _fig_saturation(curves):
+    fig, axes = plt.subplots(1, len(curves), figsize=(10, 3.6), layout="constrained")
+    styles = {"saturation": ("--", PALETTE[3]), "critical": (":", PALETTE[2]), "oscillator": ("-.", PALETTE[4])}
+    for ax, (label, (p, fits)) in zip(axes, curves.items()):
+        steps = np.arange(p.size)
+        ax.plot(steps, p, color="k", lw=2.5, alpha=0.35, label="bandit (expected)")
+        for law, curve in fits.items():
+            ax.plot(steps, curve, ls=styles[law][0], color=styles[law][1], lw=1.3, label=law)
+        ax.set_title(label)
+        ax.set_xlabel("optimiser step")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("expected reward p")
+    axes[0].legend(fontsize=8)
+    return fig
+
+
 _VALIDATION_FIGURES = {
+    "saturation_law": _fig_saturation,
     "group_size_invariance": _fig_group_size,
     "fluctuations": _fig_fluctuations,
     "oscillation_onset": _fig_onset,
