@@ -357,12 +357,12 @@ def failure_modes(res: Resolution, seed: int, plot: Callable | None) -> dict:
         for mode, step in c["first_steps"].items():
             if step is None:
                 c.setdefault("first_steps_missing_reason", "a null step means the flag never fired in 600 steps")
-    show = lambda v: "—" if v is None else f"{v:g}"  # noqa: E731
+    step = lambda v: "—" if v is None else f"{v:g}"  # noqa: E731
     return {
         "cases": cases,
         "verdict": _verdict(separated, ("holds: " if separated else "fails: ") + text),
         "table": [["provoked run", *READOUTS, "first"]]
-        + [[name, *[show(c["first_steps"][r]) for r in READOUTS], show(c["first"])] for name, c in cases.items()],
+        + [[name, *[step(c["first_steps"][r]) for r in READOUTS], c["first"] or "—"] for name, c in cases.items()],
     }
 
 
