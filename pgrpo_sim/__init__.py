@@ -6,7 +6,7 @@ discrete heavy-ball map (`linear`), and the exact softmax-bandit GRPO environmen
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import bandit, config, diagnostics, fit, grpo, linear, logs, phase, prediction, report, sde, summaries, sweep, theory
+from . import bandit, config, diagnostics, fit, grpo, linear, logs, phase, plots, prediction, report, sde, summaries, sweep, theory
 from .bandit import BanditRun, UpdateStats, expected_loss, make_optimizer, on_policy_grad, sampled_loss, simulate
 from .config import BanditConfig, bandit_config, class_symmetric_logits
 from .linear import (

@@ -462,6 +462,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pgrpo-sim` console script; returns the exit code."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # the command line only writes figures to files
     try:
         args = build_parser().parse_args(argv)
         args.func(args)

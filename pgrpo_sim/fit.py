@@ -402,6 +402,7 @@ def fit_law(
     steps: optimiser steps (increasing, any spacing); values: the metric; sigma: optional per-step standard
     error (e.g. `reward_stderr`), used as weights 1/σ and for the reduced χ². The data are padded with zero
     weight to the next power of two (≥ 512), so curves of similar length share one compilation per law.
+    Always computed in float64, whatever `jax_enable_x64` says: the standard errors need it.
     """
     check_choice("law", law, LAWS)
     t, y = np.asarray(steps, float), np.asarray(values, float)
@@ -423,7 +424,8 @@ def fit_law(
     w = np.ones(n) if s is None else 1 / s
     arrays = [np.concatenate([a, np.full(pad, fill)]) for a, fill in ((t_rel, t_rel[-1]), (y, y[-1]), (w, 0.0))]
     omega_max = np.pi / (2 * np.min(np.diff(t)))
-    params, stderr, rss, curve = _fit_padded(law, *(as_float(a) for a in arrays), as_float(omega_max))
+    with jax.enable_x64(True):  # JᵀJ of these fits reaches condition 1e11: float32 would zero its weak directions
+        params, stderr, rss, curve = _fit_padded(law, *(jnp.asarray(a, jnp.float64) for a in arrays), jnp.float64(omega_max))
     params, rss, f = np.asarray(params, float), float(rss), np.asarray(curve, float)[:n]
     stderr = np.asarray(stderr, float) * np.sqrt((size - p) / (n - p))  # least_squares divided by the padded length
     window = smooth_window or smoothing_window(n)

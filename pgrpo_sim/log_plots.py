@@ -1,18 +1,15 @@
-"""Figures of the log report: fitted laws with residuals, and the four diagnostic read-outs (Agg, files only)."""
+"""Figures of the log report: fitted laws with residuals, and the four diagnostic read-outs (written to files)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from .diagnostics import Diagnosis  # noqa: E402
-from .fit import LawFit, smooth  # noqa: E402
-from .plots import PALETTE  # noqa: E402
+from .diagnostics import Diagnosis
+from .fit import LawFit, smooth
+from .plots import PALETTE
 
 
 def plot_fits(steps, values, fits: dict[str, LawFit], path: str | Path, *, ylabel: str = "reward") -> None:

@@ -1,12 +1,9 @@
-"""matplotlib figures (Agg backend; files only, no windows)."""
+"""matplotlib figures, written to files (the CLI selects the Agg backend; notebooks keep theirs)."""
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 # Okabe–Ito colour-blind-safe palette
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")

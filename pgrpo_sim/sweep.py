@@ -312,7 +312,7 @@ def _gather(x: jax.Array) -> np.ndarray:
 
 
 def _progress(total: int, enabled: bool):
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     return tqdm(total=total, unit="cfg", desc="sweep", disable=not enabled, smoothing=0.1)
 
