@@ -83,6 +83,7 @@ def group_size_invariance(res: Resolution, seed: int, plot: Callable | None) -> 
                 break
         late = sampled[:, :, -50:].mean(-1)  # (G, seeds) late-time mean per seed
         out["kinds"][kind] = {
+            **({} if holds_from is not None else {"holds_for_group_sizes_from_missing_reason": f"no two group sizes agree within {tol}"}),
             "curve_spread": spread,
             "p_star": dict(zip(map(str, res.group_sizes), p_star)),
             "p_star_spread": max(p_star) - min(p_star),
@@ -354,9 +355,11 @@ def failure_modes(res: Resolution, seed: int, plot: Callable | None) -> dict:
     separated = all(cases[m]["first"] == m for m in PROVOKED) and cases["healthy"]["first"] is None
     text = "; ".join(f"{name} run → first flag {c['first'] or 'none'}" for name, c in cases.items())
     for c in cases.values():
-        for mode, step in c["first_steps"].items():
-            if step is None:
-                c.setdefault("first_steps_missing_reason", "a null step means the flag never fired in 600 steps")
+        for mode, first_step in list(c["first_steps"].items()):
+            if first_step is None:
+                c["first_steps"][f"{mode}_missing_reason"] = "the flag never fired in 600 steps"
+        if c["first"] is None:
+            c["first_missing_reason"] = "no flag fired in 600 steps"
     step = lambda v: "—" if v is None else f"{v:g}"  # noqa: E731
     return {
         "cases": cases,

@@ -193,6 +193,7 @@ def _late_drift(eta, group_size, seeds=4000):
     return per_seed.mean(), per_seed.std() / np.sqrt(seeds)
 
 
+@pytest.mark.slow
 def test_noise_induced_drift_shrinks_with_step_and_group_size():
     big, small_eta, big_g = _late_drift(0.6, 4), _late_drift(0.3, 4), _late_drift(0.6, 16)
     print(f"\nlate drift: η=0.6 G=4 {big[0]:.2e}±{big[1]:.1e}; η=0.3 G=4 {small_eta[0]:.2e}±{small_eta[1]:.1e};"
@@ -219,6 +220,7 @@ def _fixed_point(group_size, beta=0.5, p_ref=0.2):
     return 1 / (1 + np.exp(-0.5 * (lo + hi)))
 
 
+@pytest.mark.slow
 def test_fixed_point_tends_to_large_group_closed_form():
     beta, p_ref = 0.5, 0.2
     closed = (1 + 2 * beta**2 * p_ref + np.sqrt(1 + 4 * beta**2 * p_ref * (1 - p_ref))) / (2 * (1 + beta**2))

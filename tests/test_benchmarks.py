@@ -4,12 +4,47 @@ import subprocess
 import sys
 from pathlib import Path
 
-RUN = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+RUN = BENCHMARKS / "run.py"
+sys.path.insert(0, str(BENCHMARKS))
+
+import harness  # noqa: E402
 
 
+@pytest.mark.slow
 def test_baselines_agree_with_pgrpo_sim():
     proc = subprocess.run(
         [sys.executable, str(RUN), "--quick", "--check"], capture_output=True, text=True, timeout=120, check=False
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[ok]" in proc.stdout and "FAIL" not in proc.stdout
+    for workload in ("bench_bandit", "bench_sde", "bench_compile", "bench_scaling", "bench_grad"):
+        assert f"[ok] {workload}:" in proc.stdout
+
+
+def test_unknown_workload_is_refused():
+    proc = subprocess.run([sys.executable, str(RUN), "--only", "bench_nothing"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "unknown workloads" in proc.stderr
+
+
+def test_compile_time_counts_overlapping_spans_once():
+    rec = harness.CompileRecorder()
+    rec.spans = [
+        (rec.TRACE, 0.0, 1.0, "f"),
+        (rec.BACKEND, 0.5, 2.0, "jit(f)"),  # overlaps the trace span
+        (rec.BACKEND, 3.0, 3.5, "jit(_chunk)"),
+        (rec.BACKEND, 3.1, 3.2, "jit(add)"),  # inside the previous span
+    ]
+    assert abs(rec.seconds() - 2.5) < 1e-12
+    assert rec.compilations() == {"jit(f)": 1, "jit(_chunk)": 1, "jit(add)": 1}
+    assert sum(rec.compilations(r"_chunk\b").values()) == 1
+    assert rec.slowest(1) == [("jit(f)", 1, 1.5)]
+
+
+def test_out_of_the_box_env_drops_only_the_device_count_flag(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2 --xla_cpu_foo=1")
+    assert harness.out_of_the_box_env()["XLA_FLAGS"] == "--xla_cpu_foo=1"
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+    assert "XLA_FLAGS" not in harness.out_of_the_box_env()

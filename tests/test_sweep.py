@@ -132,6 +132,7 @@ SWEEP_CMD = [sys.executable, "-m", "pgrpo_sim.cli", "sweep", "--grid", "eta=log:
              "--beta", "0.5", "--mode", "sampled", "--seeds", "64", "--steps", "1500", "--chunk-size", "1", "--quiet"]
 
 
+@pytest.mark.slow
 def test_resume_after_kill_gives_identical_results(tmp_path):
     killed, full = tmp_path / "killed", tmp_path / "full"
     proc = subprocess.Popen(SWEEP_CMD + ["--out", str(killed)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -150,6 +151,7 @@ def test_resume_after_kill_gives_identical_results(tmp_path):
         np.testing.assert_array_equal(a[field].values, b[field].values)
 
 
+@pytest.mark.slow
 def test_identical_results_on_eight_simulated_devices(tmp_path):
     script = textwrap.dedent(
         f"""

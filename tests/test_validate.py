@@ -20,6 +20,9 @@ TINY = Resolution(
 )
 
 
+pytestmark = pytest.mark.slow  # a whole (tiny) validation run: ~40 s
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("validation")

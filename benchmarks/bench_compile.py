@@ -1,0 +1,286 @@
+"""Workload 4: seconds to first result and XLA compilations (a `report`, no comparison-table cases).
+
+Seconds to first result, each in a fresh process, from the process's start to its result
+(interpreter start, imports, tracing and compilation, the run, writing the output):
+- `pgrpo-sim simulate --steps 1000 --out FILE` (the CLI, expected mode);
+- `run_sweep` on the 48 × 13 η × lag grid of the issue's time-to-first-phase-diagram workload (stale
+  lag, μ = 0.9, β = 0.5, 2000 steps, expected mode; the grid of `phase-diagram`'s defaults);
+- `pgrpo-sim phase-diagram --momentum 0.9 --beta 0.5 --out DIR --quiet` (that sweep plus the
+  predicted regimes, the plot and the tables): the issue's target is under 60 s;
+- `pgrpo-sim validate --quick` where the CLI has it (once, in full runs only: it takes minutes);
+- `import pgrpo_sim` alone, for reference.
+These run JAX as a user gets it: one CPU device (without `harness.use_all_cores`' flag).
+
+XLA compilations are counted per sweep, in one process, from `jax.monitoring`'s compile events
+(`harness.CompileRecorder`): those of the chunk function (`_chunk`, the one the issue asks to be
+compiled once per static structure) and all of them, which include the one-off compilation of every
+primitive run eagerly (argument checks, building configurations, the PRNG keys).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import harness
+
+CHUNK_NAME = r"_chunk\b"
+"""Regex of the sweep's chunk function among compiled function names (`jit(_chunk)`)."""
+PHASE_BASE = dict(lag_model="stale", momentum=0.9, beta=0.5)
+
+
+def _grid(quick: bool) -> tuple[int, int, int]:
+    """(η values, largest lag, steps) of the time-to-first-phase-diagram sweep."""
+    return (8, 3, 200) if quick else (48, 12, 2000)
+
+
+def _axes(n_eta: int, max_lag: int, eta_range=(1e-3, 1.0)):
+    from pgrpo_sim.sweep import parse_axis
+
+    return [parse_axis(f"eta=log:{eta_range[0]:g}:{eta_range[1]:g}:{n_eta}"), parse_axis(f"lag=0:{max_lag}")]
+
+
+def _timed(fn):
+    """Run `fn()` under a `CompileRecorder` (imports JAX); returns (result, seconds, recorder)."""
+    with harness.CompileRecorder() as rec:
+        start = time.perf_counter()
+        result = fn()
+        seconds = time.perf_counter() - start
+    return result, seconds, rec
+
+
+def _summary(seconds: float, rec: harness.CompileRecorder) -> dict:
+    counts = rec.compilations()
+    return dict(
+        seconds=seconds,
+        compile_s=rec.seconds(),
+        xla_compile_s=sum(sec for _, _, sec in rec.slowest(len(counts))),
+        compilations=sum(counts.values()),
+        chunk_compilations=sum(rec.compilations(CHUNK_NAME).values()),
+        slowest=rec.slowest(3),
+    )
+
+
+def measure_imports() -> dict:
+    """Seconds to import JAX, then pgrpo_sim (which imports diffrax, optax, equinox, …)."""
+    start = time.perf_counter()
+    import jax  # noqa: F401
+
+    jax_s = time.perf_counter() - start
+    import pgrpo_sim  # noqa: F401
+
+    return dict(jax_s=jax_s, pgrpo_sim_s=time.perf_counter() - start - jax_s)
+
+
+def measure_cli(argv: list[str]) -> dict:
+    """`pgrpo_sim.cli.main(argv)` as the `pgrpo-sim` console script runs it: import, then run."""
+    start = time.perf_counter()
+    import jax  # noqa: F401  (the recorder needs it; the CLI imports it anyway)
+
+    with harness.CompileRecorder() as rec:
+        from pgrpo_sim.cli import main
+
+        import_s = time.perf_counter() - start
+        code = main(argv)
+    if code != 0:
+        raise SystemExit(f"pgrpo-sim {' '.join(argv)} exited with {code}")
+    return dict(_summary(time.perf_counter() - start, rec), import_s=import_s)
+
+
+def measure_sweep(n_eta: int, max_lag: int, steps: int) -> dict:
+    """The phase-diagram sweep through `run_sweep` from a fresh process: import, then run."""
+    start = time.perf_counter()
+    import jax  # noqa: F401
+
+    with harness.CompileRecorder() as rec:
+        from pgrpo_sim.sweep import run_sweep
+
+        import_s = time.perf_counter() - start
+        ds = run_sweep(PHASE_BASE, _axes(n_eta, max_lag), steps=steps, progress=False)
+    assert ds["regime"].shape == (n_eta, max_lag + 1)
+    return dict(_summary(time.perf_counter() - start, rec), import_s=import_s)
+
+
+def measure_counts(n_eta: int, max_lag: int, steps: int) -> dict:
+    """Compilations of a sequence of sweeps in one process: (label, summary) per sweep."""
+    import jax
+
+    from pgrpo_sim.sweep import parse_axis, run_sweep
+
+    n_cfg = n_eta * (max_lag + 1)
+    chunk = max(jax.device_count(), n_cfg // 5)
+    grid = _axes(n_eta, max_lag)
+    other = _axes(n_eta, max_lag, (2e-3, 0.5))
+    sweeps = [
+        (f"{n_eta}×{max_lag + 1} η×lag, the phase-diagram sweep (first in the process)", PHASE_BASE, grid, {}),
+        ("same shape, other η values", PHASE_BASE, other, {}),
+        (f"same grid in chunks of {chunk} ({-(-n_cfg // chunk)} chunks, the last padded)", PHASE_BASE, grid, dict(chunk_size=chunk)),
+        ("with a group_size axis of 2 values (4, 16)", PHASE_BASE, [*grid, parse_axis("group_size=4,16")], {}),
+        ("η × momentum (0.5, 0.9) at fixed lag 2: another static structure (lag buffer of 3)",
+         dict(lag_model="stale", lag=2, beta=0.5), [grid[0], parse_axis("momentum=0.5,0.9")], {}),
+        ("sampled mode, 4 seeds", PHASE_BASE, grid, dict(mode="sampled", seeds=4)),
+    ]
+    out = []
+    for label, base, axes, kwargs in sweeps:
+        _, seconds, rec = _timed(lambda: run_sweep(base, axes, steps=steps, progress=False, **kwargs))
+        out.append([label, _summary(seconds, rec)])
+    return dict(sweeps=out, devices=jax.device_count())
+
+
+MEASURES = dict(imports=measure_imports, cli=measure_cli, sweep=measure_sweep, counts=measure_counts)
+
+
+def _has_validate() -> bool:
+    from pgrpo_sim.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices
+    return "validate" in commands
+
+
+def check() -> list[tuple[str, bool]]:
+    """`run_sweep` on a small stale-lag grid (3 η × lag 0, 2; 300 steps) against `simulate` at each point
+    (final reward, float32, rtol 1e-5); the CLI's `simulate` CSV against `simulate` (100 steps); the
+    compile counter sees the sweep's chunk function."""
+    import pgrpo_sim as ps
+    from pgrpo_sim.cli import main
+    from pgrpo_sim.sweep import parse_axis, run_sweep
+
+    results = []
+    axes = [parse_axis("eta=0.05,0.3,1.0"), parse_axis("lag=0,2")]
+    ds, _, rec = _timed(lambda: run_sweep(PHASE_BASE, axes, steps=300, progress=False))
+    worst = 0.0
+    for eta in axes[0].values:
+        for lag in axes[1].values:
+            config = ps.bandit_config(**PHASE_BASE, eta=eta, lag=lag, max_lag=2)
+            direct = float(ps.simulate(config, 300).reward[-1])
+            swept = float(ds["final_reward"].sel(eta=eta, lag=lag))
+            worst = max(worst, abs(swept - direct) / abs(direct))
+    results.append((f"run_sweep 3×2 stale-lag grid vs simulate: final reward max rel. error {worst:.1e} (rtol 1e-5)", worst <= 1e-5))
+    chunks = sum(rec.compilations(CHUNK_NAME).values())
+    results.append((f"compile counter: the sweep compiled the chunk function {chunks} time(s) (at least 1)", chunks >= 1))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "sim.csv"
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = main(["simulate", "--steps", "100", "--eta", "0.3", "--momentum", "0.5", "--out", str(out)])
+        with open(out) as fh:
+            rows = list(csv.DictReader(fh))
+    cli = np.array([float(r["reward"]) for r in rows])
+    direct = np.asarray(ps.simulate(ps.bandit_config(eta=0.3, momentum=0.5), 100).reward)
+    err = float(np.max(np.abs(cli - direct))) if code == 0 and cli.shape == direct.shape else float("inf")
+    results.append((f"`pgrpo-sim simulate` CSV reward column vs simulate: max |Δ| {err:.1e} (limit 1e-7, CSV has 8 digits)", err <= 1e-7))
+    return results
+
+
+def _median_runs(rounds: int, fn) -> dict:
+    """Median of each number over `rounds` runs of `fn()` (peak RSS: the largest); the slowest
+    compilations of the first run."""
+    runs = [fn() for _ in range(rounds)]
+    keys = [k for k, v in runs[0].items() if isinstance(v, (int, float))]
+    out = {k: (max if k == "rss_mib" else statistics.median)(r[k] for r in runs) for k in keys}
+    return dict(out, slowest=runs[0].get("slowest", []))
+
+
+def _slowest(r: dict) -> str:
+    return ", ".join(f"`{name}` {count}× {sec:.1f} s" for name, count, sec in r["slowest"])
+
+
+def report(quick: bool, rounds: int, out_dir) -> str:
+    """Seconds to first result (median over `rounds` fresh processes each; `validate --quick` once,
+    in a full run only) and compile counts."""
+    n_eta, max_lag, steps = _grid(quick)
+    env = harness.out_of_the_box_env()
+    script = __file__
+    sim_steps = 100 if quick else 1000
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        dirs = iter(range(10**6))  # a fresh --out each run: a rerun into the same one resumes, skipping the work
+
+        def cli(argv, runs=rounds):
+            def once():
+                n = next(dirs)
+                return harness.run_measure(script, "cli", env=env, argv=[a.format(n) for a in argv])
+
+            return _median_runs(runs, once)
+
+        imports = _median_runs(rounds, lambda: harness.run_measure(script, "imports", env=env))
+        rows.append(("`import pgrpo_sim` (JAX, then pgrpo_sim)", imports, f"JAX {imports['jax_s']:.1f} s, then pgrpo_sim {imports['pgrpo_sim_s']:.1f} s"))
+        sim = cli(["simulate", "--steps", str(sim_steps), "--out", f"{tmp}/sim.csv"])
+        rows.append((f"`pgrpo-sim simulate --steps {sim_steps}` (expected mode)", sim, ""))
+        sweep = _median_runs(rounds, lambda: harness.run_measure(script, "sweep", env=env, n_eta=n_eta, max_lag=max_lag, steps=steps))
+        rows.append((f"`run_sweep`, {n_eta}×{max_lag + 1} η×lag, stale, μ 0.9, β 0.5, {steps} steps", sweep, ""))
+        phase_argv = ["phase-diagram", "--momentum", "0.9", "--beta", "0.5", "--out", tmp + "/phase{}", "--quiet"]
+        if quick:
+            phase_argv += ["--grid", f"eta=log:1e-3:1:{n_eta}", "--grid", f"lag=0:{max_lag}", "--steps", str(steps)]
+        phase = cli(phase_argv)
+        target = "target < 60 s: " + ("met" if phase["wall_s"] < 60 else "missed")
+        rows.append((f"`pgrpo-sim phase-diagram --momentum 0.9 --beta 0.5`{' (quick grid)' if quick else ''}", phase, target))
+        validate_error = None
+        if _has_validate() and not quick:
+            try:
+                validate = cli(["validate", "--quick", "--out", tmp + "/validate{}"], runs=1)
+                rows.append(("`pgrpo-sim validate --quick`", validate, "measured once"))
+            except RuntimeError as exc:  # the command is new and changing: report, do not abort
+                validate_error = str(exc).strip().splitlines()[-2:]
+        counts = harness.run_measure(script, "counts", env=env, n_eta=n_eta, max_lag=max_lag, steps=steps)
+    if not _has_validate():
+        validate_note = (
+            "**`pgrpo-sim validate --quick` is missing**: the CLI has no `validate` command, so the issue's "
+            "time-to-validation workload is not measured."
+        )
+    elif quick:
+        validate_note = "`pgrpo-sim validate --quick` is timed in full runs only (it takes minutes)."
+    elif validate_error:
+        validate_note = "**`pgrpo-sim validate --quick` failed**, so it is not timed: " + " / ".join(
+            f"`{line.strip()}`" for line in validate_error
+        )
+    else:
+        validate_note = "`pgrpo-sim validate --quick` is measured once (one fresh process), not a median."
+    lines = [
+        "## Seconds to first result and XLA compilations",
+        "",
+        f"Each a fresh process, from its start to its result (median of {rounds}), with JAX on one CPU "
+        "device as a user gets it (no forced device count). Import is the time to import pgrpo_sim's CLI "
+        "(JAX, diffrax, optax, equinox, …); compile is the wall time covered by JAX's tracing, lowering "
+        "and XLA compile events; XLA compilations count every compiled function, including the one-off "
+        "compilations of primitives run eagerly; \"rest\" is the run itself plus interpreter start, "
+        "output files (CSV, plots, NetCDF) and Python overhead.",
+        "",
+        "| Command | to first result s | import s | compile s | rest s | XLA compilations (chunk fn) | peak RSS MiB | note |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, r, note in rows:
+        if "import_s" in r:
+            rest = r["wall_s"] - r["import_s"] - r["compile_s"]
+            lines.append(
+                f"| {name} | {r['wall_s']:.1f} | {r['import_s']:.1f} | {r['compile_s']:.1f} | {rest:.1f} | "
+                f"{r['compilations']:.0f} ({r['chunk_compilations']:.0f}) | {r['rss_mib']:.0f} | {note} |"
+            )
+        else:
+            lines.append(f"| {name} | {r['wall_s']:.1f} | — | — | — | — | {r['rss_mib']:.0f} | {note} |")
+    lines += ["", f"- {validate_note}"]
+    lines += [f"- Slowest XLA compilations, {name}: {_slowest(r)}." for name, r, _ in rows if r.get("slowest")]
+    lines += [
+        "",
+        f"XLA compilations per sweep, one process ({counts['devices']} device), {steps} steps, in this order "
+        "(a sweep that reuses a compiled structure compiles nothing new):",
+        "",
+        "| Sweep | seconds | compile s | chunk-function compilations | all XLA compilations |",
+        "| --- | --- | --- | --- | --- |",
+        *(
+            f"| {label} | {s['seconds']:.1f} | {s['compile_s']:.1f} | {s['chunk_compilations']} | {s['compilations']} |"
+            for label, s in counts["sweeps"]
+        ),
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    harness.side_main(None, MEASURES)

@@ -1,0 +1,214 @@
+"""Workload 6: the cost of `jax.grad` through a 1000-step expected-mode run, relative to the run (a `report`).
+
+The objective is the mean reward over the last quarter of a 1000-step expected-mode `simulate` run of
+the default bandit (N = 2, G = 8, on-policy, heavy-ball SGD), as a function of (η, μ, β); its gradient
+d(mean late reward)/d(η, μ, β) by reverse mode (`jax.grad`; and by forward mode, `jax.jacfwd` with three
+tangents, in the one-process table), against the forward run alone:
+- one configuration (η, μ, β) = `POINT`;
+- vmapped over 10^3 configurations (bench_bandit's (η, μ, β) sweep, η scaled into [0.002, 0.2]).
+Float32, jitted and compiled ahead of time, one XLA CPU device; each (case, side) runs in a fresh
+process, `reps` calls timed together, median over rounds.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+import harness
+
+STEPS = 1000
+POINT = (0.01, 0.5, 0.05)
+"""(η, μ, β) of the single configuration: the late reward (0.974) still depends on all three."""
+SIDES = ("forward", "grad")
+
+
+def objective(steps: int = STEPS):
+    """(η, μ, β) ↦ mean reward over the last quarter of a `steps`-step expected-mode run (default bandit)."""
+    import pgrpo_sim as ps
+
+    config = ps.bandit_config()
+
+    def late_reward(eta, momentum, beta):
+        reward = ps.simulate(config.replace(eta=eta, momentum=momentum, beta=beta), steps).reward
+        return reward[-((steps + 1) // 4) :].mean()
+
+    return late_reward
+
+
+def transformed(side: str, steps: int = STEPS):
+    import jax
+
+    f = objective(steps)
+    if side == "grad":
+        return jax.grad(f, argnums=(0, 1, 2))
+    if side == "jacfwd":
+        return jax.jacfwd(f, argnums=(0, 1, 2))
+    return f
+
+
+def sweep(configs: int):
+    """(η, μ, β) arrays of `configs` configurations, float32."""
+    rng = np.random.default_rng(0)
+    eta = 10 ** rng.uniform(np.log10(0.002), np.log10(0.2), configs)
+    return tuple(np.asarray(x, np.float32) for x in (eta, rng.uniform(0, 0.9, configs), rng.uniform(0, 0.05, configs)))
+
+
+def _grad_cases(quick: bool) -> list[dict]:
+    """One configuration and 10^3 vmapped, at 1000 steps (--quick: 200 steps, 100 configurations)."""
+    steps = 200 if quick else STEPS
+    return [
+        dict(label="one configuration", configs=None, steps=steps, reps=50 if quick else 100),
+        dict(label=f"vmap over {100 if quick else 1000} configurations", configs=100 if quick else 1000, steps=steps, reps=3),
+    ]
+
+
+def prepare_side(case: dict, side: str):
+    """Compile `side` of `case` ahead of time; `run()` makes `reps` calls, ready."""
+    import jax
+
+    fn = transformed(side, case["steps"])
+    if case["configs"] is None:
+        args = tuple(np.float32(x) for x in POINT)
+    else:
+        fn = jax.vmap(fn)
+        args = sweep(case["configs"])
+    start = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    compile_s = time.perf_counter() - start
+
+    def run():
+        for _ in range(case["reps"]):
+            out = compiled(*args)
+        jax.block_until_ready(out)
+
+    return run, compile_s
+
+
+def check() -> list[tuple[str, bool]]:
+    """Float64: `jax.grad` and `jax.jacfwd` of the objective against central finite differences
+    (step 1e-5 × max(|x|, 0.01)) at `POINT` and at (0.005, 0.9, 0.05), relative error of the gradient
+    vector ≤ 1e-6; float32: the vmapped `jax.grad` of 3 configurations against float64 `jax.grad` of
+    each, to 1e-3."""
+    import jax
+
+    results = []
+    with jax.enable_x64(True):
+        f = jax.jit(objective())
+        grad, jacfwd = jax.jit(transformed("grad")), jax.jit(transformed("jacfwd"))
+        for point in (POINT, (0.005, 0.9, 0.05)):
+            p = [np.float64(x) for x in point]
+            fd = []
+            for i in range(3):
+                h = 1e-5 * max(abs(p[i]), 1e-2)
+                up, down = list(p), list(p)
+                up[i] += h
+                down[i] -= h
+                fd.append((float(f(*up)) - float(f(*down))) / (2 * h))
+            fd = np.array(fd)
+            for name, g in (("grad", grad), ("jacfwd", jacfwd)):
+                g = np.array([float(x) for x in g(*p)])
+                err = float(np.linalg.norm(g - fd) / np.linalg.norm(fd))
+                results.append((
+                    f"{name} at (η, μ, β) = {point}: {np.array2string(g, precision=4)} vs finite differences, rel. error {err:.1e} (limit 1e-6)",
+                    err <= 1e-6,
+                ))
+        args = sweep(3)
+        single = np.array([[float(x) for x in grad(*(np.float64(a[i]) for a in args))] for i in range(3)]).T
+    batched = np.array(jax.jit(jax.vmap(transformed("grad")))(*args))
+    err = float(np.max(np.abs(batched - single) / (np.abs(single) + 1e-3)))
+    results.append((f"vmapped float32 grad of 3 configurations vs float64 grad of each: max rel. error {err:.1e} (limit 1e-3)", err <= 1e-3))
+    return results
+
+
+def measure_fused(steps: int, configs: int) -> dict:
+    """In one process: milliseconds per call of forward, grad and jacfwd, for pgrpo-sim's objective and
+    for the same objective on `profile_expected.fused_rewards` (the on-policy update written out in
+    jnp, no library code but the pmf), one configuration and vmapped over `configs`; best of 3."""
+    import jax
+
+    import profile_expected
+
+    def fused(eta, momentum, beta):
+        reward = profile_expected.fused_rewards(
+            eta, momentum, beta, steps=steps, n_arms=2, n_correct=1, p_ref=0.2, group_size=8
+        )
+        return reward[-((steps + 1) // 4) :].mean()
+
+    def best_ms(fn, args, reps):
+        compiled = jax.jit(fn).lower(*args).compile()
+        jax.block_until_ready(compiled(*args))
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            for _ in range(reps):
+                out = compiled(*args)
+            jax.block_until_ready(out)
+            best = min(best, (time.perf_counter() - start) / reps)
+        return 1e3 * best
+
+    single, batch = tuple(np.float32(x) for x in POINT), sweep(configs)
+    out = {}
+    for name, f in (("pgrpo-sim", objective(steps)), ("hand-written jnp", fused)):
+        for case, args, wrap, reps in (("one", single, lambda g: g, 50), ("vmap", batch, jax.vmap, 2)):
+            variants = dict(forward=f, grad=jax.grad(f, argnums=(0, 1, 2)), jacfwd=jax.jacfwd(f, argnums=(0, 1, 2)))
+            out[f"{name}|{case}"] = {side: best_ms(wrap(g), args, reps) for side, g in variants.items()}
+    return out
+
+
+def report(quick: bool, rounds: int, out_dir) -> str:
+    """Per-call seconds of forward and grad, each (case, side) a fresh process per round; then forward,
+    grad and jacfwd of pgrpo-sim and of the hand-written objective in one process."""
+    lines = [
+        "## Gradients through a run: cost relative to the forward run",
+        "",
+        f"d(mean reward over the last quarter)/d(η, μ, β) of a {_grad_cases(quick)[0]['steps']}-step expected-mode run "
+        "(default bandit, float32, one XLA CPU device, compiled ahead of time); milliseconds per call, "
+        f"median of {rounds} fresh processes (each timing `reps` calls); gradients checked against "
+        "central finite differences first (`--check`).",
+        "",
+        "| Case | forward ms | grad ms | grad / forward | compile s (fwd / grad) | peak RSS MiB (fwd / grad) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for case in _grad_cases(quick):
+        r = harness.time_sides(__file__, case, SIDES, rounds)
+        ms = {side: 1e3 * r[side]["seconds"] / case["reps"] for side in SIDES}
+        lines.append(
+            f"| {case['label']} | {ms['forward']:.3g} | {ms['grad']:.3g} | {ms['grad'] / ms['forward']:.1f}× | "
+            + " / ".join(f"{r[s]['compile_s']:.1f}" for s in SIDES)
+            + " | "
+            + " / ".join(f"{r[s]['rss_mib']:.0f}" for s in SIDES)
+            + " |"
+        )
+    lines += [
+        "",
+        "- One configuration: a forward call is a fraction of a millisecond, much of it the fixed cost of "
+        "a call, so its ratios overstate the per-step cost of a gradient; the vmapped case shows the "
+        "per-step cost.",
+    ]
+    cases = _grad_cases(quick)
+    fused = harness.run_measure(__file__, "fused", steps=cases[0]["steps"], configs=cases[1]["configs"])
+    lines += [
+        "",
+        "Reverse and forward mode (`jax.jacfwd`, three tangents), for pgrpo-sim's objective and for the "
+        "same objective written out by hand (`profile_expected.fused_rewards`: the on-policy update in "
+        "jnp, no library code but the pmf), all in one process (best of 3; milliseconds per call):",
+        "",
+        "| Objective | Case | forward ms | grad ms | grad / forward | jacfwd ms | jacfwd / forward |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for key, ms in fused.items():
+        if isinstance(ms, dict):
+            name, case = key.split("|")
+            label = "one configuration" if case == "one" else f"vmap over {cases[1]['configs']}"
+            lines.append(
+                f"| {name} | {label} | {ms['forward']:.3g} | {ms['grad']:.3g} | {ms['grad'] / ms['forward']:.1f}× | "
+                f"{ms['jacfwd']:.3g} | {ms['jacfwd'] / ms['forward']:.1f}× |"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    harness.use_all_cores()
+    harness.side_main(prepare_side, dict(fused=measure_fused))
