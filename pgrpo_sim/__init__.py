@@ -6,7 +6,7 @@ discrete heavy-ball map (`linear`), and the exact softmax-bandit GRPO environmen
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import bandit, config, diagnostics, fit, grpo, linear, logs, phase, plots, prediction, report, sde, summaries, sweep, theory
+from . import bandit, boundaries, config, diagnostics, fit, grpo, linear, logs, phase, plots, prediction, report, sde, summaries, sweep, theory, tune
 from .bandit import BanditRun, UpdateStats, expected_loss, make_optimizer, on_policy_grad, sampled_loss, simulate
 from .config import BanditConfig, bandit_config, class_symmetric_logits
 from .linear import (
@@ -45,6 +45,8 @@ from .sde import Ensemble, solve_deterministic, solve_ensemble
 from .summaries import CurveSummary, summarize_curve
 from .sweep import Axis, SweepError, load_sweep, parse_axis, run_sweep
 from .phase import PhasePrediction, agreement, predict_grid
+from .tune import Outcomes, SearchResult, Sensitivities, grid_search, outcomes, search, sensitivities, with_hyperparameters
+from .boundaries import Curve, phase_boundaries, trace_boundary
 from .grpo import clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
 from .theory import (
     REGIMES,

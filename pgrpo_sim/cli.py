@@ -345,6 +345,67 @@ def _cmd_fit(args: argparse.Namespace) -> None:
     )
 
 
+def _int_list(flag: str, text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError:
+        raise UsageError(f"tune: {flag} expects comma-separated integers, got {text!r}") from None
+
+
+def _cmd_tune(args: argparse.Namespace) -> None:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # fixed points, long scans and their gradients in float64
+    from pathlib import Path
+
+    from .tune import plot_convergence, search
+
+    bounds = {}
+    for spec in args.bound:
+        name, _, body = spec.partition("=")
+        low, sep, high = body.partition(":")
+        try:
+            bounds[name.strip().replace("-", "_")] = (float(low), float(high))
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise UsageError(f"tune: --bound {spec!r}: expected NAME=LOW:HIGH")
+    result = search(
+        args.objective,
+        _bandit_config(args),
+        target=args.target,
+        search=[n.strip().replace("-", "_") for n in args.search.split(",")] if args.search else None,
+        bounds=bounds or None,
+        steps=args.steps,
+        min_damping_ratio=args.min_damping_ratio,
+        radius_margin=args.radius_margin,
+        restarts=args.restarts,
+        iterations=args.iterations,
+        learning_rate=args.learning_rate,
+        lags=_int_list("--lags", args.lags),
+        group_sizes=_int_list("--group-sizes", args.group_sizes),
+        seed=args.seed,
+    )
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(result.summary(), indent=2))
+        plot_convergence(result, str(out / "convergence.png"))
+    except OSError as exc:
+        raise UsageError(f"cannot write to {args.out}: {exc.strerror}") from None
+    best = " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.best.items())
+    c = result.constraints
+    print(f"best {best}: {args.objective} {result.objective_value:.6g} ({result.evaluations} evaluations)")
+    print(f"at the best point: damping ratio {c['damping_ratio']}, spectral radius {c['spectral_radius']}, feasible {c['feasible']}")
+    grid = result.summary()["outer_grid"]
+    if grid:
+        rows = "; ".join(", ".join(f"{k}={row[k]}" for k in grid) + f": {row['objective_value']}" for row in result.outer)
+        print(f"{', '.join(grid)}: integer, not differentiated: searched as an outer grid ({rows})")
+    print(f"wrote {out}/summary.json and {out}/convergence.png")
+
+
 def _print_table(out: dict) -> None:
     width = max(map(len, out))
     for k, v in out.items():
@@ -457,6 +518,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rewards averaged per step (prompts × group size), for the noise level of the fit")
     p.add_argument("--out", required=True, help="output directory: report.md, fit.json, fit.png, diagnostics.png")
     p.set_defaults(func=_cmd_fit)
+
+    p = sub.add_parser("tune", help="gradient search for hyperparameters of a bandit configuration")
+    _add_bandit_args(p)
+    p.add_argument("--objective", choices=("damping-ratio", "time-to-threshold", "final-reward"), required=True)
+    p.add_argument("--target", type=_finite_float, default=None,
+                   help="damping-ratio: the target ζ (1.0: critical); time-to-threshold: fraction of the way p_ref → p*")
+    p.add_argument("--min-damping-ratio", type=_finite_float, default=None, help="constraint ζ >= Z")
+    p.add_argument("--radius-margin", type=_finite_float, default=0.01,
+                   help="constraint: exact discrete spectral radius <= 1 - margin (default 0.01)")
+    p.add_argument("--search", default=None, metavar="NAMES",
+                   help="comma-separated, from eta, momentum, beta, p_ref, clip (default: eta for damping-ratio, else eta,momentum)")
+    p.add_argument("--bound", action="append", default=[], metavar="NAME=LOW:HIGH", help="search box of one searched name")
+    p.add_argument("--lags", default=None, help="outer grid of integer lags, e.g. 0,1,2 (not differentiated)")
+    p.add_argument("--group-sizes", default=None, help="outer grid of group sizes, e.g. 4,8 (not differentiated)")
+    p.add_argument("--steps", type=_integer, default=300, help="expected-mode steps per evaluation (final-reward: the budget)")
+    p.add_argument("--restarts", type=_integer, default=8, help="vmapped restarts (Latin hypercube)")
+    p.add_argument("--iterations", type=_integer, default=100, help="Adam iterations per restart")
+    p.add_argument("--learning-rate", type=_finite_float, default=0.3, help="Adam step, in logit(box coordinate) units")
+    p.add_argument("--seed", type=_integer, default=0, help="seed of the restarts")
+    p.add_argument("--out", required=True, help="output directory: summary.json, convergence.png")
+    p.set_defaults(func=_cmd_tune)
     return parser
 
 

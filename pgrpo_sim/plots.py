@@ -48,14 +48,17 @@ REGIME_COLOURS = {"monotone": PALETTE[5], "oscillatory": PALETTE[1], "flip": PAL
 def plot_phase_diagram(dataset, prediction, x: str, y: str, path_stem: str, *, title: str = "") -> None:
     """Empirical regime map of a 2-D sweep with the predicted boundaries overlaid; writes PNG and PDF.
 
-    Boundaries: continuous ζ = 1 and C = 0; exact discrete spectral radius = 1 and onset of complex roots,
-    drawn as contours of the per-cell predictions."""
+    Boundaries: continuous ζ = 1 and C = 0; exact discrete spectral radius = 1 and onset of complex roots.
+    When both axes are among eta, momentum and lag, the first three are the exactly traced curves of
+    `boundaries.phase_boundaries`; otherwise (and always for the complex-root onset) contours of the per-cell
+    predictions."""
     import json
 
     from matplotlib.colors import ListedColormap
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
+    from .boundaries import phase_boundaries
     from .linear import DISCRETE_REGIMES
 
     regime = dataset["regime"].transpose(y, x).values
@@ -71,14 +74,20 @@ def plot_phase_diagram(dataset, prediction, x: str, y: str, path_stem: str, *, t
         return values.T if swap else values
 
     lines = [
-        (field(prediction.damping_ratio) - 1, "k", "--", "continuous ζ = 1"),
-        (field(prediction.damping_margin), "k", "-", "continuous C = 0"),
-        (field(prediction.radius) - 1, PALETTE[0], "-", "discrete radius = 1"),
-        (field(prediction.complex_root) - 0.5, PALETTE[0], ":", "discrete complex-root onset"),
+        (field(prediction.damping_ratio) - 1, "k", "--", "continuous ζ = 1", "damping_ratio"),
+        (field(prediction.damping_margin), "k", "-", "continuous C = 0", "damping"),
+        (field(prediction.radius) - 1, PALETTE[0], "-", "discrete radius = 1", "spectral_radius"),
+        (field(prediction.complex_root) - 0.5, PALETTE[0], ":", "discrete complex-root onset", None),
     ]
+    traced = phase_boundaries(dataset, x, y)  # None unless both axes are among eta, momentum, lag
     handles = [Patch(color=REGIME_COLOURS[n], label=f"simulated: {n}") for n in DISCRETE_REGIMES]
-    for values, colour, style, label in lines:
-        if np.nanmin(values) < 0 < np.nanmax(values):
+    for values, colour, style, label, kind in lines:
+        if traced is not None and kind is not None:
+            for curve in traced[kind]:
+                ax.plot(curve.x, curve.y, color=colour, ls=style, lw=1.6)
+            if traced[kind]:
+                handles.append(Line2D([], [], color=colour, ls=style, lw=1.6, label=label))
+        elif np.nanmin(values) < 0 < np.nanmax(values):
             ax.contour(xs, ys, values, levels=[0.0], colors=[colour], linestyles=[style], linewidths=1.6)
             handles.append(Line2D([], [], color=colour, ls=style, lw=1.6, label=label))
     for axis, name in ((ax.set_xscale, x), (ax.set_yscale, y)):

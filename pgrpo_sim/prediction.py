@@ -203,8 +203,13 @@ def continuous_lag(config: BanditConfig) -> Array:
 def stiffness_at_fixed_point(config2: BanditConfig) -> tuple[Array, Array, Array, Array]:
     """(x* = logit p*, found, unique, K) of a 2-arm configuration (see `two_arm_reduction`); jit/vmap-able."""
     x, found, unique = _fixed_point(config2)
-    x = jnp.where(found, x, 0.0)
-    return x, found, unique, -jax.grad(functools.partial(expected_drive, config2))(x)
+    x = jax.lax.stop_gradient(jnp.where(found, x, 0.0))
+    drive = functools.partial(expected_drive, config2)
+    slope = jax.grad(drive)(x)
+    # one Newton step: the same root to round-off, but differentiable in the hyperparameters (implicit function
+    # theorem, dx*/dθ = −∂X/∂θ / ∂X/∂x); bisection alone would give zero derivatives
+    x = x - drive(x) / jnp.where(found, slope, 1.0)
+    return x, found, unique, -jax.grad(drive)(x)
 
 
 @jax.jit

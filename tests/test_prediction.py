@@ -150,3 +150,14 @@ def test_stiffness_three_ways():
     print("\nK three ways (exact, early slope, fit):", *(f"{r[0]}: {r[1]:.4f} {r[2]:.4f} {r[3]:.4f}" for r in rows), sep="\n")
     # the early-slope reading from a start far outside the linear range is biased low
     assert all(r[2] < 0.7 * r[1] for r in rows)
+
+
+def test_fixed_point_and_stiffness_are_differentiable_in_beta():
+    """d p*/dβ and dK/dβ by jax.grad (implicit function through one Newton step) against central differences."""
+    config = ps.bandit_config(**BASE, eta=0.1)
+    h = 1e-5
+    for field in ("p_star", "stiffness"):
+        f = lambda b: getattr(ps.predict(config.replace(beta=b)), field)  # noqa: E731
+        fd = (f(0.5 + h) - f(0.5 - h)) / (2 * h)
+        # bisection to round-off plus O(h²): rtol 1e-5
+        assert float(jax.grad(f)(0.5)) == pytest.approx(float(fd), rel=1e-5)
