@@ -405,11 +405,11 @@ MEASURES = dict(rng=measure_rng, ensemble=measure_ensemble_variants, determinist
 def report(quick: bool, rounds: int, out_dir) -> str:
     """The SDE's cost breakdown, each group of numbers from one fresh process (measured once)."""
     paths, horizon = (10**3, 200) if quick else (10**4, 200)  # the case's paths, a tenth of its steps
-    rng = harness.run_measure(__file__, "rng", block=paths, total=2 * 10**7 if not quick else 10**6, repeats=3)
+    total = 2 * 10**7 if not quick else 10**6
+    rng = harness.run_measure(__file__, "rng", block=paths, total=total, repeats=3)
     variants = harness.run_measure(__file__, "ensemble", paths=paths, horizon=horizon)
     det = harness.run_measure(__file__, "deterministic", repeats=20 if quick else 50)
     numpy_rate = variants["NumPy Euler–Maruyama (rng.standard_normal)"]["rate"]
-    total = 2 * 10**7 if not quick else 10**6
     lines = [
         "## SDE ensemble: where the time goes",
         "",

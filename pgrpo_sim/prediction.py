@@ -27,7 +27,7 @@ from jax import Array
 
 from . import theory
 from ._checks import is_concrete
-from .bandit import _initial_state, _step, make_optimizer, on_policy_grad, sampled_loss
+from .bandit import _initial_state, _step, binomial_pmf, make_optimizer, on_policy_grad, sampled_loss
 from .config import BanditConfig
 
 REASONS = (
@@ -149,9 +149,7 @@ def _noise(config2: BanditConfig, x: Array) -> Array:
 
     drives = jax.vmap(drive)(arms, rewards)
     p = jax.nn.sigmoid(x)
-    k = jnp.arange(g + 1, dtype=theta.dtype)
-    log_w = jax.scipy.special.gammaln(g + 1.0) - jax.scipy.special.gammaln(k + 1) - jax.scipy.special.gammaln(g - k + 1)
-    w = jnp.exp(log_w + jax.scipy.special.xlogy(k, p) + jax.scipy.special.xlog1py(g - k, -p))
+    w = binomial_pmf(g, p)
     mean = jnp.sum(w * drives)
     return g * (p * (1 - p)) ** 2 * jnp.sum(w * (drives - mean) ** 2)
 

@@ -1,15 +1,12 @@
 """Sweeps: grid specs, regime classification, equality with direct runs, resume, chunking, sharding."""
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
