@@ -28,6 +28,8 @@ import optax
 from jax import Array
 from jax.scipy.special import gammaln, xlog1py, xlogy
 
+from . import _random
+from ._reduce import UNROLL_MAX, axis_sum, softmax
 from ._checks import check_choice, check_range
 from .config import BanditConfig
 from .grpo import clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
@@ -228,21 +230,79 @@ def sampled_loss(
     return jnp.mean(per_prompt), stats
 
 
+def _pick(arms: Array, per_arm: Array) -> Array:
+    """per_arm[p, arms[p, g]]: the (P, G) values of the drawn arms from a (P, N) table."""
+    n_arms = per_arm.shape[-1]
+    if n_arms > UNROLL_MAX:
+        return jnp.take_along_axis(per_arm, arms, axis=-1)
+    out = jnp.broadcast_to(per_arm[:, :1], arms.shape)
+    for a in range(1, n_arms):
+        out = jnp.where(arms == a, per_arm[:, a : a + 1], out)
+    return out
+
+
+def _sum_by_arm(arms: Array, values: Array, n_arms: int) -> Array:
+    """Σ_g values[p, g]·1{arms[p, g] = a}: (P, N)."""
+    if n_arms > UNROLL_MAX:
+        return jnp.sum(values[..., None] * (arms[..., None] == jnp.arange(n_arms)), axis=-2)
+    return jnp.stack([jnp.sum(jnp.where(arms == a, values, 0), axis=-1) for a in range(n_arms)], axis=-1)
+
+
+def _cumsum_arms(x: Array) -> Array:
+    if x.shape[-1] > UNROLL_MAX:
+        return jnp.cumsum(x, axis=-1)
+    parts = [x[..., :1]]
+    for a in range(1, x.shape[-1]):
+        parts.append(parts[-1] + x[..., a : a + 1])
+    return jnp.concatenate(parts, axis=-1)
+
+
 def _draw(config: BanditConfig, behaviour_logits: Array, key: Array) -> tuple[Array, Array]:
     """G arms per prompt from softmax(behaviour_logits) and their Bernoulli rewards, shape (P, G).
 
     One uniform u per sample: the arm is the inverse CDF at u, and the position of u inside that arm's
     CDF interval, (u − F_{a−1})/π_a, is again uniform and independent of the arm, so it draws the reward.
     """
-    pi = jax.nn.softmax(behaviour_logits)
-    cdf = jnp.cumsum(pi, axis=-1)
-    u = jax.random.uniform(key, (config.n_prompts, config.group_size), pi.dtype) * cdf[:, -1:]
+    pi = softmax(behaviour_logits)
+    cdf = _cumsum_arms(pi)
+    u = _random.uniform(key, (config.n_prompts, config.group_size), pi.dtype) * cdf[:, -1:]
     arms = jnp.minimum(jnp.sum(u[..., None] >= cdf[:, None, :], axis=-1), config.n_arms - 1)
-    lower = jnp.take_along_axis(cdf - pi, arms, axis=-1)
-    width = jnp.take_along_axis(pi, arms, axis=-1)
-    within = jnp.clip((u - lower) / jnp.where(width > 0, width, 1), 0, 1)
-    means = jnp.take_along_axis(config.rewards, arms, axis=-1)
-    return arms, (within < means).astype(means.dtype)
+    width = _pick(arms, pi)
+    within = jnp.clip((u - _pick(arms, cdf - pi)) / jnp.where(width > 0, width, 1), 0, 1)
+    return arms, (within < _pick(arms, config.rewards)).astype(pi.dtype)
+
+
+def sampled_on_policy_grad(logits: Array, arms: Array, rewards: Array, config: BanditConfig) -> tuple[Array, UpdateStats]:
+    """Gradient of `sampled_loss` when the groups were drawn from θ = `logits` itself (lag models "none"
+    and "stale"), written out: at ρ = 1 no clip is active, so sample i contributes w_i (e_{a_i} − π)/G with
+    w_i = −A_i + β·∂k/∂log π(a_i) (unclamped k3: 1 − π_ref(a_i)/π(a_i); exact KL adds β π (d − Σ π d),
+    d = log π − log π_ref, whatever the samples). Equal to `jax.grad(sampled_loss)(θ, θ, …)`, without
+    autodiff, gathers or scatters.
+    """
+    pi = softmax(logits)
+    adv = group_advantages(rewards, config.advantage, config.adv_eps)
+    w = -adv
+    kl_grad = 0.0
+    if config.kl == "k3" and config.kl_clamp is None:
+        w = w + config.beta * (1 - _pick(arms, softmax(config.init_logits)) / _pick(arms, pi))
+    else:
+        d = jax.nn.log_softmax(logits) - jax.nn.log_softmax(config.init_logits)
+        if config.kl == "exact":
+            kl_grad = config.beta * pi * (d - jnp.sum(pi * d, axis=-1, keepdims=True))
+        else:
+            slope = jax.vmap(jax.grad(lambda x: kl_estimate(x, 0.0, config.kl, config.kl_clamp)))(_pick(arms, d).ravel())
+            w = w + config.beta * slope.reshape(w.shape)
+    per_arm = _sum_by_arm(arms, w, config.n_arms) - pi * axis_sum(w, keepdims=True)
+    grad = (per_arm / config.group_size + kl_grad) / config.n_prompts
+    one = jnp.ones((), pi.dtype)
+    stats = UpdateStats(
+        ratio_max=one,
+        ratio_mean=one,
+        clip_frac=0 * one,
+        zero_adv_frac=jnp.mean(jnp.all(rewards == rewards[..., :1], axis=-1).astype(pi.dtype)),
+        adv_var=jnp.mean(adv**2),
+    )
+    return grad, stats
 
 
 def _expected_reward(logits: Array, rewards: Array) -> Array:
@@ -266,9 +326,12 @@ def _step(config: BanditConfig, optimizer, mode: str, state: _State, key: Array)
         grad, stats = jax.grad(expected_loss, has_aux=True)(at, behaviour, config)
     elif mode == "expected":  # without refresh lag, samples come from the evaluation point: ratio 1
         grad, stats = on_policy_grad(at, config)
-    else:
+    elif config.lag_model == "refresh":
         arms, rewards = _draw(config, behaviour, key)
         grad, stats = jax.grad(sampled_loss, has_aux=True)(at, behaviour, arms, rewards, config)
+    else:  # samples drawn at the evaluation point
+        arms, rewards = _draw(config, behaviour, key)
+        grad, stats = sampled_on_policy_grad(at, arms, rewards, config)
     updates, opt_state = optimizer.update(grad, state.opt_state, theta)
     proposed = optax.apply_updates(theta, updates)
     blown = ~jnp.all(jnp.isfinite(proposed))

@@ -15,6 +15,7 @@ from jax import Array
 from jax.typing import ArrayLike
 
 from ._checks import as_float, check_choice, check_range
+from ._reduce import axis_sum
 
 ADVANTAGES = ("std", "mean", "rloo")
 KL_ESTIMATORS = ("k1", "k2", "k3")
@@ -34,12 +35,12 @@ def group_advantages(rewards: ArrayLike, kind: str = "std", eps: float = 1e-6) -
     g = rewards.shape[-1]
     if g < 2:
         raise ValueError(f"group size (last axis) must be >= 2, got {g}")
-    centred = rewards - rewards.mean(axis=-1, keepdims=True)
+    centred = rewards - axis_sum(rewards, keepdims=True) / g
     if kind == "mean":
         return centred
     if kind == "rloo":
         return centred * (g / (g - 1))
-    std = jnp.sqrt(jnp.sum(centred**2, axis=-1, keepdims=True) / (g - 1))
+    std = jnp.sqrt(axis_sum(centred**2, keepdims=True) / (g - 1))
     return centred / (std + eps)
 
 

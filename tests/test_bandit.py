@@ -61,13 +61,32 @@ def test_expected_mode_equals_average_over_every_group(group_size, advantage, kl
 
 
 @pytest.mark.parametrize("advantage", ["std", "mean", "rloo"])
-@pytest.mark.parametrize("kl", ["k2", "k3", "exact"])
-def test_on_policy_fast_path_equals_general_expectation(advantage, kl):
+@pytest.mark.parametrize("kl,kl_clamp", [("k2", None), ("k3", None), ("k3", 0.05), ("exact", None)])
+def test_on_policy_fast_path_equals_general_expectation(advantage, kl, kl_clamp):
     config = ps.bandit_config(rewards=[[0.9, 0.3, 0.0], [1.0, 0.0, 0.5]], init_logits=REF[0], beta=0.3, group_size=5,
-                              advantage=advantage, kl=kl, kl_clamp=0.05, dual_clip=1.5)
+                              advantage=advantage, kl=kl, kl_clamp=kl_clamp, dual_clip=1.5)
     theta = np.concatenate([THETA, THETA_OLD])
     g_fast, fast_stats = on_policy_grad(theta, config)
     g_slow, slow_stats = jax.grad(expected_loss, has_aux=True)(theta, theta, config)
+    np.testing.assert_allclose(g_fast, g_slow, rtol=1e-12, atol=1e-15)
+    for a, b in zip(fast_stats, slow_stats):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("advantage", ["std", "rloo"])
+@pytest.mark.parametrize("kl,kl_clamp", [("k1", None), ("k3", None), ("k3", 0.05), ("exact", None)])
+@pytest.mark.parametrize("n_arms", [3, 12])  # per-arm selects (N <= 8) and gathers (N > 8)
+def test_sampled_on_policy_fast_path_equals_autodiff(advantage, kl, kl_clamp, n_arms):
+    """The written-out sampled gradient at ρ = 1 equals jax.grad of the clipped-surrogate loss, draws included."""
+    from pgrpo_sim.bandit import _draw, sampled_on_policy_grad
+
+    rng = np.random.default_rng(n_arms)
+    config = ps.bandit_config(rewards=rng.uniform(0, 1, (2, n_arms)), init_logits=rng.normal(size=(2, n_arms)), beta=0.3,
+                              group_size=6, advantage=advantage, kl=kl, kl_clamp=kl_clamp, dual_clip=1.5)
+    theta = config.init_logits + rng.normal(size=(2, n_arms))
+    arms, rewards = _draw(config, theta, jax.random.key(n_arms))
+    g_fast, fast_stats = sampled_on_policy_grad(theta, arms, rewards, config)
+    g_slow, slow_stats = jax.grad(sampled_loss, has_aux=True)(theta, theta, arms, rewards, config)
     np.testing.assert_allclose(g_fast, g_slow, rtol=1e-12, atol=1e-15)
     for a, b in zip(fast_stats, slow_stats):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
@@ -326,16 +345,19 @@ def test_bad_simulate_arguments():
             ps.simulate(config, **kwargs)
 
 
-def test_draw_frequencies_match_policy_and_reward_means():
-    """One uniform per sample gives arms ~ π_old and rewards ~ Bernoulli(r_arm) independently (4 SE)."""
+@pytest.mark.parametrize("means", [[0.9, 0.3, 0.0, 0.6], [0.9, 0.3, 0.0, 0.6, 1.0, 0.1, 0.5, 0.2, 0.7, 0.4, 0.8, 0.05]])
+def test_draw_frequencies_match_policy_and_reward_means(means):
+    """One uniform per sample gives arms ~ π_old and rewards ~ Bernoulli(r_arm) independently (4 SE), with
+    per-arm selects (4 arms) and gathers (12 arms)."""
     from pgrpo_sim.bandit import _draw
 
-    config = ps.bandit_config(rewards=[0.9, 0.3, 0.0, 0.6], init_logits=[0.5, -0.2, 0.1, -1.0], group_size=50000)
+    n = len(means)
+    config = ps.bandit_config(rewards=means, init_logits=np.linspace(0.5, -1.0, n), group_size=50000)
     arms, rewards = _draw(config, config.init_logits, jax.random.key(5))
     arms, rewards = np.asarray(arms[0]), np.asarray(rewards[0])
     pi = np.asarray(jax.nn.softmax(config.init_logits[0]))
-    freq = np.bincount(arms, minlength=4) / arms.size
+    freq = np.bincount(arms, minlength=n) / arms.size
     assert np.all(np.abs(freq - pi) < 4 * np.sqrt(pi * (1 - pi) / arms.size))
-    for a, r in enumerate([0.9, 0.3, 0.0, 0.6]):
+    for a, r in enumerate(means):
         hits = rewards[arms == a]
         assert abs(hits.mean() - r) <= 4 * np.sqrt(max(r * (1 - r), 1e-12) / hits.size) + 1e-12
