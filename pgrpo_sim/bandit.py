@@ -177,15 +177,15 @@ def on_policy_grad(logits: Array, config: BanditConfig) -> tuple[Array, UpdateSt
     is β(π − π_ref) (∂k3/∂log π = 1 − π_ref/π), which needs no logarithm. As a function of θ it is the
     true on-policy gradient, so derivatives of a trajectory with respect to hyperparameters stay exact.
     """
-    pi = jax.nn.softmax(logits)  # softmax, not exp(log_softmax): the log is the costliest op of the step
+    pi = softmax(logits)  # softmax, not exp(log_softmax): the log is the costliest op of the step
     r = config.rewards
-    p = jnp.sum(pi * r, axis=-1)
+    p = axis_sum(pi * r)
     binom = binomial_pmf(config.group_size - 1, p)  # (P, G)
     adv = advantage_table(config)  # (2, G): own success / failure
     alpha, alpha_sq = binom @ adv.T, binom @ (adv**2).T  # (P, 2)
     w = -(r * alpha[:, :1] + (1 - r) * alpha[:, 1:])
     if config.kl == "k3" and config.kl_clamp is None:
-        kl_grad = pi - jax.nn.softmax(config.init_logits)
+        kl_grad = pi - softmax(config.init_logits)
     else:
         d = jax.nn.log_softmax(logits) - jax.nn.log_softmax(config.init_logits)
         if config.kl == "exact":
@@ -194,7 +194,7 @@ def on_policy_grad(logits: Array, config: BanditConfig) -> tuple[Array, UpdateSt
             slope = jax.vmap(jax.grad(lambda x: kl_estimate(x, 0.0, config.kl, config.kl_clamp)))(d.ravel())
             slope = slope.reshape(d.shape)
         kl_grad = pi * (slope - jnp.sum(pi * slope, axis=-1, keepdims=True))
-    grad = (pi * (w - jnp.sum(pi * w, axis=-1, keepdims=True)) + config.beta * kl_grad) / config.n_prompts
+    grad = (pi * (w - axis_sum(pi * w, keepdims=True)) + config.beta * kl_grad) / config.n_prompts
     one = jnp.ones((), logits.dtype)
     stats = UpdateStats(
         ratio_max=one,
@@ -306,7 +306,7 @@ def sampled_on_policy_grad(logits: Array, arms: Array, rewards: Array, config: B
 
 
 def _expected_reward(logits: Array, rewards: Array) -> Array:
-    return jnp.mean(jnp.sum(jax.nn.softmax(logits) * rewards, axis=-1))
+    return jnp.mean(axis_sum(softmax(logits) * rewards))
 
 
 def _step(config: BanditConfig, optimizer, mode: str, state: _State, key: Array):
