@@ -8,7 +8,7 @@ them; `python bench_bandit.py <case JSON> <side>` times one run of one side of a
 The pgrpo-sim side is `simulate` on one configuration, swept the way a large grid should be: the
 configurations are sharded over the XLA CPU devices (one per core, `harness.use_all_cores`), and on
 each device `jax.lax.map` runs vmapped chunks of `CHUNK` configurations, so that a chunk's state stays
-in cache (a single `vmap` over 10^5 configurations does not, and is several times slower).
+in cache (a single `vmap` over 10^5 configurations does not, and is slower).
 """
 
 from __future__ import annotations
@@ -23,8 +23,11 @@ import numpy_bandit
 
 TARGETS = {"expected": 20.0, "sampled": 5.0}
 """Minimum speed-up over NumPy asked for by the issue."""
-CHUNK = {"expected": 256, "sampled": 16}
-"""Configurations per vmapped chunk (a sampled configuration carries all its seeds)."""
+CHUNK = {"expected": 4096, "sampled": 16}
+"""Configurations per vmapped chunk (a sampled configuration carries all its seeds). Measured on 2 cores
+(10^5 expected configurations × 1000 steps; 10^3 sampled × 64 seeds × 100 steps): expected mode 12, 10, 9,
+5, 5, 5 ns per config-step at 256 … 8192 configurations a chunk; sampled 34 (N = 2) and 127 (N = 16) ns per
+run-step at 8 or 16 configurations, 2× that at 64."""
 _STRUCTURE = ("n_arms", "n_correct", "p_ref", "group_size", "steps")
 
 
