@@ -1,11 +1,13 @@
 """The reduced SDE with diffrax: deterministic solve, stationary variance, convergence order, gradients."""
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import pgrpo_sim as ps
+from pgrpo_sim import sde
 
 REGIMES = {"over": (0.05, 0.0, 0.0, 0.3), "under": (0.05, 0.9, 2.0, 0.3), "critical-ish": (0.05, 0.5, 1.0, 0.3)}
 TS = jnp.arange(0.0, 201.0)
@@ -44,6 +46,54 @@ def test_ensemble_stationary_variance_and_one_over_g():
     assert out[16] / out[8] == pytest.approx(0.5, rel=0.07)
 
 
+@pytest.mark.parametrize("solver", ["euler", "shark"])
+def test_ensemble_mean_closed_form_and_independent_paths(solver):
+    """All paths in one solve: the mean follows the closed form, and paths do not share noise."""
+    params, ts, paths = REGIMES["under"], jnp.arange(0.0, 101.0), 4000
+    kw = dict(dt=0.25, solver=solver)
+    ens = ps.solve_ensemble(ts, 0.3, 0.0, *params, 0.01, 4, paths=paths, key=jax.random.key(5), **kw)
+    quiet = ps.solve_ensemble(ts, 0.3, 0.0, *params, 0.0, 4, paths=1, **kw).paths[0]
+    # the noise-free solve is the scheme at the same dt, within Euler's O(dt) error of the closed form
+    np.testing.assert_allclose(quiet, ps.trajectory(ts, 0.3, 0.0, *params), atol=0.01)
+    # the scheme's mean for a linear SDE with additive noise is exactly its noise-free solution: within 5 s.e.
+    assert np.all(np.abs(ens.mean - quiet)[1:] <= 5 * ens.std[1:] / np.sqrt(paths))
+    # e(100) (3.6 relaxation times in) of disjoint halves and of neighbouring paths: if independent,
+    # the sample correlation of n = 2000 pairs is ≈ N(0, 1/n); 4/√n bounds it (two-sided p ≈ 6e-5)
+    x = np.asarray(ens.paths[:, -1])
+    limit = 4 / np.sqrt(paths // 2)
+    for a, b in ((x[: paths // 2], x[paths // 2 :]), (x[0::2], x[1::2])):
+        assert abs(np.corrcoef(a, b)[0, 1]) < limit
+
+
+def test_block_brownian_path_increments():
+    """The "unsafe" Brownian path: W ~ N(0, h) and H ~ N(0, h/12) per path, all independent, keyed by the interval."""
+    n, h = 20_000, 0.25
+    shape = jax.ShapeDtypeStruct((n,), jnp.float64)
+    bm = sde._BlockBrownianPath(shape=shape, levy_area=diffrax.SpaceTimeLevyArea, key=jax.random.key(0))
+    a = bm.evaluate(1.0, 1.0 + h, use_levy=True)
+    np.testing.assert_array_equal(a.W, bm.evaluate(1.0, 1.0 + h, use_levy=True).W)  # same interval, same draw
+    draws = {
+        "W": np.asarray(a.W),
+        "H": np.asarray(a.H),
+        "next W": np.asarray(bm.evaluate(1.0 + h, 1.0 + 2 * h)),
+        # end points equal in float32: float64 times are keyed by all their bits
+        "nearby W": np.asarray(bm.evaluate(1.0, 1.0 + h + 1e-12)),
+    }
+    variances = {"W": h, "H": h / 12, "next W": h, "nearby W": h}
+    for name, x in draws.items():
+        # sample variance within 5 standard errors (σ²·√(2/n)); mean within 5 σ/√n
+        assert abs(x.var() / variances[name] - 1) < 5 * np.sqrt(2 / n), name
+        assert abs(x.mean()) < 5 * np.sqrt(variances[name] / n), name
+    # pairwise independent (and independent across paths): |r| < 4/√n
+    names = list(draws)
+    for i, p in enumerate(names):
+        for q in names[i + 1 :]:
+            assert abs(np.corrcoef(draws[p], draws[q])[0, 1]) < 4 / np.sqrt(n), (p, q)
+    assert abs(np.corrcoef(draws["W"][:-1], draws["W"][1:])[0, 1]) < 4 / np.sqrt(n)
+    # W(t) from 0 when t1 is omitted, as diffrax's paths
+    assert abs(np.asarray(bm.evaluate(0.5)).var() / 0.5 - 1) < 5 * np.sqrt(2 / n)
+
+
 def test_ensemble_shapes_and_seeds():
     ens = ps.solve_ensemble(jnp.arange(0.0, 11.0), 0.1, 0.0, *REGIMES["over"], 0.01, 4, paths=7, key=jax.random.key(0))
     assert ens.paths.shape == (7, 11) and np.all(ens.paths[:, 0] == 0.1)
@@ -74,11 +124,22 @@ def test_euler_convergence_orders():
     assert abs(strong - 1.0) < 0.4 and abs(weak - 1.0) < 0.4
 
 
-def test_shark_convergence_order():
-    """ShARK with additive noise: strong order ≥ 1.5 (measured 2.1 on this linear problem)."""
-    strong, _ = _orders("shark")
-    print(f"\nShARK: strong {strong:.2f}")
+@pytest.mark.parametrize("solver", ["shark", "sra1"])
+def test_srk_convergence_order(solver):
+    """ShARK and SRA1 with additive noise: strong order ≥ 1.5 (measured ≈ 2.1 on this linear problem)."""
+    strong, _ = _orders(solver)
+    print(f"\n{solver}: strong {strong:.2f}")
     assert strong > 1.5 - 0.4
+
+
+def test_ensemble_compiles_once_across_step_sizes():
+    """dt is traced and max_steps a power of two: nearby step sizes reuse one compilation."""
+    run = lambda dt: ps.solve_ensemble(TS[:21], 0.1, 0.0, *REGIMES["over"], 0.01, 4, paths=3, dt=dt)  # noqa: E731
+    run(0.25)
+    before = sde._ensemble._cache_size()
+    for dt in (0.2, 0.125, 0.1):
+        run(dt)
+    assert sde._ensemble._cache_size() == before
 
 
 def test_bad_input():
