@@ -7,7 +7,16 @@ discrete heavy-ball map (`linear`), and the exact softmax-bandit GRPO environmen
 from importlib.metadata import PackageNotFoundError, version
 
 from . import bandit, boundaries, config, diagnostics, fit, grpo, linear, logs, phase, plots, prediction, report, sde, summaries, sweep, theory, tune
-from .bandit import BanditRun, UpdateStats, expected_loss, make_optimizer, on_policy_grad, sampled_loss, simulate
+from .bandit import (
+    BanditRun,
+    UpdateStats,
+    expected_loss,
+    make_optimizer,
+    on_policy_grad,
+    sampled_loss,
+    sampled_on_policy_grad,
+    simulate,
+)
 from .config import BanditConfig, bandit_config, class_symmetric_logits
 from .linear import (
     DISCRETE_REGIMES,
