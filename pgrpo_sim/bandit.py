@@ -166,6 +166,12 @@ def expected_loss(logits: Array, behaviour_logits: Array, config: BanditConfig) 
     return jnp.mean(per_prompt), stats
 
 
+def _kl_slope(d: Array, config: BanditConfig) -> Array:
+    """∂k/∂log π of the KL estimator at d = log π − log π_ref, elementwise."""
+    slope = jax.vmap(jax.grad(lambda x: kl_estimate(x, 0.0, config.kl, config.kl_clamp)))(d.ravel())
+    return slope.reshape(d.shape)
+
+
 def on_policy_grad(logits: Array, config: BanditConfig) -> tuple[Array, UpdateStats]:
     """Exact expected gradient of the GRPO loss when samples come from θ = `logits` itself (lag models
     "none" and "stale"): the fast path of `jax.grad(expected_loss)(θ, θ, config)`, written out.
@@ -188,11 +194,7 @@ def on_policy_grad(logits: Array, config: BanditConfig) -> tuple[Array, UpdateSt
         kl_grad = pi - softmax(config.init_logits)
     else:
         d = jax.nn.log_softmax(logits) - jax.nn.log_softmax(config.init_logits)
-        if config.kl == "exact":
-            slope = d
-        else:
-            slope = jax.vmap(jax.grad(lambda x: kl_estimate(x, 0.0, config.kl, config.kl_clamp)))(d.ravel())
-            slope = slope.reshape(d.shape)
+        slope = d if config.kl == "exact" else _kl_slope(d, config)
         kl_grad = pi * (slope - jnp.sum(pi * slope, axis=-1, keepdims=True))
     grad = (pi * (w - axis_sum(pi * w, keepdims=True)) + config.beta * kl_grad) / config.n_prompts
     one = jnp.ones((), logits.dtype)
@@ -290,8 +292,7 @@ def sampled_on_policy_grad(logits: Array, arms: Array, rewards: Array, config: B
         if config.kl == "exact":
             kl_grad = config.beta * pi * (d - jnp.sum(pi * d, axis=-1, keepdims=True))
         else:
-            slope = jax.vmap(jax.grad(lambda x: kl_estimate(x, 0.0, config.kl, config.kl_clamp)))(_pick(arms, d).ravel())
-            w = w + config.beta * slope.reshape(w.shape)
+            w = w + config.beta * _kl_slope(_pick(arms, d), config)
     per_arm = _sum_by_arm(arms, w, config.n_arms) - pi * axis_sum(w, keepdims=True)
     grad = (per_arm / config.group_size + kl_grad) / config.n_prompts
     one = jnp.ones((), pi.dtype)
