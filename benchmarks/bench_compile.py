@@ -42,7 +42,7 @@ def _grid(quick: bool) -> tuple[int, int, int]:
 
 
 def _axes(n_eta: int, max_lag: int, eta_range=(1e-3, 1.0)):
-    from pgrpo_sim.sweep import parse_axis
+    from pgrpo_sim.analysis.sweep import parse_axis
 
     return [parse_axis(f"eta=log:{eta_range[0]:g}:{eta_range[1]:g}:{n_eta}"), parse_axis(f"lag=0:{max_lag}")]
 
@@ -100,7 +100,7 @@ def measure_sweep(n_eta: int, max_lag: int, steps: int) -> dict:
     import jax  # noqa: F401
 
     with harness.CompileRecorder() as rec:
-        from pgrpo_sim.sweep import run_sweep
+        from pgrpo_sim.analysis.sweep import run_sweep
 
         import_s = time.perf_counter() - start
         ds = run_sweep(PHASE_BASE, _axes(n_eta, max_lag), steps=steps, progress=False)
@@ -112,7 +112,7 @@ def measure_counts(n_eta: int, max_lag: int, steps: int) -> dict:
     """Compilations of a sequence of sweeps in one process: (label, summary) per sweep."""
     import jax
 
-    from pgrpo_sim.sweep import parse_axis, run_sweep
+    from pgrpo_sim.analysis.sweep import parse_axis, run_sweep
 
     n_cfg = n_eta * (max_lag + 1)
     chunk = max(jax.device_count(), n_cfg // 5)
@@ -151,7 +151,7 @@ def check() -> list[tuple[str, bool]]:
     compile counter sees the sweep's chunk function."""
     import pgrpo_sim as ps
     from pgrpo_sim.cli import main
-    from pgrpo_sim.sweep import parse_axis, run_sweep
+    from pgrpo_sim.analysis.sweep import parse_axis, run_sweep
 
     results = []
     axes = [parse_axis("eta=0.05,0.3,1.0"), parse_axis("lag=0,2")]

@@ -36,7 +36,7 @@ def _factor(configs: int) -> tuple[int, int]:
 
 
 def _axes(configs: int):
-    from pgrpo_sim.sweep import parse_axis
+    from pgrpo_sim.analysis.sweep import parse_axis
 
     n_eta, n_mu = _factor(configs)
     return [parse_axis(f"eta=log:1e-2:1:{n_eta}"), parse_axis(f"momentum=0:0.9:{n_mu}")]
@@ -74,7 +74,7 @@ def measure_point(configs: int, steps: int, max_memory: float) -> dict:
     """One `run_sweep` of `configs` configurations × `steps` in this (fresh) process."""
     import jax
 
-    from pgrpo_sim import sweep
+    from pgrpo_sim.analysis import sweep
 
     rss_before = harness.peak_rss_mib()
     axes = _axes(configs)
@@ -118,7 +118,7 @@ def points(quick: bool) -> list[dict]:
 def check() -> list[tuple[str, bool]]:
     """`run_sweep` on a 6×5 η×μ grid (100 steps) in chunks of 4 configurations (the last one padded)
     equals the same sweep in one chunk, field by field, exactly."""
-    from pgrpo_sim.sweep import run_sweep
+    from pgrpo_sim.analysis.sweep import run_sweep
 
     axes = _axes(30)
     chunked = run_sweep({}, axes, steps=100, chunk_size=4, progress=False)

@@ -1,6 +1,6 @@
 """NumPy baseline: the bandit GRPO dynamics as a researcher would script them in an afternoon.
 
-The setting of pgrpo-sim's default run (DESIGN.md §3): on-policy (lag model "none"), N arms of which
+The setting of pgrpo-sim's default run (docs/design.md §3): on-policy (lag model "none"), N arms of which
 the first c are correct (reward 1, the rest 0), class-symmetric start from p_ref (which is also the
 reference policy), "std" group advantages, k3 KL penalty with coefficient β, heavy-ball SGD as
 optax.sgd (v ← μv + g, θ ← θ − ηv). Every array has a leading configuration axis C (η, μ, β given

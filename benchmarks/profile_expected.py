@@ -25,7 +25,7 @@ import numpy as np
 import bench_bandit
 import numpy_bandit
 import pgrpo_sim as ps
-from pgrpo_sim import bandit
+from pgrpo_sim.models import bandit
 
 
 def fused_rewards(eta, momentum, beta, *, steps, n_arms, n_correct, p_ref, group_size):

@@ -1,75 +1,142 @@
 """pgrpo-sim: a JAX-based, differentiable simulator of GRPO training dynamics.
 
-Three levels of model (see the README): the continuous damped oscillator (`theory`), the exact
-discrete heavy-ball map (`linear`), and the exact softmax-bandit GRPO environment (`bandit`).
+Layers (README, "Layout"): `base` → `models` → `prediction` → `analysis`, `logs` → `viz` → `reports` → `cli`.
+Every public name is re-exported here; import from `pgrpo_sim`, not from the modules.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import bandit, boundaries, config, diagnostics, fit, grpo, linear, logs, phase, plots, prediction, report, sde, summaries, sweep, theory, tune
-from .bandit import (
-    BanditRun,
-    UpdateStats,
-    expected_loss,
-    make_optimizer,
-    on_policy_grad,
-    sampled_loss,
-    sampled_on_policy_grad,
-    simulate,
+from .base.errors import PgrpoSimError as PgrpoSimError
+from .base.regimes import DISCRETE_REGIMES as DISCRETE_REGIMES, REGIMES as REGIMES, Damping as Damping, Regime as Regime
+
+from .models.bandit import (
+    BanditState as BanditState,
+    initial_state as initial_state,
+    run as run,
+    step as step,
+    BanditRun as BanditRun,
+    UpdateStats as UpdateStats,
+    expected_loss as expected_loss,
+    make_optimizer as make_optimizer,
+    on_policy_grad as on_policy_grad,
+    sampled_loss as sampled_loss,
+    sampled_on_policy_grad as sampled_on_policy_grad,
+    simulate as simulate,
 )
-from .config import BanditConfig, bandit_config, class_symmetric_logits
-from .linear import (
-    DISCRETE_REGIMES,
-    companion_matrix,
-    critical_eta,
-    discrete_regime,
-    discrete_regime_code,
-    dominant_root,
-    monodromy_matrix,
-    spectral_radius,
+from .models.config import (
+    BanditConfig as BanditConfig,
+    bandit_config as bandit_config,
+    class_symmetric_logits as class_symmetric_logits,
 )
-from .fit import (
-    LAWS,
-    Coupling,
-    LawFit,
-    LeastSquares,
-    StiffnessEstimates,
-    coupling_ratio,
-    fit_law,
-    fit_laws,
-    fitted_regime,
-    identify_stiffness,
-    law_curve,
-    least_squares,
-    oscillator_curve,
-    oscillator_stiffness,
-    r_squared,
-    reward_stderr,
+from .models.linear import (
+    companion_matrix as companion_matrix,
+    critical_eta as critical_eta,
+    discrete_regime as discrete_regime,
+    discrete_regime_code as discrete_regime_code,
+    dominant_root as dominant_root,
+    monodromy_matrix as monodromy_matrix,
+    spectral_radius as spectral_radius,
 )
-from .logs import TrainingLog, detect_format, from_run, parse_column_map, read_log
-from .diagnostics import Diagnosis, Readout, diagnose
-from .report import LogAnalysis, analyse_log, write_report
-from .prediction import REASONS, Prediction, predict, two_arm_reduction
-from .sde import Ensemble, solve_deterministic, solve_ensemble
-from .summaries import CurveSummary, summarize_curve
-from .sweep import Axis, SweepError, load_sweep, parse_axis, run_sweep
-from .phase import PhasePrediction, agreement, predict_grid
-from .tune import Outcomes, SearchResult, Sensitivities, grid_search, outcomes, search, sensitivities, with_hyperparameters
-from .boundaries import Curve, phase_boundaries, trace_boundary
-from .grpo import clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
-from .theory import (
-    REGIMES,
-    Coefficients,
-    coefficients,
-    critical_law,
-    critical_lag,
-    damping_ratio,
-    natural_frequency,
-    regime,
-    regime_code,
-    saturation_law,
-    stationary_variance,
-    trajectory,
+from .logs.laws import (
+    LAWS as LAWS,
+    Coupling as Coupling,
+    LawFit as LawFit,
+    LeastSquares as LeastSquares,
+    StiffnessEstimates as StiffnessEstimates,
+    coupling_ratio as coupling_ratio,
+    fit_law as fit_law,
+    fit_laws as fit_laws,
+    fitted_regime as fitted_regime,
+    identify_stiffness as identify_stiffness,
+    law_curve as law_curve,
+    least_squares as least_squares,
+    oscillator_curve as oscillator_curve,
+    oscillator_stiffness as oscillator_stiffness,
+    r_squared as r_squared,
+    reward_stderr as reward_stderr,
+)
+from .logs.readers import (
+    TrainingLog as TrainingLog,
+    detect_format as detect_format,
+    from_run as from_run,
+    parse_column_map as parse_column_map,
+    read_log as read_log,
+)
+from .logs.diagnostics import (
+    Diagnosis as Diagnosis,
+    Readout as Readout,
+    diagnose as diagnose,
+)
+from .reports.log_report import (
+    LogAnalysis as LogAnalysis,
+    analyse_log as analyse_log,
+    write_report as write_report,
+)
+from .prediction import (
+    REASONS as REASONS,
+    QUANTITIES as QUANTITIES,
+    eta_scale as eta_scale,
+    fixed_point as fixed_point,
+    noise_scale as noise_scale,
+    Prediction as Prediction,
+    predict as predict,
+    two_arm_reduction as two_arm_reduction,
+)
+from .models.sde import (
+    Ensemble as Ensemble,
+    solve_deterministic as solve_deterministic,
+    solve_ensemble as solve_ensemble,
+)
+from .analysis.summaries import (
+    CurveSummary as CurveSummary,
+    summarize_curve as summarize_curve,
+)
+from .analysis.sweep import (
+    Axis as Axis,
+    SweepError as SweepError,
+    load_sweep as load_sweep,
+    parse_axis as parse_axis,
+    run_sweep as run_sweep,
+)
+from .analysis.phase import (
+    PhasePrediction as PhasePrediction,
+    agreement as agreement,
+    predict_grid as predict_grid,
+)
+from .analysis.outcomes import Outcomes as Outcomes, outcomes as outcomes
+from .analysis.search import SearchResult as SearchResult, grid_search as grid_search, search as search
+from .analysis.sensitivities import Sensitivities as Sensitivities, sensitivities as sensitivities
+from .models.hyperparameters import (
+    HYPERPARAMETERS as HYPERPARAMETERS,
+    Hyperparameter as Hyperparameter,
+    reference_mass as reference_mass,
+    set_hyperparameters as set_hyperparameters,
+    with_hyperparameters as with_hyperparameters,
+)
+from .analysis.boundaries import (
+    Curve as Curve,
+    phase_boundaries as phase_boundaries,
+    trace_boundary as trace_boundary,
+)
+from .models.grpo import (
+    clipped_surrogate as clipped_surrogate,
+    entropy as entropy,
+    group_advantages as group_advantages,
+    kl_divergence as kl_divergence,
+    kl_estimate as kl_estimate,
+)
+from .models.theory import (
+    Coefficients as Coefficients,
+    coefficients as coefficients,
+    critical_law as critical_law,
+    critical_lag as critical_lag,
+    damping_ratio as damping_ratio,
+    natural_frequency as natural_frequency,
+    regime as regime,
+    regime_code as regime_code,
+    saturation_law as saturation_law,
+    stationary_variance as stationary_variance,
+    trajectory as trajectory,
 )
 
 try:

@@ -11,9 +11,13 @@ from typing import Sequence
 
 import numpy as np
 
+from .base.checks import describe_range
+from .base.errors import PgrpoSimError
+from .models.hyperparameters import HYPERPARAMETERS
 
-class UsageError(Exception):
-    """A user error to print as one line with exit code 2."""
+
+class UsageError(PgrpoSimError):
+    """A user error of the command line itself (flags, files), printed like every `PgrpoSimError`."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,30 +46,37 @@ def _add_oscillator_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stiffness", type=_finite_float, required=True, help="stiffness K (> 0)")
 
 
+def _help(name: str, note: str = "") -> str:
+    """Help text of a hyperparameter flag from the hyperparameter table: label, note, allowed range."""
+    row = HYPERPARAMETERS[name]
+    span = describe_range(row.low, row.high, row.low_open, row.high_open)
+    return f"{row.label} {note} ({span})".replace("  ", " ").replace(" :", ":")
+
+
 def _add_bandit_args(p: argparse.ArgumentParser) -> None:
     a = p.add_argument
     a("--arms", type=_integer, default=2, help="number of arms N (>= 2)")
     a("--correct", type=_integer, default=1, help="number of correct arms c in [1, N-1]")
-    a("--p-ref", type=_finite_float, default=0.2, help="initial (= reference) correct mass in (0, 1)")
+    a("--p-ref", type=_finite_float, default=0.2, help=_help("p_ref", "(= KL reference)"))
     a("--prompts", type=_integer, default=1, help="independent bandits sharing the hyperparameters")
-    a("--eta", type=_finite_float, default=0.1, help="learning rate η (> 0)")
-    a("--momentum", type=_finite_float, default=0.0, help="momentum μ in [0, 1) (Adam: b1)")
-    a("--beta", type=_finite_float, default=0.0, help="KL coefficient β (>= 0)")
-    a("--group-size", type=_integer, default=8, help="group size G (>= 2)")
+    a("--eta", type=_finite_float, default=0.1, help=_help("eta"))
+    a("--momentum", type=_finite_float, default=0.0, help=_help("momentum", "(Adam: b1)"))
+    a("--beta", type=_finite_float, default=0.0, help=_help("beta"))
+    a("--group-size", type=_integer, default=8, help=_help("group_size"))
     a("--lag-model", choices=("none", "refresh", "stale"), default="none")
-    a("--lag", type=_integer, default=0, help="stale lag τ or refresh period K_ref (steps)")
+    a("--lag", type=_integer, default=0, help=_help("lag", ": stale lag τ or refresh period K_ref"))
     a("--advantage", choices=("std", "mean", "rloo"), default="std")
     a("--kl", choices=("k1", "k2", "k3", "exact"), default="k3")
     a("--kl-clamp", type=_finite_float, default=None, help="clamp k3 to [-c, c] (verl: 10)")
-    a("--clip", type=_finite_float, default=0.2, help="clip range ε_low (and ε_high unless given)")
-    a("--clip-high", type=_finite_float, default=None, help="upper clip range ε_high")
+    a("--clip", type=_finite_float, default=0.2, help=_help("clip", "(ε_low, and ε_high unless given)"))
+    a("--clip-high", type=_finite_float, default=None, help=_help("clip_high"))
     a("--dual-clip", type=_finite_float, default=None, help="dual-clip constant c > 1 (verl: 3)")
     a("--grad-clip", type=_finite_float, default=None, help="global gradient-norm bound")
     a("--optimizer", choices=("sgd", "nesterov", "adam"), default="sgd")
 
 
 def _bandit_config(args: argparse.Namespace):
-    from .config import bandit_config
+    from .models.config import bandit_config
 
     return bandit_config(
         n_arms=args.arms,
@@ -93,7 +104,8 @@ def _cmd_theory(args: argparse.Namespace) -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)  # closed forms are cheap: report them in float64
-    from . import linear, theory
+    from .models import linear
+    from .models import theory
 
     osc = (args.eta, args.momentum, args.lag, args.stiffness)
     coef = theory.coefficients(*osc)
@@ -138,8 +150,8 @@ SIMULATE_COLUMNS = (
 def _cmd_simulate(args: argparse.Namespace) -> None:
     import jax
 
-    from .bandit import simulate
-    from .plots import plot_reward_curve
+    from .models.bandit import simulate
+    from .viz.figures import plot_reward_curve
 
     config = _bandit_config(args)
     run = simulate(config, args.steps, mode=args.mode, seeds=args.seeds, key=jax.random.key(args.seed))
@@ -173,8 +185,10 @@ def _cmd_predict(args: argparse.Namespace) -> None:
 def _cmd_oscillator(args: argparse.Namespace) -> None:
     import jax
 
-    from . import sde, theory
-    from .plots import plot_ensemble
+    from .models import sde
+
+    from .models import theory
+    from .viz.figures import plot_ensemble
 
     ts = np.arange(args.steps + 1, dtype=float)
     osc = (args.eta, args.momentum, args.lag, args.stiffness)
@@ -224,7 +238,7 @@ def _sweep_base(args: argparse.Namespace, axes) -> dict:
 
 
 def _run_sweep_command(args: argparse.Namespace, axes):
-    from .sweep import SweepError, run_sweep
+    from .analysis.sweep import SweepError, run_sweep
 
     if args.coordinator:
         import jax
@@ -251,7 +265,7 @@ def _run_sweep_command(args: argparse.Namespace, axes):
 
 
 def _parse_axes(specs: Sequence[str]):
-    from .sweep import SweepError, parse_axis
+    from .analysis.sweep import SweepError, parse_axis
 
     try:
         return [parse_axis(spec) for spec in specs]
@@ -273,8 +287,9 @@ DEFAULT_PHASE_GRIDS = {"eta": "eta=log:1e-3:1:48", "lag": "lag=0:12", "momentum"
 def _cmd_phase_diagram(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from .phase import agreement, predict_grid
-    from .plots import plot_phase_diagram
+    from .analysis.phase import agreement, predict_grid
+    from .analysis.boundaries import phase_boundaries
+    from .viz.figures import plot_phase_diagram
 
     axes = _parse_axes(args.grid)
     given = {a.name for a in axes}
@@ -290,7 +305,8 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
     prediction = predict_grid(ds)
     summary = agreement(ds["regime"].values, prediction)
     stem = str(Path(args.out) / "phase")
-    plot_phase_diagram(ds, prediction, args.x, args.y, stem, title=_describe(args))
+    boundaries = phase_boundaries(ds, args.x, args.y)  # None unless both axes are among eta, momentum, lag
+    plot_phase_diagram(ds, prediction, args.x, args.y, stem, boundaries=boundaries, title=_describe(args))
     _write_phase_tables(args.out, ds, prediction, summary)
     print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in summary.items()))
     print(f"wrote {stem}.png, {stem}.pdf, {args.out}/summary.json, {args.out}/summary.csv, {args.out}/sweep.nc")
@@ -299,7 +315,7 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
 def _write_phase_tables(out: str, ds, prediction, summary: dict) -> None:
     from pathlib import Path
 
-    from .linear import DISCRETE_REGIMES
+    from .base.regimes import DISCRETE_REGIMES
 
     names = np.asarray(DISCRETE_REGIMES)
     table = ds.drop_vars("trajectory", errors="ignore")
@@ -318,7 +334,7 @@ def _write_phase_tables(out: str, ds, prediction, summary: dict) -> None:
 def _cmd_validate(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from .validate import validate
+    from .reports.validate import validate
 
     try:
         Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -333,8 +349,8 @@ def _cmd_fit(args: argparse.Namespace) -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)  # least-squares normal equations in float64
-    from .logs import parse_column_map, read_log
-    from .report import write_report
+    from .logs.readers import parse_column_map, read_log
+    from .reports.log_report import write_report
 
     log = read_log(args.log, args.format, parse_column_map(args.column))
     result = write_report(log, args.out, metric=args.metric, n_samples=args.samples_per_step)
@@ -360,7 +376,8 @@ def _cmd_tune(args: argparse.Namespace) -> None:
     jax.config.update("jax_enable_x64", True)  # fixed points, long scans and their gradients in float64
     from pathlib import Path
 
-    from .tune import plot_convergence, search
+    from .analysis.search import search
+    from .viz.figures import plot_convergence
 
     bounds = {}
     for spec in args.bound:
@@ -550,7 +567,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         args.func(args)
-    except (UsageError, ValueError) as exc:
+    except PgrpoSimError as exc:
         print(f"pgrpo-sim: error: {exc}", file=sys.stderr)
         return 2
     return 0

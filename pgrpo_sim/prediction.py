@@ -1,15 +1,18 @@
-"""From bandit to oscillator: the fixed point, stiffness, noise and stability of a bandit configuration.
+"""The one bridge from bandit to oscillator: the two-arm reduction, the fixed point, stiffness, noise, the
+exact Floquet radius and the continuous lag of a bandit configuration (docs/design.md §3–§4).
 
 Convention. From a class-symmetric start (c correct arms of N, binary rewards, one prompt) the expected
-N-arm dynamics are exactly those of x = logit(p) with effective step η_eff = η·N/(c(N−c)) (DESIGN.md §3):
+N-arm dynamics are exactly those of x = logit(p) with effective step η_eff = η·N/(c(N−c)) (docs/design.md §3):
 x_{n+1} − x_n = η_eff·X(x_n) for SGD, X the expected logit drive per unit η_eff. All oscillator quantities
 use η_eff as "η":
-- p* = σ(x*), X(x*) = 0, the stable (X decreasing) root, found by grid bracketing and bisection;
+- p* = σ(x*), X(x*) = 0, the stable (X decreasing) root: bracketed on a grid of logit(p) in ±30, then
+  solved by `optimistix.Bisection` with implicit differentiation (`optimistix.ImplicitAdjoint`), so p*, K
+  and everything built on them have exact derivatives with respect to every float leaf of the configuration;
 - K = −dX/dx at x* (= −(1/η_eff)·∂Δe/∂e with e = p − p*; dimensionless per unit η_eff);
 - D = G·Var(Δp/η_eff) at p* in sampled mode, exact over k ~ Binomial(G, p*) successes (to first order in
-  η_eff, which makes it exact for N > 2 arms as well);
+  η_eff, which makes it exact for N > 2 arms as well) — the diffusion of the oscillator;
 - the lag of the continuous model is τ for "stale", the mean staleness (K_ref − 1)/2 for "refresh", 0
-  for "none";
+  for "none" (`continuous_lag`); the exact discrete map reads "none" as stale lag 0 (`discrete_lag`);
 - `spectral_radius` is exact for the full nonlinear expected update: the per-step Floquet multiplier
   of largest modulus of the one-cycle map (refresh period, stale-buffer rotation, or one step) at the
   fixed point, from `jax.jacfwd` — for any lag model, SGD or Nesterov.
@@ -23,12 +26,15 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optimistix as optx
 from jax import Array
 
-from . import theory
-from ._checks import is_concrete
-from .bandit import _initial_state, _step, binomial_pmf, make_optimizer, on_policy_grad, sampled_loss
-from .config import BanditConfig
+from .base.checks import is_concrete
+from .base.errors import PgrpoSimError
+from .models import theory
+from .models.bandit import binomial_pmf, initial_state, make_optimizer, on_policy_grad, sampled_loss, step
+from .models.config import BanditConfig
+from .models.hyperparameters import set_hyperparameters
 
 REASONS = (
     "stable",
@@ -37,8 +43,18 @@ REASONS = (
     "exact discrete map unstable (spectral radius >= 1)",
 )
 """Names of `Prediction.reason` codes: index = code."""
+QUANTITIES = (
+    "p_star",
+    "stiffness",
+    "noise",
+    "damping_ratio",
+    "natural_frequency",
+    "critical_lag",
+    "stationary_variance",
+)
+"""The oscillator quantities of `oscillator` (and rows of `sensitivities`)."""
 
-_X_MAX, _N_GRID, _N_BISECT = 30.0, 1201, 80
+_X_MAX, _N_GRID, _MAX_BISECT = 30.0, 1201, 128
 
 
 class Prediction(NamedTuple):
@@ -77,32 +93,50 @@ class Prediction(NamedTuple):
         return out
 
 
+def _classes(config: BanditConfig) -> tuple[np.ndarray, int, int]:
+    """(correct mask, N, c) of a concrete single-prompt binary-reward configuration; refuses the others."""
+    if config.optimizer == "adam":
+        raise PgrpoSimError(
+            "optimizer adam is not supported: Adam rescales each logit separately, so the exact two-arm reduction "
+            "(and the p*, K, ζ and spectral radius it gives) does not hold; use sgd or nesterov"
+        )
+    if not is_concrete(config.rewards):
+        raise PgrpoSimError("the class structure (rewards) must be concrete: vmap over hyperparameters, not rewards")
+    rewards = np.asarray(config.rewards)
+    if rewards.shape[0] != 1:
+        raise PgrpoSimError(f"prediction needs a single prompt, got {rewards.shape[0]}")
+    if not np.all((rewards == 0) | (rewards == 1)):
+        raise PgrpoSimError("prediction needs binary (0/1) rewards")
+    correct = rewards[0] == 1
+    return correct, correct.size, int(correct.sum())
+
+
+def eta_scale(config: BanditConfig) -> float:
+    """η₂/η = N/(2c(N−c)): the two-arm reduction's step per unit of the configuration's η (η_eff = 2η₂)."""
+    _, n, c = _classes(config)
+    return n / (2 * c * (n - c))
+
+
 def two_arm_reduction(config: BanditConfig) -> BanditConfig:
     """The 2-arm configuration whose expected p-curve equals `config`'s (class-symmetric, binary, one prompt).
 
-    Its step is η·N/(2c(N−c)), so its η_eff = 2η₂ equals η·N/(c(N−c)); everything else is shared.
-    Raises `ValueError` for rewards that are not 0/1, a start that is not class-symmetric, or several prompts.
+    Its step is η·N/(2c(N−c)), so its η_eff = 2η₂ equals η·N/(c(N−c)); everything else is shared. Raises
+    `PgrpoSimError` for Adam, rewards that are not 0/1, a start that is not class-symmetric, or several prompts.
+    Works with traced hyperparameters (the rewards must be concrete).
     """
-    if not is_concrete(config.rewards):
-        raise ValueError("the class structure (rewards) must be concrete: vmap over hyperparameters, not rewards")
-    rewards = np.asarray(config.rewards)
-    if rewards.shape[0] != 1:
-        raise ValueError(f"prediction needs a single prompt, got {rewards.shape[0]}")
-    if not np.all((rewards == 0) | (rewards == 1)):
-        raise ValueError("prediction needs binary (0/1) rewards")
-    correct = rewards[0] == 1
-    n, c = correct.size, int(correct.sum())
+    correct, n, c = _classes(config)
     if is_concrete(config.init_logits):
         z = np.asarray(config.init_logits)[0]
-        if np.ptp(z[correct]) > 1e-12 * (1 + np.abs(z).max()) or np.ptp(z[~correct]) > 1e-12 * (1 + np.abs(z).max()):
-            raise ValueError("prediction needs a class-symmetric start (equal logits within each reward class)")
+        spread = 1e-12 * (1 + np.abs(z).max())
+        if np.ptp(z[correct]) > spread or np.ptp(z[~correct]) > spread:
+            raise PgrpoSimError("prediction needs a class-symmetric start (equal logits within each reward class)")
     logp = jax.nn.log_softmax(config.init_logits[0])
-    z2 = jnp.stack([logp[jnp.argmax(correct)] + np.log(c), logp[jnp.argmin(correct)] + np.log(n - c)])[None]
+    z2 = jnp.stack([logp[np.argmax(correct)] + np.log(c), logp[np.argmin(correct)] + np.log(n - c)])[None]
     return config.replace(
         rewards=jnp.asarray([[1.0, 0.0]], config.rewards.dtype),
         init_logits=z2,
         true_rewards=None,
-        eta=config.eta * n / (2 * c * (n - c)),
+        eta=config.eta * (n / (2 * c * (n - c))),
     )
 
 
@@ -112,32 +146,45 @@ def _logits(x: Array) -> Array:
 
 def expected_drive(config2: BanditConfig, x: Array) -> Array:
     """X(x): expected on-policy change of logit(p) per unit η_eff, for a 2-arm configuration."""
-    theta = _logits(x)
-    g = on_policy_grad(theta, config2)[0][0]
+    g = on_policy_grad(_logits(x), config2)[0][0]
     return -(g[0] - g[1]) / 2
 
 
-def _fixed_point(config2: BanditConfig) -> tuple[Array, Array, Array]:
-    """(x*, found, unique): first + → − crossing of X on a grid of logit(p) in ±30, refined by bisection."""
+def fixed_point(config2: BanditConfig) -> tuple[Array, Array, Array]:
+    """(x* = logit p*, found, unique) of a 2-arm configuration: the first + → − crossing of X on a grid of
+    logit(p) in ±30, solved in its grid cell by `optimistix.Bisection`; x* is differentiable in every float
+    leaf of `config2` (implicit function theorem, `optimistix.ImplicitAdjoint`). Without a crossing x* = 0
+    (with zero derivative) and found is False."""
     dtype = config2.init_logits.dtype
     grid = jnp.linspace(-_X_MAX, _X_MAX, _N_GRID, dtype=dtype)
-    drive = jax.vmap(functools.partial(expected_drive, config2))(grid)
+    drive = jax.vmap(functools.partial(expected_drive, jax.lax.stop_gradient(config2)))(grid)
     down = (drive[:-1] > 0) & (drive[1:] <= 0)
     up = (drive[:-1] < 0) & (drive[1:] >= 0)
-    i = jnp.argmax(down)
+    found, i = jnp.any(down), jnp.argmax(down)
+    # without a crossing, solve −x = 0 on [−1, 1] instead: a harmless root with zero derivative
+    lower = jnp.where(found, grid[i], -1.0)
+    upper = jnp.where(found, grid[i + 1], 1.0)
 
-    def bisect(_, bracket):
-        lo, hi = bracket
-        mid = (lo + hi) / 2
-        pos = expected_drive(config2, mid) > 0
-        return jnp.where(pos, mid, lo), jnp.where(pos, hi, mid)
+    def residual(x, cfg):
+        return jnp.where(found, expected_drive(cfg, x), -x)
 
-    lo, hi = jax.lax.fori_loop(0, _N_BISECT, bisect, (grid[i], grid[i + 1]))
-    return (lo + hi) / 2, jnp.any(down), jnp.sum(down) + jnp.sum(up) == 1
+    eps = float(jnp.finfo(dtype).eps)
+    solver = optx.Bisection(rtol=16 * eps, atol=16 * eps, flip=True)
+    sol = optx.root_find(
+        residual, solver, (lower + upper) / 2, config2, options=dict(lower=lower, upper=upper),
+        max_steps=_MAX_BISECT, throw=False, adjoint=optx.ImplicitAdjoint(),
+    )
+    return sol.value, found, jnp.sum(down) + jnp.sum(up) == 1
 
 
-def _noise(config2: BanditConfig, x: Array) -> Array:
-    """D = G·Var(Δp/η_eff) over k ~ Binomial(G, p) successes in a sampled group at logit x."""
+def stiffness(config2: BanditConfig, x: Array) -> Array:
+    """K = −X'(x) at logit x of a 2-arm configuration (per unit η_eff)."""
+    return -jax.grad(functools.partial(expected_drive, config2))(x)
+
+
+def noise_scale(config2: BanditConfig, x: Array) -> Array:
+    """The oscillator's diffusion D = G·Var(Δp/η_eff) over k ~ Binomial(G, p) successes in a sampled group at
+    logit x of a 2-arm configuration."""
     g = config2.group_size
     theta = _logits(x)
     arms = (jnp.arange(g)[None, :] >= jnp.arange(g + 1)[:, None]).astype(jnp.int32)  # row k: k zeros (correct)
@@ -154,6 +201,20 @@ def _noise(config2: BanditConfig, x: Array) -> Array:
     return g * (p * (1 - p)) ** 2 * jnp.sum(w * (drives - mean) ** 2)
 
 
+def continuous_lag(lag, lag_model: str) -> Array:
+    """Lag τ of the continuous model from a (real or integer) lag: τ ("stale"), the mean staleness
+    (K_ref − 1)/2 ("refresh"), 0 ("none")."""
+    lag = jnp.asarray(lag, jnp.result_type(lag, float))
+    return {"none": 0 * lag, "stale": lag, "refresh": (jnp.maximum(lag, 1) - 1) / 2}[lag_model]
+
+
+def discrete_lag(lag, lag_model: str) -> tuple[int, str]:
+    """(integer lag, model) of the exact discrete map (`linear`) for a concrete lag: "none" is stale lag 0."""
+    if lag_model == "none":
+        return 0, "stale"
+    return int(np.asarray(lag)), lag_model
+
+
 def _cycle_length(config: BanditConfig):
     if config.lag_model == "refresh":
         return jnp.maximum(config.lag, 1)
@@ -162,21 +223,22 @@ def _cycle_length(config: BanditConfig):
     return 1
 
 
-def _floquet_radius(config2: BanditConfig, x: Array) -> Array:
-    """Per-step spectral radius of the one-cycle map of the expected update at the fixed point x.
+def floquet_radius(config2: BanditConfig, x: Array) -> Array:
+    """Per-step spectral radius of the one-cycle map of the expected update of a 2-arm configuration at the
+    fixed point x (docs/design.md §2: Floquet analysis).
 
     The state that the dynamics use (logits, optimiser trace, and π_old for "refresh" or the history for
     "stale") is taken in difference coordinates (arm 0 − arm 1): common shifts of the logits are neutral.
     """
     optimizer = make_optimizer(config2)
-    base = _initial_state(config2, optimizer, _logits(x))
+    base = initial_state(config2, optimizer, _logits(x))
     lag_field = {"refresh": "old_logits", "stale": "history"}.get(config2.lag_model)
     fields = ("logits", "opt_state") + ((lag_field,) if lag_field else ())
     dynamic = {f: getattr(base, f) for f in fields}
     leaves, treedef = jax.tree.flatten(dynamic)
     sizes = [leaf[..., 0].size for leaf in leaves]
     length = _cycle_length(config2)
-    step = functools.partial(_step, config2, optimizer, "expected")
+    update = functools.partial(step, config2, optimizer, "expected")
     key = jax.random.key(0)  # unused in expected mode
 
     def cycle(z):
@@ -184,7 +246,7 @@ def _floquet_radius(config2: BanditConfig, x: Array) -> Array:
         half = [d.reshape(leaf.shape[:-1]) / 2 for leaf, d in zip(leaves, chunks)]
         moved = [leaf + jnp.stack([h, -h], -1) for leaf, h in zip(leaves, half)]
         state = base._replace(**jax.tree.unflatten(treedef, moved))
-        state = jax.lax.fori_loop(0, length, lambda _, s: step(s, key)[0], state)
+        state = jax.lax.fori_loop(0, length, lambda _, s: update(s, key)[0], state)
         out = jax.tree.leaves({f: getattr(state, f) for f in fields})
         return jnp.concatenate([(o[..., 0] - o[..., 1]).ravel() for o in out])
 
@@ -192,52 +254,87 @@ def _floquet_radius(config2: BanditConfig, x: Array) -> Array:
     return jnp.max(jnp.abs(multipliers)) ** (1.0 / length)
 
 
-def continuous_lag(config: BanditConfig) -> Array:
-    """Lag τ of the continuous model: τ ("stale"), mean staleness (K_ref − 1)/2 ("refresh"), 0 ("none")."""
-    lag = config.lag.astype(config.eta.dtype)
-    return {"none": 0 * lag, "stale": lag, "refresh": (jnp.maximum(lag, 1) - 1) / 2}[config.lag_model]
+@jax.jit
+def _fixed_point_stiffness(config2: BanditConfig) -> tuple[Array, Array, Array]:
+    x, found, _ = fixed_point(config2)
+    return x, found, stiffness(config2, x)
 
 
-def stiffness_at_fixed_point(config2: BanditConfig) -> tuple[Array, Array, Array, Array]:
-    """(x* = logit p*, found, unique, K) of a 2-arm configuration (see `two_arm_reduction`); jit/vmap-able."""
-    x, found, unique = _fixed_point(config2)
-    x = jax.lax.stop_gradient(jnp.where(found, x, 0.0))
-    drive = functools.partial(expected_drive, config2)
-    slope = jax.grad(drive)(x)
-    # one Newton step: the same root to round-off, but differentiable in the hyperparameters (implicit function
-    # theorem, dx*/dθ = −∂X/∂θ / ∂X/∂x); bisection alone would give zero derivatives
-    x = x - drive(x) / jnp.where(found, slope, 1.0)
-    return x, found, unique, -jax.grad(drive)(x)
+def fixed_point_stiffness(config2: BanditConfig) -> tuple[Array, Array, Array]:
+    """(x*, found, K) of a 2-arm configuration, compiled once for every lag model and buffer length (the
+    on-policy drive reads neither); for concrete configurations outside a trace."""
+    return _fixed_point_stiffness(config2.replace(lag_model="none", lag=0, max_lag=0))
+
+
+def substitute(config2: BanditConfig, values, scale) -> BanditConfig:
+    """The 2-arm configuration with hyperparameters replaced by name, given in the N-arm configuration's units
+    (η is multiplied by `scale` = `eta_scale(config)`); traced values allowed (`set_hyperparameters`)."""
+    values = dict(values)
+    if "eta" in values:
+        values["eta"] = values["eta"] * scale
+    return set_hyperparameters(config2, values)
+
+
+_DRIVE_FIELDS = ("rewards", "init_logits", "beta", "kl_clamp", "adv_eps")
+"""The leaves the on-policy drive (`bandit.on_policy_grad`) reads: η, μ, clip and lag do not move p*."""
+
+
+def constant_fixed_point(config2: BanditConfig) -> tuple[Array, Array] | None:
+    """(x*, found) computed once, eagerly, when no leaf the drive reads is traced (so p* cannot move); else None.
+
+    Keeps the fixed-point search (a 1201-point grid and a bisection) out of the traced programs of gradients
+    with respect to η, μ and clip."""
+    if not is_concrete([getattr(config2, f) for f in _DRIVE_FIELDS]):
+        return None
+    placeholder = lambda v: np.ones(v.shape, v.dtype) if isinstance(v, jax.core.Tracer) else v  # noqa: E731
+    return fixed_point_stiffness(jax.tree.map(placeholder, config2))[:2]
+
+
+def oscillator(config2: BanditConfig, tau, fixed: tuple[Array, Array] | None = None) -> dict[str, Array]:
+    """`QUANTITIES` of a 2-arm configuration with continuous lag τ = `tau`, NaN without an interior p*;
+    differentiable in every float leaf. `fixed`: (x*, found) when p* is known not to move (skips the search)."""
+    x, found = fixed if fixed is not None else fixed_point(config2)[:2]
+    k = stiffness(config2, x)
+    eta_eff = 2 * config2.eta
+    osc = (eta_eff, config2.momentum, tau, k)
+    noise = noise_scale(config2, x)
+    out = dict(
+        p_star=jax.nn.sigmoid(x),
+        stiffness=k,
+        noise=noise,
+        damping_ratio=theory.damping_ratio(*osc),
+        natural_frequency=theory.natural_frequency(*osc),
+        critical_lag=theory.critical_lag(eta_eff, config2.momentum, k),
+        stationary_variance=theory.stationary_variance(*osc, noise, jnp.asarray(config2.group_size, eta_eff.dtype)),
+    )
+    return {name: jnp.where(found, v, jnp.nan) for name, v in out.items()}
 
 
 @jax.jit
 def _predict(config2: BanditConfig) -> Prediction:
     eta_eff = 2 * config2.eta
-    x, found, unique, stiffness = stiffness_at_fixed_point(config2)
-    lag_eff = continuous_lag(config2)
-    noise = _noise(config2, x)
-    osc = (eta_eff, config2.momentum, lag_eff, stiffness)
+    x, found, unique = fixed_point(config2)
+    lag_eff = continuous_lag(config2.lag, config2.lag_model).astype(eta_eff.dtype)
+    q = oscillator(config2, lag_eff, (x, found))
+    osc = (eta_eff, config2.momentum, lag_eff, q["stiffness"])
     coef = theory.coefficients(*osc)
-    radius = _floquet_radius(config2, x)
+    radius = floquet_radius(config2, x)
     reason = jnp.where(~found, 1, jnp.where(coef.damping <= 0, 2, jnp.where(radius >= 1, 3, 0)))
-    nan_if_none = lambda v: jnp.where(found, v, jnp.nan)  # noqa: E731
     return Prediction(
-        p_star=nan_if_none(jax.nn.sigmoid(x)),
+        p_star=q["p_star"],
         unique=found & unique,
-        stiffness=nan_if_none(stiffness),
-        noise=nan_if_none(noise),
+        stiffness=q["stiffness"],
+        noise=q["noise"],
         eta_eff=eta_eff,
         lag_eff=lag_eff,
-        mass=nan_if_none(coef.mass),
-        damping=nan_if_none(coef.damping),
-        damping_ratio=nan_if_none(theory.damping_ratio(*osc)),
-        natural_frequency=nan_if_none(theory.natural_frequency(*osc)),
+        mass=jnp.where(found, coef.mass, jnp.nan),
+        damping=jnp.where(found, coef.damping, jnp.nan),
+        damping_ratio=q["damping_ratio"],
+        natural_frequency=q["natural_frequency"],
         regime=jnp.where(found, theory.regime_code(*osc), 3),
-        critical_lag=nan_if_none(theory.critical_lag(eta_eff, config2.momentum, stiffness)),
-        stationary_variance=nan_if_none(
-            theory.stationary_variance(*osc, noise, jnp.asarray(config2.group_size, eta_eff.dtype))
-        ),
-        spectral_radius=nan_if_none(radius),
+        critical_lag=q["critical_lag"],
+        stationary_variance=q["stationary_variance"],
+        spectral_radius=jnp.where(found, radius, jnp.nan),
         stable=reason == 0,
         reason=reason,
     )
@@ -246,8 +343,6 @@ def _predict(config2: BanditConfig) -> Prediction:
 def predict(config: BanditConfig) -> Prediction:
     """Fixed point p*, stiffness K, noise D, the oscillator (M, C, ζ, ω_n, regime, τ*, stationary variance)
     and the exact per-step spectral radius of a class-symmetric, binary-reward, single-prompt bandit
-    configuration; vmappable over its hyperparameter leaves. See the module docstring for conventions.
+    configuration (SGD or Nesterov); vmappable over its hyperparameter leaves. See the module docstring.
     """
-    if config.optimizer == "adam":
-        raise ValueError("optimizer must be sgd or nesterov for a prediction (Adam rescales per coordinate)")
     return _predict(two_arm_reduction(config))

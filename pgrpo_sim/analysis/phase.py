@@ -1,0 +1,100 @@
+"""Phase diagrams: the regimes the theory predicts on a sweep's grid, and how often the bandit agrees.
+
+Predictions per grid cell use K and η_eff from the exact bandit (`prediction.fixed_point_stiffness`):
+- continuous model: ζ > 1 (over- or critically damped) → monotone, ζ < 1 → oscillatory, C ≤ 0 → unstable
+  (it has no period-2 "flip" regime);
+- exact discrete map (`linear`, with K): monotone / oscillatory / flip / unstable from its dominant root,
+  lag model "none" read as stale lag 0.
+Agreement is the fraction of cells whose simulated regime (`summaries`) equals the prediction, over all
+cells and over "interior" cells — those none of whose 4 grid neighbours has a different predicted regime.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+import numpy as np
+
+from ..base.regimes import DAMPING_TO_REGIME, Regime
+from ..models import linear, theory
+from ..models.config import bandit_config
+from ..models.hyperparameters import HYPERPARAMETERS, set_hyperparameters
+from ..prediction import continuous_lag, discrete_lag, fixed_point_stiffness, two_arm_reduction
+
+
+class PhasePrediction(NamedTuple):
+    """Per-cell predictions over the sweep's grid (arrays shaped like the dataset's regime).
+
+    continuous, discrete: regime codes (`base.regimes.Regime`); damping_ratio ζ; damping_margin:
+    C·η_eff = (1−μ) − η_eff·K·τ (negative: unstable); radius: exact discrete spectral radius; complex_root: 1
+    where the dominant discrete root is complex; stiffness K; eta_eff."""
+
+    continuous: np.ndarray
+    discrete: np.ndarray
+    damping_ratio: np.ndarray
+    damping_margin: np.ndarray
+    radius: np.ndarray
+    complex_root: np.ndarray
+    stiffness: np.ndarray
+    eta_eff: np.ndarray
+
+
+def predict_grid(dataset) -> PhasePrediction:
+    """Predicted regimes at every cell of a sweep dataset (uses the sweep spec stored in its attrs)."""
+    spec = json.loads(dataset.attrs["spec"])
+    dims = list(dataset["regime"].dims)
+    cells = np.stack(np.meshgrid(*[dataset[d].values for d in dims], indexing="ij"), -1).reshape(-1, len(dims))
+    base = dict(spec["base"])
+    if "lag" in dims:
+        base["max_lag"] = int(dataset["lag"].values.max())
+    config = bandit_config(**base)
+    fields = {k: [] for k in PhasePrediction._fields}
+    for cell in cells:
+        values = {d: int(v) if HYPERPARAMETERS[d].integer else float(v) for d, v in zip(dims, cell)}
+        cfg = set_hyperparameters(config, values)
+        _, found, k = fixed_point_stiffness(two_arm_reduction(cfg))
+        eta_eff = 2 * float(two_arm_reduction(cfg).eta)
+        k = float(k) if bool(found) else np.nan
+        osc = (eta_eff, float(cfg.momentum), float(continuous_lag(cfg.lag, cfg.lag_model)), k)
+        lag, model = discrete_lag(cfg.lag, cfg.lag_model)
+        valid = np.isfinite(k) and k > 0
+        code = int(theory.regime_code(*osc)) if valid else Regime.UNSTABLE
+        fields["continuous"].append(DAMPING_TO_REGIME[code])
+        discrete = int(linear.discrete_regime_code(eta_eff, osc[1], lag, k, model)) if valid else Regime.UNSTABLE
+        fields["discrete"].append(discrete)
+        fields["damping_ratio"].append(float(theory.damping_ratio(*osc)) if valid else np.nan)
+        fields["damping_margin"].append((1 - osc[1]) - eta_eff * k * osc[2] if valid else np.nan)
+        root = complex(linear.dominant_root(eta_eff, osc[1], lag, k, model)) if valid else complex(np.nan)
+        fields["radius"].append(abs(root))
+        fields["complex_root"].append(float(abs(root.imag) > 1e-6 * abs(root)))
+        fields["stiffness"].append(k)
+        fields["eta_eff"].append(eta_eff)
+    shape = dataset["regime"].shape
+    return PhasePrediction(**{k: np.asarray(v).reshape(shape) for k, v in fields.items()})
+
+
+def interior_mask(predicted: np.ndarray) -> np.ndarray:
+    """True for cells whose 4 grid neighbours (in every dimension) share their predicted regime."""
+    inside = np.ones(predicted.shape, bool)
+    for axis in range(predicted.ndim):
+        diff = np.diff(predicted, axis=axis) != 0
+        pad_lo = [(0, 0)] * predicted.ndim
+        pad_hi = [(0, 0)] * predicted.ndim
+        pad_lo[axis], pad_hi[axis] = (1, 0), (0, 1)
+        inside &= ~np.pad(diff, pad_lo) & ~np.pad(diff, pad_hi)
+    return inside
+
+
+def agreement(simulated: np.ndarray, prediction: PhasePrediction) -> dict[str, float]:
+    """Fractions of cells where the simulated regime equals each prediction, overall and in the interior."""
+    out = {}
+    for name in ("continuous", "discrete"):
+        predicted = getattr(prediction, name)
+        match = simulated == predicted
+        inside = interior_mask(predicted)
+        out[f"agreement_{name}"] = float(match.mean())
+        out[f"agreement_{name}_interior"] = float(match[inside].mean()) if inside.any() else float("nan")
+        out[f"interior_cells_{name}"] = int(inside.sum())
+    out["cells"] = int(simulated.size)
+    return out

@@ -1,0 +1,94 @@
+"""Exact sensitivities of the oscillator of a bandit configuration to its hyperparameters.
+
+Works on the exact two-arm reduction of a class-symmetric, binary-reward, single-prompt configuration
+(`prediction.two_arm_reduction`; SGD or Nesterov), whose oscillator uses η_eff = η·N/(c(N−c)) as its η.
+Derivatives are exact: p* comes from `prediction.fixed_point` (implicit differentiation by optimistix) and
+everything else is differentiated by `jax.jacfwd` through the closed forms.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from ..base.errors import PgrpoSimError
+from ..models.config import BanditConfig
+from ..models.hyperparameters import DIFFERENTIABLE, reference_mass
+from ..prediction import QUANTITIES, continuous_lag, eta_scale, oscillator, substitute, two_arm_reduction
+
+PARAMETERS = DIFFERENTIABLE + ("lag",)
+"""Columns of `sensitivities` ("lag" is the continuous lag τ of the oscillator)."""
+
+
+def check_differentiable(names: Sequence[str]) -> None:
+    """Refuse names that are not differentiated hyperparameters, pointing integer ones to an outer grid."""
+    for name in names:
+        if name in ("lag", "group_size"):
+            flag = "lags" if name == "lag" else "group_sizes"
+            raise PgrpoSimError(
+                f"{name} is an integer hyperparameter and is not differentiated; search it as an outer grid "
+                f"instead ({flag}=[...], pgrpo-sim tune --{flag.replace('_', '-')} ...)"
+            )
+        if name not in DIFFERENTIABLE:
+            raise PgrpoSimError(f"unknown hyperparameter {name!r}; continuous ones are {', '.join(DIFFERENTIABLE)}")
+
+
+class Sensitivities(NamedTuple):
+    """A named table of partial derivatives at one configuration.
+
+    point: the hyperparameters' values (η in config units; lag = the continuous τ of the oscillator: τ for
+    stale lag, (K_ref − 1)/2 for refresh, 0 for none); values: `QUANTITIES` at that point; partials:
+    partials[quantity][parameter] = ∂quantity/∂parameter (units of the quantity per unit of the parameter).
+    """
+
+    point: dict[str, float]
+    values: dict[str, float]
+    partials: dict[str, dict[str, float]]
+
+    def table(self) -> str:
+        """The table as aligned text: one row per quantity, one column per parameter."""
+        cols = list(self.point)
+        head = f"{'':<20}{'value':>13}" + "".join(f"{'d/d' + c:>13}" for c in cols)
+        rows = [head] + [
+            f"{q:<20}{self.values[q]:>13.5g}" + "".join(f"{self.partials[q][c] + 0.0:>13.5g}" for c in cols)
+            for q in self.values
+        ]
+        return "\n".join(rows)
+
+
+@functools.partial(jax.jit, static_argnames=("scale",))
+def _sensitivity_kernel(cfg2, point, scale):
+    def f(p):
+        p = dict(p)
+        tau = p.pop("lag")
+        return oscillator(substitute(cfg2, p, scale), tau)
+
+    return f(point), jax.jacfwd(f)(point)
+
+
+def sensitivities(config: BanditConfig, wrt: Sequence[str] = PARAMETERS) -> Sensitivities:
+    """Exact partial derivatives (`jax.jacfwd`) of p*, K, D, ζ, ω_n, τ* and the stationary variance D/(2GCK)
+    with respect to η, μ, β, p_ref, clip and the continuous lag τ, at `config` (see `Sensitivities`).
+
+    p* and K do not depend on η, μ or τ (the fixed point of the on-policy drive), nor on clip (the ratio is 1
+    on-policy), so those entries are exactly 0: the table says so rather than leaving them out.
+    """
+    wrt = tuple(wrt)
+    check_differentiable([n for n in wrt if n != "lag"])
+    cfg2, scale = two_arm_reduction(config), eta_scale(config)
+    dtype = cfg2.eta.dtype
+    current = dict(
+        eta=config.eta, momentum=config.momentum, beta=config.beta, p_ref=reference_mass(config), clip=config.clip_low
+    )
+    point = {name: jnp.asarray(current[name], dtype) for name in wrt if name != "lag"}
+    point["lag"] = jnp.asarray(continuous_lag(config.lag, config.lag_model), dtype)
+    values, jac = _sensitivity_kernel(cfg2, point, scale)
+    return Sensitivities(
+        point={name: float(point[name]) for name in wrt},
+        values={q: float(values[q]) for q in QUANTITIES},
+        partials={q: {name: float(jac[q][name]) for name in wrt} for q in QUANTITIES},
+    )

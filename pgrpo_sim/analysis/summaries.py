@@ -1,0 +1,97 @@
+"""Per-run summary statistics of a reward curve and its empirical regime, in JAX (used inside sweeps).
+
+Regime of a simulated curve p_0…p_T (codes of `base.regimes.Regime`: 0 monotone, 1 oscillatory,
+2 flip, 3 unstable), with e = p − plateau, plateau = mean of the last 10 % of the curve and
+"significant" meaning |e| > 1e-3·|e_0| + 1e-9:
+- unstable: the run diverged; or a sustained oscillation — at least 2 sign changes of significant e in
+  the second half and max|e| over the last quarter ≥ ½ max|e| over the second quarter; or growth
+  without oscillation — max|e| over the last quarter > 2 × max|e| over the second quarter;
+- flip: otherwise, if at least 80 % of consecutive significant samples alternate in sign (period 2) and
+  there are at least 4 such alternations;
+- oscillatory: otherwise, at least 2 sign changes of significant e over the whole run;
+- monotone: otherwise (a single crossing of its own late mean by a not-yet-converged curve is allowed).
+Runs must be several relaxation times long for "unstable" to mean what it says: a slowly decaying
+oscillation that has not decayed by half between the 2nd and 4th quarters reads as unstable.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+from jax import Array
+from jax.typing import ArrayLike
+
+from ..base.checks import as_float
+from ..base.regimes import Regime
+
+MONOTONE, OSCILLATORY, FLIP, UNSTABLE = Regime.MONOTONE, Regime.OSCILLATORY, Regime.FLIP, Regime.UNSTABLE
+
+
+class CurveSummary(NamedTuple):
+    """Summary of one reward curve (NaN / −1 where undefined, e.g. after divergence).
+
+    final_reward: p at the last step; plateau: mean of the last 10 %; time_to_90: first step at which p has
+    covered 90 % of the way from p_0 to the plateau (−1 if never); overshoot: max(p − plateau) over the
+    run, signed towards the direction of travel (≥ 0 means it went past); sign_changes: of significant
+    e; regime: code (see module docstring).
+    """
+
+    final_reward: Array
+    plateau: Array
+    time_to_90: Array
+    overshoot: Array
+    sign_changes: Array
+    regime: Array
+
+
+def _window(x: Array, lo: float, hi: float) -> Array:
+    n = x.shape[-1]
+    return x[..., int(lo * n) : max(int(hi * n), int(lo * n) + 1)]
+
+
+def summarize_curve(rewards: ArrayLike, diverged: ArrayLike = False) -> CurveSummary:
+    """Summary statistics and empirical regime of a reward curve of shape (T+1,) (jit-compatible)."""
+    p = as_float(rewards)
+    diverged = jnp.asarray(diverged) | ~jnp.all(jnp.isfinite(p))
+    n = p.shape[-1]
+    plateau = jnp.mean(_window(p, 0.9, 1.0))
+    e = p - plateau
+    tol = 1e-3 * jnp.abs(e[0]) + 1e-9
+    sig = jnp.abs(e) > tol
+    sign = jnp.sign(e)
+    # sign changes between consecutive significant samples (insignificant ones are skipped)
+    idx = jnp.where(sig, jnp.arange(n), -1)
+    last_sig = jnp.maximum.accumulate(idx)  # index of the latest significant sample so far
+    prev = jnp.concatenate([jnp.array([-1]), last_sig[:-1]])
+    prev_sign = jnp.where(prev >= 0, sign[jnp.maximum(prev, 0)], 0.0)
+    change = sig & (prev >= 0) & (sign != prev_sign)
+    pairs = sig & (prev >= 0)
+    sign_changes = jnp.sum(change)
+    late_changes = jnp.sum(change & (jnp.arange(n) >= n // 2))
+    flip_like = (jnp.sum(change & (prev == jnp.arange(n) - 1)) >= 0.8 * jnp.maximum(jnp.sum(pairs), 1)) & (
+        sign_changes >= 4
+    )
+    a_mid = jnp.max(jnp.abs(_window(e, 0.25, 0.5)))
+    a_late = jnp.max(jnp.abs(_window(e, 0.75, 1.0)))
+    sustained = (late_changes >= 2) & (a_late >= 0.5 * a_mid) & (a_late > tol)
+    growing = a_late > 2 * a_mid + tol
+    regime = jnp.where(
+        diverged | sustained | growing,
+        UNSTABLE,
+        jnp.where(flip_like, FLIP, jnp.where(sign_changes >= 2, OSCILLATORY, MONOTONE)),
+    )
+    travel = plateau - p[0]
+    progress = (p - p[0]) / jnp.where(travel == 0, 1.0, travel)
+    reached = progress >= 0.9
+    time_to_90 = jnp.where(jnp.any(reached) & (travel != 0), jnp.argmax(reached), -1)
+    overshoot = jnp.max(jnp.sign(travel) * e)
+    nan = jnp.asarray(jnp.nan, p.dtype)
+    return CurveSummary(
+        final_reward=jnp.where(diverged, nan, p[-1]),
+        plateau=jnp.where(diverged, nan, plateau),
+        time_to_90=jnp.where(diverged, -1, time_to_90).astype(jnp.int32),
+        overshoot=jnp.where(diverged, nan, overshoot),
+        sign_changes=sign_changes.astype(jnp.int32),
+        regime=regime.astype(jnp.int32),
+    )

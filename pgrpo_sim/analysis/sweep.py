@@ -1,0 +1,382 @@
+"""Hyperparameter sweeps of the bandit: grid specs, chunked nested-vmap execution, device sharding,
+resumable on-disk results and a labelled xarray dataset.
+
+A grid is a list of axes (`parse_axis("eta=log:1e-3:1:48")`). Traced hyperparameters (η, μ, β, p_ref,
+clip ranges, lag) are flattened into one configuration axis and run with `vmap` in fixed-size chunks
+(one compilation per static structure); `group_size` sets array shapes, so each of its values is its
+own static group. The configuration axis of a chunk is sharded over `jax.devices()`. Every finished
+chunk is written to `DIR/chunks/` at once (atomic rename); a rerun with the same spec skips the
+configurations already done, so an interrupted sweep resumes and ends with identical results.
+Sampled mode uses the same seeds at every grid point (common random numbers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..base.checks import check_choice, check_range
+from ..base.errors import PgrpoSimError
+from ..models.bandit import run
+from ..models.config import BanditConfig, bandit_config
+from ..models.hyperparameters import STATIC, TRACED, hyperparameter, set_hyperparameters
+from ..base.regimes import DISCRETE_REGIMES
+from .summaries import summarize_curve
+
+VMAP_BATCH = 256
+"""Configurations vmapped together inside a chunk (cache-sized on CPU)."""
+TRACED_AXES, STATIC_AXES = TRACED, STATIC
+"""Sweepable hyperparameters (`models.hyperparameters`): traced ones share one compilation."""
+
+
+class SweepError(PgrpoSimError):
+    """A sweep could not start or continue (bad spec, foreign output directory, write failure); a `PgrpoSimError`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    """One grid axis: a hyperparameter name, its values, and how they were spaced ("log" draws log axes)."""
+
+    name: str
+    values: tuple
+    spacing: str
+    spec: str
+
+    @property
+    def size(self) -> int:
+        return len(self.values)
+
+
+def parse_axis(spec: str) -> Axis:
+    """Parse `name=v1,v2,…`, `name=start:stop:num` (linear, inclusive), `name=log:start:stop:num` (log-spaced,
+    inclusive) or `name=start:stop` (integers, inclusive, step 1). Raises `SweepError` naming the spec."""
+    name, sep, body = spec.partition("=")
+    name = name.strip().replace("-", "_")
+    if not sep or not body:
+        raise SweepError(f"grid spec {spec!r}: expected name=values")
+    if name not in TRACED_AXES + STATIC_AXES:
+        raise SweepError(f"grid spec {spec!r}: unknown parameter {name!r} (sweepable: {', '.join(TRACED_AXES + STATIC_AXES)})")
+    try:
+        parts = body.split(":")
+        if "," in body or len(parts) == 1:
+            values, spacing = np.array([float(v) for v in body.split(",")]), "list"
+        elif parts[0] == "log" and len(parts) == 4:
+            lo, hi, num = float(parts[1]), float(parts[2]), int(parts[3])
+            if lo <= 0 or hi <= 0:
+                raise SweepError(f"grid spec {spec!r}: log spacing needs start and stop > 0")
+            values, spacing = np.geomspace(lo, hi, num), "log"
+        elif len(parts) == 3:
+            values, spacing = np.linspace(float(parts[0]), float(parts[1]), int(parts[2])), "linear"
+        elif len(parts) == 2:
+            lo, hi = float(parts[0]), float(parts[1])
+            if lo != round(lo) or hi != round(hi):
+                raise SweepError(f"grid spec {spec!r}: start:stop ranges are integer ranges")
+            values, spacing = np.arange(int(lo), int(hi) + 1, dtype=float), "int"
+        else:
+            raise SweepError(f"grid spec {spec!r}: expected list, start:stop:num, log:start:stop:num or start:stop")
+    except SweepError:
+        raise
+    except ValueError:  # float() or int() of a malformed number
+        raise SweepError(f"grid spec {spec!r}: could not read the numbers") from None
+    if values.size == 0:
+        raise SweepError(f"grid spec {spec!r}: empty range")
+    if not np.all(np.isfinite(values)):
+        raise SweepError(f"grid spec {spec!r}: values must be finite")
+    if hyperparameter(name).integer:
+        if np.any(values != np.round(values)):
+            raise SweepError(f"grid spec {spec!r}: {name} takes integer values")
+        values = values.astype(int)
+    return Axis(name, tuple(values.tolist()), spacing, spec)
+
+
+def _summarize(run, mode: str) -> dict[str, jax.Array]:
+    reward = run.reward if mode == "expected" else jnp.mean(run.reward, axis=0)
+    diverged = jnp.any(run.diverged)
+    summary = summarize_curve(reward, diverged)._asdict()
+    late = run.reward[..., -max(1, run.reward.shape[-1] // 4) :]
+    # expected mode: temporal variance of the late window; sampled: variance across seeds, averaged over it
+    summary["late_variance"] = jnp.var(late) if mode == "expected" else jnp.mean(jnp.var(late, axis=0))
+    summary["diverged"] = jnp.mean(run.diverged.astype(reward.dtype))
+    steps = jnp.where(run.diverged_step >= 0, run.diverged_step, jnp.iinfo(jnp.int32).max)
+    summary["diverged_step"] = jnp.where(diverged, jnp.min(steps), -1).astype(jnp.int32)
+    return summary
+
+
+def _chunk(base, params, keys, steps, mode, decimate):
+    def point(p):
+        config = set_hyperparameters(base, p)
+        if mode == "expected":
+            result = run(config, keys[0], steps, mode)
+        else:
+            result = jax.vmap(lambda k: run(config, k, steps, mode))(keys)
+        out = _summarize(result, mode)
+        if decimate:
+            curve = result.reward if mode == "expected" else jnp.mean(result.reward, 0)
+            out["trajectory"] = curve[::decimate]
+        return out
+
+    # (devices, configs per device): vmap over the sharded device axis, and on each device a loop over
+    # vmapped batches of VMAP_BATCH configurations, which stay in cache (a plain vmap over thousands of
+    # configurations is several times slower on CPU)
+    n_dev = jax.device_count()
+    split = jax.tree.map(lambda x: x.reshape(n_dev, -1, *x.shape[1:]), params)
+    per_device = lambda p: jax.lax.map(point, p, batch_size=min(VMAP_BATCH, p[next(iter(p))].shape[0]))  # noqa: E731
+    out = jax.vmap(per_device)(split)
+    return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), out)
+
+
+_chunk_jit = jax.jit(_chunk, static_argnames=("steps", "mode", "decimate"))
+
+
+def _bytes_per_config(config: BanditConfig, steps: int, seeds: int) -> int:
+    """Rough peak memory of one configuration inside a chunk: the per-step read-outs of every seed plus state."""
+    itemsize = np.dtype(config.rewards.dtype).itemsize
+    per_step = 12 + 2 * config.rewards.size
+    return int((steps + 1) * per_step * seeds * itemsize * 2 + config.rewards.size * (config.max_lag + 4) * itemsize)
+
+
+@dataclasses.dataclass
+class SweepSpec:
+    """Everything that determines a sweep's numbers (what a resumed run must match)."""
+
+    base: dict
+    axes: list[str]
+    steps: int
+    mode: str
+    seeds: int
+    seed: int
+    decimate: int
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+
+def run_sweep(
+    base: dict,
+    axes: Sequence[Axis],
+    *,
+    steps: int,
+    mode: str = "expected",
+    seeds: int = 1,
+    seed: int = 0,
+    out_dir: str | os.PathLike | None = None,
+    chunk_size: int | None = None,
+    max_memory: float = 2e9,
+    decimate: int = 0,
+    overwrite: bool = False,
+    progress: bool = True,
+):
+    """Run the bandit at every grid point and return an `xarray.Dataset` of per-point summaries.
+
+    `base` holds `bandit_config` keyword arguments for the fixed parameters; `axes` the grid. With
+    `out_dir`, chunks are written as they finish and a rerun resumes (a directory holding a different
+    sweep is refused unless `overwrite`); the dataset is also saved as `sweep.nc` with `summary.csv`.
+    `chunk_size` (configurations per chunk) overrides the memory budget `max_memory` (bytes).
+    `decimate` > 0 also stores every `decimate`-th point of each (seed-mean) reward curve.
+    """
+    check_range("steps", steps, 1, integer=True)
+    check_range("seeds", seeds, 1, integer=True)
+    check_range("decimate", decimate, 0, integer=True)
+    check_choice("mode", mode, ("expected", "sampled"))
+    names = [a.name for a in axes]
+    if len(set(names)) != len(names):
+        raise SweepError(f"each parameter may have one grid axis, got {names}")
+    for a in axes:
+        if a.name in base:
+            raise SweepError(f"{a.name} is both fixed and a grid axis")
+    spec = SweepSpec(base=dict(base), axes=[a.spec for a in axes], steps=steps, mode=mode, seeds=seeds, seed=seed, decimate=decimate)
+    writer = out_dir is not None and jax.process_index() == 0  # in a multi-host run, process 0 writes
+    store = _ChunkStore(out_dir, spec, overwrite) if writer else None
+    traced = [a for a in axes if a.name in TRACED_AXES]
+    static = [a for a in axes if a.name in STATIC_AXES]
+    grid = np.stack(np.meshgrid(*[np.asarray(a.values) for a in traced], indexing="ij"), -1).reshape(-1, len(traced))
+    n_traced = grid.shape[0] if traced else 1
+    static_values = list(np.ndindex(*[a.size for a in static])) if static else [()]
+    keys = jax.random.split(jax.random.key(seed), seeds)
+    groups = []
+    bar = _progress(n_traced * len(static_values), progress)
+    for g, static_index in enumerate(static_values):
+        fixed = dict(base)
+        fixed.update({a.name: a.values[i] for a, i in zip(static, static_index)})
+        lag_axis = next((a for a in traced if a.name == "lag"), None)
+        if lag_axis is not None:
+            fixed["max_lag"] = max(lag_axis.values)
+        try:
+            config = bandit_config(**fixed)
+        except ValueError as exc:
+            raise SweepError(str(exc)) from None
+        _check_grid_values(traced, config)
+        params_all = {a.name: grid[:, i] for i, a in enumerate(traced)}
+        results = _Results(n_traced)
+        if store:
+            for index, chunk in store.load(g):
+                results.put(index, chunk)
+        todo = np.flatnonzero(~results.filled)
+        bar.update(n_traced - todo.size)
+        size = chunk_size or max(1, int(max_memory // _bytes_per_config(config, steps, seeds)))
+        size = _round_to_devices(min(size, max(todo.size, 1)))
+        for start in range(0, todo.size, size):
+            index = todo[start : start + size]
+            padded = np.concatenate([index, np.full(size - index.size, index[0])])
+            params = {k: _shard(jnp.asarray(v[padded], _dtype(k, config))) for k, v in params_all.items()}
+            out = _chunk_jit(config, params, keys, steps, mode, decimate)
+            chunk = {k: _gather(v)[: index.size] for k, v in out.items()}
+            if store:
+                store.save(g, index, chunk)
+            results.put(index, chunk)
+            bar.update(index.size)
+        groups.append(results.arrays)
+    bar.close()
+    dataset = _assemble(groups, traced, static, spec)
+    if store:
+        store.finish(dataset)
+    return dataset
+
+
+class _Results:
+    """Per-configuration results of one static group, filled chunk by chunk in any order."""
+
+    def __init__(self, n: int):
+        self.arrays: dict[str, np.ndarray] = {}
+        self.filled = np.zeros(n, bool)
+
+    def put(self, index: np.ndarray, chunk: dict[str, np.ndarray]) -> None:
+        for k, v in chunk.items():
+            if k not in self.arrays:
+                self.arrays[k] = np.zeros((self.filled.size, *v.shape[1:]), v.dtype)
+            self.arrays[k][index] = v
+        self.filled[index] = True
+
+
+def _check_grid_values(traced: Sequence[Axis], config: BanditConfig) -> None:
+    """Validate every grid value eagerly: its range from the hyperparameter table (all values at once), and
+    the configuration's cross-field rules (e.g. lag 0 without a lag model) at each axis's extremes."""
+    for a in traced:
+        values = np.asarray(a.values)
+        try:
+            hyperparameter(a.name).check(values)
+            for v in {values.min().item(), values.max().item()}:
+                set_hyperparameters(config, {a.name: v})
+        except PgrpoSimError as exc:
+            raise SweepError(f"grid axis {a.spec!r}: {exc}") from None
+
+
+def _dtype(name: str, config: BanditConfig):
+    return jnp.int32 if name == "lag" else config.rewards.dtype
+
+
+def _round_to_devices(size: int) -> int:
+    n = jax.device_count()
+    return int(math.ceil(size / n) * n)
+
+
+def _shard(x: jax.Array) -> jax.Array:
+    """Place the configuration axis across all devices, in contiguous blocks (a no-op on one device)."""
+    if jax.device_count() == 1:
+        return x
+    mesh = jax.sharding.Mesh(np.array(jax.devices()), ("configs",))
+    return jax.device_put(x, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("configs")))
+
+
+def _gather(x: jax.Array) -> np.ndarray:
+    """The whole array on this host (across processes in a multi-host run)."""
+    if jax.process_count() == 1:
+        return np.asarray(x)
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+
+def _progress(total: int, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="cfg", desc="sweep", disable=not enabled, smoothing=0.1)
+
+
+def _assemble(groups: list[dict[str, np.ndarray]], traced: Sequence[Axis], static: Sequence[Axis], spec: SweepSpec):
+    """Stack per-group results into an xarray Dataset with one dimension per grid axis (static axes first)."""
+    import xarray as xr
+
+    axes = list(static) + list(traced)
+    shape = [a.size for a in axes]
+    data = {}
+    for field in groups[0]:
+        stacked = np.stack([g[field] for g in groups])
+        dims = [a.name for a in axes] + (["step"] if field == "trajectory" else [])
+        data[field] = (dims, stacked.reshape(shape + list(stacked.shape[2:])))
+    coords = {a.name: np.asarray(a.values) for a in axes}
+    if "trajectory" in data:
+        coords["step"] = np.arange(0, spec.steps + 1, spec.decimate)
+    ds = xr.Dataset(data, coords=coords)
+    ds["regime"].attrs["codes"] = ", ".join(f"{i}={name}" for i, name in enumerate(DISCRETE_REGIMES))
+    ds.attrs["spec"] = spec.to_json()
+    ds.attrs["spacing"] = json.dumps({a.name: a.spacing for a in axes})
+    return ds
+
+
+class _ChunkStore:
+    """Finished chunks as `DIR/chunks/g<group>_<first index>.npz`, the spec in `DIR/sweep.json`."""
+
+    def __init__(self, out_dir, spec: SweepSpec, overwrite: bool):
+        self.dir = Path(out_dir)
+        self.chunks = self.dir / "chunks"
+        manifest = self.dir / "sweep.json"
+        try:
+            if manifest.exists() and manifest.read_text() != spec.to_json():
+                if not overwrite:
+                    raise SweepError(f"{self.dir} holds a different sweep; use --overwrite or another --out")
+                shutil.rmtree(self.chunks, ignore_errors=True)
+            self.chunks.mkdir(parents=True, exist_ok=True)
+            _atomic_write(manifest, spec.to_json().encode())
+        except OSError as exc:
+            raise SweepError(f"cannot use output directory {self.dir}: {exc.strerror}") from None
+
+    def load(self, group: int):
+        """Yield (index, chunk) for every finished chunk of a static group."""
+        for path in sorted(self.chunks.glob(f"g{group}_*.npz")):
+            with np.load(path) as z:
+                yield z["index"], {k: z[k] for k in z.files if k != "index"}
+
+    def save(self, group: int, index: np.ndarray, chunk: dict) -> None:
+        path = self.chunks / f"g{group}_{int(index[0]):09d}.npz"
+        try:
+            with open(path.with_suffix(".tmp"), "wb") as fh:
+                np.savez(fh, index=index, **chunk)
+            os.replace(path.with_suffix(".tmp"), path)
+        except OSError as exc:
+            raise SweepError(
+                f"cannot write {path}: {exc.strerror}; the finished chunks in {self.chunks} are kept, rerun to resume"
+            ) from None
+
+    def finish(self, dataset) -> None:
+        try:
+            netcdf3 = dataset.copy()
+            for name, var in netcdf3.data_vars.items():
+                if var.dtype == np.int64:
+                    netcdf3[name] = var.astype(np.int32)
+            netcdf3.to_netcdf(self.dir / "sweep.nc", engine="scipy")
+            dataset.drop_vars("trajectory", errors="ignore").to_dataframe().to_csv(self.dir / "summary.csv")
+        except OSError as exc:
+            raise SweepError(f"cannot write the dataset to {self.dir}: {exc.strerror}") from None
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def load_sweep(out_dir: str | os.PathLike):
+    """The dataset a finished sweep saved in `out_dir` (`sweep.nc`)."""
+    import xarray as xr
+
+    return xr.load_dataset(Path(out_dir) / "sweep.nc", engine="scipy")

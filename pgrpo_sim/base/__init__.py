@@ -1,0 +1,2 @@
+"""Foundation shared by every layer: the error type, argument checks, regime enumerations, and the
+small fused kernels (short-axis sums, the Threefry hash). Imports nothing else from pgrpo_sim."""

@@ -1,0 +1,103 @@
+"""Argument validation shared by every public function.
+
+Two behaviours, as documented on each public function:
+- eagerly (concrete inputs, outside `jit`/`vmap`/`grad`), a bad value raises `ValueError` naming the
+  parameter and its allowed range;
+- under a JAX transformation the values are tracers and cannot be inspected, so the check is skipped
+  and the function instead masks its result with NaN wherever an input is out of range
+  (see `in_range`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .errors import PgrpoSimError
+
+
+def is_concrete(*values: Any) -> bool:
+    """True when no leaf of `values` is a JAX tracer (so it can be read on the host)."""
+    return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(values))
+
+
+def describe_range(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    """Human-readable interval, e.g. '> 0', 'in [0, 1)', '>= 2'."""
+    if low is not None and high is not None:
+        return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if low is not None:
+        return f"{'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f"{'<' if high_open else '<='} {high:g}"
+    return "finite"
+
+
+def in_range(value, low=None, high=None, low_open=False, high_open=False, allow_inf=False, xp=jnp):
+    """Elementwise mask: `value` is finite (or +inf if `allow_inf`) and inside the interval.
+
+    `xp=numpy` keeps the check on the host (it must not be staged into a trace that is running).
+    """
+    value = xp.asarray(value)
+    ok = xp.isfinite(value) | (allow_inf & (value == xp.inf))
+    if low is not None:
+        ok &= (value > low) if low_open else (value >= low)
+    if high is not None:
+        ok &= (value < high) if high_open else (value <= high)
+    return ok
+
+
+def check_range(
+    name: str,
+    value: Any,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+    integer: bool = False,
+    allow_inf: bool = False,
+) -> None:
+    """Raise `ValueError` if concrete `value` is non-finite or outside the interval; no-op on tracers."""
+    if value is None or not is_concrete(value):
+        return
+    arr = np.asarray(value)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
+        raise PgrpoSimError(f"{name} must be a number, got {value!r}")
+    bad_finite = ~np.isfinite(arr) & ~(allow_inf & (arr == np.inf))
+    if bad_finite.any():
+        raise PgrpoSimError(f"{name} must be finite, got {_show(arr[bad_finite])}")
+    span = describe_range(low, high, low_open, high_open)
+    ok = in_range(arr, low, high, low_open, high_open, allow_inf, xp=np)
+    if not ok.all():
+        raise PgrpoSimError(f"{name} must be {span}, got {_show(arr[~ok])}")
+    if integer and (np.asarray(arr) != np.round(arr)).any():
+        raise PgrpoSimError(f"{name} must be an integer, got {_show(arr[arr != np.round(arr)])}")
+
+
+def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    """Raise `ValueError` unless `value` is one of `choices`."""
+    if value not in choices:
+        raise PgrpoSimError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+
+
+def as_float(x):
+    """A float JAX array: float arrays keep their precision; lists, ints and Python scalars become the
+    default float dtype (float32, or float64 under x64), strongly typed so one jit signature serves all."""
+    if isinstance(x, (jax.Array, np.ndarray)) and jnp.issubdtype(x.dtype, jnp.floating):
+        return jnp.asarray(x)
+    return jnp.asarray(x, dtype=float)
+
+
+def nan_unless(ok, value):
+    """`value` where `ok`, NaN elsewhere (the in-jit form of a failed check)."""
+    value = jnp.asarray(value)
+    return jnp.where(ok, value, jnp.asarray(math.nan, dtype=jnp.result_type(value, float)))
+
+
+def _show(bad: np.ndarray) -> str:
+    flat = bad.ravel()
+    return f"{flat[0]:g}" if flat.size == 1 else f"{flat[0]:g} (and {flat.size - 1} more)"

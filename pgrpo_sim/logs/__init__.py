@@ -1,0 +1,1 @@
+"""Real training logs: readers, closed-form law fits and failure-mode diagnostics."""

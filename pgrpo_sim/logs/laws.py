@@ -1,0 +1,532 @@
+"""Least-squares fits in JAX, the identification of the stiffness K, and the closed-form laws fitted to
+reward curves.
+
+`identify_stiffness` gives K three independent ways (DESIGN.md §3):
+(a) exactly, from the Jacobian of the expected update at the fixed point (`predict`);
+(b) from the early slope of the curve, as the paper does: K = C·ṗ(0)/(p* − p0) with C = (1−μ)/η;
+(c) by least-squares fit of the closed-form oscillator `theory.trajectory` to the curve.
+
+`fit_law` / `fit_laws` fit the saturation law R0 + (R∞ − R0)(1 − e^{−t/t0}), the critically damped law and the
+free oscillator (p*, ζ, ω_n, e(0), ė(0)) to any curve — a simulation or a real log, noisy, unevenly spaced —
+with standard errors, R² raw and smoothed, AIC/BIC and a reduced χ² against the per-step noise
+(`reward_stderr`, or the short-lag residual variance). `coupling_ratio` is the train/eval coupling
+ρ(t) = Δeval/Δtrain with its uncertainty.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+from jax import Array
+from jax.typing import ArrayLike
+
+from ..base.checks import as_float, check_choice, check_range
+from ..base.errors import PgrpoSimError
+from ..models import theory
+
+
+class LeastSquares(NamedTuple):
+    """Result of `least_squares`: parameters, their standard errors (from the Jacobian), the cost ½Σr²,
+    the residual sum of squares Σr², the number of points and whether the solver met its tolerance."""
+
+    params: Array
+    stderr: Array
+    cost: Array
+    rss: Array
+    n: int
+    converged: Array
+
+
+def least_squares(
+    residuals: Callable[[Array], Array],
+    x0: ArrayLike,
+    *,
+    iterations: int = 200,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> LeastSquares:
+    """Minimise ½‖r(x)‖² by Levenberg–Marquardt (`optimistix.LevenbergMarquardt`: trust-region damping).
+
+    Stops when an accepted step changes every xᵢ by less than atol + rtol·|xᵢ| and every rᵢ by less than
+    atol + rtol·|rᵢ| (default for both: √eps of the dtype, 1.5e-8 in float64), else after `iterations` steps
+    with `converged` False and the last accepted point. Standard errors are √diag(s²(JᵀJ)⁻¹) with
+    s² = RSS/(n − p), J at the solution. Pure JAX: jit/vmap-compatible.
+    """
+    x0 = as_float(x0)
+    tol = float(np.sqrt(jnp.finfo(x0.dtype).eps))
+    solver = optx.LevenbergMarquardt(tol if rtol is None else rtol, tol if atol is None else atol)
+    sol = optx.least_squares(lambda x, _: residuals(x), solver, x0, max_steps=iterations, throw=False)
+    x = sol.value
+    r, jac = residuals(x), jax.jacfwd(residuals)(x)
+    n, p = r.size, x.size
+    rss = jnp.sum(r**2)
+    cov = rss / max(n - p, 1) * jnp.linalg.pinv(jac.T @ jac)
+    converged = sol.result == optx.RESULTS.successful
+    return LeastSquares(x, jnp.sqrt(jnp.abs(jnp.diag(cov))), rss / 2, rss, n, converged)
+
+
+class StiffnessEstimates(NamedTuple):
+    """K three ways (NaN where not computed): `exact` (Jacobian at p*), `slope` (early slope), `fit`
+    (oscillator fit) with its standard error, and the plateau p* used by the slope estimate."""
+
+    exact: Array
+    slope: Array
+    fit: Array
+    fit_stderr: Array
+    plateau: Array
+
+
+def _plateau(rewards: Array, fraction: float = 0.1) -> Array:
+    tail = max(1, int(round(fraction * rewards.shape[-1])))
+    return jnp.mean(rewards[..., -tail:], axis=-1)
+
+
+def stiffness_from_slope(
+    rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike, *, early_steps: int = 5, p_star: ArrayLike | None = None
+) -> Array:
+    """(b) K = C·ṗ(0)/(p* − p0) with C = (1−μ)/η, ṗ(0) the least-squares slope over the first `early_steps`
+    steps and p* the plateau (mean of the last 10 % of the curve) unless given.
+
+    This is the first-order (overdamped, C ė = −K e) reading of the start of the curve. It is biased
+    low with momentum (heavy ball starts at rest; its velocity builds up over ~1/(1−μ) steps, so the
+    early slope is smaller than C ė would give), with stale lag (the first τ updates all use θ_0), and
+    whenever the early part is not in the linear range (|p0 − p*| large: curvature of the drive).
+    """
+    check_range("early_steps", early_steps, 2, integer=True)
+    r = as_float(rewards)
+    n = jnp.arange(early_steps, dtype=r.dtype)
+    y = r[..., :early_steps]
+    slope = jnp.sum((n - n.mean()) * (y - y.mean(-1, keepdims=True)), -1) / jnp.sum((n - n.mean()) ** 2)
+    plateau = _plateau(r) if p_star is None else as_float(p_star)
+    return (1 - as_float(momentum)) / as_float(eta) * slope / (plateau - r[..., 0])
+
+
+def stiffness_from_fit(
+    rewards: ArrayLike,
+    eta: ArrayLike,
+    momentum: ArrayLike,
+    lag: ArrayLike = 0.0,
+    *,
+    start: int = 0,
+    p_star: ArrayLike | None = None,
+    fit_velocity: bool = True,
+    k0: ArrayLike = 0.1,
+) -> LeastSquares:
+    """(c) Fit p(t) = p* + e(t − start) with e the closed-form oscillator (`theory.trajectory`) to
+    `rewards[start:]`; free parameters log K, then p* (unless given) and ė(start) (if `fit_velocity`);
+    e(start) = rewards[start] − p*. Returns the `LeastSquares` result with params (K, p*, ė0) — K
+    transformed back from log and its standard error by the delta method."""
+    r = as_float(rewards)[start:]
+    t = jnp.arange(r.shape[-1], dtype=r.dtype)
+    fixed_p = p_star is not None
+    p_init = as_float(p_star) if fixed_p else _plateau(r)
+    v_init = r[1] - r[0] if r.shape[-1] > 1 else jnp.zeros((), r.dtype)
+
+    def unpack(x):
+        k = jnp.exp(x[0])
+        p = p_init if fixed_p else x[1]
+        v = x[-1] if fit_velocity else jnp.zeros((), r.dtype)
+        return k, p, v
+
+    def residuals(x):
+        k, p, v = unpack(x)
+        return p + theory.trajectory(t, r[0] - p, v, eta, momentum, lag, k) - r
+
+    x0 = [jnp.log(as_float(k0))] + ([] if fixed_p else [p_init]) + ([v_init] if fit_velocity else [])
+    res = least_squares(residuals, jnp.stack([jnp.asarray(v, r.dtype) for v in x0]))
+    k, p, v = unpack(res.params)
+    stderr = res.stderr.at[0].multiply(k)
+    return res._replace(params=jnp.stack([k, p, v]), stderr=stderr)
+
+
+def identify_stiffness(
+    rewards: ArrayLike,
+    *,
+    eta: float,
+    momentum: float = 0.0,
+    lag: float = 0.0,
+    config=None,
+    early_steps: int = 5,
+    fit_start: int = 0,
+) -> StiffnessEstimates:
+    """K three ways from one reward curve (η = η_eff for a bandit; see `pgrpo_sim.prediction`).
+
+    `config` (a `BanditConfig`) enables (a), the exact Jacobian via `predict`. (b) and (c) use only the
+    curve; (c) starts the fit at step `fit_start` (skip the nonlinear start to fit near p*).
+    """
+    check_range("eta", eta, 0.0, low_open=True)
+    check_range("momentum", momentum, 0.0, 1.0, high_open=True)
+    r = as_float(rewards)
+    exact = jnp.asarray(jnp.nan, r.dtype)
+    if config is not None:
+        from ..prediction import predict
+
+        exact = predict(config).stiffness.astype(r.dtype)
+    slope = stiffness_from_slope(r, eta, momentum, early_steps=early_steps)
+    k, k_err = _best_fit(r[fit_start:], as_float(eta), as_float(momentum), as_float(lag), slope)
+    return StiffnessEstimates(exact, slope, k, k_err, _plateau(r))
+
+
+@jax.jit
+def _best_fit(r: Array, eta: Array, momentum: Array, lag: Array, slope: Array) -> tuple[Array, Array]:
+    """(c) from several starting values of K (the slope estimate and a log grid, never the exact answer):
+    the fit of least cost wins."""
+    starts = jnp.concatenate([jnp.where(slope > 0, slope, 0.1)[None], jnp.logspace(-3, 1, 9, dtype=r.dtype)])
+    fits = jax.vmap(lambda k0: stiffness_from_fit(r, eta, momentum, lag, k0=k0))(starts)
+    best = jnp.nanargmin(fits.cost)
+    return fits.params[best, 0], fits.stderr[best, 0]
+
+
+def r_squared(data: ArrayLike, model: ArrayLike) -> float:
+    """Coefficient of determination 1 − Σ(data − model)²/Σ(data − mean)²."""
+    data, model = np.asarray(data, float), np.asarray(model, float)
+    return float(1 - np.sum((data - model) ** 2) / np.sum((data - data.mean()) ** 2))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Closed-form laws fitted to reward curves (real logs or simulations), with noise-aware goodness of fit.
+
+LAWS = ("saturation", "critical", "oscillator")
+"""The closed-form laws `fit_law` knows, simplest first."""
+
+LAW_PARAMS = {
+    "saturation": ("r_inf", "r0", "t0"),
+    "critical": ("r_inf", "r0", "omega"),
+    "oscillator": ("p_star", "zeta", "omega_n", "e0", "v0"),
+}
+"""Parameter names of each law (units: reward for r_inf, r0, p_star, e0; steps for t0; per step for omega,
+omega_n; reward per step for v0; zeta dimensionless)."""
+
+
+def oscillator_curve(
+    t: ArrayLike, p_star: ArrayLike, zeta: ArrayLike, omega_n: ArrayLike, e0: ArrayLike, v0: ArrayLike
+) -> Array:
+    """p(t) = p* + e(t), e the free damped oscillator ë + 2ζω_n ė + ω_n² e = 0 with e(0) = e0, ė(0) = v0
+    (t in steps, ω_n per step, any ζ > 0).
+
+    Evaluated with `theory.trajectory` in the rescaled time s = ζω_n·t, where the oscillator with η = 1,
+    μ = 0, τ = 0 and K = 1/(2ζ²) has exactly damping rate 1 and natural frequency 1/ζ.
+    """
+    t, p_star, zeta, omega_n, e0, v0 = (as_float(x) for x in (t, p_star, zeta, omega_n, e0, v0))
+    rate = zeta * omega_n
+    return p_star + theory.trajectory(t * rate, e0, v0 / rate, 1.0, 0.0, 0.0, 1 / (2 * zeta**2))
+
+
+def oscillator_stiffness(omega_n: ArrayLike, eta: ArrayLike, momentum: ArrayLike = 0.0, lag: ArrayLike = 0.0) -> Array:
+    """K from a fitted natural frequency: ω_n² = K/M with M = ((1+μ)+Kητ²)/(2η) gives
+    K = ω_n²(1+μ)/(η(2 − ω_n²τ²)); NaN when ω_n τ ≥ √2 (no positive K has that frequency)."""
+    omega_n, eta, momentum, lag = (as_float(x) for x in (omega_n, eta, momentum, lag))
+    denom = eta * (2 - omega_n**2 * lag**2)
+    return jnp.where(denom > 0, omega_n**2 * (1 + momentum) / jnp.where(denom > 0, denom, 1.0), jnp.nan)
+
+
+def law_curve(law: str, t: ArrayLike, params: ArrayLike) -> Array:
+    """The law's curve at times t (steps since the first fitted step) for parameters in `LAW_PARAMS` order."""
+    check_choice("law", law, LAWS)
+    p = as_float(params)
+    if law == "saturation":
+        return p[1] + theory.saturation_law(t, p[0] - p[1], p[2])
+    if law == "critical":
+        return theory.critical_law(t, p[0], p[1], p[2])
+    return oscillator_curve(t, *p)
+
+
+def _to_params(law: str, x: Array, omega_max: Array) -> Array:
+    """Fit coordinates → parameters: t0, ω, ζ are fitted as logs (positive); the oscillator's ω_n as
+    ω_max·sigmoid(u) with ω_max = π/(2Δt_min): periods of at least 4 sampling intervals, so that sampled
+    oscillations cannot alias and noise cannot be fitted as a period-2 flip."""
+    if law == "oscillator":
+        return x.at[1].set(jnp.exp(x[1])).at[2].set(omega_max * jax.nn.sigmoid(x[2]))
+    return x.at[2].set(jnp.exp(x[2]))
+
+
+def _starts(law: str, t: Array, y: Array, w: Array, omega_max: Array) -> Array:
+    """Starting points (fit coordinates) on a grid of time scales from 0.5 % to twice the span of the data, and
+    ζ ∈ {0.2, 0.6, 1.5, 4}; amplitudes from the mean of the first and last 10 % of the points."""
+    real = w > 0
+    n = jnp.sum(real)
+    rank = jnp.cumsum(real)
+    m = jnp.maximum(n // 10, 1)
+    head = jnp.sum(jnp.where(real & (rank <= m), y, 0)) / m
+    tail = jnp.sum(jnp.where(real & (rank > n - m), y, 0)) / m
+    span = jnp.max(jnp.where(real, t, 0.0))
+    scales = jnp.maximum(span, 1.0) * jnp.geomspace(0.005, 2.0, 8, dtype=t.dtype)
+    if law != "oscillator":
+        ones = jnp.ones_like(scales)
+        rate = jnp.log(scales) if law == "saturation" else -jnp.log(scales)
+        return jnp.stack([tail * ones, head * ones, rate], -1)
+    z, s = (a.ravel() for a in jnp.meshgrid(jnp.asarray([0.2, 0.6, 1.5, 4.0], t.dtype), scales))
+    # ζ ≥ 1: the slow rate ≈ ω_n/(2ζ) is 1/scale; ζ < 1: the envelope rate ζω_n is 1/scale
+    omega = jnp.minimum(jnp.where(z >= 1, 2 * z / s, 1 / (z * s)), 0.9 * omega_max)
+    ones = jnp.ones_like(z)
+    u = jax.scipy.special.logit(omega / omega_max)
+    return jnp.stack([tail * ones, jnp.log(z), u, (head - tail) * ones, 0 * ones], -1)
+
+
+@functools.partial(jax.jit, static_argnames="law")
+def _fit_padded(law: str, t: Array, y: Array, w: Array, omega_max: Array) -> tuple[Array, Array, Array, Array]:
+    """Weighted LM fit from every start in `_starts`; the least-cost fit wins. Points with w = 0 are padding.
+    Returns the parameters, their standard errors (s² over the padded length; delta method through the
+    coordinate change), the weighted RSS and the fitted curve."""
+
+    def residuals(x):
+        return w * (law_curve(law, t, _to_params(law, x, omega_max)) - y)
+
+    fits = jax.vmap(lambda x0: least_squares(residuals, x0))(_starts(law, t, y, w, omega_max))
+    best = jnp.argmin(jnp.where(jnp.isfinite(fits.cost), fits.cost, jnp.inf))
+    x = fits.params[best]
+    params = _to_params(law, x, omega_max)
+    scale = jnp.abs(jnp.diag(jax.jacfwd(_to_params, argnums=1)(law, x, omega_max)))
+    return params, scale * fits.stderr[best], fits.rss[best], law_curve(law, t, params)
+
+
+_law_curve_jit = jax.jit(law_curve, static_argnames="law")
+
+
+def _padded_size(n: int) -> int:
+    """Length that n points are padded to: the next power of two, at least 512, so that fits and curves of
+    most logs share one compilation per law."""
+    return max(512, 1 << (n - 1).bit_length())
+
+
+def smoothing_window(n: int) -> int:
+    """Default smoothing window (points) for n points: the odd number 2⌊n/50⌋ + 1, at least 5 (about n/25)."""
+    return max(5, 2 * (int(n) // 50) + 1)
+
+
+def smooth(values: ArrayLike, window: int, *, trailing: bool = False) -> np.ndarray:
+    """Moving average over `window` points: centred (window odd; near the ends, the mean of the points
+    available) or, with `trailing`, over the window that ends at each point (causal)."""
+    check_range("window", window, 1, integer=True)
+    v = np.asarray(values, float)
+    before = int(window) - 1 if trailing else int(window) // 2
+    after = 0 if trailing else int(window) // 2
+    c = np.concatenate([[0.0], np.cumsum(v)])
+    idx = np.arange(v.size)
+    lo, hi = np.maximum(idx - before, 0), np.minimum(idx + after + 1, v.size)
+    return (c[hi] - c[lo]) / (hi - lo)
+
+
+def short_lag_variance(residuals: ArrayLike) -> float:
+    """White-noise variance from lag-1 differences, Σ(r_{i+1} − r_i)²/(2(n−1)) (reward²). A slow misfit
+    barely changes it, so RSS/(n−p) divided by it separates "the law is wrong" (≫ 1) from "noisy data" (≈ 1)."""
+    r = np.asarray(residuals, float)
+    return float(np.sum(np.diff(r) ** 2) / (2 * (r.size - 1))) if r.size > 2 else float("nan")
+
+
+def reward_stderr(reward_std: ArrayLike, n_samples: ArrayLike, window: int | None = None) -> np.ndarray:
+    """Per-step standard error of the mean reward, √(mean of reward_std² over `window` points / n_samples).
+
+    `reward_std` is the per-step standard deviation of individual rewards and `n_samples` the number of
+    rewards averaged per step (group size × prompts). The variance is pooled over a centred window (default
+    `smoothing_window`) so that a step whose groups happen to be all-equal (std 0) keeps a positive error,
+    then floored at a tenth of the median positive error (all zeros stay zeros: no noise information).
+    Within-group std ignores prompt-to-prompt spread, so this is a lower bound of the true error when prompts
+    differ in difficulty.
+    """
+    std, n = np.asarray(reward_std, float), np.broadcast_to(np.asarray(n_samples, float), np.shape(reward_std))
+    if np.any(~np.isfinite(std)) or np.any(std < 0) or np.any(~(n >= 1)):
+        raise PgrpoSimError("reward_std must be finite and >= 0 and n_samples >= 1 at every fitted step")
+    se = np.sqrt(smooth(std**2, window or smoothing_window(std.size)) / n)
+    positive = se[se > 0]
+    return np.maximum(se, 0.1 * np.median(positive)) if positive.size else se
+
+
+@dataclasses.dataclass(frozen=True)
+class LawFit:
+    """A law fitted to (steps, values) by weighted least squares (`fit_law`).
+
+    `params`/`stderr` follow `LAW_PARAMS[law]` (time from the first fitted step `origin`); standard errors from
+    the Jacobian scaled by the residual variance (so they hold whether or not the weights are absolute).
+    `r2`: R² on the raw series; `r2_smoothed`: R² of the smoothed model against the smoothed data, both by the
+    same centred moving average of `smooth_window` points; `aic`/`bic` for Gaussian errors of unknown scale
+    on the (weighted) residuals, k = parameters + 1; `reduced_chi2`: Σ((y − f)/σ)²/(n − p) with σ the given
+    per-step error (`noise_source` "stderr") or the short-lag residual estimate ("residuals"); None if neither.
+    """
+
+    law: str
+    params: np.ndarray
+    stderr: np.ndarray
+    origin: float
+    n: int
+    r2: float
+    r2_smoothed: float
+    smooth_window: int
+    aic: float
+    bic: float
+    reduced_chi2: float | None
+    noise_source: str | None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return LAW_PARAMS[self.law]
+
+    def __getitem__(self, name: str) -> float:
+        return float(self.params[self.names.index(name)])
+
+    def curve(self, steps: ArrayLike) -> np.ndarray:
+        """The fitted law at the given steps (same units as the fitted values)."""
+        t = np.atleast_1d(np.asarray(steps, float)) - self.origin
+        padded = np.concatenate([t, np.zeros(_padded_size(t.size) - t.size)])
+        curve = _law_curve_jit(self.law, as_float(padded), as_float(self.params))
+        return np.asarray(curve)[: t.size].reshape(np.shape(steps))
+
+    def as_dict(self) -> dict:
+        """JSON-ready: params by name as {value, stderr} (None for non-finite), goodness of fit."""
+        num = lambda v: float(v) if v is not None and np.isfinite(v) else None  # noqa: E731
+        return dict(
+            params={k: dict(value=num(v), stderr=num(s)) for k, v, s in zip(self.names, self.params, self.stderr)},
+            origin=self.origin,
+            n=self.n,
+            r2=num(self.r2),
+            r2_smoothed=num(self.r2_smoothed),
+            smooth_window=self.smooth_window,
+            aic=num(self.aic),
+            bic=num(self.bic),
+            reduced_chi2=num(self.reduced_chi2),
+            noise_source=self.noise_source,
+        )
+
+
+def fit_law(
+    law: str, steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = None, smooth_window: int | None = None
+) -> LawFit:
+    """Fit one of `LAWS` to a reward curve by Levenberg–Marquardt (`least_squares`) from a grid of starts.
+
+    steps: optimiser steps (increasing, any spacing); values: the metric; sigma: optional per-step standard
+    error (e.g. `reward_stderr`), used as weights 1/σ and for the reduced χ². The data are padded with zero
+    weight to the next power of two (≥ 512), so curves of similar length share one compilation per law.
+    Always computed in float64, whatever `jax_enable_x64` says: the standard errors need it.
+    """
+    check_choice("law", law, LAWS)
+    t, y = np.asarray(steps, float), np.asarray(values, float)
+    n, p = y.size, len(LAW_PARAMS[law])
+    if t.shape != y.shape or t.ndim != 1:
+        raise PgrpoSimError(f"steps and values must be 1-d of equal length, got {t.shape} and {y.shape}")
+    if n <= p + 1:
+        raise PgrpoSimError(f"{law} fit needs more than {p + 1} points ({p} parameters), got {n}")
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
+        raise PgrpoSimError("steps and values must be finite")
+    if np.any(np.diff(t) <= 0):
+        raise PgrpoSimError("steps must be strictly increasing")
+    s = None if sigma is None else np.broadcast_to(np.asarray(sigma, float), y.shape)
+    if s is not None and not np.all(np.isfinite(s) & (s > 0)):
+        raise PgrpoSimError("sigma must be finite and > 0")
+    size = _padded_size(n)
+    pad = size - n
+    t_rel = t - t[0]
+    w = np.ones(n) if s is None else 1 / s
+    arrays = [np.concatenate([a, np.full(pad, fill)]) for a, fill in ((t_rel, t_rel[-1]), (y, y[-1]), (w, 0.0))]
+    omega_max = np.pi / (2 * np.min(np.diff(t)))
+    with jax.enable_x64(True):  # JᵀJ of these fits reaches condition 1e11: float32 would zero its weak directions
+        params, stderr, rss, curve = _fit_padded(
+            law, *(jnp.asarray(a, jnp.float64) for a in arrays), jnp.float64(omega_max)
+        )
+    params, rss, f = np.asarray(params, float), float(rss), np.asarray(curve, float)[:n]
+    stderr = np.asarray(stderr, float) * np.sqrt((size - p) / (n - p))  # least_squares divided by the padded length
+    window = smooth_window or smoothing_window(n)
+    if s is not None:
+        chi2, source = rss / (n - p), "stderr"
+    else:
+        var = short_lag_variance(y - f)
+        chi2, source = (rss / (n - p) / var, "residuals") if var > 0 else (None, None)
+    k = p + 1
+    with np.errstate(divide="ignore", invalid="ignore"):  # a constant curve: R² undefined, RSS 0 (NaN / −inf)
+        return LawFit(
+            law=law,
+            params=params,
+            stderr=stderr,
+            origin=float(t[0]),
+            n=n,
+            r2=r_squared(y, f),
+            r2_smoothed=r_squared(smooth(y, window), smooth(f, window)),
+            smooth_window=window,
+            aic=n * np.log(rss / n) + 2 * k,
+            bic=n * np.log(rss / n) + k * np.log(n),
+            reduced_chi2=chi2,
+            noise_source=source,
+        )
+
+
+def fit_laws(steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = None) -> dict[str, LawFit]:
+    """`fit_law` for every law in `LAWS`, same data and weights (so AIC/BIC compare)."""
+    return {law: fit_law(law, steps, values, sigma=sigma) for law in LAWS}
+
+
+def fitted_regime(fit: LawFit) -> str:
+    """Regime read from an oscillator fit: 'overdamped' / 'underdamped' when ζ is more than two standard errors
+    above / below 1, 'critical' within them, 'undetermined' when the transient |e0| is not two standard errors
+    from zero (a flat curve carries no information on ζ)."""
+    if fit.law != "oscillator":
+        raise PgrpoSimError(f"the regime needs an oscillator fit, got {fit.law}")
+    zeta, z_err = fit["zeta"], fit.stderr[1]
+    e0, e0_err = fit["e0"], fit.stderr[3]
+    if not (np.isfinite(zeta) and np.isfinite(z_err) and np.isfinite(e0_err)) or abs(e0) <= 2 * e0_err:
+        return "undetermined"
+    if zeta - 2 * z_err > 1:
+        return "overdamped"
+    if zeta + 2 * z_err < 1:
+        return "underdamped"
+    return "critical"
+
+
+class Coupling(NamedTuple):
+    """Train/eval coupling ρ = Δeval/Δtrain over a trailing window (see `coupling_ratio`), per eval step."""
+
+    steps: np.ndarray
+    ratio: np.ndarray
+    stderr: np.ndarray
+    train_slope: np.ndarray
+    train_slope_stderr: np.ndarray
+    window: float
+
+
+def _slope(t: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope and its standard error (NaN with fewer than 5 points or no spread in t)."""
+    if t.size < 5 or np.ptp(t) == 0:
+        return float("nan"), float("nan")
+    tc = t - t.mean()
+    sxx = np.sum(tc**2)
+    b = float(np.sum(tc * (y - y.mean())) / sxx)
+    resid = y - y.mean() - b * tc
+    return b, float(np.sqrt(np.sum(resid**2) / (t.size - 2) / sxx))
+
+
+def coupling_ratio(
+    train_steps: ArrayLike,
+    train: ArrayLike,
+    eval_steps: ArrayLike,
+    eval_values: ArrayLike,
+    *,
+    window: float | None = None,
+) -> Coupling:
+    """ρ(t) = Δeval/Δtrain: the ratio of the least-squares slopes of the eval and train rewards at each eval
+    step t, over the eval points in the trailing window (t − window, t] and the train points in their span.
+
+    Standard error by the delta method from the two slopes' errors (taken as independent):
+    se(ρ)² = (se_e/b_t)² + (b_e·se_t/b_t²)². Default window: the larger of 10 % of the run and 8 eval
+    intervals (steps), so that the eval slope has ≥ 6 degrees of freedom. ρ is NaN where the window holds
+    fewer than 5 points of either series.
+    """
+    ts, tr = np.asarray(train_steps, float), np.asarray(train, float)
+    es, ev = np.asarray(eval_steps, float), np.asarray(eval_values, float)
+    if window is None:
+        spacing = np.median(np.diff(es)) if es.size > 1 else 1.0
+        window = max(0.1 * (max(ts[-1], es[-1]) - min(ts[0], es[0])), 8 * spacing)
+    check_range("window", window, 0.0, low_open=True)
+    out = np.full((4, es.size), np.nan)
+    for i, t in enumerate(es):
+        inside_e = (es > t - window) & (es <= t)
+        inside_t = (ts >= es[inside_e].min()) & (ts <= t)  # the same span: curvature biases both slopes alike
+        b_e, se_e = _slope(es[inside_e], ev[inside_e])
+        b_t, se_t = _slope(ts[inside_t], tr[inside_t])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[:, i] = b_e / b_t, np.hypot(se_e / b_t, b_e * se_t / b_t**2), b_t, se_t
+    return Coupling(es, *out, window=float(window))

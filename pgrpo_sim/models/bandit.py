@@ -1,0 +1,422 @@
+"""The exact softmax-bandit GRPO environment (docs/design.md §3).
+
+Policy π = softmax(θ) over N arms per prompt, reference π_ref = softmax(θ_0). Each optimiser step
+draws a group of G arms from the behaviour policy π_old, rewards them (Bernoulli with the arm's mean;
+0/1 rewards are the binary case), forms group-relative advantages, and descends the group-mean
+clipped surrogate plus β × a KL estimator, with an optax optimiser on θ.
+
+- mode "expected": the exact expectation over the group. A sample's reward is 1 with probability
+  p_old = Σ_a π_old(a) r_a whatever the other samples are, so the other G − 1 samples contribute
+  j ~ Binomial(G−1, p_old) successes and the expected loss is Σ_a π_old(a) Σ_{r,j} P(r|a) B(j) ℓ(a, A(r, j)).
+  No Monte Carlo.
+- mode "sampled": real categorical draws, independent PRNG streams per seed.
+
+Lag models: "none" (on-policy); "refresh" (π_old refreshed every `lag` steps, importance-weighted
+clipped surrogate in between, as TRL's num_iterations / verl's ppo_epochs); "stale" (samples,
+advantages and gradient computed at θ_{n−τ}, applied at step n without correction).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax import Array
+from jax.scipy.special import gammaln, xlog1py, xlogy
+
+from ..base import threefry as _random
+from ..base.small_axes import UNROLL_MAX, axis_sum, softmax
+from ..base.checks import check_choice, check_range
+from .config import BanditConfig
+from .grpo import clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
+
+MODES = ("expected", "sampled")
+
+
+class UpdateStats(NamedTuple):
+    """Per-step read-outs of one GRPO update (expectations in expected mode, group averages when sampled)."""
+
+    ratio_max: Array
+    ratio_mean: Array
+    clip_frac: Array
+    zero_adv_frac: Array
+    adv_var: Array
+
+
+class BanditRun(NamedTuple):
+    """Result of `simulate`. Per-step arrays have shape (steps+1,) in expected mode and
+    (seeds, steps+1) in sampled mode; index n describes the policy θ_n (n = 0 is the start) and the
+    update taken from it. After a run diverges (`diverged`, at update `diverged_step`, −1 if never)
+    its per-step values are NaN.
+
+    reward: expected success probability p = Σ π_a r_a, mean over prompts; `true_reward` the same for
+    the true reward vector (None if not given); entropy, kl_ref = KL(π‖π_ref) (nats); grad_norm (global
+    L2 norm of the loss gradient); ratio_max/ratio_mean (IS ratio π/π_old; in expected mode the max over
+    arms and the π_old-weighted mean); clip_frac; zero_adv_frac (fraction of groups whose rewards are
+    all equal); adv_var (mean squared advantage).
+    """
+
+    reward: Array
+    true_reward: Array | None
+    entropy: Array
+    kl_ref: Array
+    grad_norm: Array
+    ratio_max: Array
+    ratio_mean: Array
+    clip_frac: Array
+    zero_adv_frac: Array
+    adv_var: Array
+    final_logits: Array
+    final_opt_state: optax.OptState
+    diverged: Array
+    diverged_step: Array
+
+
+class BanditState(NamedTuple):
+    """State of one run between steps (low-level API): logits θ_n, optimiser state, π_old's logits ("refresh"),
+    the stale-lag ring buffer of past logits ("stale"), step counter n and the divergence flag and step."""
+
+    logits: Array
+    opt_state: optax.OptState
+    old_logits: Array
+    history: Array
+    step: Array
+    diverged: Array
+    diverged_step: Array
+
+
+def make_optimizer(config: BanditConfig) -> optax.GradientTransformation:
+    """optax optimiser on the logits: optional global-norm clipping, then heavy-ball SGD (optax.sgd with momentum μ),
+    Nesterov, or Adam (b1 = μ, b2 = 0.999)."""
+    if config.optimizer == "adam":
+        base = optax.adam(config.eta, b1=config.momentum)
+    else:
+        base = optax.sgd(config.eta, momentum=config.momentum, nesterov=config.optimizer == "nesterov")
+    return base if config.grad_clip is None else optax.chain(optax.clip_by_global_norm(config.grad_clip), base)
+
+
+def advantage_table(config: BanditConfig) -> Array:
+    """(2, G) advantages of one sample: row 0 if it succeeded and j of the others did (A(1, j+1 successes)),
+    row 1 if it failed and j others succeeded; built by `group_advantages` on canonical 0/1 groups."""
+    g = config.group_size
+    successes = jnp.arange(g + 1)[:, None]
+    groups = (jnp.arange(g)[None, :] < successes).astype(config.rewards.dtype)
+    adv = group_advantages(groups, config.advantage, config.adv_eps)
+    return jnp.stack([adv[1:, 0], adv[:-1, g - 1]])
+
+
+_PRODUCT_PMF_MAX_N = 60
+"""Up to this n the pmf is C(n, j)·p^j·q^(n−j) by running products (C(60, 30) ≈ 1.2e17 fits float32);
+beyond it, in log space. Products avoid exp/log/lgamma per element: the expected-mode hot path."""
+
+
+def binomial_pmf(n: int, p: Array) -> Array:
+    """B(j; n, p) for j = 0..n on a new last axis (n static)."""
+    if n > _PRODUCT_PMF_MAX_N:
+        j = jnp.arange(n + 1, dtype=p.dtype)
+        log_choose = gammaln(n + 1.0) - gammaln(j + 1) - gammaln(n - j + 1)
+        return jnp.exp(log_choose + xlogy(j, p[..., None]) + xlog1py(n - j, -p[..., None]))
+    choose = jnp.asarray([math.comb(n, j) for j in range(n + 1)], p.dtype)
+    p_pow, q_pow = [jnp.ones_like(p)], [jnp.ones_like(p)]
+    for _ in range(n):  # n static multiplies, fused by XLA (jnp.cumprod lowers to a slower windowed scan)
+        p_pow.append(p_pow[-1] * p)
+        q_pow.append(q_pow[-1] * (1 - p))
+    return choose * jnp.stack(p_pow, -1) * jnp.stack(q_pow[::-1], -1)
+
+
+def _kl_term(config: BanditConfig, logits: Array, logp: Array, logp_ref: Array, weights: Array) -> Array:
+    """Per-prompt KL penalty: exact KL(π‖π_ref), or the estimator averaged with `weights` over samples."""
+    if config.kl == "exact":
+        return kl_divergence(logits, config.init_logits)
+    return jnp.sum(weights * kl_estimate(logp, logp_ref, config.kl, config.kl_clamp), axis=-1)
+
+
+def expected_loss(logits: Array, behaviour_logits: Array, config: BanditConfig) -> tuple[Array, UpdateStats]:
+    """Exact expectation over the group of the GRPO loss at θ = `logits`, samples from softmax(`behaviour_logits`).
+
+    Differentiate with respect to the first argument only: π_old is the sampling distribution, not
+    part of the objective (the GRPO gradient is E_{π_old}[∇ℓ], not ∇E[ℓ]).
+    """
+    g = config.group_size
+    logp = jax.nn.log_softmax(logits)
+    logp_old = jax.nn.log_softmax(behaviour_logits)
+    logp_ref = jax.nn.log_softmax(config.init_logits)
+    pi_old = jnp.exp(logp_old)
+    r = config.rewards
+    p_old = jnp.sum(pi_old * r, axis=-1)
+    # weight of (arm a, own outcome success/failure, j other successes): (P, N, 2, G)
+    outcome = jnp.stack([r, 1 - r], axis=-1)
+    weights = (pi_old[..., None] * outcome)[..., None] * binomial_pmf(g - 1, p_old)[:, None, None, :]
+    adv = advantage_table(config)
+    sur = clipped_surrogate(
+        logp[..., None, None], logp_old[..., None, None], adv, config.clip_low, config.clip_high, config.dual_clip
+    )
+    per_prompt = jnp.sum(weights * sur.loss, axis=(1, 2, 3)) + config.beta * _kl_term(
+        config, logits, logp, logp_ref, pi_old
+    )
+    ratio = sur.ratio[..., 0, 0]
+    stats = UpdateStats(
+        ratio_max=jnp.max(jnp.where(pi_old > 0, ratio, -jnp.inf)),
+        ratio_mean=jnp.mean(jnp.sum(pi_old * ratio, axis=-1)),
+        clip_frac=jnp.mean(jnp.sum(weights * sur.clipped, axis=(1, 2, 3))),
+        zero_adv_frac=jnp.mean(p_old**g + (1 - p_old) ** g),
+        adv_var=jnp.mean(jnp.sum(weights * adv**2, axis=(1, 2, 3))),
+    )
+    return jnp.mean(per_prompt), stats
+
+
+def _kl_slope(d: Array, config: BanditConfig) -> Array:
+    """∂k/∂log π of the KL estimator at d = log π − log π_ref, elementwise."""
+    slope = jax.vmap(jax.grad(lambda x: kl_estimate(x, 0.0, config.kl, config.kl_clamp)))(d.ravel())
+    return slope.reshape(d.shape)
+
+
+def on_policy_grad(logits: Array, config: BanditConfig) -> tuple[Array, UpdateStats]:
+    """Exact expected gradient of the GRPO loss when samples come from θ = `logits` itself (lag models
+    "none" and "stale"): the fast path of `jax.grad(expected_loss)(θ, θ, config)`, written out.
+
+    At ρ = 1 no clip is active (dual clip included, c > 1), so a sample of arm a contributes
+    w_a·∇log π_a with w_a = −E[A | a] + β·∂k/∂log π_a, where E[A | a] = r_a·α₊(p) + (1 − r_a)·α₋(p),
+    α± = Σ_j B(j; G−1, p) A±(j), and k the KL estimator (exact KL: w = log π − log π_ref). Then
+    ∂L/∂θ_b = π_b (w_b − Σ_a π_a w_a): O(N + G) per prompt, no autodiff. For unclamped k3 the KL part
+    is β(π − π_ref) (∂k3/∂log π = 1 − π_ref/π), which needs no logarithm. As a function of θ it is the
+    true on-policy gradient, so derivatives of a trajectory with respect to hyperparameters stay exact.
+    """
+    pi = softmax(logits)  # softmax, not exp(log_softmax): the log is the costliest op of the step
+    r = config.rewards
+    p = axis_sum(pi * r)
+    binom = binomial_pmf(config.group_size - 1, p)  # (P, G)
+    adv = advantage_table(config)  # (2, G): own success / failure
+    alpha, alpha_sq = binom @ adv.T, binom @ (adv**2).T  # (P, 2)
+    w = -(r * alpha[:, :1] + (1 - r) * alpha[:, 1:])
+    if config.kl == "k3" and config.kl_clamp is None:
+        kl_grad = pi - softmax(config.init_logits)
+    else:
+        d = jax.nn.log_softmax(logits) - jax.nn.log_softmax(config.init_logits)
+        slope = d if config.kl == "exact" else _kl_slope(d, config)
+        kl_grad = pi * (slope - jnp.sum(pi * slope, axis=-1, keepdims=True))
+    grad = (pi * (w - axis_sum(pi * w, keepdims=True)) + config.beta * kl_grad) / config.n_prompts
+    one = jnp.ones((), logits.dtype)
+    stats = UpdateStats(
+        ratio_max=one,
+        ratio_mean=one,
+        clip_frac=0 * one,
+        zero_adv_frac=jnp.mean(p**config.group_size + (1 - p) ** config.group_size),
+        adv_var=jnp.mean(p * alpha_sq[:, 0] + (1 - p) * alpha_sq[:, 1]),
+    )
+    return grad, stats
+
+
+def sampled_loss(
+    logits: Array, behaviour_logits: Array, arms: Array, rewards: Array, config: BanditConfig
+) -> tuple[Array, UpdateStats]:
+    """GRPO loss of drawn groups: `arms`, `rewards` of shape (P, G), drawn from softmax(`behaviour_logits`)."""
+    logp = jax.nn.log_softmax(logits)
+    pick = functools.partial(jnp.take_along_axis, indices=arms, axis=-1)
+    lp, lp_old, lp_ref = pick(logp), pick(jax.nn.log_softmax(behaviour_logits)), pick(
+        jax.nn.log_softmax(config.init_logits)
+    )
+    adv = group_advantages(rewards, config.advantage, config.adv_eps)
+    sur = clipped_surrogate(lp, lp_old, adv, config.clip_low, config.clip_high, config.dual_clip)
+    uniform = jnp.full(lp.shape, 1.0 / lp.shape[-1], lp.dtype)
+    kl_logits = logits if config.kl == "exact" else None
+    per_prompt = jnp.mean(sur.loss, axis=-1) + config.beta * _kl_term(config, kl_logits, lp, lp_ref, uniform)
+    stats = UpdateStats(
+        ratio_max=jnp.max(sur.ratio),
+        ratio_mean=jnp.mean(sur.ratio),
+        clip_frac=jnp.mean(sur.clipped),
+        zero_adv_frac=jnp.mean(jnp.all(rewards == rewards[..., :1], axis=-1).astype(lp.dtype)),
+        adv_var=jnp.mean(adv**2),
+    )
+    return jnp.mean(per_prompt), stats
+
+
+def _pick(arms: Array, per_arm: Array) -> Array:
+    """per_arm[p, arms[p, g]]: the (P, G) values of the drawn arms from a (P, N) table."""
+    n_arms = per_arm.shape[-1]
+    if n_arms > UNROLL_MAX:
+        return jnp.take_along_axis(per_arm, arms, axis=-1)
+    out = jnp.broadcast_to(per_arm[:, :1], arms.shape)
+    for a in range(1, n_arms):
+        out = jnp.where(arms == a, per_arm[:, a : a + 1], out)
+    return out
+
+
+def _sum_by_arm(arms: Array, values: Array, n_arms: int) -> Array:
+    """Σ_g values[p, g]·1{arms[p, g] = a}: (P, N)."""
+    if n_arms > UNROLL_MAX:
+        return jnp.sum(values[..., None] * (arms[..., None] == jnp.arange(n_arms)), axis=-2)
+    return jnp.stack([jnp.sum(jnp.where(arms == a, values, 0), axis=-1) for a in range(n_arms)], axis=-1)
+
+
+def _cumsum_arms(x: Array) -> Array:
+    if x.shape[-1] > UNROLL_MAX:
+        return jnp.cumsum(x, axis=-1)
+    parts = [x[..., :1]]
+    for a in range(1, x.shape[-1]):
+        parts.append(parts[-1] + x[..., a : a + 1])
+    return jnp.concatenate(parts, axis=-1)
+
+
+def _draw(config: BanditConfig, behaviour_logits: Array, key: Array) -> tuple[Array, Array]:
+    """G arms per prompt from softmax(behaviour_logits) and their Bernoulli rewards, shape (P, G).
+
+    One uniform u per sample: the arm is the inverse CDF at u, and the position of u inside that arm's
+    CDF interval, (u − F_{a−1})/π_a, is again uniform and independent of the arm, so it draws the reward.
+    """
+    pi = softmax(behaviour_logits)
+    cdf = _cumsum_arms(pi)
+    u = _random.uniform(key, (config.n_prompts, config.group_size), pi.dtype) * cdf[:, -1:]
+    arms = jnp.minimum(jnp.sum(u[..., None] >= cdf[:, None, :], axis=-1), config.n_arms - 1)
+    width = _pick(arms, pi)
+    within = jnp.clip((u - _pick(arms, cdf - pi)) / jnp.where(width > 0, width, 1), 0, 1)
+    return arms, (within < _pick(arms, config.rewards)).astype(pi.dtype)
+
+
+def sampled_on_policy_grad(logits: Array, arms: Array, rewards: Array, config: BanditConfig) -> tuple[Array, UpdateStats]:
+    """Gradient of `sampled_loss` when the groups were drawn from θ = `logits` itself (lag models "none"
+    and "stale"), written out: at ρ = 1 no clip is active, so sample i contributes w_i (e_{a_i} − π)/G with
+    w_i = −A_i + β·∂k/∂log π(a_i) (unclamped k3: 1 − π_ref(a_i)/π(a_i); exact KL adds β π (d − Σ π d),
+    d = log π − log π_ref, whatever the samples). Equal to `jax.grad(sampled_loss)(θ, θ, …)`, without
+    autodiff, gathers or scatters.
+    """
+    pi = softmax(logits)
+    adv = group_advantages(rewards, config.advantage, config.adv_eps)
+    w = -adv
+    kl_grad = 0.0
+    if config.kl == "k3" and config.kl_clamp is None:
+        w = w + config.beta * (1 - _pick(arms, softmax(config.init_logits)) / _pick(arms, pi))
+    else:
+        d = jax.nn.log_softmax(logits) - jax.nn.log_softmax(config.init_logits)
+        if config.kl == "exact":
+            kl_grad = config.beta * pi * (d - jnp.sum(pi * d, axis=-1, keepdims=True))
+        else:
+            w = w + config.beta * _kl_slope(_pick(arms, d), config)
+    per_arm = _sum_by_arm(arms, w, config.n_arms) - pi * axis_sum(w, keepdims=True)
+    grad = (per_arm / config.group_size + kl_grad) / config.n_prompts
+    one = jnp.ones((), pi.dtype)
+    stats = UpdateStats(
+        ratio_max=one,
+        ratio_mean=one,
+        clip_frac=0 * one,
+        zero_adv_frac=jnp.mean(jnp.all(rewards == rewards[..., :1], axis=-1).astype(pi.dtype)),
+        adv_var=jnp.mean(adv**2),
+    )
+    return grad, stats
+
+
+def _expected_reward(logits: Array, rewards: Array) -> Array:
+    return jnp.mean(axis_sum(softmax(logits) * rewards))
+
+
+def step(config: BanditConfig, optimizer, mode: str, state: BanditState, key: Array):
+    """One optimiser step from θ_n (low-level API, pure): returns the next state and the read-outs of step n
+    (the per-step fields of `BanditRun`). `optimizer` is `make_optimizer(config)`; `key` is unused in
+    expected mode."""
+    n, theta = state.step, state.logits
+    old, history = state.old_logits, state.history
+    if config.lag_model == "refresh":
+        old = jnp.where(n % jnp.maximum(config.lag, 1) == 0, theta, old)
+        at, behaviour = theta, old
+    elif config.lag_model == "stale":
+        size = history.shape[0]
+        history = history.at[n % size].set(theta)
+        at = behaviour = history[(n - config.lag) % size]
+    else:
+        at = behaviour = theta
+    if mode == "expected" and config.lag_model == "refresh":
+        grad, stats = jax.grad(expected_loss, has_aux=True)(at, behaviour, config)
+    elif mode == "expected":  # without refresh lag, samples come from the evaluation point: ratio 1
+        grad, stats = on_policy_grad(at, config)
+    elif config.lag_model == "refresh":
+        arms, rewards = _draw(config, behaviour, key)
+        grad, stats = jax.grad(sampled_loss, has_aux=True)(at, behaviour, arms, rewards, config)
+    else:  # samples drawn at the evaluation point
+        arms, rewards = _draw(config, behaviour, key)
+        grad, stats = sampled_on_policy_grad(at, arms, rewards, config)
+    updates, opt_state = optimizer.update(grad, state.opt_state, theta)
+    proposed = optax.apply_updates(theta, updates)
+    blown = ~jnp.all(jnp.isfinite(proposed))
+    diverged = state.diverged | blown
+    keep = lambda new, cur: jnp.where(diverged, cur, new)  # noqa: E731
+    nxt = BanditState(
+        logits=keep(proposed, theta),
+        opt_state=jax.tree.map(keep, opt_state, state.opt_state),
+        old_logits=old,
+        history=history,
+        step=n + 1,
+        diverged=diverged,
+        diverged_step=jnp.where(blown & ~state.diverged, n, state.diverged_step),
+    )
+    metrics = dict(
+        reward=_expected_reward(theta, config.rewards),
+        true_reward=None if config.true_rewards is None else _expected_reward(theta, config.true_rewards),
+        entropy=jnp.mean(entropy(theta)),
+        kl_ref=jnp.mean(kl_divergence(theta, config.init_logits)),
+        grad_norm=optax.tree_utils.tree_norm(grad),
+        **stats._asdict(),
+    )
+    nan = jnp.asarray(jnp.nan, theta.dtype)
+    metrics = jax.tree.map(lambda v: jnp.where(state.diverged, nan, v.astype(theta.dtype)), metrics)
+    return nxt, metrics
+
+
+def initial_state(config: BanditConfig, optimizer, logits: Array) -> BanditState:
+    """(Low-level API) a run at rest at `logits`: zero optimiser state, π_old and the stale-lag history equal to it."""
+    history_len = config.max_lag + 1 if config.lag_model == "stale" else 1
+    return BanditState(
+        logits=logits,
+        opt_state=optimizer.init(logits),
+        old_logits=logits,
+        history=jnp.broadcast_to(logits, (history_len, *logits.shape)),
+        step=jnp.asarray(0, jnp.int32),
+        diverged=jnp.asarray(False),
+        diverged_step=jnp.asarray(-1, jnp.int32),
+    )
+
+
+def run(config: BanditConfig, key: Array, steps: int, mode: str) -> BanditRun:
+    """(Low-level API) one run of `steps` updates (a single seed), unjitted and unchecked; pure, so it can be
+    vmapped over configs and keys inside the caller's own jit (`simulate` is the checked, jitted entry)."""
+    optimizer = make_optimizer(config)
+    state = initial_state(config, optimizer, config.init_logits)
+    update = functools.partial(step, config, optimizer, mode)
+    keys = jax.random.split(key, steps + 1)
+    final, metrics = jax.lax.scan(update, state, keys[:steps])
+    _, last = update(final, keys[steps])
+    metrics = jax.tree.map(lambda seq, end: jnp.concatenate([seq, end[None]]), metrics, last)
+    return BanditRun(
+        **metrics,
+        final_logits=final.logits,
+        final_opt_state=final.opt_state,
+        diverged=final.diverged,
+        diverged_step=final.diverged_step,
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("steps", "mode", "seeds"))
+def _simulate(config: BanditConfig, key: Array, steps: int, mode: str, seeds: int) -> BanditRun:
+    if mode == "expected":
+        return run(config, key, steps, mode)
+    return jax.vmap(lambda k: run(config, k, steps, mode))(jax.random.split(key, seeds))
+
+
+def simulate(
+    config: BanditConfig, steps: int, *, mode: str = "expected", seeds: int = 1, key: Array | None = None
+) -> BanditRun:
+    """Run GRPO on the bandit for `steps` optimiser steps; see `BanditRun` for the outputs.
+
+    `mode="expected"` is deterministic (one run; `seeds` and `key` are ignored); `mode="sampled"`
+    runs `seeds` independent seeds from `key` (default `jax.random.key(0)`). Jitted once per static
+    structure (config's static fields, steps, mode, seeds): other hyperparameter values reuse the
+    compiled code, and callers may `jax.vmap` over config leaves.
+    """
+    check_range("steps", steps, 1, integer=True)
+    check_range("seeds", seeds, 1, integer=True)
+    check_choice("mode", mode, MODES)
+    key = jax.random.key(0) if key is None else key
+    return _simulate(config, key, steps=int(steps), mode=mode, seeds=int(seeds))

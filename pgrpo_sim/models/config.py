@@ -1,0 +1,204 @@
+"""Bandit configuration: static structure plus hyperparameters as traced pytree leaves.
+
+`BanditConfig` is an `equinox.Module`. Fields that set array shapes or code paths (group size, lag
+model, buffer length, advantage kind, KL estimator, optimiser) are static; everything else (η, μ, β,
+clip ranges, lag, rewards, initial logits) is a JAX array leaf, so `jax.vmap` sweeps it and a second
+`simulate` call with other values does not recompile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+from jax.typing import ArrayLike
+
+from ..base.errors import PgrpoSimError
+from ..base.checks import as_float, check_choice, check_range, is_concrete
+from .grpo import ADVANTAGES
+
+LAG_MODELS = ("none", "refresh", "stale")
+KL_KINDS = ("k1", "k2", "k3", "exact")
+OPTIMIZERS = ("sgd", "nesterov", "adam")
+
+
+def _as_float(x):
+    """Leaves become strongly typed float arrays, so Python scalars and arrays share one jit signature."""
+    return None if x is None else as_float(x)
+
+
+def _as_int(x):
+    return x if isinstance(x, jax.Array) and x.dtype == jnp.int32 else jnp.asarray(x, dtype=jnp.int32)
+
+
+class BanditConfig(eqx.Module):
+    """A softmax-bandit GRPO run (docs/design.md §3). Build it with `bandit_config`, not directly.
+
+    Arrays have a leading prompt axis P (independent bandits sharing the hyperparameters).
+    `rewards[p, a]` is the Bernoulli success probability of arm a (0/1 for binary rewards);
+    `init_logits` is θ_0, which is also the reference policy. Scalars: `eta` learning rate,
+    `momentum` heavy-ball μ (Adam's b1), `beta` KL coefficient, `clip_low`/`clip_high` PPO clip
+    ranges, `dual_clip`, `kl_clamp` (k3 bound) and `grad_clip` (global-norm bound) — each None when
+    off, which is static structure — `lag` (τ for "stale", refresh period K_ref for "refresh") and
+    `adv_eps` (advantage denominator epsilon).
+    """
+
+    rewards: Array = eqx.field(converter=_as_float)
+    init_logits: Array = eqx.field(converter=_as_float)
+    true_rewards: Array | None = eqx.field(converter=_as_float)
+    eta: Array = eqx.field(converter=_as_float)
+    momentum: Array = eqx.field(converter=_as_float)
+    beta: Array = eqx.field(converter=_as_float)
+    clip_low: Array = eqx.field(converter=_as_float)
+    clip_high: Array = eqx.field(converter=_as_float)
+    dual_clip: Array | None = eqx.field(converter=_as_float)
+    kl_clamp: Array | None = eqx.field(converter=_as_float)
+    grad_clip: Array | None = eqx.field(converter=_as_float)
+    lag: Array = eqx.field(converter=_as_int)
+    adv_eps: Array = eqx.field(converter=_as_float)
+    group_size: int = eqx.field(static=True)
+    advantage: str = eqx.field(static=True)
+    kl: str = eqx.field(static=True)
+    lag_model: str = eqx.field(static=True)
+    max_lag: int = eqx.field(static=True)
+    optimizer: str = eqx.field(static=True)
+
+    def __check_init__(self):
+        check_choice("advantage", self.advantage, ADVANTAGES)
+        check_choice("kl", self.kl, KL_KINDS)
+        check_choice("lag_model", self.lag_model, LAG_MODELS)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_range("group_size", self.group_size, 2, integer=True)
+        check_range("max_lag", self.max_lag, 0, integer=True)
+        if self.rewards.ndim != 2 or self.rewards.shape[-1] < 2:
+            raise PgrpoSimError(f"rewards must have shape (prompts, arms) with arms >= 2, got {self.rewards.shape}")
+        if self.init_logits.shape != self.rewards.shape:
+            raise PgrpoSimError(f"init_logits shape {self.init_logits.shape} must equal rewards shape {self.rewards.shape}")
+        check_range("rewards", self.rewards, 0.0, 1.0)
+        check_range("true_rewards", self.true_rewards, 0.0, 1.0)
+        check_range("init_logits", self.init_logits)
+        check_range("eta", self.eta, 0.0, low_open=True)
+        check_range("momentum", self.momentum, 0.0, 1.0, high_open=True)
+        check_range("beta", self.beta, 0.0)
+        check_range("clip_low", self.clip_low, 0.0, 1.0, low_open=True, high_open=True)
+        check_range("clip_high", self.clip_high, 0.0, low_open=True)
+        check_range("dual_clip", self.dual_clip, 1.0, low_open=True)
+        check_range("kl_clamp", self.kl_clamp, 0.0, low_open=True)
+        check_range("grad_clip", self.grad_clip, 0.0, low_open=True)
+        check_range("lag", self.lag, 0, self.max_lag if self.lag_model == "stale" else None, integer=True)
+        check_range("adv_eps", self.adv_eps, 0.0)
+        if self.lag_model == "none" and is_concrete(self.lag) and np.any(np.asarray(self.lag) != 0):
+            raise PgrpoSimError("lag must be 0 when lag_model is 'none' (use lag_model 'refresh' or 'stale')")
+
+    @property
+    def n_prompts(self) -> int:
+        return self.rewards.shape[0]
+
+    @property
+    def n_arms(self) -> int:
+        return self.rewards.shape[1]
+
+    def replace(self, **changes) -> "BanditConfig":
+        """A copy with fields changed (validated when the new values are concrete)."""
+        return dataclasses.replace(self, **changes)
+
+
+def class_symmetric_logits(n_arms: int, n_correct: int, p_ref: ArrayLike) -> Array:
+    """Logits of the class-symmetric start: the first c arms share log(p_ref/c), the rest log((1−p_ref)/(N−c))."""
+    check_range("arms", n_arms, 2, integer=True)
+    check_range("correct", n_correct, 1, n_arms - 1, integer=True)
+    check_range("p_ref", p_ref, 0.0, 1.0, low_open=True, high_open=True)
+    p_ref = as_float(p_ref)[..., None]
+    correct = jnp.arange(n_arms) < n_correct
+    return jnp.where(correct, jnp.log(p_ref / n_correct), jnp.log((1 - p_ref) / (n_arms - n_correct)))
+
+
+def bandit_config(
+    *,
+    n_arms: int = 2,
+    n_correct: int = 1,
+    p_ref: ArrayLike | None = None,
+    rewards: ArrayLike | None = None,
+    init_logits: ArrayLike | None = None,
+    true_rewards: ArrayLike | None = None,
+    n_prompts: int = 1,
+    eta: ArrayLike = 0.1,
+    momentum: ArrayLike = 0.0,
+    beta: ArrayLike = 0.0,
+    group_size: int = 8,
+    advantage: str = "std",
+    kl: str = "k3",
+    kl_clamp: ArrayLike | None = None,
+    clip: ArrayLike = 0.2,
+    clip_high: ArrayLike | None = None,
+    dual_clip: ArrayLike | None = None,
+    lag_model: str = "none",
+    lag: ArrayLike = 0,
+    max_lag: int | None = None,
+    optimizer: str = "sgd",
+    grad_clip: ArrayLike | None = None,
+    adv_eps: ArrayLike = 1e-6,
+) -> BanditConfig:
+    """Build and validate a `BanditConfig`.
+
+    Rewards: either `n_correct` binary-correct arms out of `n_arms` (the first ones), with a
+    class-symmetric start of correct mass `p_ref` (default 0.2), or an explicit `rewards` vector of
+    Bernoulli means in [0, 1] (shape (N,) or (P, N)) with `init_logits` (default uniform).
+    `clip` is ε_low, `clip_high` ε_high (default = ε_low); `None` disables dual clip, KL clamp and
+    gradient clipping. `max_lag` (static, default = `lag`) sizes the stale-lag buffer so that `lag`
+    itself can be swept with `vmap`.
+    """
+    check_range("prompts", n_prompts, 1, integer=True)
+    if rewards is None:
+        check_range("arms", n_arms, 2, integer=True)
+        check_range("correct", n_correct, 1, n_arms - 1, integer=True)
+        rewards = (jnp.arange(n_arms) < n_correct).astype(float)
+        if init_logits is None:
+            init_logits = class_symmetric_logits(n_arms, n_correct, 0.2 if p_ref is None else p_ref)
+    elif p_ref is not None:
+        raise PgrpoSimError("p_ref builds a class-symmetric start from n_correct; with explicit rewards give init_logits")
+    rewards = as_float(rewards)
+    if rewards.ndim not in (1, 2):
+        raise PgrpoSimError(f"rewards must have shape (arms,) or (prompts, arms), got {rewards.shape}")
+    if init_logits is None:
+        init_logits = jnp.zeros(rewards.shape[-1])
+    shape = (n_prompts, rewards.shape[-1]) if rewards.ndim == 1 else rewards.shape
+    init_logits = as_float(init_logits)
+    dtype = jnp.result_type(rewards, init_logits)
+
+    def per_prompt(x, name):
+        x = as_float(x).astype(dtype)
+        if x.shape[-1] != shape[-1]:
+            raise PgrpoSimError(f"{name} must have {shape[-1]} arms, got shape {x.shape}")
+        return jnp.broadcast_to(x, shape)
+
+    def scalar(x):
+        return None if x is None else jnp.asarray(x, dtype)
+
+    check_range("lag", lag, 0, integer=True)
+    if max_lag is None:
+        max_lag = int(np.max(lag)) if is_concrete(lag) else 0
+    return BanditConfig(
+        rewards=per_prompt(rewards, "rewards"),
+        init_logits=per_prompt(init_logits, "init_logits"),
+        true_rewards=None if true_rewards is None else per_prompt(true_rewards, "true_rewards"),
+        eta=scalar(eta),
+        momentum=scalar(momentum),
+        beta=scalar(beta),
+        clip_low=scalar(clip),
+        clip_high=scalar(clip if clip_high is None else clip_high),
+        dual_clip=scalar(dual_clip),
+        kl_clamp=scalar(kl_clamp),
+        grad_clip=scalar(grad_clip),
+        lag=jnp.asarray(lag, jnp.int32),
+        adv_eps=scalar(adv_eps),
+        group_size=group_size,
+        advantage=advantage,
+        kl=kl,
+        lag_model=lag_model,
+        max_lag=int(max_lag),
+        optimizer=optimizer,
+    )

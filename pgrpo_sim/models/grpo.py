@@ -1,0 +1,109 @@
+"""GRPO building blocks as pure functions: advantages, clipped surrogate, KL estimators, entropy.
+
+Conventions follow verl (`core_algos.compute_grpo_outcome_advantage`, `compute_policy_loss_vanilla`,
+`kl_penalty`) and TRL (`GRPOTrainer`); worked test vectors are in docs/conventions.md.
+Batch dimensions lead; a group is the last axis. Values are per sample: averaging is the caller's.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+from jax.typing import ArrayLike
+
+from ..base.errors import PgrpoSimError
+from ..base.checks import as_float, check_choice, check_range
+from ..base.small_axes import axis_sum
+
+ADVANTAGES = ("std", "mean", "rloo")
+KL_ESTIMATORS = ("k1", "k2", "k3")
+LOG_RATIO_CLAMP = 20.0
+"""verl clamps the log importance ratio to [−20, 20] before exponentiating."""
+
+
+def group_advantages(rewards: ArrayLike, kind: str = "std", eps: float = 1e-6) -> Array:
+    """Group-relative advantages over the last axis (the group of G samples).
+
+    - "std" (GRPO): (r − mean)/(unbiased std + eps); a group whose rewards are all equal gives 0.
+    - "mean" (Dr. GRPO): r − mean.
+    - "rloo" (leave-one-out): r − mean of the other G − 1 rewards.
+    """
+    check_choice("advantage", kind, ADVANTAGES)
+    rewards = as_float(rewards)
+    g = rewards.shape[-1]
+    if g < 2:
+        raise PgrpoSimError(f"group size (last axis) must be >= 2, got {g}")
+    centred = rewards - axis_sum(rewards, keepdims=True) / g
+    if kind == "mean":
+        return centred
+    if kind == "rloo":
+        return centred * (g / (g - 1))
+    std = jnp.sqrt(axis_sum(centred**2, keepdims=True) / (g - 1))
+    return centred / (std + eps)
+
+
+class Surrogate(NamedTuple):
+    """Per-sample clipped-surrogate loss, whether clipping was active, and the IS ratio ρ."""
+
+    loss: Array
+    clipped: Array
+    ratio: Array
+
+
+def clipped_surrogate(
+    logp: ArrayLike,
+    logp_old: ArrayLike,
+    advantages: ArrayLike,
+    clip_low: ArrayLike = 0.2,
+    clip_high: ArrayLike = 0.2,
+    dual_clip: ArrayLike | None = None,
+) -> Surrogate:
+    """Per-sample PPO/GRPO loss −min(ρA, clip(ρ, 1−ε_low, 1+ε_high)·A), ρ = exp(clamp(logp−logp_old, ±20)).
+
+    With `dual_clip=c` (c > 1; None or +inf disables it) the loss of samples with A < 0 is capped at −c·A,
+    as in verl. `clipped` is 1.0 where the clipped branch is strictly larger (verl's pg_clipfrac), so
+    `clipped.mean()` is the clip fraction.
+    """
+    check_range("clip_low", clip_low, 0.0, low_open=True)
+    check_range("clip_high", clip_high, 0.0, low_open=True)
+    check_range("dual_clip", dual_clip, 1.0, low_open=True, allow_inf=True)
+    ratio = jnp.exp(jnp.clip(jnp.asarray(logp) - logp_old, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
+    unclipped = -advantages * ratio
+    clipped = -advantages * jnp.clip(ratio, 1 - clip_low, 1 + clip_high)
+    loss = jnp.maximum(unclipped, clipped)
+    if dual_clip is not None:
+        loss = jnp.minimum(loss, jnp.where(advantages < 0, -advantages * dual_clip, jnp.inf))
+    return Surrogate(loss, (clipped > unclipped).astype(loss.dtype), ratio)
+
+
+def kl_estimate(logp: ArrayLike, logp_ref: ArrayLike, kind: str = "k3", clamp: ArrayLike | None = None) -> Array:
+    """Per-sample KL estimator on sampled actions, d = logp − logp_ref (nats).
+
+    k1 = d; k2 = d²/2; k3 = eˣ − x − 1 with x = −d, clamped to [−clamp, clamp] if `clamp` is given
+    (verl clamps at 10). On-policy E[∇k3] = ∇KL(π_ref‖π), i.e. π − π_ref in logit space.
+    """
+    check_choice("kl", kind, KL_ESTIMATORS)
+    check_range("kl_clamp", clamp, 0.0, low_open=True, allow_inf=True)
+    d = jnp.asarray(logp) - logp_ref
+    if kind == "k1":
+        return d
+    if kind == "k2":
+        return 0.5 * d**2
+    k3 = jnp.expm1(-d) + d
+    return k3 if clamp is None else jnp.clip(k3, -clamp, clamp)
+
+
+def entropy(logits: ArrayLike) -> Array:
+    """Entropy H(softmax(z)) = logsumexp(z) − Σ softmax(z)·z over the last axis (nats)."""
+    logp = jax.nn.log_softmax(as_float(logits), axis=-1)
+    return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
+
+
+def kl_divergence(logits: ArrayLike, logits_ref: ArrayLike) -> Array:
+    """Exact KL(softmax(z) ‖ softmax(z_ref)) over the last axis (nats)."""
+    logp = jax.nn.log_softmax(as_float(logits), axis=-1)
+    logq = jax.nn.log_softmax(as_float(logits_ref).astype(logp.dtype), axis=-1)
+    return jnp.sum(jnp.exp(logp) * (logp - logq), axis=-1)

@@ -1,0 +1,130 @@
+"""The one table of the bandit's hyperparameters, and the one way a value enters a `BanditConfig`.
+
+Every consumer — sweeps and phase diagrams, sensitivities and search, boundaries, figures and the command
+line — reads names, allowed ranges, scales and labels from `HYPERPARAMETERS` and substitutes values with
+`set_hyperparameters`, which works on concrete values and on tracers alike (so `jax.vmap` and `jax.grad`
+go through it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..base.checks import check_range, is_concrete
+from ..base.errors import PgrpoSimError
+from .config import BanditConfig
+
+
+class Hyperparameter(NamedTuple):
+    """One row of the table.
+
+    traced: a traced config leaf (one compilation serves every value; `vmap`/`grad` work), else static
+    structure (each value compiles its own program). integer: takes integer values. differentiable:
+    `sensitivities`, `outcomes` and `search` differentiate it. log_scale: log-spaced by default in grids,
+    search boxes and figures. low/high, low_open/high_open: the allowed range. field: the config field it
+    maps into (see `set_hyperparameters`). label: axis label with units.
+    """
+
+    name: str
+    traced: bool
+    integer: bool
+    differentiable: bool
+    log_scale: bool
+    low: float | None
+    high: float | None
+    low_open: bool
+    high_open: bool
+    field: str
+    label: str
+
+    def check(self, value: Any) -> None:
+        """Raise `PgrpoSimError` naming this hyperparameter unless every concrete value is in range."""
+        check_range(
+            self.name, value, self.low, self.high, low_open=self.low_open, high_open=self.high_open,
+            integer=self.integer,
+        )
+
+
+_ROWS = (
+    Hyperparameter("eta", True, False, True, True, 0.0, None, True, False, "eta", "learning rate η (per step)"),
+    Hyperparameter("momentum", True, False, True, False, 0.0, 1.0, False, True, "momentum", "momentum μ"),
+    Hyperparameter("beta", True, False, True, True, 0.0, None, False, False, "beta", "KL coefficient β"),
+    Hyperparameter(
+        "p_ref", True, False, True, False, 0.0, 1.0, True, True, "init_logits", "initial correct mass p_ref"
+    ),
+    Hyperparameter("clip", True, False, True, True, 0.0, 1.0, True, True, "clip_low", "clip range ε"),
+    Hyperparameter("clip_high", True, False, False, True, 0.0, None, True, False, "clip_high", "upper clip range ε_high"),
+    Hyperparameter("lag", True, True, False, False, 0.0, None, False, False, "lag", "off-policy lag τ (optimiser steps)"),
+    Hyperparameter("group_size", False, True, False, True, 2.0, None, False, False, "group_size", "group size G"),
+)
+HYPERPARAMETERS: dict[str, Hyperparameter] = {row.name: row for row in _ROWS}
+"""Every sweepable, searchable hyperparameter of a bandit configuration, by name."""
+TRACED = tuple(n for n, h in HYPERPARAMETERS.items() if h.traced)
+STATIC = tuple(n for n, h in HYPERPARAMETERS.items() if not h.traced)
+DIFFERENTIABLE = tuple(n for n, h in HYPERPARAMETERS.items() if h.differentiable)
+INTEGER = tuple(n for n, h in HYPERPARAMETERS.items() if h.integer)
+
+
+def hyperparameter(name: str) -> Hyperparameter:
+    """The table row of `name`; `PgrpoSimError` listing the known names otherwise."""
+    if name not in HYPERPARAMETERS:
+        raise PgrpoSimError(f"unknown hyperparameter {name!r}; known: {', '.join(HYPERPARAMETERS)}")
+    return HYPERPARAMETERS[name]
+
+
+def reference_mass(config: BanditConfig):
+    """p_ref: the correct mass of the start θ_0 (which is also the KL reference), averaged over prompts; arms
+    with reward 1 count as correct. Works on tracers."""
+    pi = jnp.exp(config.init_logits - jnp.max(config.init_logits, axis=-1, keepdims=True))
+    correct = (config.rewards == 1).astype(pi.dtype)
+    return jnp.mean(jnp.sum(pi * correct, -1) / jnp.sum(pi, -1))
+
+
+def symmetric_logits(rewards, p_ref):
+    """Class-symmetric start with correct mass `p_ref` for each prompt of `rewards` (P, N): the c arms with
+    reward 1 share log(p_ref/c), the others log((1−p_ref)/(N−c)). Works on tracers."""
+    correct = rewards == 1
+    c = jnp.sum(correct, -1, keepdims=True).astype(rewards.dtype)
+    n = rewards.shape[-1]
+    p = jnp.asarray(p_ref, rewards.dtype)
+    return jnp.where(correct, jnp.log(p / c), jnp.log((1 - p) / (n - c)))
+
+
+def set_hyperparameters(config: BanditConfig, values: Mapping[str, Any]) -> BanditConfig:
+    """`config` with hyperparameters replaced by name (`HYPERPARAMETERS`); traced values allowed.
+
+    `clip` sets ε_low, and ε_high too where the configuration has ε_high = ε_low (a `clip_high` value, if
+    also given, is applied after it); `p_ref` rebuilds the class-symmetric start (and KL reference) with that
+    correct mass, which needs binary rewards; `lag` is stored as int32; `group_size` (static) must be a
+    concrete integer. Concrete values are range-checked (`Hyperparameter.check`).
+    """
+    changes: dict[str, Any] = {}
+    ordered = sorted(values, key=lambda n: n == "clip_high")  # clip_high after clip
+    for name in ordered:
+        row, value = hyperparameter(name), values[name]
+        row.check(value)
+        if name == "clip":
+            changes["clip_low"] = value
+            follows = config.clip_high == config.clip_low
+            changes["clip_high"] = jnp.where(follows, value, config.clip_high)
+        elif name == "p_ref":
+            if is_concrete(config.rewards) and not np.all(np.isin(np.asarray(config.rewards), (0.0, 1.0))):
+                raise PgrpoSimError("p_ref needs binary (0/1) rewards: it sets the mass of the correct arms")
+            changes["init_logits"] = symmetric_logits(config.rewards, value)
+        elif name == "group_size":
+            changes["group_size"] = int(value)
+        elif name == "lag":
+            changes["lag"] = jnp.asarray(value, jnp.int32) if not isinstance(value, int) else value
+        else:
+            changes[row.field] = value
+    return config.replace(**changes)
+
+
+def with_hyperparameters(config: BanditConfig, **values: Any) -> BanditConfig:
+    """`set_hyperparameters` with keyword arguments, e.g. to differentiate with respect to p_ref:
+    `jax.grad(lambda p: outcomes(with_hyperparameters(cfg, p_ref=p), 500).final_reward)(0.2)`."""
+    return set_hyperparameters(config, values)

@@ -1,0 +1,193 @@
+"""The continuous damped oscillator of GRPO training dynamics, in closed form.
+
+The deviation e = p − p* of the expected reward from its fixed point obeys (Predictable GRPO,
+arXiv 2606.30789, eqs. for M, C, ζ):
+
+    M ë + C ė + K e = sqrt(D/G) ξ(t)
+    M = ((1+μ) + Kητ²) / (2η),   C = ((1−μ) − Kητ) / η,   ζ = C / (2 sqrt(M K))
+
+with η the learning rate, μ the heavy-ball momentum, τ the off-policy lag (optimiser steps, continuous
+here), K the stiffness (curvature of the expected update per unit η) and time t in optimiser steps.
+
+All functions are pure and broadcast over array arguments; they work under `jit`, `vmap` and `grad`.
+Eagerly, out-of-range inputs raise `ValueError`; under a JAX transformation they give NaN instead.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+from jax.typing import ArrayLike
+
+from ..base.regimes import INVALID, REGIMES, Damping
+from ..base.checks import as_float, check_range, in_range, nan_unless
+
+"""Names of `regime_code` values: index = code."""
+
+
+class Coefficients(NamedTuple):
+    """Mass M (steps²·per unit e), damping C (steps), stiffness K of the reduced oscillator."""
+
+    mass: Array
+    damping: Array
+    stiffness: Array
+
+
+def _check(eta=None, momentum=None, lag=None, stiffness=None, noise=None, group_size=None) -> None:
+    check_range("eta", eta, 0.0, low_open=True)
+    check_range("momentum", momentum, 0.0, 1.0, high_open=True)
+    check_range("lag", lag, 0.0)
+    check_range("stiffness", stiffness, 0.0, low_open=True)
+    check_range("noise", noise, 0.0)
+    check_range("group_size", group_size, 2.0)
+
+
+def _valid(eta, momentum, lag, stiffness):
+    return (
+        in_range(eta, 0.0, low_open=True)
+        & in_range(momentum, 0.0, 1.0, high_open=True)
+        & in_range(lag, 0.0)
+        & in_range(stiffness, 0.0, low_open=True)
+    )
+
+
+def _float(*xs):
+    xs = [as_float(x) for x in xs]
+    dtype = jnp.result_type(*xs)
+    return [x.astype(dtype) for x in xs]
+
+
+def coefficients(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Coefficients:
+    """M = ((1+μ)+Kητ²)/(2η), C = ((1−μ)−Kητ)/η and K; NaN where an input is invalid under jit."""
+    _check(eta, momentum, lag, stiffness)
+    eta, momentum, lag, stiffness = _float(eta, momentum, lag, stiffness)
+    ok = _valid(eta, momentum, lag, stiffness)
+    mass = ((1 + momentum) + stiffness * eta * lag**2) / (2 * eta)
+    damping = ((1 - momentum) - stiffness * eta * lag) / eta
+    return Coefficients(nan_unless(ok, mass), nan_unless(ok, damping), nan_unless(ok, stiffness + 0 * mass))
+
+
+def damping_ratio(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Array:
+    """ζ = C/(2√(MK)) = ((1−μ)−Kητ)/√(2Kη((1+μ)+Kητ²)); dimensionless, negative when C < 0."""
+    m, c, k = coefficients(eta, momentum, lag, stiffness)
+    return c / (2 * jnp.sqrt(m * k))
+
+
+def natural_frequency(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Array:
+    """ω_n = √(K/M), in radians per optimiser step."""
+    m, _, k = coefficients(eta, momentum, lag, stiffness)
+    return jnp.sqrt(k / m)
+
+
+def critical_lag(eta: ArrayLike, momentum: ArrayLike, stiffness: ArrayLike) -> Array:
+    """τ* = (1−μ)/(ηK): the lag (steps) at which the damping C vanishes and the oscillator turns unstable."""
+    _check(eta, momentum, None, stiffness)
+    eta, momentum, stiffness = _float(eta, momentum, stiffness)
+    return nan_unless(_valid(eta, momentum, 0.0, stiffness), (1 - momentum) / (eta * stiffness))
+
+
+def regime_code(
+    eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike, tol: float = 1e-6
+) -> Array:
+    """jit-compatible regime: 0 overdamped (ζ>1+tol), 1 critical (|ζ−1|≤tol), 2 underdamped, 3 unstable (C≤0).
+
+    Codes are `base.regimes.Damping`; invalid inputs under jit give `INVALID` (−1). Names are in `REGIMES`.
+    """
+    m, c, k = coefficients(eta, momentum, lag, stiffness)
+    zeta = c / (2 * jnp.sqrt(m * k))
+    code = jnp.where(
+        c <= 0,
+        Damping.UNSTABLE,
+        jnp.where(jnp.abs(zeta - 1) <= tol, Damping.CRITICAL, jnp.where(zeta > 1, Damping.OVERDAMPED, Damping.UNDERDAMPED)),
+    )
+    return jnp.where(jnp.isnan(zeta), INVALID, code)
+
+
+def regime(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike, tol: float = 1e-6):
+    """Regime name ('overdamped', 'critical', 'underdamped' or 'unstable'); a NumPy str array for array input."""
+    codes = np.asarray(regime_code(eta, momentum, lag, stiffness, tol))
+    names = np.asarray(REGIMES)[codes]
+    return str(names) if names.ndim == 0 else names
+
+
+def stationary_variance(
+    eta: ArrayLike,
+    momentum: ArrayLike,
+    lag: ArrayLike,
+    stiffness: ArrayLike,
+    noise: ArrayLike,
+    group_size: ArrayLike,
+) -> Array:
+    """Stationary Var(e) = D/(2·G·C·K) of the forced oscillator (units of reward²).
+
+    When C ≤ 0 there is no stationary distribution and the result is +inf (not NaN); NaN marks
+    invalid inputs under jit.
+    """
+    _check(eta, momentum, lag, stiffness, noise, group_size)
+    m, c, k = coefficients(eta, momentum, lag, stiffness)
+    noise, group_size = _float(noise, group_size)
+    ok = in_range(noise, 0.0) & in_range(group_size, 2.0) & ~jnp.isnan(m)
+    var = noise / (2 * group_size * jnp.where(c > 0, c, 1.0) * k)
+    return nan_unless(ok, jnp.where(c > 0, var, jnp.inf))
+
+
+def _even_odd_series(x):
+    """(Σ x^k/(2k)!, Σ x^k/(2k+1)!) to O(x^5): cosh(√x) and sinh(√x)/√x near x = 0."""
+    even = 1 + x / 2 * (1 + x / 12 * (1 + x / 30 * (1 + x / 56)))
+    odd = 1 + x / 6 * (1 + x / 20 * (1 + x / 42 * (1 + x / 72)))
+    return even, odd
+
+
+def trajectory(
+    t: ArrayLike,
+    e0: ArrayLike,
+    v0: ArrayLike,
+    eta: ArrayLike,
+    momentum: ArrayLike,
+    lag: ArrayLike,
+    stiffness: ArrayLike,
+) -> Array:
+    """Closed-form deterministic solution e(t) of M ë + C ė + K e = 0 with e(0)=e0, ė(0)=v0 (t in steps).
+
+    e(t) = e^{−γt}[e0·c(t) + (v0 + γ e0)·s(t)], γ = C/(2M), Δ = γ² − K/M, with c = cosh(√Δ t),
+    s = sinh(√Δ t)/√Δ for Δ > 0 (overdamped), cos/sin for Δ < 0 (underdamped) and their common
+    power series near Δt² = 0, so e(t) is smooth (no NaN, no jump) across ζ = 1. For C < 0 the same
+    formula gives the growing (unstable) solution.
+    """
+    _check(eta, momentum, lag, stiffness)
+    m, c, k = coefficients(eta, momentum, lag, stiffness)
+    t, e0, v0, m, c, k = _float(t, e0, v0, m, c, k)
+    gamma = c / (2 * m)
+    disc = gamma**2 - k / m
+    x = disc * t**2
+    small = jnp.abs(x) < 1e-2
+    over = ~small & (x > 0)
+    under = ~small & (x < 0)
+    # Each branch is fed a safe argument so that unused branches never produce NaN gradients.
+    root = jnp.sqrt(jnp.where(over, disc, 1.0))
+    e_fast, e_slow = jnp.exp((root - gamma) * t), jnp.exp((-root - gamma) * t)
+    damp = jnp.exp(-gamma * t)
+    even_o, odd_o = (e_fast + e_slow) / 2, (e_fast - e_slow) / (2 * root)
+    w = jnp.sqrt(jnp.where(under, -disc, 1.0))
+    even_u, odd_u = damp * jnp.cos(w * t), damp * jnp.sin(w * t) / w
+    ser_even, ser_odd = _even_odd_series(jnp.where(small, x, 0.0))
+    even = jnp.where(over, even_o, jnp.where(under, even_u, damp * ser_even))
+    odd = jnp.where(over, odd_o, jnp.where(under, odd_u, damp * ser_odd * t))
+    return e0 * even + (v0 + gamma * e0) * odd
+
+
+def saturation_law(t: ArrayLike, r_inf: ArrayLike, t0: ArrayLike) -> Array:
+    """Empirical saturation law R(t) = R∞(1 − e^{−t/t0}) (t, t0 in steps): the overdamped limit."""
+    check_range("t0", t0, 0.0, low_open=True)
+    t, r_inf, t0 = _float(t, r_inf, t0)
+    return r_inf * -jnp.expm1(-t / t0)
+
+
+def critical_law(t: ArrayLike, r_inf: ArrayLike, r0: ArrayLike, omega: ArrayLike) -> Array:
+    """Critically damped law R(t) = R∞ − (R∞ − R0)(1 + ωt)e^{−ωt} (ω per step): adds the slow start."""
+    check_range("omega", omega, 0.0, low_open=True)
+    t, r_inf, r0, omega = _float(t, r_inf, r0, omega)
+    return r_inf - (r_inf - r0) * (1 + omega * t) * jnp.exp(-omega * t)

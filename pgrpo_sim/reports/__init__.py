@@ -1,0 +1,1 @@
+"""Reports written to a directory: the validation report and the log report."""

@@ -1,0 +1,12 @@
+"""matplotlib figures of results computed elsewhere; nothing here computes a result. Importing it imports
+matplotlib (the rest of pgrpo_sim does not)."""
+
+from .figures import (
+    PALETTE as PALETTE,
+    plot_convergence as plot_convergence,
+    plot_ensemble as plot_ensemble,
+    plot_phase_diagram as plot_phase_diagram,
+    plot_reward_curve as plot_reward_curve,
+    validation_figure as validation_figure,
+)
+from .log_figures import plot_diagnostics as plot_diagnostics, plot_fits as plot_fits

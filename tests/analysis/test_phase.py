@@ -1,0 +1,66 @@
+"""Phase diagrams: predicted regimes per cell, agreement bookkeeping, and the CLI outputs."""
+
+import json
+
+import numpy as np
+import pytest
+
+import pgrpo_sim as ps
+from pgrpo_sim.cli import main
+from pgrpo_sim.analysis.phase import agreement, interior_mask, predict_grid
+from pgrpo_sim.analysis.sweep import parse_axis, run_sweep
+
+
+def test_interior_mask():
+    predicted = np.array([[0, 0, 0, 1], [0, 0, 1, 1], [0, 0, 1, 1]])
+    inside = interior_mask(predicted)
+    expected = np.array([[True, True, False, False], [True, False, False, True], [True, False, False, True]])
+    np.testing.assert_array_equal(inside, expected)
+
+
+def test_predicted_regimes_match_theory_cell_by_cell():
+    base = dict(p_ref=0.2, beta=0.5, group_size=8, momentum=0.9, lag_model="stale")
+    ds = run_sweep(base, [parse_axis("eta=log:0.003:1:5"), parse_axis("lag=0,4")], steps=400, progress=False)
+    pred = predict_grid(ds)
+    k = float(ps.predict(ps.bandit_config(**base, eta=0.1)).stiffness)  # K does not depend on η or τ
+    for i, eta in enumerate(ds.eta.values):
+        for j, lag in enumerate(ds.lag.values):
+            eta_eff = 2 * eta
+            assert pred.stiffness[i, j] == pytest.approx(k, rel=1e-6)
+            code = int(ps.regime_code(eta_eff, 0.9, float(lag), k))
+            assert pred.continuous[i, j] == [0, 0, 1, 3][code]
+            assert pred.discrete[i, j] == int(ps.discrete_regime_code(eta_eff, 0.9, int(lag), k))
+            assert pred.radius[i, j] == pytest.approx(float(ps.spectral_radius(eta_eff, 0.9, int(lag), k)), rel=1e-6)
+    scores = agreement(ds.regime.values, pred)
+    assert scores["cells"] == 10 and 0 <= scores["agreement_discrete"] <= 1
+
+
+def test_phase_diagram_command(tmp_path, capsys):
+    argv = ["phase-diagram", "--x", "eta", "--y", "lag", "--grid", "eta=log:0.003:1:8", "--grid", "lag=0:3",
+            "--momentum", "0.9", "--beta", "0.5", "--steps", "600", "--quiet", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    for key in ("agreement_continuous", "agreement_discrete", "agreement_continuous_interior", "agreement_discrete_interior"):
+        assert 0.0 <= summary[key] <= 1.0
+    for name in ("phase.png", "phase.pdf", "sweep.nc", "summary.csv"):
+        assert (tmp_path / name).stat().st_size > 500
+    header = (tmp_path / "summary.csv").read_text().splitlines()[0]
+    assert "predicted_continuous" in header and "regime_name" in header
+    assert "agreement_continuous=" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, word",
+    [
+        (["sweep", "--grid", "eta=log:0:1:10"], "eta=log:0:1:10"),
+        (["sweep", "--grid", "temperature=1,2"], "temperature"),
+        (["sweep", "--grid", "lag=0:3"], "lag-model"),
+        (["sweep"], "--grid"),
+        (["phase-diagram", "--x", "beta", "--y", "lag"], "beta"),
+        (["sweep", "--grid", "eta=0.1,-0.2"], "eta"),
+    ],
+)
+def test_sweep_cli_errors(argv, word, tmp_path, capsys):
+    assert main(argv + ["--out", str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and word in err

@@ -1,0 +1,169 @@
+"""Sweeps: grid specs, regime classification, equality with direct runs, resume, chunking, sharding."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import pgrpo_sim as ps
+from pgrpo_sim.analysis.summaries import FLIP, MONOTONE, OSCILLATORY, UNSTABLE, summarize_curve
+from pgrpo_sim.analysis.sweep import SweepError, load_sweep, parse_axis, run_sweep
+
+BASE = dict(p_ref=0.2, beta=0.5, group_size=4, momentum=0.9, lag_model="stale")
+
+
+def test_parse_axis_forms():
+    a = parse_axis("eta=log:1e-3:1:4")
+    np.testing.assert_allclose(a.values, [1e-3, 1e-2, 1e-1, 1.0])
+    assert a.spacing == "log"
+    assert parse_axis("momentum=0:0.9:4").values == pytest.approx((0.0, 0.3, 0.6, 0.9))
+    assert parse_axis("lag=0:3").values == (0, 1, 2, 3)
+    assert parse_axis("beta=0.1,0.5").values == (0.1, 0.5)
+    assert parse_axis("group-size=4,8").name == "group_size"
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("eta=log:0:1:10", "log spacing"),
+        ("temperature=1,2", "unknown parameter"),
+        ("eta=0.1:1:0", "empty"),
+        ("lag=0.5,1", "integer"),
+        ("eta", "name=values"),
+        ("eta=a:b:c", "numbers"),
+        ("lag=0:2.5", "integer"),
+    ],
+)
+def test_parse_axis_errors_name_the_spec(spec, words):
+    with pytest.raises(SweepError, match=words) as info:
+        parse_axis(spec)
+    assert spec in str(info.value)
+
+
+def test_regime_classification_on_synthetic_curves():
+    t = np.arange(400.0)
+    monotone = 0.8 - 0.6 * np.exp(-t / 40)
+    oscillatory = 0.8 - 0.6 * np.exp(-t / 60) * np.cos(t / 10)
+    flip = 0.8 + 0.3 * (-0.97) ** t
+    sustained = 0.5 + 0.2 * np.sin(t / 7)
+    growing = 0.5 + 0.01 * np.exp(t / 100) * np.sin(t / 7)
+    expected = {MONOTONE: monotone, OSCILLATORY: oscillatory, FLIP: flip, UNSTABLE: sustained}
+    for code, curve in expected.items():
+        assert int(summarize_curve(curve).regime) == code, code
+    assert int(summarize_curve(growing).regime) == UNSTABLE
+    diverged = summarize_curve(monotone, diverged=True)
+    assert int(diverged.regime) == UNSTABLE and np.isnan(diverged.final_reward)
+    s = summarize_curve(monotone)
+    assert int(s.time_to_90) == int(np.ceil(40 * np.log(10)))  # 0.6·e^{−t/40} ≤ 0.06
+    assert int(s.sign_changes) <= 1 and float(s.overshoot) < 1e-3
+    assert float(summarize_curve(oscillatory).overshoot) > 0.1
+
+
+def test_sweep_equals_direct_runs(tmp_path):
+    axes = [parse_axis("eta=0.01,0.3"), parse_axis("lag=0,3")]
+    ds = run_sweep(BASE, axes, steps=300, out_dir=tmp_path, progress=False)
+    for eta in (0.01, 0.3):
+        for lag in (0, 3):
+            run = ps.simulate(ps.bandit_config(**BASE, eta=eta, lag=lag, max_lag=3), 300)
+            cell = ds.sel(eta=eta, lag=lag)
+            assert float(cell.final_reward) == pytest.approx(float(run.reward[-1]), rel=1e-6)
+            assert int(cell.regime) == int(summarize_curve(run.reward).regime)
+    saved = load_sweep(tmp_path)
+    np.testing.assert_array_equal(saved.regime.values, ds.regime.values)
+    assert (tmp_path / "summary.csv").read_text().count("\n") == 5
+
+
+def test_results_do_not_depend_on_chunk_size():
+    axes = [parse_axis("eta=log:0.01:0.5:5"), parse_axis("momentum=0,0.5,0.9")]
+    base = dict(p_ref=0.2, beta=0.5, group_size=4)
+    runs = [run_sweep(base, axes, steps=200, chunk_size=c, progress=False) for c in (2, 7, None)]
+    for other in runs[1:]:  # XLA may vectorise another batch size differently: equal to a few ulp
+        for field in ("regime", "time_to_90", "sign_changes"):
+            np.testing.assert_array_equal(other[field].values, runs[0][field].values)
+        for field in ("final_reward", "overshoot", "late_variance"):
+            np.testing.assert_allclose(other[field].values, runs[0][field].values, rtol=1e-12, atol=1e-15)
+
+
+def test_sampled_sweep_shares_seeds_and_static_group_axis():
+    axes = [parse_axis("group_size=2,8"), parse_axis("eta=0.1,0.2")]
+    ds = run_sweep(dict(p_ref=0.3, beta=0.5), axes, steps=50, mode="sampled", seeds=16, progress=False)
+    assert ds.final_reward.dims == ("group_size", "eta") and np.all(ds.late_variance.values > 0)
+    # common random numbers: the same (seed, step) draws at both learning rates for G = 2
+    again = run_sweep(dict(p_ref=0.3, beta=0.5), axes, steps=50, mode="sampled", seeds=16, progress=False)
+    np.testing.assert_array_equal(ds.final_reward.values, again.final_reward.values)
+
+
+def test_foreign_output_directory_refused(tmp_path):
+    run_sweep(BASE, [parse_axis("eta=0.1,0.2")], steps=20, out_dir=tmp_path, progress=False)
+    with pytest.raises(SweepError, match="different sweep"):
+        run_sweep(BASE, [parse_axis("eta=0.1,0.3")], steps=20, out_dir=tmp_path, progress=False)
+    run_sweep(BASE, [parse_axis("eta=0.1,0.3")], steps=20, out_dir=tmp_path, overwrite=True, progress=False)
+
+
+def test_write_error_keeps_finished_chunks(tmp_path, monkeypatch):
+    calls = {"n": 0}
+    real = np.savez
+
+    def flaky(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError(28, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(np, "savez", flaky)
+    with pytest.raises(SweepError, match="No space left on device.*kept"):
+        run_sweep(BASE, [parse_axis("eta=0.1,0.2,0.3")], steps=20, out_dir=tmp_path, chunk_size=1, progress=False)
+    done = list((tmp_path / "chunks").glob("*.npz"))
+    assert len(done) == 1 and np.load(done[0])["final_reward"].shape == (1,)
+    monkeypatch.setattr(np, "savez", real)
+    ds = run_sweep(BASE, [parse_axis("eta=0.1,0.2,0.3")], steps=20, out_dir=tmp_path, chunk_size=1, progress=False)
+    assert ds.final_reward.shape == (3,)
+
+
+SWEEP_CMD = [sys.executable, "-m", "pgrpo_sim.cli", "sweep", "--grid", "eta=log:0.01:0.5:12", "--momentum", "0.5",
+             "--beta", "0.5", "--mode", "sampled", "--seeds", "64", "--steps", "1500", "--chunk-size", "1", "--quiet"]
+
+
+@pytest.mark.slow
+def test_resume_after_kill_gives_identical_results(tmp_path):
+    killed, full = tmp_path / "killed", tmp_path / "full"
+    proc = subprocess.Popen(SWEEP_CMD + ["--out", str(killed)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    finished = lambda: list((killed / "chunks").glob("*.npz")) if (killed / "chunks").exists() else []  # noqa: E731
+    deadline = time.time() + 120
+    while not finished() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    n_before = len(finished())
+    assert 1 <= n_before < 12, n_before  # it really was interrupted mid-run
+    assert subprocess.run(SWEEP_CMD + ["--out", str(killed)], capture_output=True).returncode == 0
+    assert subprocess.run(SWEEP_CMD + ["--out", str(full)], capture_output=True).returncode == 0
+    a, b = load_sweep(killed), load_sweep(full)
+    for field in a.data_vars:
+        np.testing.assert_array_equal(a[field].values, b[field].values)
+
+
+@pytest.mark.slow
+def test_identical_results_on_eight_simulated_devices(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import jax, numpy as np
+        jax.config.update("jax_enable_x64", True)
+        from pgrpo_sim.analysis.sweep import parse_axis, run_sweep
+        assert jax.device_count() == {{n}}
+        ds = run_sweep({BASE!r}, [parse_axis("eta=log:0.01:0.5:6"), parse_axis("lag=0:2")], steps=200, progress=False)
+        np.savez("{tmp_path}/out_{{n}}.npz", final=ds.final_reward.values, regime=ds.regime.values)
+        """
+    )
+    for n in (1, 8):
+        env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={n}", JAX_PLATFORMS="cpu")
+        proc = subprocess.run([sys.executable, "-c", script.replace("{n}", str(n))], env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    one, eight = np.load(tmp_path / "out_1.npz"), np.load(tmp_path / "out_8.npz")
+    np.testing.assert_array_equal(one["regime"], eight["regime"])
+    np.testing.assert_allclose(one["final"], eight["final"], rtol=1e-12)

@@ -1,0 +1,363 @@
+"""The softmax-bandit GRPO environment: exactness of expected mode, reductions, sampling, gradients."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from jax.test_util import check_grads
+
+import pgrpo_sim as ps
+from pgrpo_sim.models.bandit import _simulate, expected_loss, on_policy_grad, sampled_loss
+
+# an off-policy point: θ ≠ θ_old far enough that several samples are clipped
+THETA_OLD = np.array([[0.2, -0.4, 0.5]])
+THETA = THETA_OLD + np.array([[0.35, -0.3, -0.05]])
+REF = np.array([[0.0, 0.3, -0.2]])
+
+
+def _enumerated_grad(config, theta, theta_old):
+    """Gradient of the group loss averaged over every possible group (N^G arm sequences × 2^G reward draws)."""
+    n, g = config.n_arms, config.group_size
+    arms = np.array(list(itertools.product(range(n), repeat=g)))
+    outcomes = np.array(list(itertools.product([1.0, 0.0], repeat=g)))
+    arms_all = np.repeat(arms, len(outcomes), axis=0)
+    rewards_all = np.tile(outcomes, (len(arms), 1))
+    pi_old = np.asarray(jax.nn.softmax(theta_old))[0]
+    r = np.asarray(config.rewards)[0]
+    p_reward = np.where(rewards_all == 1, r[arms_all], 1 - r[arms_all])
+    weight = np.prod(pi_old[arms_all] * p_reward, axis=1)
+    grads = jax.vmap(
+        lambda a, rw: jax.grad(lambda t: sampled_loss(t, theta_old, a[None], rw[None], config)[0])(theta)
+    )(arms_all, rewards_all)
+    assert np.isclose(weight.sum(), 1.0)
+    return np.tensordot(weight, np.asarray(grads), axes=1)
+
+
+ENUMERATED = [(3, a, k) for a in ("std", "mean", "rloo") for k in ("k1", "k2", "k3", "exact")] + [
+    (4, "std", "k3"),
+    (4, "rloo", "exact"),
+]
+
+
+@pytest.mark.parametrize("group_size, advantage, kl", ENUMERATED)
+def test_expected_mode_equals_average_over_every_group(group_size, advantage, kl):
+    """Bernoulli rewards, off-policy ratios with asymmetric clipping and dual clip: float64 agreement."""
+    config = ps.bandit_config(
+        rewards=[0.9, 0.3, 0.0],
+        init_logits=REF[0],
+        beta=0.3,
+        group_size=group_size,
+        advantage=advantage,
+        kl=kl,
+        clip=0.1,
+        clip_high=0.15,
+        dual_clip=1.5,
+    )
+    exact = jax.grad(lambda t: expected_loss(t, THETA_OLD, config)[0])(THETA)
+    np.testing.assert_allclose(exact, _enumerated_grad(config, THETA, THETA_OLD), rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("advantage", ["std", "mean", "rloo"])
+@pytest.mark.parametrize("kl,kl_clamp", [("k2", None), ("k3", None), ("k3", 0.05), ("exact", None)])
+def test_on_policy_fast_path_equals_general_expectation(advantage, kl, kl_clamp):
+    config = ps.bandit_config(rewards=[[0.9, 0.3, 0.0], [1.0, 0.0, 0.5]], init_logits=REF[0], beta=0.3, group_size=5,
+                              advantage=advantage, kl=kl, kl_clamp=kl_clamp, dual_clip=1.5)
+    theta = np.concatenate([THETA, THETA_OLD])
+    g_fast, fast_stats = on_policy_grad(theta, config)
+    g_slow, slow_stats = jax.grad(expected_loss, has_aux=True)(theta, theta, config)
+    np.testing.assert_allclose(g_fast, g_slow, rtol=1e-12, atol=1e-15)
+    for a, b in zip(fast_stats, slow_stats):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("advantage", ["std", "rloo"])
+@pytest.mark.parametrize("kl,kl_clamp", [("k1", None), ("k3", None), ("k3", 0.05), ("exact", None)])
+@pytest.mark.parametrize("n_arms", [3, 12])  # per-arm selects (N <= 8) and gathers (N > 8)
+def test_sampled_on_policy_fast_path_equals_autodiff(advantage, kl, kl_clamp, n_arms):
+    """The written-out sampled gradient at ρ = 1 equals jax.grad of the clipped-surrogate loss, draws included."""
+    from pgrpo_sim.models.bandit import _draw, sampled_on_policy_grad
+
+    rng = np.random.default_rng(n_arms)
+    config = ps.bandit_config(rewards=rng.uniform(0, 1, (2, n_arms)), init_logits=rng.normal(size=(2, n_arms)), beta=0.3,
+                              group_size=6, advantage=advantage, kl=kl, kl_clamp=kl_clamp, dual_clip=1.5)
+    theta = config.init_logits + rng.normal(size=(2, n_arms))
+    arms, rewards = _draw(config, theta, jax.random.key(n_arms))
+    g_fast, fast_stats = sampled_on_policy_grad(theta, arms, rewards, config)
+    g_slow, slow_stats = jax.grad(sampled_loss, has_aux=True)(theta, theta, arms, rewards, config)
+    np.testing.assert_allclose(g_fast, g_slow, rtol=1e-12, atol=1e-15)
+    for a, b in zip(fast_stats, slow_stats):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_one_expected_update_with_momentum_matches_enumeration():
+    """Two heavy-ball steps of `simulate` equal two steps built by hand from enumerated gradients."""
+    config = ps.bandit_config(rewards=[1.0, 0.0, 0.0], init_logits=REF[0], eta=0.4, momentum=0.8, beta=0.2, group_size=3)
+    run = ps.simulate(config, 2)
+    opt = optax.sgd(0.4, momentum=0.8)
+    theta, state = REF, opt.init(REF)
+    for _ in range(2):
+        upd, state = opt.update(_enumerated_grad(config, theta, theta), state)
+        theta = theta + upd
+    np.testing.assert_allclose(run.final_logits, theta, rtol=1e-10, atol=1e-13)
+
+
+def _scalar_logit_map(p, p_ref, beta, group_size, eps=1e-6):
+    """Independent scalar form (on-policy, std advantages, k3): Δx/η_eff = p(1−p)(α₊ − α₋) − β(p − p_ref)."""
+    from math import comb
+
+    g = group_size
+    k = np.arange(g + 1)
+    s = np.sqrt(k * (g - k) / (g * (g - 1)))
+    a_pos, a_neg = (1 - k / g) / (s + eps), -(k / g) / (s + eps)
+    j = np.arange(g)
+    binom = np.array([comb(g - 1, int(i)) for i in j]) * p**j * (1 - p) ** (g - 1 - j)
+    return p * (1 - p) * (binom @ a_pos[j + 1] - binom @ a_neg[j]) - beta * (p - p_ref)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.7])
+def test_class_symmetric_reduction_to_scalar_logit(momentum):
+    n, c, p_ref, eta, beta, g = 5, 2, 0.3, 0.2, 0.4, 6
+    config = ps.bandit_config(n_arms=n, n_correct=c, p_ref=p_ref, eta=eta, momentum=momentum, beta=beta, group_size=g)
+    p_n_arm = np.asarray(ps.simulate(config, 60).reward)
+    eta_eff = eta * n / (c * (n - c))
+    x = np.log(p_ref / (1 - p_ref))
+    v, ps_scalar = 0.0, [p_ref]
+    for _ in range(60):
+        p = 1 / (1 + np.exp(-x))
+        v = momentum * v + _scalar_logit_map(p, p_ref, beta, g)
+        x = x + eta_eff * v
+        ps_scalar.append(1 / (1 + np.exp(-x)))
+    np.testing.assert_allclose(p_n_arm, ps_scalar, rtol=1e-11)
+
+
+def test_class_symmetric_reduction_holds_off_policy():
+    """With refresh lag and clipping the N-arm dynamics still equal the 2-arm ones at η·N/(2c(N−c))."""
+    common = dict(p_ref=0.25, momentum=0.5, beta=0.2, group_size=5, lag_model="refresh", lag=3, clip=0.05)
+    many = ps.simulate(ps.bandit_config(n_arms=7, n_correct=3, eta=0.3, **common), 40)
+    two = ps.simulate(ps.bandit_config(n_arms=2, n_correct=1, eta=0.3 * 7 / (2 * 3 * 4), **common), 40)
+    np.testing.assert_allclose(many.reward, two.reward, rtol=1e-11)
+    assert np.max(many.clip_frac) > 0  # clipping was active
+    # from an asymmetric start the reduction does not hold: richer arms of a class grow faster
+    asym = ps.bandit_config(rewards=[1, 1, 0, 0], init_logits=[np.log(1.5), np.log(0.5), 0.0, 0.0], eta=0.3, beta=0.2, group_size=5)
+    sym = ps.bandit_config(rewards=[1, 1, 0, 0], init_logits=[0.0, 0.0, 0.0, 0.0], eta=0.3, beta=0.2, group_size=5)
+    assert np.isclose(ps.simulate(asym, 1).reward[0], ps.simulate(sym, 1).reward[0])
+    assert abs(ps.simulate(asym, 30).reward[-1] - ps.simulate(sym, 30).reward[-1]) > 1e-3
+
+
+def _reference_run(config, steps):
+    """Python-loop reference of the lag models, one expected-loss gradient per step."""
+    opt = ps.make_optimizer(config)
+    theta = np.asarray(config.init_logits)
+    state, history, old = opt.init(theta), [theta], theta
+    for n in range(steps):
+        lag = int(config.lag)
+        if config.lag_model == "refresh" and n % max(lag, 1) == 0:
+            old = theta
+        at, behaviour = {
+            "none": (theta, theta),
+            "refresh": (theta, old),
+            "stale": (history[max(n - lag, 0)], history[max(n - lag, 0)]),
+        }[config.lag_model]
+        grad = jax.grad(lambda t: expected_loss(t, behaviour, config)[0])(at)
+        upd, state = opt.update(grad, state, theta)
+        theta = np.asarray(theta + upd)
+        history.append(theta)
+    return theta
+
+
+@pytest.mark.parametrize("lag_model, optimizer", [("refresh", "sgd"), ("stale", "nesterov"), ("stale", "adam")])
+def test_lag_models_match_python_loop_reference(lag_model, optimizer):
+    config = ps.bandit_config(n_arms=3, p_ref=0.3, eta=0.3, momentum=0.6, beta=0.1, group_size=4, lag_model=lag_model, lag=3, optimizer=optimizer)
+    run = ps.simulate(config, 12)
+    np.testing.assert_allclose(run.final_logits, _reference_run(config, 12), rtol=1e-10)
+    if lag_model == "refresh":  # at refresh steps π_old = π: ratio exactly 1, nothing clipped
+        assert np.all(run.ratio_max[::3] == 1.0) and np.all(run.clip_frac[::3] == 0.0)
+        assert np.all(run.ratio_max[1::3][:-1] != 1.0)
+
+
+def test_sampled_one_step_update_is_unbiased():
+    config = ps.bandit_config(rewards=[0.9, 0.3, 0.0], init_logits=[0.0, 0.2, 0.4], eta=0.5, beta=0.2, group_size=4, advantage="rloo")
+    s = 20000
+    run = ps.simulate(config, 1, mode="sampled", seeds=s, key=jax.random.key(7))
+    delta = np.asarray(run.final_logits[:, 0] - config.init_logits[0])
+    expected = np.asarray(ps.simulate(config, 1).final_logits[0] - config.init_logits[0])
+    z = (delta.mean(0) - expected) / (delta.std(0) / np.sqrt(s))
+    assert np.all(np.abs(z) < 4), z
+    # the zero-advantage fraction observed equals p^G + (1-p)^G on average
+    zf = np.asarray(run.zero_adv_frac[:, 0])
+    assert abs(zf.mean() - float(ps.simulate(config, 1).zero_adv_frac[0])) < 4 * zf.std() / np.sqrt(s)
+
+
+def test_sampled_mean_tracks_expected_curve_at_small_step():
+    """η = 0.03, G = 4, 1000 seeds: seed-mean p_t within 4 standard errors of the expected curve."""
+    config = ps.bandit_config(p_ref=0.2, beta=0.5, group_size=4, eta=0.03)
+    expected = np.asarray(ps.simulate(config, 1000).reward)
+    sampled = np.asarray(ps.simulate(config, 1000, mode="sampled", seeds=1000, key=jax.random.key(3)).reward)
+    t = np.array([300, 500, 700, 1000])
+    z = (sampled[:, t].mean(0) - expected[t]) / (sampled[:, t].std(0) / np.sqrt(sampled.shape[0]))
+    print("\nsmall-step z-scores at t =", t, np.round(z, 2))
+    assert np.all(np.abs(z) < 4), z
+
+
+def _late_drift(eta, group_size, seeds=4000):
+    """Seed-mean minus expected-mode p over the last half of 60/η steps, with its standard error."""
+    config = ps.bandit_config(p_ref=0.2, beta=0.5, group_size=group_size, eta=eta)
+    steps = int(round(60 / eta))
+    expected = np.asarray(ps.simulate(config, steps).reward)[steps // 2 :]
+    sampled = np.asarray(ps.simulate(config, steps, mode="sampled", seeds=seeds, key=jax.random.key(11)).reward)
+    per_seed = (sampled[:, steps // 2 :] - expected).mean(1)
+    return per_seed.mean(), per_seed.std() / np.sqrt(seeds)
+
+
+@pytest.mark.slow
+def test_noise_induced_drift_shrinks_with_step_and_group_size():
+    big, small_eta, big_g = _late_drift(0.6, 4), _late_drift(0.3, 4), _late_drift(0.6, 16)
+    print(f"\nlate drift: η=0.6 G=4 {big[0]:.2e}±{big[1]:.1e}; η=0.3 G=4 {small_eta[0]:.2e}±{small_eta[1]:.1e};"
+          f" η=0.6 G=16 {big_g[0]:.2e}±{big_g[1]:.1e}")
+    assert big[0] < -4 * big[1]  # the drift is real at large η (and pulls the seed-mean below the expected curve)
+    for smaller in (small_eta, big_g):
+        assert abs(big[0]) - abs(smaller[0]) > 4 * np.hypot(big[1], smaller[1])
+
+
+def _fixed_point(group_size, beta=0.5, p_ref=0.2):
+    """p* of the expected 2-arm dynamics: bisection on the sign of the expected logit drive."""
+    config = ps.bandit_config(p_ref=p_ref, beta=beta, group_size=group_size)
+
+    @jax.jit
+    def drive(x):
+        theta = jnp.stack([x, jnp.zeros_like(x)])[None]
+        g = jax.grad(lambda t: expected_loss(t, theta, config)[0])(theta)
+        return g[0, 1] - g[0, 0]
+
+    lo, hi = np.log(p_ref / (1 - p_ref)), 20.0
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if drive(mid) > 0 else (lo, mid)
+    return 1 / (1 + np.exp(-0.5 * (lo + hi)))
+
+
+@pytest.mark.slow
+def test_fixed_point_tends_to_large_group_closed_form():
+    beta, p_ref = 0.5, 0.2
+    closed = (1 + 2 * beta**2 * p_ref + np.sqrt(1 + 4 * beta**2 * p_ref * (1 - p_ref))) / (2 * (1 + beta**2))
+    gaps = {g: _fixed_point(g) - closed for g in (4, 256, 1024, 4096)}
+    print("\np*(G) - closed form:", {g: f"{v:.2e}" for g, v in gaps.items()})
+    assert abs(gaps[1024]) < 1e-3
+    # 1/G convergence: quadrupling G divides the gap by 4 (± 10%)
+    assert 3.6 < gaps[256] / gaps[1024] < 4.4 and 3.6 < gaps[1024] / gaps[4096] < 4.4
+    assert abs(gaps[4]) > 0.1  # the closed form fails at small G
+
+
+def test_grad_of_late_reward_matches_finite_differences():
+    base = dict(eta=0.15, momentum=0.5, beta=0.3)
+
+    def outcome(eta, momentum, beta):
+        config = ps.bandit_config(n_arms=3, p_ref=0.2, group_size=4, eta=eta, momentum=momentum, beta=beta)
+        return jnp.mean(ps.simulate(config, 300).reward[-100:])
+
+    grads = jax.grad(outcome, argnums=(0, 1, 2))(*base.values())
+    for i, name in enumerate(base):
+        h = 1e-5
+        plus, minus = dict(base), dict(base)
+        plus[name] += h
+        minus[name] -= h
+        fd = (outcome(**plus) - outcome(**minus)) / (2 * h)
+        # O(h²) truncation ~1e-10 and rounding ~1e-16/1e-5: rtol 1e-4 is loose for float64
+        np.testing.assert_allclose(grads[i], fd, rtol=1e-4, err_msg=name)
+
+
+@pytest.mark.parametrize("advantage", ["std", "mean", "rloo"])
+@pytest.mark.parametrize("kl", ["k1", "k2", "k3", "exact"])
+def test_loss_gradients_match_finite_differences(advantage, kl):
+    config = ps.bandit_config(rewards=[0.9, 0.3, 0.0], init_logits=REF[0], beta=0.3, group_size=4, advantage=advantage,
+                              kl=kl, kl_clamp=10.0, clip=0.1, clip_high=0.15, dual_clip=1.5)
+    check_grads(lambda t: expected_loss(t, THETA_OLD, config)[0], (THETA,), order=1, modes=["rev"], atol=1e-6, rtol=1e-6)
+    arms, rewards = np.array([[0, 1, 2, 0]]), np.array([[1.0, 0.0, 0.0, 0.0]])
+    check_grads(lambda t: sampled_loss(t, THETA_OLD, arms, rewards, config)[0], (THETA,), order=1, modes=["rev"],
+                atol=1e-6, rtol=1e-6)
+
+
+def test_second_call_does_not_recompile():
+    config = ps.bandit_config(p_ref=0.3, eta=0.2, group_size=5)
+    ps.simulate(config, 50)
+    before = _simulate._cache_size()
+    ps.simulate(config.replace(eta=0.05, momentum=0.9, beta=0.4), 50)
+    ps.simulate(ps.bandit_config(p_ref=0.6, eta=0.7, group_size=5, clip=0.3), 50)
+    assert _simulate._cache_size() == before
+
+
+def test_vmap_over_hyperparameters_and_divergence_flag():
+    """A configuration whose logits blow up is flagged and NaN-masked; its neighbours run on."""
+    # without KL a one-hot policy feels no force: θ coasts to η·g/(1 − μ), past the float64 maximum at η = 1e308
+    config = ps.bandit_config(p_ref=0.2, momentum=0.9, group_size=4)
+    etas = jnp.array([0.1, 1e308])
+    runs = jax.vmap(lambda e: ps.simulate(config.replace(eta=e), 30))(etas)
+    assert not runs.diverged[0] and runs.diverged[1]
+    step = int(runs.diverged_step[1])
+    assert 0 <= step < 30
+    assert np.all(np.isfinite(runs.reward[0])) and np.all(np.isnan(runs.reward[1, step + 1 :]))
+    assert np.all(np.isfinite(runs.final_logits[1]))  # frozen at the last finite state
+    assert int(runs.diverged_step[0]) == -1
+
+
+def test_true_reward_and_output_shapes():
+    config = ps.bandit_config(rewards=[1.0, 1.0, 0.0], true_rewards=[1.0, 0.0, 0.0], n_prompts=2, eta=0.3, group_size=4)
+    run = ps.simulate(config, 20, mode="sampled", seeds=3)
+    assert run.reward.shape == run.true_reward.shape == (3, 21) and run.final_logits.shape == (3, 2, 3)
+    assert np.all(run.true_reward <= run.reward + 1e-12)
+    exp = ps.simulate(config, 20)
+    assert exp.reward.shape == (21,) and exp.diverged.shape == ()
+    assert ps.simulate(ps.bandit_config(), 5).true_reward is None
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(n_arms=1), "arms"),
+        (dict(n_correct=2), "correct"),
+        (dict(p_ref=1.0), "p_ref"),
+        (dict(group_size=1), "group_size"),
+        (dict(eta=0.0), "eta"),
+        (dict(momentum=1.0), "momentum"),
+        (dict(beta=-0.1), "beta"),
+        (dict(clip=0.0), "clip"),
+        (dict(dual_clip=1.0), "dual_clip"),
+        (dict(lag_model="stale", lag=-1), "lag"),
+        (dict(lag=2), "lag"),
+        (dict(rewards=[0.5, 1.5]), "rewards"),
+        (dict(eta=float("nan")), "eta"),
+        (dict(advantage="gae"), "advantage"),
+        (dict(lag_model="stale", lag=1.5), "lag"),
+    ],
+)
+def test_bad_config_raises(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        ps.bandit_config(**kwargs)
+
+
+def test_bad_simulate_arguments():
+    config = ps.bandit_config()
+    for kwargs, name in [(dict(steps=0), "steps"), (dict(steps=5, seeds=0), "seeds"), (dict(steps=5, mode="x"), "mode")]:
+        with pytest.raises(ValueError, match=name):
+            ps.simulate(config, **kwargs)
+
+
+@pytest.mark.parametrize("means", [[0.9, 0.3, 0.0, 0.6], [0.9, 0.3, 0.0, 0.6, 1.0, 0.1, 0.5, 0.2, 0.7, 0.4, 0.8, 0.05]])
+def test_draw_frequencies_match_policy_and_reward_means(means):
+    """One uniform per sample gives arms ~ π_old and rewards ~ Bernoulli(r_arm) independently (4 SE), with
+    per-arm selects (4 arms) and gathers (12 arms)."""
+    from pgrpo_sim.models.bandit import _draw
+
+    n = len(means)
+    config = ps.bandit_config(rewards=means, init_logits=np.linspace(0.5, -1.0, n), group_size=50000)
+    arms, rewards = _draw(config, config.init_logits, jax.random.key(5))
+    arms, rewards = np.asarray(arms[0]), np.asarray(rewards[0])
+    pi = np.asarray(jax.nn.softmax(config.init_logits[0]))
+    freq = np.bincount(arms, minlength=n) / arms.size
+    assert np.all(np.abs(freq - pi) < 4 * np.sqrt(pi * (1 - pi) / arms.size))
+    for a, r in enumerate(means):
+        hits = rewards[arms == a]
+        assert abs(hits.mean() - r) <= 4 * np.sqrt(max(r * (1 - r), 1e-12) / hits.size) + 1e-12

@@ -1,0 +1,93 @@
+"""GRPO pieces against the verl/TRL test vectors of docs/conventions.md (float64)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pgrpo_sim as ps
+
+REWARDS = np.array([[1, 0, 0, 1], [1, 1, 1, 0]], float)
+ADV_STD = np.array([0.866024, -0.866024, -0.866024, 0.866024, 0.499999, 0.499999, 0.499999, -1.499997])
+ADV_MEAN = np.array([0.5, -0.5, -0.5, 0.5, 0.25, 0.25, 0.25, -0.75])
+LOGP_OLD = np.log([0.3, 0.2, 0.2, 0.3, 0.25, 0.25, 0.25, 0.25])
+LOGP = LOGP_OLD + np.array([0.5, -0.4, 0.1, 0.2, -0.1, 0.3, 0.0, 3.0])
+
+
+def test_advantages_match_reference_vectors():
+    # reference values are printed to 6 decimals
+    np.testing.assert_allclose(ps.group_advantages(REWARDS, "std").ravel(), ADV_STD, atol=1e-6)
+    np.testing.assert_allclose(ps.group_advantages(REWARDS, "mean").ravel(), ADV_MEAN, atol=1e-12)
+    # RLOO by its definition: r_i minus the mean of the other G-1 rewards
+    g = REWARDS.shape[-1]
+    loo = REWARDS - (REWARDS.sum(-1, keepdims=True) - REWARDS) / (g - 1)
+    np.testing.assert_allclose(ps.group_advantages(REWARDS, "rloo"), loo, atol=1e-12)
+    # all-equal groups give zero; TRL's eps = 1e-4 changes the scale as (s + eps)
+    assert np.all(ps.group_advantages(np.ones((3, 5)), "std") == 0)
+    s = np.std(REWARDS[0], ddof=1)
+    np.testing.assert_allclose(ps.group_advantages(REWARDS[0], "std", eps=1e-4), (REWARDS[0] - 0.5) / (s + 1e-4))
+
+
+def test_clipped_surrogate_matches_verl_vector():
+    def loss(logp, dual):
+        return jnp.mean(ps.clipped_surrogate(logp, LOGP_OLD, ADV_STD, 0.2, 0.28, dual).loss)
+
+    assert loss(LOGP, 3.0) == pytest.approx(0.298903, abs=1e-6)
+    grad = jax.grad(loss)(LOGP, 3.0)
+    np.testing.assert_allclose(grad, [0, 0, 0.119638, -0.132221, -0.056552, 0, -0.0625, 0], atol=1e-6)
+    out = ps.clipped_surrogate(LOGP, LOGP_OLD, ADV_STD, 0.2, 0.28, 3.0)
+    assert float(out.clipped.mean()) == pytest.approx(0.375)
+    np.testing.assert_allclose(out.ratio, np.exp(LOGP - LOGP_OLD), rtol=1e-12)
+    # TRL: no dual clip (None and +inf both disable it) and advantages with eps = 1e-4
+    adv_trl = ps.group_advantages(REWARDS, "std", eps=1e-4).ravel()
+    for off in (None, np.inf):
+        g = jax.grad(lambda lp: jnp.mean(ps.clipped_surrogate(lp, LOGP_OLD, adv_trl, 0.2, 0.28, off).loss))(LOGP)
+        assert g[-1] == pytest.approx(3.76529, abs=1e-5)
+
+
+def test_ratio_one_gives_policy_gradient():
+    grad = jax.grad(lambda lp: jnp.sum(ps.clipped_surrogate(lp, LOGP_OLD, ADV_STD).loss))(LOGP_OLD)
+    np.testing.assert_allclose(grad, -ADV_STD, rtol=1e-12)
+
+
+def test_log_ratio_clamp():
+    out = ps.clipped_surrogate(np.array([30.0]), np.array([0.0]), np.array([1.0]))
+    assert float(out.ratio[0]) == pytest.approx(np.exp(20.0))
+
+
+def test_kl_estimators_match_reference_vectors():
+    d = np.array([0.8, -0.1, 0.4])
+    k3 = ps.kl_estimate(d, np.zeros(3), "k3")
+    np.testing.assert_allclose(k3, [0.249329, 0.005171, 0.070320], atol=1e-6)
+    g = jax.grad(lambda lp: jnp.sum(ps.kl_estimate(lp, np.zeros(3), "k3")))(d)
+    np.testing.assert_allclose(g, [0.55067, -0.10517, 0.32968], atol=1e-5)
+    np.testing.assert_allclose(ps.kl_estimate(d, 0.0, "k1"), d)
+    np.testing.assert_allclose(ps.kl_estimate(d, 0.0, "k2"), 0.5 * d**2)
+    assert float(ps.kl_estimate(-15.0, 0.0, "k3", clamp=10.0)) == 10.0
+    assert float(ps.kl_estimate(-15.0, 0.0, "k3")) == pytest.approx(np.exp(15) - 16)
+
+
+def test_expected_k3_gradient_is_pi_minus_pi_ref():
+    """On-policy E_{a~π}[∇_θ k3(a)] = π − π_ref (the gradient of KL(π_ref‖π)), by exact enumeration."""
+    z, z_ref = jnp.array([0.3, -1.0, 0.8, 0.1]), jnp.array([0.0, 0.5, -0.2, 0.4])
+    pi, pi_ref = jax.nn.softmax(z), jax.nn.softmax(z_ref)
+    est = lambda th: jnp.sum(pi * ps.kl_estimate(jax.nn.log_softmax(th), jnp.log(pi_ref), "k3"))
+    np.testing.assert_allclose(jax.grad(est)(z), pi - pi_ref, atol=1e-12)
+
+
+def test_entropy_and_kl_divergence():
+    assert float(ps.entropy(np.array([1.0, 2.0, 0.5]))) == pytest.approx(0.905959, abs=1e-6)
+    z, z_ref = np.array([0.3, -1.0, 0.8]), np.array([0.0, 0.5, -0.2])
+    p, q = np.exp(z) / np.exp(z).sum(), np.exp(z_ref) / np.exp(z_ref).sum()
+    assert float(ps.kl_divergence(z, z_ref)) == pytest.approx(np.sum(p * np.log(p / q)), rel=1e-12)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="advantage"):
+        ps.group_advantages(REWARDS, "gauss")
+    with pytest.raises(ValueError, match="group size"):
+        ps.group_advantages(np.ones((3, 1)))
+    with pytest.raises(ValueError, match="dual_clip"):
+        ps.clipped_surrogate(LOGP, LOGP_OLD, ADV_STD, dual_clip=1.0)
+    with pytest.raises(ValueError, match="kl"):
+        ps.kl_estimate(LOGP, LOGP_OLD, "k4")

@@ -1,0 +1,131 @@
+"""The package's import graph, read from the source with `ast` (function-level imports included): no import
+cycles among its modules, no module importing another module's private (`_name`) objects, and dependencies
+pointing one way through the layers of the README's "Layout"."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pgrpo_sim"
+LAYERS = ("base", "models", "prediction", "analysis", "logs", "viz", "reports", "cli")
+"""Lower layers first: a module may import from its own layer and lower ones only (analysis and logs are
+peers: logs may use prediction, analysis never reads logs)."""
+RANK = {"base": 0, "models": 1, "prediction": 2, "analysis": 3, "logs": 3, "viz": 4, "reports": 5, "cli": 6}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(module: str) -> list[tuple[str, str, int]]:
+    """(imported module, imported name or '', line) for every import in `module`'s source."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text())
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, "", node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(module, node, path.name == "__init__.py")
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                out.append((sub, "", node.lineno) if sub in MODULES else (target, alias.name, node.lineno))
+    return [(m, n, line) for m, n, line in out if m == "pgrpo_sim" or m.startswith("pgrpo_sim.")]
+
+
+def _graph() -> dict[str, set[str]]:
+    return {m: {t for t, _, _ in _imports(m) if t in MODULES and t != m} for m in MODULES}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_the_checks_see_the_package():
+    assert len(MODULES) > 20 and "pgrpo_sim.models.bandit" in MODULES and "pgrpo_sim.prediction" in MODULES
+    assert any(_imports("pgrpo_sim.cli")), "function-level imports must be seen"
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of `graph` as a path that returns to its start, or None (depth-first search)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+
+    def visit(node, path):
+        state[node] = 1
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                return path[path.index(dep):] + [dep]
+            if dep not in state and (found := visit(dep, path + [dep])):
+                return found
+        state[node] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (found := visit(module, [module])):
+            return found
+    return None
+
+
+def test_no_import_cycles():
+    graph = {m: deps - {"pgrpo_sim"} for m, deps in _graph().items() if m != "pgrpo_sim"}  # the root re-exports
+    cycle = _find_cycle(graph)
+    assert cycle is None, "import cycle: " + " → ".join(cycle)
+
+
+def test_a_planted_cycle_is_found():
+    assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert _find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_no_private_names_across_modules():
+    bad = []
+    for module in MODULES:
+        for target, name, line in _imports(module):
+            private_name = name.startswith("_") and not name.startswith("__")
+            private_module = any(p.startswith("_") and not p.startswith("__") for p in target.split(".")[1:])
+            if target != module and (private_name or private_module):
+                bad.append(f"{MODULES[module].relative_to(PACKAGE.parent)}:{line} imports {target} {name}".strip())
+        tree = ast.parse(MODULES[module].read_text())
+        imported = {
+            alias.asname or alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level
+            for alias in node.names
+        }
+        for node in ast.walk(tree):  # module._private attribute access on an imported sibling module
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in imported
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                bad.append(f"{MODULES[module].relative_to(PACKAGE.parent)}:{node.lineno} uses {node.value.id}.{node.attr}")
+    assert not bad, "\n".join(bad)
+
+
+def test_dependencies_point_down_the_layers():
+    bad = []
+    for module, deps in _graph().items():
+        if module == "pgrpo_sim":
+            continue
+        for dep in deps:
+            if dep == "pgrpo_sim":
+                bad.append(f"{module} imports the package root")
+            elif RANK[_layer(dep)] > RANK[_layer(module)] or {_layer(module), _layer(dep)} == {"analysis", "logs"}:
+                bad.append(f"{module} ({_layer(module)}) imports {dep} ({_layer(dep)})")
+    assert not bad, "\n".join(bad)
