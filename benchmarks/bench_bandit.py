@@ -16,9 +16,8 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
-
 import harness
+import numpy as np
 import numpy_bandit
 
 TARGETS = {"expected": 20.0, "sampled": 5.0}

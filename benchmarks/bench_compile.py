@@ -27,9 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 import harness
+import numpy as np
 
 CHUNK_NAME = r"_chunk\b"
 """Regex of the sweep's chunk function among compiled function names (`jit(_chunk)`)."""
@@ -121,10 +120,19 @@ def measure_counts(n_eta: int, max_lag: int, steps: int) -> dict:
     sweeps = [
         (f"{n_eta}×{max_lag + 1} η×lag, the phase-diagram sweep (first in the process)", PHASE_BASE, grid, {}),
         ("same shape, other η values", PHASE_BASE, other, {}),
-        (f"same grid in chunks of {chunk} ({-(-n_cfg // chunk)} chunks, the last padded)", PHASE_BASE, grid, dict(chunk_size=chunk)),
+        (
+            f"same grid in chunks of {chunk} ({-(-n_cfg // chunk)} chunks, the last padded)",
+            PHASE_BASE,
+            grid,
+            dict(chunk_size=chunk),
+        ),
         ("with a group_size axis of 2 values (4, 16)", PHASE_BASE, [*grid, parse_axis("group_size=4,16")], {}),
-        ("η × momentum (0.5, 0.9) at fixed lag 2: another static structure (lag buffer of 3)",
-         dict(lag_model="stale", lag=2, beta=0.5), [grid[0], parse_axis("momentum=0.5,0.9")], {}),
+        (
+            "η × momentum (0.5, 0.9) at fixed lag 2: another static structure (lag buffer of 3)",
+            dict(lag_model="stale", lag=2, beta=0.5),
+            [grid[0], parse_axis("momentum=0.5,0.9")],
+            {},
+        ),
         ("sampled mode, 4 seeds", PHASE_BASE, grid, dict(mode="sampled", seeds=4)),
     ]
     out = []
@@ -150,8 +158,8 @@ def check() -> list[tuple[str, bool]]:
     (final reward, float32, rtol 1e-5); the CLI's `simulate` CSV against `simulate` (100 steps); the
     compile counter sees the sweep's chunk function."""
     import pgrpo_sim as ps
-    from pgrpo_sim.cli import main
     from pgrpo_sim.analysis.sweep import parse_axis, run_sweep
+    from pgrpo_sim.cli import main
 
     results = []
     axes = [parse_axis("eta=0.05,0.3,1.0"), parse_axis("lag=0,2")]
@@ -163,9 +171,16 @@ def check() -> list[tuple[str, bool]]:
             direct = float(ps.simulate(config, 300).reward[-1])
             swept = float(ds["final_reward"].sel(eta=eta, lag=lag))
             worst = max(worst, abs(swept - direct) / abs(direct))
-    results.append((f"run_sweep 3×2 stale-lag grid vs simulate: final reward max rel. error {worst:.1e} (rtol 1e-5)", worst <= 1e-5))
+    results.append(
+        (
+            f"run_sweep 3×2 stale-lag grid vs simulate: final reward max rel. error {worst:.1e} (rtol 1e-5)",
+            worst <= 1e-5,
+        )
+    )
     chunks = sum(rec.compilations(CHUNK_NAME).values())
-    results.append((f"compile counter: the sweep compiled the chunk function {chunks} time(s) (at least 1)", chunks >= 1))
+    results.append(
+        (f"compile counter: the sweep compiled the chunk function {chunks} time(s) (at least 1)", chunks >= 1)
+    )
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "sim.csv"
         with contextlib.redirect_stdout(io.StringIO()):
@@ -175,7 +190,12 @@ def check() -> list[tuple[str, bool]]:
     cli = np.array([float(r["reward"]) for r in rows])
     direct = np.asarray(ps.simulate(ps.bandit_config(eta=0.3, momentum=0.5), 100).reward)
     err = float(np.max(np.abs(cli - direct))) if code == 0 and cli.shape == direct.shape else float("inf")
-    results.append((f"`pgrpo-sim simulate` CSV reward column vs simulate: max |Δ| {err:.1e} (limit 1e-7, CSV has 8 digits)", err <= 1e-7))
+    results.append(
+        (
+            f"`pgrpo-sim simulate` CSV reward column vs simulate: max |Δ| {err:.1e} (limit 1e-7, CSV has 8 digits)",
+            err <= 1e-7,
+        )
+    )
     return results
 
 
@@ -211,17 +231,27 @@ def report(quick: bool, rounds: int, out_dir) -> str:
             return _median_runs(runs, once)
 
         imports = _median_runs(rounds, lambda: harness.run_measure(script, "imports", env=env))
-        rows.append(("`import pgrpo_sim` (JAX, then pgrpo_sim)", imports, f"JAX {imports['jax_s']:.1f} s, then pgrpo_sim {imports['pgrpo_sim_s']:.1f} s"))
+        rows.append(
+            (
+                "`import pgrpo_sim` (JAX, then pgrpo_sim)",
+                imports,
+                f"JAX {imports['jax_s']:.1f} s, then pgrpo_sim {imports['pgrpo_sim_s']:.1f} s",
+            )
+        )
         sim = cli(["simulate", "--steps", str(sim_steps), "--out", f"{tmp}/sim.csv"])
         rows.append((f"`pgrpo-sim simulate --steps {sim_steps}` (expected mode)", sim, ""))
-        sweep = _median_runs(rounds, lambda: harness.run_measure(script, "sweep", env=env, n_eta=n_eta, max_lag=max_lag, steps=steps))
+        sweep = _median_runs(
+            rounds, lambda: harness.run_measure(script, "sweep", env=env, n_eta=n_eta, max_lag=max_lag, steps=steps)
+        )
         rows.append((f"`run_sweep`, {n_eta}×{max_lag + 1} η×lag, stale, μ 0.9, β 0.5, {steps} steps", sweep, ""))
         phase_argv = ["phase-diagram", "--momentum", "0.9", "--beta", "0.5", "--out", tmp + "/phase{}", "--quiet"]
         if quick:
             phase_argv += ["--grid", f"eta=log:1e-3:1:{n_eta}", "--grid", f"lag=0:{max_lag}", "--steps", str(steps)]
         phase = cli(phase_argv)
         target = "target < 60 s: " + ("met" if phase["wall_s"] < 60 else "missed")
-        rows.append((f"`pgrpo-sim phase-diagram --momentum 0.9 --beta 0.5`{' (quick grid)' if quick else ''}", phase, target))
+        rows.append(
+            (f"`pgrpo-sim phase-diagram --momentum 0.9 --beta 0.5`{' (quick grid)' if quick else ''}", phase, target)
+        )
         validate_error = None
         if _has_validate() and not quick:
             try:
@@ -250,10 +280,11 @@ def report(quick: bool, rounds: int, out_dir) -> str:
         "device as a user gets it (no forced device count). Import is the time to import pgrpo_sim's CLI "
         "(JAX, diffrax, optax, equinox, …); compile is the wall time covered by JAX's tracing, lowering "
         "and XLA compile events; XLA compilations count every compiled function, including the one-off "
-        "compilations of primitives run eagerly; \"rest\" is the run itself plus interpreter start, "
+        'compilations of primitives run eagerly; "rest" is the run itself plus interpreter start, '
         "output files (CSV, plots, NetCDF) and Python overhead.",
         "",
-        "| Command | to first result s | import s | compile s | rest s | XLA compilations (chunk fn) | peak RSS MiB | note |",
+        "| Command | to first result s | import s | compile s | rest s | XLA compilations (chunk fn) | "
+        "peak RSS MiB | note |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, r, note in rows:

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 import harness
+import numpy as np
 
 STEPS = 1000
 POINT = (0.01, 0.5, 0.05)
@@ -60,7 +59,12 @@ def _grad_cases(quick: bool) -> list[dict]:
     steps = 200 if quick else STEPS
     return [
         dict(label="one configuration", configs=None, steps=steps, reps=50 if quick else 100),
-        dict(label=f"vmap over {100 if quick else 1000} configurations", configs=100 if quick else 1000, steps=steps, reps=3),
+        dict(
+            label=f"vmap over {100 if quick else 1000} configurations",
+            configs=100 if quick else 1000,
+            steps=steps,
+            reps=3,
+        ),
     ]
 
 
@@ -110,15 +114,23 @@ def check() -> list[tuple[str, bool]]:
             for name, g in (("grad", grad), ("jacfwd", jacfwd)):
                 g = np.array([float(x) for x in g(*p)])
                 err = float(np.linalg.norm(g - fd) / np.linalg.norm(fd))
-                results.append((
-                    f"{name} at (η, μ, β) = {point}: {np.array2string(g, precision=4)} vs finite differences, rel. error {err:.1e} (limit 1e-6)",
-                    err <= 1e-6,
-                ))
+                results.append(
+                    (
+                        f"{name} at (η, μ, β) = {point}: {np.array2string(g, precision=4)} vs finite "
+                        f"differences, rel. error {err:.1e} (limit 1e-6)",
+                        err <= 1e-6,
+                    )
+                )
         args = sweep(3)
         single = np.array([[float(x) for x in grad(*(np.float64(a[i]) for a in args))] for i in range(3)]).T
     batched = np.array(jax.jit(jax.vmap(transformed("grad")))(*args))
     err = float(np.max(np.abs(batched - single) / (np.abs(single) + 1e-3)))
-    results.append((f"vmapped float32 grad of 3 configurations vs float64 grad of each: max rel. error {err:.1e} (limit 1e-3)", err <= 1e-3))
+    results.append(
+        (
+            f"vmapped float32 grad of 3 configurations vs float64 grad of each: max rel. error {err:.1e} (limit 1e-3)",
+            err <= 1e-3,
+        )
+    )
     return results
 
 
@@ -127,7 +139,6 @@ def measure_fused(steps: int, configs: int) -> dict:
     for the same objective on `profile_expected.fused_rewards` (the on-policy update written out in
     jnp, no library code but the pmf), one configuration and vmapped over `configs`; best of 3."""
     import jax
-
     import profile_expected
 
     def fused(eta, momentum, beta):

@@ -18,9 +18,8 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
-
 import harness
+import numpy as np
 
 DEFAULT_BUDGET = 2e9
 SMALL_BUDGET = 2e8
@@ -147,7 +146,9 @@ def _plot(rows: list[dict], path) -> None:
         pts = sorted(series.get(name, []), key=lambda r: r["configs"])
         if pts:
             c = np.array([r["configs"] for r in pts])
-            ax.loglog(c, [r["run_s"] for r in pts], marker=marker, label=f"run_sweep, budget {_fmt_budget(pts[0]['budget'])}")
+            ax.loglog(
+                c, [r["run_s"] for r in pts], marker=marker, label=f"run_sweep, budget {_fmt_budget(pts[0]['budget'])}"
+            )
     base = sorted(series["configs"], key=lambda r: r["configs"])
     c = np.array([r["configs"] for r in base])
     if base[0]["chunk_s"] is not None:
@@ -156,7 +157,10 @@ def _plot(rows: list[dict], path) -> None:
     ax.set(xlabel="configurations", ylabel="seconds (less compile)", title=f"{base[0]['steps']} steps")
     ax.legend(fontsize=8)
     ax = axes[1]
-    pts = sorted([r for r in series["configs"] if r["configs"] == series["steps"][0]["configs"]] + series["steps"], key=lambda r: r["steps"])
+    pts = sorted(
+        [r for r in series["configs"] if r["configs"] == series["steps"][0]["configs"]] + series["steps"],
+        key=lambda r: r["steps"],
+    )
     s = np.array([r["steps"] for r in pts])
     ax.loglog(s, [r["run_s"] for r in pts], "o-", label="run_sweep")
     if pts[0]["chunk_s"] is not None:
@@ -168,7 +172,12 @@ def _plot(rows: list[dict], path) -> None:
     for name, marker in (("configs", "o"), ("small budget", "s"), ("one chunk", "^")):
         pts = sorted(series.get(name, []), key=lambda r: r["configs"])
         if pts:
-            ax.loglog([r["configs"] for r in pts], [r["rss_mib"] for r in pts], marker=marker, label=f"budget {_fmt_budget(pts[0]['budget'])}")
+            ax.loglog(
+                [r["configs"] for r in pts],
+                [r["rss_mib"] for r in pts],
+                marker=marker,
+                label=f"budget {_fmt_budget(pts[0]['budget'])}",
+            )
     ax.loglog(c, [base[0]["rss_before_mib"]] * len(c), "k:", label="after imports")
     ax.set(xlabel="configurations", ylabel="peak RSS MiB", title="memory")
     ax.legend(fontsize=8)
@@ -189,19 +198,22 @@ def report(quick: bool, rounds: int, out_dir) -> str:
         "## Scaling of `run_sweep`: configurations, steps, memory",
         "",
         f"Expected mode, default bandit (N = 2, G = 8), η × μ grid, {rows[0]['devices']} XLA CPU devices; one "
-        "fresh process per row, measured once. Seconds exclude compilation (shown apart); \"chunks\" is "
+        'fresh process per row, measured once. Seconds exclude compilation (shown apart); "chunks" is '
         "the time inside the chunk computations, the rest of `run_sweep` is validating the grid and "
         "assembling the dataset.",
         "",
-        "| Configurations | Steps | Budget | Chunks | Seconds (less compile) | in chunks | rest | Compile s | config-steps/s | Peak RSS MiB |",
+        "| Configurations | Steps | Budget | Chunks | Seconds (less compile) | in chunks | rest | "
+        "Compile s | config-steps/s | Peak RSS MiB |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         rate = r["configs"] * r["steps"] / r["run_s"]
         rest = None if r["chunk_s"] is None else r["run_s"] - r["chunk_s"]
         lines.append(
-            f"| {r['configs']:.0e} | {r['steps']} | {_fmt_budget(r['budget'])} | {harness.fmt(r['chunk_calls'])} | "
-            f"{r['run_s']:.2f} | {harness.fmt(r['chunk_s'])} | {harness.fmt(rest)} | {r['compile_s']:.1f} | {rate:.3g} | {r['rss_mib']:.0f} |"
+            f"| {r['configs']:.0e} | {r['steps']} | {_fmt_budget(r['budget'])} | "
+            f"{harness.fmt(r['chunk_calls'])} | "
+            f"{r['run_s']:.2f} | {harness.fmt(r['chunk_s'])} | {harness.fmt(rest)} | "
+            f"{r['compile_s']:.1f} | {rate:.3g} | {r['rss_mib']:.0f} |"
         )
     big = max((r for r in rows if r["series"] == "configs"), key=lambda r: r["configs"])
     chunk_rate = big["configs"] * big["steps"] / big["chunk_s"] if big["chunk_s"] else None

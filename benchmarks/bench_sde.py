@@ -27,9 +27,8 @@ import importlib
 import math
 import time
 
-import numpy as np
-
 import harness
+import numpy as np
 
 TARGETS = {"sde-ensemble": 1.0}
 """Minimum speed-up over NumPy asked for by the issue (the diffrax path at least as fast on CPU)."""
@@ -107,8 +106,17 @@ def pgrpo_ensemble(paths: int, horizon: int, seed: int = 0, dt: float = DT):
 
     ts = np.arange(horizon + 1, dtype=np.float32)
     ens = ps.solve_ensemble(
-        ts, E0, V0, *OSC.values(), NOISE, GROUP_SIZE, paths=paths, key=jax.random.key(seed), dt=dt,
-        solver="euler", brownian="unsafe",
+        ts,
+        E0,
+        V0,
+        *OSC.values(),
+        NOISE,
+        GROUP_SIZE,
+        paths=paths,
+        key=jax.random.key(seed),
+        dt=dt,
+        solver="euler",
+        brownian="unsafe",
     )
     return ens.paths.block_until_ready()
 
@@ -179,34 +187,47 @@ def check() -> list[tuple[str, bool]]:
         ts = np.arange(2001.0)
         curves = {name: fn(ts) for name, fn in _deterministic_methods().items()}
     var_inf = float(exact_moments([5000])[1][0])
-    results = [(
-        f"exact variance at t=5000 {var_inf:.6g} = theory.stationary_variance {stationary:.6g}",
-        abs(var_inf / stationary - 1) < 1e-4,
-    )]
+    results = [
+        (
+            f"exact variance at t=5000 {var_inf:.6g} = theory.stationary_variance {stationary:.6g}",
+            abs(var_inf / stationary - 1) < 1e-4,
+        )
+    ]
     em_mean, em_var = em_moments(times)
     bias = _z_scores_from_moments(em_mean, em_var, mean_exact, var_exact, CHECK_PATHS)
-    results.append((
-        f"Euler–Maruyama bias at dt={DT:g} (exact): {bias[0]:.2f} s.e. (mean), {bias[1]:.2f} s.e. (variance) of {CHECK_PATHS} paths (limit 1.5)",
-        max(bias) < 1.5,
-    ))
-    results.append((
-        f"theory.trajectory = exact mean (float64): max |Δ| {np.max(np.abs(closed - mean_exact)):.1e} (limit 1e-10)",
-        bool(np.max(np.abs(closed - mean_exact)) < 1e-10),
-    ))
+    results.append(
+        (
+            f"Euler–Maruyama bias at dt={DT:g} (exact): {bias[0]:.2f} s.e. (mean), {bias[1]:.2f} s.e. "
+            f"(variance) of {CHECK_PATHS} paths (limit 1.5)",
+            max(bias) < 1.5,
+        )
+    )
+    results.append(
+        (
+            "theory.trajectory = exact mean (float64): max |Δ| "
+            f"{np.max(np.abs(closed - mean_exact)):.1e} (limit 1e-10)",
+            bool(np.max(np.abs(closed - mean_exact)) < 1e-10),
+        )
+    )
     ensembles = {
         "pgrpo-sim solve_ensemble": pgrpo_ensemble(CHECK_PATHS, CHECK_HORIZON, seed=1).T,
         "NumPy Euler–Maruyama": numpy_ensemble(CHECK_PATHS, CHECK_HORIZON, np.random.default_rng(1)),
     }
     for name, paths in ensembles.items():
         z_mean, z_var = _z_scores(paths[times], closed, var_exact)
-        results.append((
-            f"{name} ({CHECK_PATHS} paths) vs closed form: mean within {z_mean:.1f} s.e., variance within {z_var:.1f} s.e. (limit 5)",
-            max(z_mean, z_var) <= 5,
-        ))
+        results.append(
+            (
+                f"{name} ({CHECK_PATHS} paths) vs closed form: mean within {z_mean:.1f} s.e., "
+                f"variance within {z_var:.1f} s.e. (limit 5)",
+                max(z_mean, z_var) <= 5,
+            )
+        )
     ref = curves["closed form"]
     for name in ("solve_deterministic", "solve_ivp"):
         err = float(np.max(np.abs(curves[name] - ref)))
-        results.append((f"deterministic curve, 2000 steps: {name} vs closed form max |Δe| {err:.1e} (limit 1e-6)", err < 1e-6))
+        results.append(
+            (f"deterministic curve, 2000 steps: {name} vs closed form max |Δe| {err:.1e} (limit 1e-6)", err < 1e-6)
+        )
     return results
 
 
@@ -219,18 +240,23 @@ def _z_scores_from_moments(mean, var, mean_ref, var_ref, n):
 def _deterministic_methods(rtol: float = 1e-8, atol: float = 1e-10):
     """e(t) at `ts` by the closed form, `solve_deterministic` (Tsit5) and `solve_ivp` (RK45, same
     tolerances), each as `ts -> NumPy array` (call under `jax.enable_x64` for float64)."""
-    import pgrpo_sim as ps
     from scipy.integrate import solve_ivp
+
+    import pgrpo_sim as ps
 
     drift, _ = oscillator_matrices(**OSC)
 
     def scipy_curve(ts):
-        sol = solve_ivp(lambda t, y: drift @ y, (ts[0], ts[-1]), [E0, V0], method="RK45", t_eval=ts, rtol=rtol, atol=atol)
+        sol = solve_ivp(
+            lambda t, y: drift @ y, (ts[0], ts[-1]), [E0, V0], method="RK45", t_eval=ts, rtol=rtol, atol=atol
+        )
         return sol.y[0]
 
     return {
         "closed form": lambda ts: np.asarray(ps.trajectory(ts, E0, V0, *OSC.values())),
-        "solve_deterministic": lambda ts: np.asarray(ps.solve_deterministic(ts, E0, V0, *OSC.values(), rtol=rtol, atol=atol)),
+        "solve_deterministic": lambda ts: np.asarray(
+            ps.solve_deterministic(ts, E0, V0, *OSC.values(), rtol=rtol, atol=atol)
+        ),
         "solve_ivp": scipy_curve,
     }
 
@@ -381,9 +407,16 @@ def measure_ensemble_variants(paths: int, horizon: int) -> dict:
         def one(path_key):
             bm = diffrax.UnsafeBrownianPath(shape=(), key=path_key)
             sol = diffrax.diffeqsolve(
-                diffrax.MultiTerm(diffrax.ODETerm(drift), diffrax.ControlTerm(diffusion, bm)), diffrax.Euler(),
-                t0=ts[0], t1=ts[-1], dt0=step, y0=jnp.array(y0), saveat=diffrax.SaveAt(ts=ts),
-                stepsize_controller=diffrax.ConstantStepSize(), max_steps=4096, adjoint=diffrax.ForwardMode(),
+                diffrax.MultiTerm(diffrax.ODETerm(drift), diffrax.ControlTerm(diffusion, bm)),
+                diffrax.Euler(),
+                t0=ts[0],
+                t1=ts[-1],
+                dt0=step,
+                y0=jnp.array(y0),
+                saveat=diffrax.SaveAt(ts=ts),
+                stepsize_controller=diffrax.ConstantStepSize(),
+                max_steps=4096,
+                adjoint=diffrax.ForwardMode(),
                 throw=False,
             )
             return sol.ys[:, 0]

@@ -18,12 +18,12 @@ import math
 import sys
 import time
 
+import bench_bandit
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-import bench_bandit
 import numpy_bandit
+
 import pgrpo_sim as ps
 from pgrpo_sim.models import bandit
 

@@ -42,7 +42,15 @@ SIDES = ("pgrpo-sim", "numpy")
 ROUNDS = 3
 """Timed runs per side and case in a full run (median reported); --quick times one."""
 COLUMNS = (
-    "Workload", "Size", "Steps", "pgrpo-sim /s", "Baseline /s", "Baseline", "Speed-up", "Target", "Compile s",
+    "Workload",
+    "Size",
+    "Steps",
+    "pgrpo-sim /s",
+    "Baseline /s",
+    "Baseline",
+    "Speed-up",
+    "Target",
+    "Compile s",
     "Peak RSS MiB (pgrpo-sim / baseline)",
 )
 
@@ -103,7 +111,9 @@ def write_results(rows: list[dict], reports: list[str], modules, load, minutes: 
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     cores = os.cpu_count()
     sizes = "\n".join(
-        f"- `{m.__name__}`: " + " ".join(inspect.cleandoc(m.cases.__doc__).split()) for m in modules if hasattr(m, "cases")
+        f"- `{m.__name__}`: " + " ".join(inspect.cleandoc(m.cases.__doc__).split())
+        for m in modules
+        if hasattr(m, "cases")
     )
     sections = "\n\n".join(reports)
     text = f"""# Benchmark results
@@ -111,8 +121,8 @@ def write_results(rows: list[dict], reports: list[str], modules, load, minutes: 
 Written by `python benchmarks/run.py` on {now} ({minutes:.1f} minutes in all).
 
 Machine: {cpu_model()}, {cores} cores, Linux {platform.release()}; Python {platform.python_version()},
-jax {version('jax')}, jaxlib {version('jaxlib')}, diffrax {version('diffrax')}, numpy {version('numpy')},
-scipy {version('scipy')}. CPU only: **GPU numbers are missing** (no GPU was available for this run).
+jax {version("jax")}, jaxlib {version("jaxlib")}, diffrax {version("diffrax")}, numpy {version("numpy")},
+scipy {version("scipy")}. CPU only: **GPU numbers are missing** (no GPU was available for this run).
 One-minute load average {load[0]:.1f} before the timings and {load[1]:.1f} after; the benchmark
 itself accounts for about 1, more means that other jobs shared the cores and the numbers are noisy.
 

@@ -7,7 +7,7 @@ import csv
 import json
 import math
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -104,8 +104,7 @@ def _cmd_theory(args: argparse.Namespace) -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)  # closed forms are cheap: report them in float64
-    from .models import linear
-    from .models import theory
+    from .models import linear, theory
 
     osc = (args.eta, args.momentum, args.lag, args.stiffness)
     coef = theory.coefficients(*osc)
@@ -185,15 +184,21 @@ def _cmd_predict(args: argparse.Namespace) -> None:
 def _cmd_oscillator(args: argparse.Namespace) -> None:
     import jax
 
-    from .models import sde
-
-    from .models import theory
+    from .models import sde, theory
     from .viz.figures import plot_ensemble
 
     ts = np.arange(args.steps + 1, dtype=float)
     osc = (args.eta, args.momentum, args.lag, args.stiffness)
     ens = sde.solve_ensemble(
-        ts, args.e0, args.v0, *osc, args.noise, args.group_size, paths=args.paths, key=jax.random.key(args.seed), dt=args.dt
+        ts,
+        args.e0,
+        args.v0,
+        *osc,
+        args.noise,
+        args.group_size,
+        paths=args.paths,
+        key=jax.random.key(args.seed),
+        dt=args.dt,
     )
     shown = min(args.sample_paths, args.paths)
     paths = np.asarray(ens.paths)
@@ -226,7 +231,12 @@ def _sweep_base(args: argparse.Namespace, axes) -> dict:
         "lag": args.lag,
         "optimizer": args.optimizer,
     }
-    optional = {"kl_clamp": args.kl_clamp, "clip_high": args.clip_high, "dual_clip": args.dual_clip, "grad_clip": args.grad_clip}
+    optional = {
+        "kl_clamp": args.kl_clamp,
+        "clip_high": args.clip_high,
+        "dual_clip": args.dual_clip,
+        "grad_clip": args.grad_clip,
+    }
     base.update({k: v for k, v in optional.items() if v is not None})
     for axis in axes:
         base.pop(axis.name, None)
@@ -287,8 +297,8 @@ DEFAULT_PHASE_GRIDS = {"eta": "eta=log:1e-3:1:48", "lag": "lag=0:12", "momentum"
 def _cmd_phase_diagram(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from .analysis.phase import agreement, predict_grid
     from .analysis.boundaries import phase_boundaries
+    from .analysis.phase import agreement, predict_grid
     from .viz.figures import plot_phase_diagram
 
     axes = _parse_axes(args.grid)
@@ -296,7 +306,9 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
     for name in (args.x, args.y):
         if name not in given:
             if name not in DEFAULT_PHASE_GRIDS:
-                raise UsageError(f"phase-diagram: give --grid for {name} (defaults exist for {', '.join(DEFAULT_PHASE_GRIDS)})")
+                raise UsageError(
+                    f"phase-diagram: give --grid for {name} (defaults exist for {', '.join(DEFAULT_PHASE_GRIDS)})"
+                )
             axes += _parse_axes([DEFAULT_PHASE_GRIDS[name]])
     if {a.name for a in axes if a.size > 1} != {args.x, args.y} or args.x == args.y:
         raise UsageError("phase-diagram: the grid must vary exactly --x and --y")
@@ -415,10 +427,15 @@ def _cmd_tune(args: argparse.Namespace) -> None:
     best = " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.best.items())
     c = result.constraints
     print(f"best {best}: {args.objective} {result.objective_value:.6g} ({result.evaluations} evaluations)")
-    print(f"at the best point: damping ratio {c['damping_ratio']}, spectral radius {c['spectral_radius']}, feasible {c['feasible']}")
+    print(
+        f"at the best point: damping ratio {c['damping_ratio']}, spectral radius {c['spectral_radius']}, "
+        f"feasible {c['feasible']}"
+    )
     grid = result.summary()["outer_grid"]
     if grid:
-        rows = "; ".join(", ".join(f"{k}={row[k]}" for k in grid) + f": {row['objective_value']}" for row in result.outer)
+        rows = "; ".join(
+            ", ".join(f"{k}={row[k]}" for k in grid) + f": {row['objective_value']}" for row in result.outer
+        )
         print(f"{', '.join(grid)}: integer, not differentiated: searched as an outer grid ({rows})")
     print(f"wrote {out}/summary.json and {out}/convergence.png")
 
@@ -482,21 +499,37 @@ def build_parser() -> argparse.ArgumentParser:
             p.set_defaults(lag_model="stale", func=_cmd_phase_diagram)
         else:
             p.set_defaults(func=_cmd_sweep)
-        p.add_argument("--grid", action="append", default=[], metavar="NAME=SPEC",
-                       help="grid axis: name=v1,v2 | name=start:stop:num | name=log:start:stop:num | name=start:stop")
+        p.add_argument(
+            "--grid",
+            action="append",
+            default=[],
+            metavar="NAME=SPEC",
+            help="grid axis: name=v1,v2 | name=start:stop:num | name=log:start:stop:num | name=start:stop",
+        )
         p.add_argument("--steps", type=_integer, default=2000, help="optimiser steps per run (>= 1)")
         p.add_argument("--mode", choices=("expected", "sampled"), default="expected")
         p.add_argument("--seeds", type=_integer, default=1, help="seeds per grid point in sampled mode")
         p.add_argument("--seed", type=_integer, default=0, help="PRNG seed")
-        p.add_argument("--chunk-size", type=_integer, default=None, help="configurations per chunk (overrides --max-memory)")
+        p.add_argument(
+            "--chunk-size", type=_integer, default=None, help="configurations per chunk (overrides --max-memory)"
+        )
         p.add_argument("--max-memory", type=_finite_float, default=2e9, help="memory budget per chunk in bytes")
-        p.add_argument("--save-trajectories", type=_integer, default=0, metavar="EVERY",
-                       help="also store every EVERY-th step of each reward curve (0: none)")
+        p.add_argument(
+            "--save-trajectories",
+            type=_integer,
+            default=0,
+            metavar="EVERY",
+            help="also store every EVERY-th step of each reward curve (0: none)",
+        )
         p.add_argument("--out", required=True, help="output directory")
         p.add_argument("--overwrite", action="store_true", help="replace a different sweep already in --out")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
-        p.add_argument("--coordinator", default=None, metavar="HOST:PORT",
-                       help="multi-host run: jax.distributed coordinator address (with --num-processes, --process-id)")
+        p.add_argument(
+            "--coordinator",
+            default=None,
+            metavar="HOST:PORT",
+            help="multi-host run: jax.distributed coordinator address (with --num-processes, --process-id)",
+        )
         p.add_argument("--num-processes", type=_integer, default=None)
         p.add_argument("--process-id", type=_integer, default=None)
 
@@ -529,27 +562,53 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("log", help="TRL trainer_state.json, verl JSONL or console log, JSONL or CSV")
     p.add_argument("--format", choices=("auto", "trl", "verl", "jsonl", "csv"), default="auto")
     p.add_argument("--metric", default="reward", help="canonical metric to fit (reward, eval_reward, true_reward)")
-    p.add_argument("--column", action="append", default=[], metavar="NAME=SOURCE",
-                   help="read canonical metric NAME from column SOURCE, e.g. reward=train/reward (repeatable)")
-    p.add_argument("--samples-per-step", type=_finite_float, default=None,
-                   help="rewards averaged per step (prompts × group size), for the noise level of the fit")
+    p.add_argument(
+        "--column",
+        action="append",
+        default=[],
+        metavar="NAME=SOURCE",
+        help="read canonical metric NAME from column SOURCE, e.g. reward=train/reward (repeatable)",
+    )
+    p.add_argument(
+        "--samples-per-step",
+        type=_finite_float,
+        default=None,
+        help="rewards averaged per step (prompts × group size), for the noise level of the fit",
+    )
     p.add_argument("--out", required=True, help="output directory: report.md, fit.json, fit.png, diagnostics.png")
     p.set_defaults(func=_cmd_fit)
 
     p = sub.add_parser("tune", help="gradient search for hyperparameters of a bandit configuration")
     _add_bandit_args(p)
     p.add_argument("--objective", choices=("damping-ratio", "time-to-threshold", "final-reward"), required=True)
-    p.add_argument("--target", type=_finite_float, default=None,
-                   help="damping-ratio: the target ζ (1.0: critical); time-to-threshold: fraction of the way p_ref → p*")
+    p.add_argument(
+        "--target",
+        type=_finite_float,
+        default=None,
+        help="damping-ratio: the target ζ (1.0: critical); time-to-threshold: fraction of the way p_ref → p*",
+    )
     p.add_argument("--min-damping-ratio", type=_finite_float, default=None, help="constraint ζ >= Z")
-    p.add_argument("--radius-margin", type=_finite_float, default=0.01,
-                   help="constraint: exact discrete spectral radius <= 1 - margin (default 0.01)")
-    p.add_argument("--search", default=None, metavar="NAMES",
-                   help="comma-separated, from eta, momentum, beta, p_ref, clip (default: eta for damping-ratio, else eta,momentum)")
-    p.add_argument("--bound", action="append", default=[], metavar="NAME=LOW:HIGH", help="search box of one searched name")
+    p.add_argument(
+        "--radius-margin",
+        type=_finite_float,
+        default=0.01,
+        help="constraint: exact discrete spectral radius <= 1 - margin (default 0.01)",
+    )
+    p.add_argument(
+        "--search",
+        default=None,
+        metavar="NAMES",
+        help="comma-separated, from eta, momentum, beta, p_ref, clip "
+        "(default: eta for damping-ratio, else eta,momentum)",
+    )
+    p.add_argument(
+        "--bound", action="append", default=[], metavar="NAME=LOW:HIGH", help="search box of one searched name"
+    )
     p.add_argument("--lags", default=None, help="outer grid of integer lags, e.g. 0,1,2 (not differentiated)")
     p.add_argument("--group-sizes", default=None, help="outer grid of group sizes, e.g. 4,8 (not differentiated)")
-    p.add_argument("--steps", type=_integer, default=300, help="expected-mode steps per evaluation (final-reward: the budget)")
+    p.add_argument(
+        "--steps", type=_integer, default=300, help="expected-mode steps per evaluation (final-reward: the budget)"
+    )
     p.add_argument("--restarts", type=_integer, default=8, help="vmapped restarts (Latin hypercube)")
     p.add_argument("--iterations", type=_integer, default=100, help="Adam iterations per restart")
     p.add_argument("--learning-rate", type=_finite_float, default=0.3, help="Adam step, in logit(box coordinate) units")

@@ -31,6 +31,7 @@ from jax import Array
 
 from .base.checks import is_concrete
 from .base.errors import PgrpoSimError
+from .base.regimes import REGIMES, Damping
 from .models import theory
 from .models.bandit import binomial_pmf, initial_state, make_optimizer, on_policy_grad, sampled_loss, step
 from .models.config import BanditConfig
@@ -60,9 +61,9 @@ _X_MAX, _N_GRID, _MAX_BISECT = 30.0, 1201, 128
 class Prediction(NamedTuple):
     """The oscillator of a bandit configuration (see the module docstring for conventions).
 
-    `regime` is a code into `theory.REGIMES`, `reason` into `REASONS`; `stable` is True when an interior
-    fixed point exists, C > 0 and the exact spectral radius is below 1. Quantities that do not exist
-    (no interior fixed point) are NaN and flagged by `stable`/`reason`, never to be read as numbers.
+    `regime` is a `base.regimes.Damping` code (names in `REGIMES`), `reason` a code into `REASONS`; `stable` is
+    True when an interior fixed point exists, C > 0 and the exact spectral radius is below 1. Quantities that do
+    not exist (no interior fixed point) are NaN and flagged by `stable`/`reason`, never to be read as numbers.
     """
 
     p_star: Array
@@ -88,7 +89,7 @@ class Prediction(NamedTuple):
         for name, value in self._asdict().items():
             v = np.asarray(value).item()
             out[name] = None if isinstance(v, float) and np.isnan(v) else v
-        out["regime"] = theory.REGIMES[out["regime"]] if out["regime"] >= 0 else "undefined"
+        out["regime"] = REGIMES[out["regime"]] if out["regime"] >= 0 else "undefined"
         out["reason"] = REASONS[out["reason"]]
         return out
 
@@ -171,8 +172,14 @@ def fixed_point(config2: BanditConfig) -> tuple[Array, Array, Array]:
     eps = float(jnp.finfo(dtype).eps)
     solver = optx.Bisection(rtol=16 * eps, atol=16 * eps, flip=True)
     sol = optx.root_find(
-        residual, solver, (lower + upper) / 2, config2, options=dict(lower=lower, upper=upper),
-        max_steps=_MAX_BISECT, throw=False, adjoint=optx.ImplicitAdjoint(),
+        residual,
+        solver,
+        (lower + upper) / 2,
+        config2,
+        options=dict(lower=lower, upper=upper),
+        max_steps=_MAX_BISECT,
+        throw=False,
+        adjoint=optx.ImplicitAdjoint(),
     )
     return sol.value, found, jnp.sum(down) + jnp.sum(up) == 1
 
@@ -331,7 +338,7 @@ def _predict(config2: BanditConfig) -> Prediction:
         damping=jnp.where(found, coef.damping, jnp.nan),
         damping_ratio=q["damping_ratio"],
         natural_frequency=q["natural_frequency"],
-        regime=jnp.where(found, theory.regime_code(*osc), 3),
+        regime=jnp.where(found, theory.regime_code(*osc), Damping.UNSTABLE),
         critical_lag=q["critical_lag"],
         stationary_variance=q["stationary_variance"],
         spectral_radius=jnp.where(found, radius, jnp.nan),

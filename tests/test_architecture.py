@@ -5,8 +5,6 @@ pointing one way through the layers of the README's "Layout"."""
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[1] / "pgrpo_sim"
 LAYERS = ("base", "models", "prediction", "analysis", "logs", "viz", "reports", "cli")
 """Lower layers first: a module may import from its own layer and lower ones only (analysis and logs are
@@ -68,7 +66,7 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         state[node] = 1
         for dep in sorted(graph.get(node, ())):
             if state.get(dep) == 1:
-                return path[path.index(dep):] + [dep]
+                return path[path.index(dep) :] + [dep]
             if dep not in state and (found := visit(dep, path + [dep])):
                 return found
         state[node] = 2
@@ -114,7 +112,9 @@ def test_no_private_names_across_modules():
                 and node.attr.startswith("_")
                 and not node.attr.startswith("__")
             ):
-                bad.append(f"{MODULES[module].relative_to(PACKAGE.parent)}:{node.lineno} uses {node.value.id}.{node.attr}")
+                bad.append(
+                    f"{MODULES[module].relative_to(PACKAGE.parent)}:{node.lineno} uses {node.value.id}.{node.attr}"
+                )
     assert not bad, "\n".join(bad)
 
 

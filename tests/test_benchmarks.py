@@ -25,7 +25,9 @@ def test_baselines_agree_with_pgrpo_sim():
 
 
 def test_unknown_workload_is_refused():
-    proc = subprocess.run([sys.executable, str(RUN), "--only", "bench_nothing"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--only", "bench_nothing"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2 and "unknown workloads" in proc.stderr
 
 

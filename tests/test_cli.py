@@ -21,7 +21,14 @@ def test_theory_json(capsys):
     assert out["spectral_radius_stale"] == pytest.approx(float(ps.spectral_radius(0.05, 0.9, 2, 0.3)), rel=1e-12)
     assert out["discrete_regime_refresh"] in ps.DISCRETE_REGIMES
     assert out["stationary_variance"] == pytest.approx(float(ps.stationary_variance(0.05, 0.9, 2.0, 0.3, 0.1, 8)))
-    assert set(out) >= {"mass", "damping", "stiffness", "natural_frequency", "spectral_radius_refresh", "discrete_regime_stale"}
+    assert set(out) >= {
+        "mass",
+        "damping",
+        "stiffness",
+        "natural_frequency",
+        "spectral_radius_refresh",
+        "discrete_regime_stale",
+    }
 
 
 def test_theory_text(capsys):
@@ -32,7 +39,21 @@ def test_theory_text(capsys):
 
 def test_simulate_writes_csv_and_plot(tmp_path, capsys):
     out, png = tmp_path / "traj.csv", tmp_path / "traj.png"
-    args = ["simulate", "--steps", "30", "--mode", "sampled", "--seeds", "4", "--beta", "0.5", "--out", str(out), "--plot", str(png)]
+    args = [
+        "simulate",
+        "--steps",
+        "30",
+        "--mode",
+        "sampled",
+        "--seeds",
+        "4",
+        "--beta",
+        "0.5",
+        "--out",
+        str(out),
+        "--plot",
+        str(png),
+    ]
     assert main(args) == 0
     rows = list(csv.DictReader(open(out)))
     assert tuple(rows[0]) == SIMULATE_COLUMNS and len(rows) == 31
@@ -71,8 +92,11 @@ def test_bad_input_is_one_line_exit_2(argv, word, capsys):
 
 
 def test_console_script_exit_code():
-    proc = subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", "theory", "--eta", "0", "--stiffness", "1"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pgrpo_sim.cli", "theory", "--eta", "0", "--stiffness", "1"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
 
 
@@ -81,8 +105,19 @@ def test_predict_json_matches_python(capsys):
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     pred = ps.predict(ps.bandit_config(eta=0.1, momentum=0.5, beta=0.5, group_size=8)).as_dict()
-    for key in ("p_star", "stiffness", "mass", "damping", "damping_ratio", "natural_frequency", "regime",
-                "critical_lag", "noise", "stationary_variance", "spectral_radius"):
+    for key in (
+        "p_star",
+        "stiffness",
+        "mass",
+        "damping",
+        "damping_ratio",
+        "natural_frequency",
+        "regime",
+        "critical_lag",
+        "noise",
+        "stationary_variance",
+        "spectral_radius",
+    ):
         assert out[key] == pytest.approx(pred[key], rel=1e-9) if isinstance(pred[key], float) else out[key] == pred[key]
 
 
@@ -94,11 +129,36 @@ def test_predict_without_fixed_point_says_why(capsys):
 
 def test_oscillator_writes_paths(tmp_path, capsys):
     out, png = tmp_path / "osc.csv", tmp_path / "osc.png"
-    argv = ["oscillator", "--eta", "0.05", "--momentum", "0.9", "--lag", "2", "--stiffness", "0.3", "--noise", "0.01",
-            "--group-size", "8", "--e0", "-0.4", "--steps", "40", "--paths", "50", "--out", str(out), "--plot", str(png)]
+    argv = [
+        "oscillator",
+        "--eta",
+        "0.05",
+        "--momentum",
+        "0.9",
+        "--lag",
+        "2",
+        "--stiffness",
+        "0.3",
+        "--noise",
+        "0.01",
+        "--group-size",
+        "8",
+        "--e0",
+        "-0.4",
+        "--steps",
+        "40",
+        "--paths",
+        "50",
+        "--out",
+        str(out),
+        "--plot",
+        str(png),
+    ]
     assert main(argv) == 0
     rows = list(csv.DictReader(open(out)))
-    assert list(rows[0]) == ["step", "mean", "std", "path_0", "path_1", "path_2", "path_3", "path_4"] and len(rows) == 41
+    assert (
+        list(rows[0]) == ["step", "mean", "std", "path_0", "path_1", "path_2", "path_3", "path_4"] and len(rows) == 41
+    )
     assert float(rows[0]["mean"]) == pytest.approx(-0.4) and float(rows[-1]["std"]) > 0
     assert png.stat().st_size > 1000
 
@@ -108,8 +168,28 @@ def test_oscillator_writes_paths(tmp_path, capsys):
     [
         (["predict", "--optimizer", "adam"], "optimizer"),
         (["predict", "--eta", "0"], "eta"),
-        (["oscillator", "--eta", "0.1", "--stiffness", "0.3", "--noise", "-1", "--group-size", "8", "--out", "x"], "noise"),
-        (["oscillator", "--eta", "0.1", "--stiffness", "0.3", "--noise", "0.1", "--group-size", "8", "--paths", "0", "--out", "x"], "paths"),
+        (
+            ["oscillator", "--eta", "0.1", "--stiffness", "0.3", "--noise", "-1", "--group-size", "8", "--out", "x"],
+            "noise",
+        ),
+        (
+            [
+                "oscillator",
+                "--eta",
+                "0.1",
+                "--stiffness",
+                "0.3",
+                "--noise",
+                "0.1",
+                "--group-size",
+                "8",
+                "--paths",
+                "0",
+                "--out",
+                "x",
+            ],
+            "paths",
+        ),
     ],
 )
 def test_predict_and_oscillator_bad_input(argv, word, capsys):

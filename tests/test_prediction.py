@@ -39,7 +39,9 @@ def test_stiffness_is_the_decay_rate_of_the_n_arm_simulator():
     assert rate == pytest.approx(float(pred.stiffness), rel=1e-4)
 
 
-@pytest.mark.parametrize("lag_model, lag, optimizer", [("none", 0, "sgd"), ("stale", 3, "sgd"), ("none", 0, "nesterov")])
+@pytest.mark.parametrize(
+    "lag_model, lag, optimizer", [("none", 0, "sgd"), ("stale", 3, "sgd"), ("none", 0, "nesterov")]
+)
 def test_floquet_radius_matches_linear_map(lag_model, lag, optimizer):
     config = ps.bandit_config(**BASE, eta=0.1, momentum=0.6, lag_model=lag_model, lag=lag, optimizer=optimizer)
     pred = ps.predict(config)
@@ -101,7 +103,9 @@ def _linear_range_start(e, fraction=0.05):
     return int(np.argmax(tail_max < fraction * abs(e[0])))
 
 
-@pytest.mark.parametrize("kwargs", OVERDAMPED + UNDERDAMPED, ids=[f"over{i}" for i in range(3)] + [f"under{i}" for i in range(3)])
+@pytest.mark.parametrize(
+    "kwargs", OVERDAMPED + UNDERDAMPED, ids=[f"over{i}" for i in range(3)] + [f"under{i}" for i in range(3)]
+)
 def test_bridge_expected_bandit_follows_the_oscillator(kwargs):
     """e(t) of the exact bandit vs theory.trajectory from the same (e, ė) once |e| < 5 % of |e(0)|: R² ≥ 0.95."""
     config = ps.bandit_config(**(BASE | kwargs))
@@ -111,7 +115,9 @@ def test_bridge_expected_bandit_follows_the_oscillator(kwargs):
     steps = int(min(8 / a / np.sqrt(1 - mu), 4000))
     e = np.asarray(ps.simulate(config, steps).reward) - float(pred.p_star)
     n0 = _linear_range_start(e)
-    model = ps.trajectory(np.arange(steps + 1 - n0), e[n0], (e[n0 + 1] - e[n0 - 1]) / 2, pred.eta_eff, mu, 0.0, pred.stiffness)
+    model = ps.trajectory(
+        np.arange(steps + 1 - n0), e[n0], (e[n0 + 1] - e[n0 - 1]) / 2, pred.eta_eff, mu, 0.0, pred.stiffness
+    )
     r2 = r_squared(e[n0:], model)
     print(f"\nbridge {kwargs}: zeta={float(pred.damping_ratio):.2f} start={n0} R2={r2:.4f}")
     assert r2 >= 0.95
@@ -129,7 +135,9 @@ def test_bridge_sampled_stationary_variance(group_size):
     run = ps.simulate(config, steps, mode="sampled", seeds=500, key=jax.random.key(group_size))
     measured = float(np.asarray(run.reward)[:, steps // 3 :].var(0).mean())
     ratio = measured / float(pred.stationary_variance)
-    print(f"\nG={group_size}: predicted {float(pred.stationary_variance):.3e}, measured {measured:.3e}, ratio {ratio:.3f}")
+    print(
+        f"\nG={group_size}: predicted {float(pred.stationary_variance):.3e}, measured {measured:.3e}, ratio {ratio:.3f}"
+    )
     assert abs(ratio - 1) < 0.2
 
 
@@ -143,11 +151,17 @@ def test_stiffness_three_ways():
         n0 = _linear_range_start(p - float(pred.p_star))
         # the same fit length (≥ 3 relaxation times of the slowest config) for every config: one compilation
         window = p[: n0 + 150]
-        est = identify_stiffness(window, eta=float(pred.eta_eff), momentum=kwargs.get("momentum", 0.0), config=config, fit_start=n0)
+        est = identify_stiffness(
+            window, eta=float(pred.eta_eff), momentum=kwargs.get("momentum", 0.0), config=config, fit_start=n0
+        )
         rows.append((kwargs, float(est.exact), float(est.slope), float(est.fit)))
         assert abs(float(est.fit) / float(est.exact) - 1) < 0.05
         assert float(est.exact) == pytest.approx(float(pred.stiffness))
-    print("\nK three ways (exact, early slope, fit):", *(f"{r[0]}: {r[1]:.4f} {r[2]:.4f} {r[3]:.4f}" for r in rows), sep="\n")
+    print(
+        "\nK three ways (exact, early slope, fit):",
+        *(f"{r[0]}: {r[1]:.4f} {r[2]:.4f} {r[3]:.4f}" for r in rows),
+        sep="\n",
+    )
     # the early-slope reading from a start far outside the linear range is biased low
     assert all(r[2] < 0.7 * r[1] for r in rows)
 

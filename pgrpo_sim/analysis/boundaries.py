@@ -27,14 +27,17 @@ import dataclasses
 import functools
 import json
 import math
-from typing import Any, Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..base.checks import check_choice, check_range
 from ..base.errors import PgrpoSimError
 from ..models import linear, theory
+from ..models.config import BanditConfig, bandit_config
 from ..models.hyperparameters import HYPERPARAMETERS, reference_mass
 from ..prediction import (
     continuous_lag,
@@ -45,8 +48,6 @@ from ..prediction import (
     substitute,
     two_arm_reduction,
 )
-from ..base.checks import check_choice, check_range
-from ..models.config import BanditConfig, bandit_config
 
 KINDS = ("damping_ratio", "damping", "spectral_radius")
 """Boundaries: ζ = 1, C = 0, exact discrete spectral radius = 1."""
@@ -410,9 +411,7 @@ def _slice(point, x, x_range, y, y_range, lag_model, log_x, log_y) -> tuple[_Spe
         discrete_lag, max_lag = None, int(math.floor(max(x_range[1] if x == "lag" else y_range[1], 0)))
     else:
         discrete_lag, max_lag = (int(round(float(base["lag"]))) if lag_model != "none" else 0), 0
-    spec = _Spec(
-        axes=(x, y), logs=logs, lag_model=lag_model, discrete_lag=discrete_lag, max_lag=max_lag, scale=scale
-    )
+    spec = _Spec(axes=(x, y), logs=logs, lag_model=lag_model, discrete_lag=discrete_lag, max_lag=max_lag, scale=scale)
     ctx.update(
         base={k: jnp.asarray(v, dtype) for k, v in base.items()},
         eta_scale=jnp.asarray(ctx["eta_scale"], dtype),

@@ -72,7 +72,8 @@ class _Problem:
 
 
 def _values_from_unit(problem: _Problem, u: Array, numeric) -> Array:
-    """Box coordinates u ∈ [0, 1]^d → hyperparameter values (log-spaced where the hyperparameter table says `log_scale`)."""
+    """Box coordinates u ∈ [0, 1]^d → hyperparameter values (log-spaced where the hyperparameter table "
+    "says `log_scale`)."""
     lo, hi = numeric["lo"], numeric["hi"]
     out = [
         lo[i] * (hi[i] / lo[i]) ** u[i] if log else lo[i] + (hi[i] - lo[i]) * u[i] for i, log in enumerate(problem.logs)
@@ -201,7 +202,16 @@ class SearchResult(NamedTuple):
     def summary(self) -> dict[str, Any]:
         """JSON-ready: objective, best, objective_value, loss, evaluations, constraints, outer, nan_evaluations,
         and which names were searched by gradient (`searched`) or as an integer outer grid (`outer_grid`)."""
-        keys = ("objective", "best", "objective_value", "loss", "evaluations", "constraints", "outer", "nan_evaluations")
+        keys = (
+            "objective",
+            "best",
+            "objective_value",
+            "loss",
+            "evaluations",
+            "constraints",
+            "outer",
+            "nan_evaluations",
+        )
         out = {k: getattr(self, k) for k in keys}
         out["searched"] = [n for n in self.best if n in DIFFERENTIABLE]
         out["outer_grid"] = [n for n in self.best if n in INTEGER]
@@ -239,7 +249,9 @@ def _setup(
             )
         check_range("target", target, 0.0, 1.0, low_open=True, high_open=True)
     elif target is not None:
-        raise PgrpoSimError("objective final-reward takes no target (the step budget is steps; --steps on the command line)")
+        raise PgrpoSimError(
+            "objective final-reward takes no target (the step budget is steps; --steps on the command line)"
+        )
     check_range("steps", steps, 1, integer=True)
     check_range("smoothing", smoothing, 0.0, low_open=True)
     check_range("min_damping_ratio", min_damping_ratio)
@@ -500,7 +512,8 @@ def _collect(objective: str, runs, numeric, evaluations_per_run: int, steps: int
         )
     if nan_count:
         warnings.warn(
-            f"{nan_count} evaluations of {objective} were NaN (runs that diverge, or no fixed point p*) and were skipped",
+            f"{nan_count} evaluations of {objective} were NaN (runs that diverge, or no fixed point "
+            "p*) and were skipped",
             RuntimeWarning,
             stacklevel=3,
         )

@@ -17,8 +17,8 @@ import json
 import math
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -26,10 +26,10 @@ import numpy as np
 
 from ..base.checks import check_choice, check_range
 from ..base.errors import PgrpoSimError
+from ..base.regimes import DISCRETE_REGIMES
 from ..models.bandit import run
 from ..models.config import BanditConfig, bandit_config
 from ..models.hyperparameters import STATIC, TRACED, hyperparameter, set_hyperparameters
-from ..base.regimes import DISCRETE_REGIMES
 from .summaries import summarize_curve
 
 VMAP_BATCH = 256
@@ -64,7 +64,9 @@ def parse_axis(spec: str) -> Axis:
     if not sep or not body:
         raise SweepError(f"grid spec {spec!r}: expected name=values")
     if name not in TRACED_AXES + STATIC_AXES:
-        raise SweepError(f"grid spec {spec!r}: unknown parameter {name!r} (sweepable: {', '.join(TRACED_AXES + STATIC_AXES)})")
+        raise SweepError(
+            f"grid spec {spec!r}: unknown parameter {name!r} (sweepable: {', '.join(TRACED_AXES + STATIC_AXES)})"
+        )
     try:
         parts = body.split(":")
         if "," in body or len(parts) == 1:
@@ -193,7 +195,9 @@ def run_sweep(
     for a in axes:
         if a.name in base:
             raise SweepError(f"{a.name} is both fixed and a grid axis")
-    spec = SweepSpec(base=dict(base), axes=[a.spec for a in axes], steps=steps, mode=mode, seeds=seeds, seed=seed, decimate=decimate)
+    spec = SweepSpec(
+        base=dict(base), axes=[a.spec for a in axes], steps=steps, mode=mode, seeds=seeds, seed=seed, decimate=decimate
+    )
     writer = out_dir is not None and jax.process_index() == 0  # in a multi-host run, process 0 writes
     store = _ChunkStore(out_dir, spec, overwrite) if writer else None
     traced = [a for a in axes if a.name in TRACED_AXES]

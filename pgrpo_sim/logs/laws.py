@@ -1,7 +1,7 @@
 """Least-squares fits in JAX, the identification of the stiffness K, and the closed-form laws fitted to
 reward curves.
 
-`identify_stiffness` gives K three independent ways (DESIGN.md §3):
+`identify_stiffness` gives K three independent ways (docs/design.md §3):
 (a) exactly, from the Jacobian of the expected update at the fixed point (`predict`);
 (b) from the early slope of the curve, as the paper does: K = C·ṗ(0)/(p* − p0) with C = (1−μ)/η;
 (c) by least-squares fit of the closed-form oscillator `theory.trajectory` to the curve.

@@ -53,7 +53,13 @@ CANONICAL: dict[str, tuple[str, ...]] = {
     "kl": ("kl", "kl_ref", "train/kl", "actor/kl_loss"),
     "policy_kl": ("actor/ppo_kl", "approx_kl", "ppo_kl"),
     "grad_norm": ("grad_norm", "actor/grad_norm", "train/grad_norm"),
-    "clip_frac": ("clip_frac", "clip_ratio/region_mean", "actor/pg_clipfrac", "clip_ratio", "train/clip_ratio/region_mean"),
+    "clip_frac": (
+        "clip_frac",
+        "clip_ratio/region_mean",
+        "actor/pg_clipfrac",
+        "clip_ratio",
+        "train/clip_ratio/region_mean",
+    ),
     "ratio_max": ("ratio_max",),
     "zero_std_frac": ("frac_reward_zero_std", "zero_std_frac", "zero_adv_frac", "train/frac_reward_zero_std"),
     "adv_var": ("adv_var",),
@@ -68,7 +74,9 @@ _EVAL_PATTERNS = (re.compile(r"^val-core/.+/(reward|acc|score)/mean@\d+$"), re.c
 """verl validation keys carry the data source in their name; the first match in sorted order is used."""
 
 _CONSOLE = re.compile(r"step:\s*(\d+)\s+-\s+(.*)$")
-_NUMBER = re.compile(r"^(?:np\.float\d*\(|np\.int\d*\()?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf)\)?$")
+_NUMBER = re.compile(
+    r"^(?:np\.float\d*\(|np\.int\d*\()?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf)\)?$"
+)
 
 
 @dataclasses.dataclass(frozen=True)

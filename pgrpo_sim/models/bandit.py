@@ -29,8 +29,8 @@ from jax import Array
 from jax.scipy.special import gammaln, xlog1py, xlogy
 
 from ..base import threefry as _random
-from ..base.small_axes import UNROLL_MAX, axis_sum, softmax
 from ..base.checks import check_choice, check_range
+from ..base.small_axes import UNROLL_MAX, axis_sum, softmax
 from .config import BanditConfig
 from .grpo import clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
 
@@ -217,8 +217,10 @@ def sampled_loss(
     """GRPO loss of drawn groups: `arms`, `rewards` of shape (P, G), drawn from softmax(`behaviour_logits`)."""
     logp = jax.nn.log_softmax(logits)
     pick = functools.partial(jnp.take_along_axis, indices=arms, axis=-1)
-    lp, lp_old, lp_ref = pick(logp), pick(jax.nn.log_softmax(behaviour_logits)), pick(
-        jax.nn.log_softmax(config.init_logits)
+    lp, lp_old, lp_ref = (
+        pick(logp),
+        pick(jax.nn.log_softmax(behaviour_logits)),
+        pick(jax.nn.log_softmax(config.init_logits)),
     )
     adv = group_advantages(rewards, config.advantage, config.adv_eps)
     sur = clipped_surrogate(lp, lp_old, adv, config.clip_low, config.clip_high, config.dual_clip)
@@ -277,7 +279,9 @@ def _draw(config: BanditConfig, behaviour_logits: Array, key: Array) -> tuple[Ar
     return arms, (within < _pick(arms, config.rewards)).astype(pi.dtype)
 
 
-def sampled_on_policy_grad(logits: Array, arms: Array, rewards: Array, config: BanditConfig) -> tuple[Array, UpdateStats]:
+def sampled_on_policy_grad(
+    logits: Array, arms: Array, rewards: Array, config: BanditConfig
+) -> tuple[Array, UpdateStats]:
     """Gradient of `sampled_loss` when the groups were drawn from θ = `logits` itself (lag models "none"
     and "stale"), written out: at ρ = 1 no clip is active, so sample i contributes w_i (e_{a_i} − π)/G with
     w_i = −A_i + β·∂k/∂log π(a_i) (unclamped k3: 1 − π_ref(a_i)/π(a_i); exact KL adds β π (d − Σ π d),

@@ -9,6 +9,7 @@ clip ranges, lag, rewards, initial logits) is a JAX array leaf, so `jax.vmap` sw
 from __future__ import annotations
 
 import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -16,8 +17,8 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base.errors import PgrpoSimError
 from ..base.checks import as_float, check_choice, check_range, is_concrete
+from ..base.errors import PgrpoSimError
 from .grpo import ADVANTAGES
 
 LAG_MODELS = ("none", "refresh", "stale")
@@ -76,7 +77,9 @@ class BanditConfig(eqx.Module):
         if self.rewards.ndim != 2 or self.rewards.shape[-1] < 2:
             raise PgrpoSimError(f"rewards must have shape (prompts, arms) with arms >= 2, got {self.rewards.shape}")
         if self.init_logits.shape != self.rewards.shape:
-            raise PgrpoSimError(f"init_logits shape {self.init_logits.shape} must equal rewards shape {self.rewards.shape}")
+            raise PgrpoSimError(
+                f"init_logits shape {self.init_logits.shape} must equal rewards shape {self.rewards.shape}"
+            )
         check_range("rewards", self.rewards, 0.0, 1.0)
         check_range("true_rewards", self.true_rewards, 0.0, 1.0)
         check_range("init_logits", self.init_logits)
@@ -101,7 +104,7 @@ class BanditConfig(eqx.Module):
     def n_arms(self) -> int:
         return self.rewards.shape[1]
 
-    def replace(self, **changes) -> "BanditConfig":
+    def replace(self, **changes) -> BanditConfig:
         """A copy with fields changed (validated when the new values are concrete)."""
         return dataclasses.replace(self, **changes)
 
@@ -159,7 +162,9 @@ def bandit_config(
         if init_logits is None:
             init_logits = class_symmetric_logits(n_arms, n_correct, 0.2 if p_ref is None else p_ref)
     elif p_ref is not None:
-        raise PgrpoSimError("p_ref builds a class-symmetric start from n_correct; with explicit rewards give init_logits")
+        raise PgrpoSimError(
+            "p_ref builds a class-symmetric start from n_correct; with explicit rewards give init_logits"
+        )
     rewards = as_float(rewards)
     if rewards.ndim not in (1, 2):
         raise PgrpoSimError(f"rewards must have shape (arms,) or (prompts, arms), got {rewards.shape}")

@@ -14,8 +14,8 @@ import jax.numpy as jnp
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base.errors import PgrpoSimError
 from ..base.checks import as_float, check_choice, check_range
+from ..base.errors import PgrpoSimError
 from ..base.small_axes import axis_sum
 
 ADVANTAGES = ("std", "mean", "rloo")

@@ -44,7 +44,12 @@ class Hyperparameter(NamedTuple):
     def check(self, value: Any) -> None:
         """Raise `PgrpoSimError` naming this hyperparameter unless every concrete value is in range."""
         check_range(
-            self.name, value, self.low, self.high, low_open=self.low_open, high_open=self.high_open,
+            self.name,
+            value,
+            self.low,
+            self.high,
+            low_open=self.low_open,
+            high_open=self.high_open,
             integer=self.integer,
         )
 
@@ -57,8 +62,12 @@ _ROWS = (
         "p_ref", True, False, True, False, 0.0, 1.0, True, True, "init_logits", "initial correct mass p_ref"
     ),
     Hyperparameter("clip", True, False, True, True, 0.0, 1.0, True, True, "clip_low", "clip range ε"),
-    Hyperparameter("clip_high", True, False, False, True, 0.0, None, True, False, "clip_high", "upper clip range ε_high"),
-    Hyperparameter("lag", True, True, False, False, 0.0, None, False, False, "lag", "off-policy lag τ (optimiser steps)"),
+    Hyperparameter(
+        "clip_high", True, False, False, True, 0.0, None, True, False, "clip_high", "upper clip range ε_high"
+    ),
+    Hyperparameter(
+        "lag", True, True, False, False, 0.0, None, False, False, "lag", "off-policy lag τ (optimiser steps)"
+    ),
     Hyperparameter("group_size", False, True, False, True, 2.0, None, False, False, "group_size", "group size G"),
 )
 HYPERPARAMETERS: dict[str, Hyperparameter] = {row.name: row for row in _ROWS}

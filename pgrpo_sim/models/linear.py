@@ -43,14 +43,16 @@ from jax.typing import ArrayLike
 
 from ..base.checks import check_choice, check_range, in_range, is_concrete, nan_unless
 from ..base.errors import PgrpoSimError
+from ..base.regimes import DISCRETE_REGIMES, INVALID, Regime
 
 __all__ = [
     "DISCRETE_REGIMES",
     "FLIP",
-    "LAG_MODELS",
+    "DISCRETE_LAG_MODELS",
     "MONOTONE",
     "OSCILLATORY",
     "UNSTABLE",
+    "companion",
     "companion_matrix",
     "critical_eta",
     "discrete_regime",
@@ -60,12 +62,10 @@ __all__ = [
     "spectral_radius",
 ]
 
-DISCRETE_REGIMES = ("monotone", "oscillatory", "flip", "unstable")
-"""Regime names; index = the integer code returned by `discrete_regime_code`."""
-MONOTONE, OSCILLATORY, FLIP, UNSTABLE = 0, 1, 2, 3
-_INVALID = -1  # code under jit where an input is out of range
+MONOTONE, OSCILLATORY, FLIP, UNSTABLE = Regime.MONOTONE, Regime.OSCILLATORY, Regime.FLIP, Regime.UNSTABLE
 
-LAG_MODELS = ("stale", "refresh")
+DISCRETE_LAG_MODELS = ("stale", "refresh")
+"""Lag models of the exact map (a bandit's "none" is stale lag 0: `prediction.discrete_lag`)."""
 
 # critical_eta search: log grid in a = eta * stiffness, then bisection of the first unstable cell (a cell spans a
 # factor 1.23; about 50 halvings reach adjacent float64 values, _MAX_BISECT leaves room for a bracket from 0).
@@ -94,7 +94,7 @@ def _validate(eta, momentum, lag, stiffness, lag_model) -> int:
         check_range("eta", eta, 0, low_open=True)
     check_range("momentum", momentum, 0, 1, high_open=True)
     check_range("stiffness", stiffness, 0, low_open=True)
-    check_choice("lag_model", lag_model, LAG_MODELS)
+    check_choice("lag_model", lag_model, DISCRETE_LAG_MODELS)
     return _static_lag(lag)
 
 
@@ -125,8 +125,9 @@ def _default_tol(dtype) -> float:
 # scalar cores in terms of a = eta * stiffness and mu (all per step)
 
 
-def _companion(a, mu, lag: int):
-    """Companion matrix of (e_n, ..., e_{n-L}), L = max(lag, 1)."""
+def companion(a, mu, lag: int):
+    """Unchecked companion matrix of e_{n+1} = (1+μ)e_n − μe_{n−1} − a·e_{n−lag} (a = ηK), state
+    (e_n, …, e_{n−L}), L = max(lag, 1): the low-level form of `companion_matrix`, traceable in a and μ."""
     n = max(lag, 1) + 1
     one = jnp.ones((), a.dtype)
     row = jnp.zeros(n, a.dtype).at[0].set((1 + mu) * one).at[1].add(-mu).at[lag].add(-a)
@@ -178,7 +179,7 @@ def _root_and_radius(a, mu, lag: int, lag_model: str):
     elif lag == 1:  # z^2 - (1 + mu) z + (mu + a)
         root = _eig2_dominant((1 + mu) / 2, ((1 - mu) ** 2 - 4 * a) / 4)
     else:
-        ev = jnp.linalg.eigvals(_companion(a, mu, lag))
+        ev = jnp.linalg.eigvals(companion(a, mu, lag))
         root = ev[jnp.argmax(jnp.abs(ev))]
         root = jax.lax.complex(jnp.real(root), jnp.abs(jnp.imag(root)))
     return root, jnp.abs(root)
@@ -191,7 +192,7 @@ def _regime_code(root, radius, tol):
         jnp.where(jnp.real(root) < 0, FLIP, MONOTONE),
     )
     code = jnp.where(radius >= 1, UNSTABLE, code)
-    return jnp.where(jnp.isnan(radius), _INVALID, code).astype(jnp.int32)
+    return jnp.where(jnp.isnan(radius), INVALID, code).astype(jnp.int32)
 
 
 def _radius_excess(a, mu, lag: int, lag_model: str):
@@ -279,7 +280,7 @@ def _matrix_kernel(eta, momentum, stiffness, lag, lag_model):
     a, mu, ok = _prepare(eta, momentum, stiffness)
     if lag_model == "stale":
         n = max(lag, 1) + 1
-        core = jnp.vectorize(lambda a, m: _companion(a, m, lag), signature=f"(),()->({n},{n})")
+        core = jnp.vectorize(lambda a, m: companion(a, m, lag), signature=f"(),()->({n},{n})")
     else:
         k = max(lag, 1)
         core = jnp.vectorize(lambda a, m: _monodromy(a, m, k), signature="(),()->(2,2)")
@@ -411,9 +412,3 @@ def critical_eta(momentum: ArrayLike, lag: int, stiffness: ArrayLike, lag_model:
     momentum, stiffness = _arrays(momentum, stiffness)
     lag = _validate(None, momentum, lag, stiffness, lag_model)
     return _critical_eta_kernel(momentum, stiffness, lag, lag_model)
-
-
-def companion(a: Array, mu: Array, lag: int) -> Array:
-    """Unchecked companion matrix of e_{n+1} = (1+μ)e_n − μe_{n−1} − a·e_{n−lag} (a = ηK), state
-    (e_n, …, e_{n−L}), L = max(lag, 1): the low-level form of `companion_matrix`, traceable in a and μ."""
-    return _companion(a, mu, lag)

@@ -29,11 +29,10 @@ import jax.numpy as jnp
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base.errors import PgrpoSimError
 from ..base import threefry as _random
-
-from . import theory
 from ..base.checks import as_float, check_choice, check_range
+from ..base.errors import PgrpoSimError
+from . import theory
 
 SOLVERS = {"euler": diffrax.Euler, "shark": diffrax.ShARK, "sra1": diffrax.SRA1}
 BROWNIAN = ("unsafe", "tree")

@@ -22,8 +22,8 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base.regimes import INVALID, REGIMES, Damping
 from ..base.checks import as_float, check_range, in_range, nan_unless
+from ..base.regimes import INVALID, REGIMES, Damping
 
 """Names of `regime_code` values: index = code."""
 
@@ -89,9 +89,7 @@ def critical_lag(eta: ArrayLike, momentum: ArrayLike, stiffness: ArrayLike) -> A
     return nan_unless(_valid(eta, momentum, 0.0, stiffness), (1 - momentum) / (eta * stiffness))
 
 
-def regime_code(
-    eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike, tol: float = 1e-6
-) -> Array:
+def regime_code(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike, tol: float = 1e-6) -> Array:
     """jit-compatible regime: 0 overdamped (ζ>1+tol), 1 critical (|ζ−1|≤tol), 2 underdamped, 3 unstable (C≤0).
 
     Codes are `base.regimes.Damping`; invalid inputs under jit give `INVALID` (−1). Names are in `REGIMES`.
@@ -101,7 +99,9 @@ def regime_code(
     code = jnp.where(
         c <= 0,
         Damping.UNSTABLE,
-        jnp.where(jnp.abs(zeta - 1) <= tol, Damping.CRITICAL, jnp.where(zeta > 1, Damping.OVERDAMPED, Damping.UNDERDAMPED)),
+        jnp.where(
+            jnp.abs(zeta - 1) <= tol, Damping.CRITICAL, jnp.where(zeta > 1, Damping.OVERDAMPED, Damping.UNDERDAMPED)
+        ),
     )
     return jnp.where(jnp.isnan(zeta), INVALID, code)
 

@@ -22,7 +22,7 @@ from ..logs.diagnostics import Diagnosis, diagnose
 from ..logs.readers import TrainingLog
 
 
-def _noise(log: TrainingLog, metric: str, n_samples: float | None) -> tuple[np.ndarray | None, dict]:
+def _reward_stderr(log: TrainingLog, metric: str, n_samples: float | None) -> tuple[np.ndarray | None, dict]:
     """Per-step standard error of `metric` at its fitted steps (or None) and a description for the report."""
     rows = np.isfinite(log[metric])
     n = None
@@ -76,7 +76,7 @@ def analyse_log(log: TrainingLog, *, metric: str = "reward", n_samples: float | 
     if n_samples is not None and not n_samples >= 1:
         raise PgrpoSimError(f"samples per step must be >= 1, got {n_samples:g}")
     steps, values = log.series(metric)
-    sigma, noise = _noise(log, metric, n_samples)
+    sigma, noise = _reward_stderr(log, metric, n_samples)
     fits = fitting.fit_laws(steps, values, sigma=sigma)
     diagnosis = diagnose(log)
     coupling = None

@@ -13,23 +13,21 @@ import dataclasses
 import json
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..models import linear
-
-from ..models import theory
-from ..models.bandit import simulate
-from ..models.config import bandit_config
-from ..logs.diagnostics import PROVOKED, READOUTS, diagnose
-from ..logs.laws import fit_laws, identify_stiffness
-from ..prediction import predict
 from ..analysis.summaries import UNSTABLE
 from ..analysis.sweep import parse_axis, run_sweep
+from ..logs.diagnostics import PROVOKED, READOUTS, diagnose
+from ..logs.laws import fit_laws, identify_stiffness
+from ..models import linear, theory
+from ..models.bandit import simulate
+from ..models.config import bandit_config
+from ..prediction import predict
 
 BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
 
@@ -49,9 +47,15 @@ class Resolution:
     lag_steps: int = 3000
 
 
-QUICK = Resolution(seeds_curves=64, fluct_group_sizes=(4, 8, 16), seeds_fluct=300, onset_points=24,
-                   lag_pairs=((0.2, 0.0), (0.1, 0.5), (0.05, 0.9)), refresh_pairs=((1.0, 0.0), (0.2, 0.9)),
-                   lag_steps=1500)
+QUICK = Resolution(
+    seeds_curves=64,
+    fluct_group_sizes=(4, 8, 16),
+    seeds_fluct=300,
+    onset_points=24,
+    lag_pairs=((0.2, 0.0), (0.1, 0.5), (0.05, 0.9)),
+    refresh_pairs=((1.0, 0.0), (0.2, 0.9)),
+    lag_steps=1500,
+)
 FULL = Resolution()
 
 
@@ -85,24 +89,42 @@ def group_size_invariance(res: Resolution, seed: int, plot: Callable | None) -> 
                 break
         late = sampled[:, :, -50:].mean(-1)  # (G, seeds) late-time mean per seed
         out["kinds"][kind] = {
-            **({} if holds_from is not None else {"holds_for_group_sizes_from_missing_reason": f"no two group sizes agree within {tol}"}),
+            **(
+                {}
+                if holds_from is not None
+                else {"holds_for_group_sizes_from_missing_reason": f"no two group sizes agree within {tol}"}
+            ),
             "curve_spread": spread,
             "p_star": dict(zip(map(str, res.group_sizes), p_star)),
             "p_star_spread": max(p_star) - min(p_star),
             "holds_for_group_sizes_from": holds_from,
             "sampled_late_mean": dict(zip(map(str, res.group_sizes), late.mean(1).tolist())),
-            "sampled_late_stderr": dict(zip(map(str, res.group_sizes), (late.std(1) / math.sqrt(late.shape[1])).tolist())),
+            "sampled_late_stderr": dict(
+                zip(map(str, res.group_sizes), (late.std(1) / math.sqrt(late.shape[1])).tolist())
+            ),
         }
         curves_all[kind] = (expected, sampled)
     parts = []
     for kind, k in out["kinds"].items():
         where = "no G" if k["holds_for_group_sizes_from"] is None else f"G ≥ {k['holds_for_group_sizes_from']}"
-        parts.append(f"{kind}: spread {k['curve_spread']:.3f}, p* {min(k['p_star'].values()):.3f}–{max(k['p_star'].values()):.3f}, within {tol} for {where}")
+        parts.append(
+            f"{kind}: spread {k['curve_spread']:.3f}, p* "
+            f"{min(k['p_star'].values()):.3f}–{max(k['p_star'].values()):.3f}, within {tol} for {where}"
+        )
     holds = all(k["curve_spread"] <= tol for k in out["kinds"].values())
-    out["verdict"] = _verdict(holds, ("holds" if holds else "fails") + f" (G = {res.group_sizes[0]}–{res.group_sizes[-1]}): " + "; ".join(parts))
-    out["table"] = [["advantage", "curve spread", *[f"p*(G={g})" for g in res.group_sizes], "invariant within 0.01 for"]] + [
-        [kind, f"{k['curve_spread']:.4f}", *[f"{v:.4f}" for v in k["p_star"].values()],
-         "—" if k["holds_for_group_sizes_from"] is None else f"G ≥ {k['holds_for_group_sizes_from']}"]
+    out["verdict"] = _verdict(
+        holds,
+        ("holds" if holds else "fails") + f" (G = {res.group_sizes[0]}–{res.group_sizes[-1]}): " + "; ".join(parts),
+    )
+    out["table"] = [
+        ["advantage", "curve spread", *[f"p*(G={g})" for g in res.group_sizes], "invariant within 0.01 for"]
+    ] + [
+        [
+            kind,
+            f"{k['curve_spread']:.4f}",
+            *[f"{v:.4f}" for v in k["p_star"].values()],
+            "—" if k["holds_for_group_sizes_from"] is None else f"G ≥ {k['holds_for_group_sizes_from']}",
+        ]
         for kind, k in out["kinds"].items()
     ]
     if plot:
@@ -119,10 +141,19 @@ def fluctuations(res: Resolution, seed: int, plot: Callable | None) -> dict:
         config = bandit_config(**BASE | dict(group_size=g), eta=eta)
         pred = predict(config)
         steps = int(25 / float(pred.eta_eff * pred.stiffness))
-        p = np.asarray(simulate(config, steps, mode="sampled", seeds=res.seeds_fluct, key=jax.random.key(seed + g)).reward)
+        p = np.asarray(
+            simulate(config, steps, mode="sampled", seeds=res.seeds_fluct, key=jax.random.key(seed + g)).reward
+        )
         late = p[:, steps // 3 :]
         per_batch = [b.var(0).mean() for b in np.array_split(late, batches)]
-        rows.append((g, float(np.mean(per_batch)), float(np.std(per_batch) / math.sqrt(batches)), float(pred.stationary_variance)))
+        rows.append(
+            (
+                g,
+                float(np.mean(per_batch)),
+                float(np.std(per_batch) / math.sqrt(batches)),
+                float(pred.stationary_variance),
+            )
+        )
     g, var, se, pred_var = (np.array(c) for c in zip(*rows))
     w = 1 / (se / var) ** 2  # weights on log Var: 1/(relative SE)²
     A = np.stack([np.ones_like(g), np.log(g)], 1)
@@ -134,7 +165,8 @@ def fluctuations(res: Resolution, seed: int, plot: Callable | None) -> dict:
     scaling = abs(slope + 1) <= 0.1 + 2 * slope_se
     predicted_ok = bool(np.all(np.abs(ratios - 1) <= 0.2))
     text = (
-        f"slope {slope:.3f} ± {slope_se:.3f} vs −1 ({'consistent' if scaling else 'inconsistent'} within 0.1 + 2 s.e.); "
+        f"slope {slope:.3f} ± {slope_se:.3f} vs −1 ({'consistent' if scaling else 'inconsistent'} "
+        "within 0.1 + 2 s.e.); "
         f"predict's D/(2GCK) has slope {pred_slope:.3f} (D itself depends on G) and matches the measured variance "
         f"within {100 * np.max(np.abs(ratios - 1)):.0f} %"
     )
@@ -200,8 +232,15 @@ def oscillation_onset(res: Resolution, seed: int, plot: Callable | None) -> dict
         "continuous_onset": continuous,
         "discrete_onset": discrete,
         "grid_step": step,
-        "verdict": _verdict(ok_continuous and ok_discrete, ("holds: " if ok_continuous and ok_discrete else "fails: ") + text),
-        "table": [["", "onset μ"], ["bandit (measured)", f"{measured:.4f}"], ["exact discrete map", f"{discrete:.4f}"], ["continuous ζ = 1", f"{continuous:.4f}"]],
+        "verdict": _verdict(
+            ok_continuous and ok_discrete, ("holds: " if ok_continuous and ok_discrete else "fails: ") + text
+        ),
+        "table": [
+            ["", "onset μ"],
+            ["bandit (measured)", f"{measured:.4f}"],
+            ["exact discrete map", f"{discrete:.4f}"],
+            ["continuous ζ = 1", f"{continuous:.4f}"],
+        ],
     }
     if plot:
         out["figure"] = plot("oscillation_onset", mus, changes, measured, continuous, discrete)
@@ -225,16 +264,22 @@ def lag_threshold(res: Resolution, seed: int, plot: Callable | None) -> dict:
             radii = np.asarray(jax.vmap(lambda g: predict(base.replace(lag=g)).spectral_radius)(jnp.asarray(lags)))
             pred = predict(base)
             tau_star = float(theory.critical_lag(pred.eta_eff, mu, pred.stiffness))
-            cases.append(dict(
-                lag_model=model, eta=eta, momentum=mu,
-                measured=int(lags[np.argmax(unstable)]) if unstable.any() else None,
-                exact=int(lags[np.argmax(radii >= 1)]) if np.any(radii >= 1) else None,
-                continuous=tau_star if model == "stale" else 2 * tau_star + 1,
-                max_radius=float(radii.max()),
-            ))
+            cases.append(
+                dict(
+                    lag_model=model,
+                    eta=eta,
+                    momentum=mu,
+                    measured=int(lags[np.argmax(unstable)]) if unstable.any() else None,
+                    exact=int(lags[np.argmax(radii >= 1)]) if np.any(radii >= 1) else None,
+                    continuous=tau_star if model == "stale" else 2 * tau_star + 1,
+                    max_radius=float(radii.max()),
+                )
+            )
 
     def exact_match(c):
-        return c["measured"] == c["exact"] if None in (c["measured"], c["exact"]) else abs(c["measured"] - c["exact"]) <= 1
+        return (
+            c["measured"] == c["exact"] if None in (c["measured"], c["exact"]) else abs(c["measured"] - c["exact"]) <= 1
+        )
 
     summary = {}
     for model in ("stale", "refresh"):
@@ -245,19 +290,28 @@ def lag_threshold(res: Resolution, seed: int, plot: Callable | None) -> dict:
             cases=len(mine),
             continuous_max_relative_error=max(errors) if len(errors) == len(mine) else None,
         )
-    holds = all(s["exact_matches"] == s["cases"] and s["continuous_max_relative_error"] is not None
-                and s["continuous_max_relative_error"] <= 0.25 for s in summary.values())
+    holds = all(
+        s["exact_matches"] == s["cases"]
+        and s["continuous_max_relative_error"] is not None
+        and s["continuous_max_relative_error"] <= 0.25
+        for s in summary.values()
+    )
     nonlinear = [c for c in cases if c["measured"] is not None and c["exact"] is None]
     text = "; ".join(
         f"{m}: exact prediction matches {s['exact_matches']}/{s['cases']}, continuous τ* "
-        + ("misses an instability-free case" if s["continuous_max_relative_error"] is None
-           else f"off by up to {100 * s['continuous_max_relative_error']:.0f} %")
+        + (
+            "misses an instability-free case"
+            if s["continuous_max_relative_error"] is None
+            else f"off by up to {100 * s['continuous_max_relative_error']:.0f} %"
+        )
         for m, s in summary.items()
     )
     if nonlinear:
         text += (
-            f"; {len(nonlinear)} measured instabilities have a linearly stable fixed point (Floquet radius "
-            f"≤ {max(c['max_radius'] for c in nonlinear):.2f} up to lag {res.max_lag}): nonlinear (clip-sustained) cycles"
+            f"; {len(nonlinear)} measured instabilities have a linearly stable fixed point (Floquet "
+            "radius "
+            f"≤ {max(c['max_radius'] for c in nonlinear):.2f} up to lag {res.max_lag}): nonlinear "
+            "(clip-sustained) cycles"
         )
     for c in cases:
         for field in ("measured", "exact"):
@@ -270,7 +324,18 @@ def lag_threshold(res: Resolution, seed: int, plot: Callable | None) -> dict:
         "max_lag": res.max_lag,
         "verdict": _verdict(holds, ("holds: " if holds else "fails: ") + text),
         "table": [["lag model", "η", "μ", "measured critical lag", "exact (Floquet)", "max radius", "continuous"]]
-        + [[c["lag_model"], c["eta"], c["momentum"], show(c["measured"]), show(c["exact"]), f"{c['max_radius']:.3f}", f"{c['continuous']:.2f}"] for c in cases],
+        + [
+            [
+                c["lag_model"],
+                c["eta"],
+                c["momentum"],
+                show(c["measured"]),
+                show(c["exact"]),
+                f"{c['max_radius']:.3f}",
+                f"{c['continuous']:.2f}",
+            ]
+            for c in cases
+        ],
     }
     if plot:
         out["figure"] = plot("lag_threshold", cases)
@@ -291,13 +356,23 @@ def saturation_law(res: Resolution, seed: int, plot: Callable | None) -> dict:
         best = min(fits, key=lambda law: fits[law].bic)
         label = f"η={eta}, μ={mu}"
         curves[label] = (p, {law: f.curve(np.arange(steps + 1.0)) for law, f in fits.items()})
-        cases.append(dict(eta=eta, momentum=mu, damping_ratio=float(pred.damping_ratio), steps=steps, lowest_bic=best,
-                          **{f"r2_{law}": f.r2 for law, f in fits.items()}, **{f"bic_{law}": f.bic for law, f in fits.items()}))
+        cases.append(
+            dict(
+                eta=eta,
+                momentum=mu,
+                damping_ratio=float(pred.damping_ratio),
+                steps=steps,
+                lowest_bic=best,
+                **{f"r2_{law}": f.r2 for law, f in fits.items()},
+                **{f"bic_{law}": f.bic for law, f in fits.items()},
+            )
+        )
     plain, inertial = cases
     limit = plain["r2_saturation"] >= 0.99
     slow_start = min(inertial["bic_critical"], inertial["bic_oscillator"]) < inertial["bic_saturation"]
     text = (
-        f"μ = 0: saturation R² = {plain['r2_saturation']:.4f} ({'≥' if limit else '<'} 0.99), lowest BIC: {plain['lowest_bic']}; "
+        f"μ = 0: saturation R² = {plain['r2_saturation']:.4f} ({'≥' if limit else '<'} 0.99), lowest "
+        f"BIC: {plain['lowest_bic']}; "
         f"μ = 0.8 (ζ = {inertial['damping_ratio']:.2f}): R² saturation {inertial['r2_saturation']:.4f}, critical "
         f"{inertial['r2_critical']:.4f}, oscillator {inertial['r2_oscillator']:.4f}; the second-order laws "
         f"{'win' if slow_start else 'do not win'} on BIC (lowest: {inertial['lowest_bic']})"
@@ -306,8 +381,18 @@ def saturation_law(res: Resolution, seed: int, plot: Callable | None) -> dict:
         "cases": cases,
         "verdict": _verdict(limit and slow_start, ("holds: " if limit and slow_start else "fails: ") + text),
         "table": [["η", "μ", "ζ", "R² saturation", "R² critical", "R² oscillator", "lowest BIC"]]
-        + [[c["eta"], c["momentum"], f"{c['damping_ratio']:.2f}", f"{c['r2_saturation']:.5f}", f"{c['r2_critical']:.5f}",
-            f"{c['r2_oscillator']:.5f}", c["lowest_bic"]] for c in cases],
+        + [
+            [
+                c["eta"],
+                c["momentum"],
+                f"{c['damping_ratio']:.2f}",
+                f"{c['r2_saturation']:.5f}",
+                f"{c['r2_critical']:.5f}",
+                f"{c['r2_oscillator']:.5f}",
+                c["lowest_bic"],
+            ]
+            for c in cases
+        ],
     }
     if plot:
         out["figure"] = plot("saturation_law", curves)
@@ -326,7 +411,17 @@ def stiffness(res: Resolution, seed: int, plot: Callable | None) -> dict:
         start = int(np.argmax(np.maximum.accumulate(e[::-1])[::-1] < 0.05 * e[0]))  # |e| < 5 % of |e(0)| from here on
         est = identify_stiffness(p[: start + 150], eta=float(pred.eta_eff), momentum=mu, config=config, fit_start=start)
         regime = theory.REGIMES[int(pred.regime)]
-        cases.append(dict(eta=eta, momentum=mu, regime=regime, exact=float(est.exact), slope=float(est.slope), fit=float(est.fit), fit_stderr=float(est.fit_stderr)))
+        cases.append(
+            dict(
+                eta=eta,
+                momentum=mu,
+                regime=regime,
+                exact=float(est.exact),
+                slope=float(est.slope),
+                fit=float(est.fit),
+                fit_stderr=float(est.fit_stderr),
+            )
+        )
         rows.append([eta, mu, regime, f"{est.exact:.4f}", f"{est.slope:.4f}", f"{est.fit:.4f} ± {est.fit_stderr:.1e}"])
     over = [c for c in cases if c["regime"] == "overdamped"]
     fit_err = max(abs(c["fit"] / c["exact"] - 1) for c in over)
@@ -334,7 +429,8 @@ def stiffness(res: Resolution, seed: int, plot: Callable | None) -> dict:
     holds = fit_err <= 0.05
     text = (
         f"oscillator fit within {100 * fit_err:.1f} % of the exact Jacobian in the overdamped cases; the paper's "
-        f"early-slope reading gives {min(slope_ratio):.2f}–{max(slope_ratio):.2f} × the exact K (start far from p*, momentum start-up)"
+        f"early-slope reading gives {min(slope_ratio):.2f}–{max(slope_ratio):.2f} × the exact K "
+        "(start far from p*, momentum start-up)"
     )
     return {
         "cases": cases,

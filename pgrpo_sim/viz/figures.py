@@ -167,8 +167,23 @@ def _fig_lag(cases):
     fig, ax = plt.subplots(figsize=(7.0, 4.0), layout="constrained")
     x = np.arange(len(cases))
     nan = float("nan")
-    ax.plot(x, [c["measured"] if c["measured"] is not None else nan for c in cases], "o", color=PALETTE[0], ms=8, label="measured (bandit)")
-    ax.plot(x, [c["exact"] if c["exact"] is not None else nan for c in cases], "x", color=PALETTE[2], ms=10, mew=2, label="exact (Floquet)")
+    ax.plot(
+        x,
+        [c["measured"] if c["measured"] is not None else nan for c in cases],
+        "o",
+        color=PALETTE[0],
+        ms=8,
+        label="measured (bandit)",
+    )
+    ax.plot(
+        x,
+        [c["exact"] if c["exact"] is not None else nan for c in cases],
+        "x",
+        color=PALETTE[2],
+        ms=10,
+        mew=2,
+        label="exact (Floquet)",
+    )
     ax.plot(x, [c["continuous"] for c in cases], "_", color=PALETTE[3], ms=16, mew=2, label="continuous τ*")
     ax.set_xticks(x, [f"{c['lag_model']}\nη={c['eta']} μ={c['momentum']}" for c in cases], fontsize=7)
     ax.set_ylabel("critical lag (steps)")

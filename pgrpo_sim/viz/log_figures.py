@@ -21,7 +21,9 @@ def plot_fits(steps, values, fits: dict[str, LawFit], path: str | Path, *, ylabe
     top.plot(steps, smooth(values, window), color="0.2", lw=1.0, label=f"moving average ({window} points)")
     dense = np.linspace(steps[0], steps[-1], 600)
     for colour, (law, f) in zip(PALETTE[1:], fits.items()):
-        top.plot(dense, f.curve(dense), color=colour, lw=1.6, label=f"{law} (R² {f.r2:.2f}, smoothed {f.r2_smoothed:.2f})")
+        top.plot(
+            dense, f.curve(dense), color=colour, lw=1.6, label=f"{law} (R² {f.r2:.2f}, smoothed {f.r2_smoothed:.2f})"
+        )
         bottom.plot(steps, smooth(values - f.curve(steps), window), color=colour, lw=1.2, label=law)
     bottom.axhline(0.0, color="0.5", lw=0.6)
     top.set_ylabel(ylabel)
@@ -48,7 +50,9 @@ def plot_diagnostics(diagnosis: Diagnosis, path: str | Path) -> None:
     for ax, r, colour in zip(axes.ravel(), diagnosis.readouts, PALETTE):
         ax.set_title(f"{r.name}: {'FIRES' if r.flag else 'no flag'}", fontsize=10)
         if not r.available:
-            ax.text(0.5, 0.5, f"not available\n({r.detail})", ha="center", va="center", transform=ax.transAxes, fontsize=9)
+            ax.text(
+                0.5, 0.5, f"not available\n({r.detail})", ha="center", va="center", transform=ax.transAxes, fontsize=9
+            )
             ax.set_xticks([])
             ax.set_yticks([])
             continue

@@ -19,8 +19,11 @@ TOL = 1e-10  # the tracer's default xtol in float64 (box coordinates)
 def _critical_damping_a(mu, tau):
     """a = ηK at ζ = 1: the positive root of a²τ² + 2a((1−μ)τ + 1+μ) − (1−μ)² = 0 (from squaring ζ = 1)."""
     b = (1 - mu) * tau + (1 + mu)
-    return np.where(tau > 0, (-b + np.sqrt(b * b + tau**2 * (1 - mu) ** 2)) / np.where(tau > 0, tau, 1) ** 2,
-                    (1 - mu) ** 2 / (2 * (1 + mu)))
+    return np.where(
+        tau > 0,
+        (-b + np.sqrt(b * b + tau**2 * (1 - mu) ** 2)) / np.where(tau > 0, tau, 1) ** 2,
+        (1 - mu) ** 2 / (2 * (1 + mu)),
+    )
 
 
 def test_eta_lag_slice_against_closed_forms_and_levin_may():
@@ -75,9 +78,12 @@ def test_phase_boundaries_of_a_sweep():
     """A phase-diagram dataset (eta × lag, stale): C = 0 is η·τ = const, and at τ = 1 the exact discrete
     threshold equals it (README: the continuous threshold is exact at τ = 1)."""
     base = dict(p_ref=0.2, beta=0.5, group_size=8, momentum=0.9, lag_model="stale")
-    spec = SweepSpec(base=base, axes=["eta=log:0.003:1:5", "lag=0:2"], steps=20, mode="expected", seeds=1, seed=0, decimate=0)
-    ds = xr.Dataset({"regime": (("eta", "lag"), np.zeros((5, 3), int))},
-                    coords={"eta": np.geomspace(0.003, 1, 5), "lag": [0, 1, 2]})
+    spec = SweepSpec(
+        base=base, axes=["eta=log:0.003:1:5", "lag=0:2"], steps=20, mode="expected", seeds=1, seed=0, decimate=0
+    )
+    ds = xr.Dataset(
+        {"regime": (("eta", "lag"), np.zeros((5, 3), int))}, coords={"eta": np.geomspace(0.003, 1, 5), "lag": [0, 1, 2]}
+    )
     ds.attrs.update(spec=spec.to_json(), spacing=json.dumps({"eta": "log", "lag": "int"}))
     curves = B.phase_boundaries(ds, "eta", "lag")
     (c,) = curves["damping"]
@@ -92,7 +98,10 @@ def test_phase_boundaries_of_a_sweep():
     [
         (("damping", dict(momentum=0.9, stiffness=K), "eta", (1e-3, 1.0), "temperature", (0, 1)), "temperature"),
         (("damping", dict(momentum=0.9), "eta", (1e-3, 1.0), "lag", (0, 1)), "stiffness"),
-        (("spectral_radius", dict(momentum=0.9, lag=2.5, stiffness=K), "eta", (1e-3, 1.0), "momentum", (0, 0.9)), "integer lag"),
+        (
+            ("spectral_radius", dict(momentum=0.9, lag=2.5, stiffness=K), "eta", (1e-3, 1.0), "momentum", (0, 0.9)),
+            "integer lag",
+        ),
         (("damping", dict(lag=2, stiffness=K), "eta", (0.0, 1.0), "momentum", (0, 0.9)), "log scale"),
         (("zeta", dict(lag=2, stiffness=K), "eta", (1e-3, 1.0), "momentum", (0, 0.9)), "kind"),
     ],

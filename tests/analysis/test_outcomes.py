@@ -1,8 +1,5 @@
 """Differentiable outcomes (pgrpo_sim.analysis.outcomes): gradients through long scans, time-to-threshold."""
 
-import json
-import math
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -45,5 +42,3 @@ def test_time_to_threshold_is_the_interpolated_first_passage_time():
     crossing = n - 1 + (0.9 - u[n - 1]) / (u[n] - u[n - 1])
     # the smoothing 1e-4 blurs the crossing by ~1e-4 of the way to p*, i.e. < 0.05 step at this slope (~3e-3/step)
     assert float(out.time_to_threshold) == pytest.approx(crossing, abs=0.05)
-
-

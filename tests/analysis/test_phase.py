@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import pgrpo_sim as ps
-from pgrpo_sim.cli import main
 from pgrpo_sim.analysis.phase import agreement, interior_mask, predict_grid
 from pgrpo_sim.analysis.sweep import parse_axis, run_sweep
+from pgrpo_sim.cli import main
 
 
 def test_interior_mask():
@@ -36,11 +36,34 @@ def test_predicted_regimes_match_theory_cell_by_cell():
 
 
 def test_phase_diagram_command(tmp_path, capsys):
-    argv = ["phase-diagram", "--x", "eta", "--y", "lag", "--grid", "eta=log:0.003:1:8", "--grid", "lag=0:3",
-            "--momentum", "0.9", "--beta", "0.5", "--steps", "600", "--quiet", "--out", str(tmp_path)]
+    argv = [
+        "phase-diagram",
+        "--x",
+        "eta",
+        "--y",
+        "lag",
+        "--grid",
+        "eta=log:0.003:1:8",
+        "--grid",
+        "lag=0:3",
+        "--momentum",
+        "0.9",
+        "--beta",
+        "0.5",
+        "--steps",
+        "600",
+        "--quiet",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(argv) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
-    for key in ("agreement_continuous", "agreement_discrete", "agreement_continuous_interior", "agreement_discrete_interior"):
+    for key in (
+        "agreement_continuous",
+        "agreement_discrete",
+        "agreement_continuous_interior",
+        "agreement_discrete_interior",
+    ):
         assert 0.0 <= summary[key] <= 1.0
     for name in ("phase.png", "phase.pdf", "sweep.nc", "summary.csv"):
         assert (tmp_path / name).stat().st_size > 500

@@ -4,9 +4,6 @@ search against a dense grid of the same objective, and the bad-input messages.""
 import json
 import math
 
-import jax
-import jax.numpy as jnp
-import numpy as np
 import pytest
 
 import pgrpo_sim as ps
@@ -97,9 +94,31 @@ def test_all_nan_objective_is_an_error_not_a_number():
 
 
 def test_tune_command(tmp_path, capsys):
-    argv = ["tune", "--objective", "damping-ratio", "--target", "1.0", "--p-ref", "0.2", "--beta", "0.5",
-            "--momentum", "0.9", "--lag-model", "stale", "--lags", "2", "--restarts", "4", "--iterations", "50",
-            "--steps", "100", "--out", str(tmp_path)]
+    argv = [
+        "tune",
+        "--objective",
+        "damping-ratio",
+        "--target",
+        "1.0",
+        "--p-ref",
+        "0.2",
+        "--beta",
+        "0.5",
+        "--momentum",
+        "0.9",
+        "--lag-model",
+        "stale",
+        "--lags",
+        "2",
+        "--restarts",
+        "4",
+        "--iterations",
+        "50",
+        "--steps",
+        "100",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(argv) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["best"]["lag"] == 2 and summary["evaluations"] == 200

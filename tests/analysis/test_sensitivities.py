@@ -1,11 +1,5 @@
 """Exact sensitivities of the oscillator (pgrpo_sim.analysis.sensitivities) against finite differences."""
 
-import json
-import math
-
-import jax
-import jax.numpy as jnp
-import numpy as np
 import pytest
 
 import pgrpo_sim as ps
@@ -38,5 +32,3 @@ def test_sensitivities_match_finite_differences():
     assert sens.partials["damping_ratio"]["lag"] == pytest.approx(float((osc(h) - osc(0.0)) / h), rel=1e-5)
     assert sens.partials["p_star"]["eta"] == 0.0 and sens.partials["stiffness"]["clip"] == 0.0
     assert "d/dbeta" in sens.table()
-
-

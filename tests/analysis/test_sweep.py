@@ -125,8 +125,27 @@ def test_write_error_keeps_finished_chunks(tmp_path, monkeypatch):
     assert ds.final_reward.shape == (3,)
 
 
-SWEEP_CMD = [sys.executable, "-m", "pgrpo_sim.cli", "sweep", "--grid", "eta=log:0.01:0.5:12", "--momentum", "0.5",
-             "--beta", "0.5", "--mode", "sampled", "--seeds", "64", "--steps", "1500", "--chunk-size", "1", "--quiet"]
+SWEEP_CMD = [
+    sys.executable,
+    "-m",
+    "pgrpo_sim.cli",
+    "sweep",
+    "--grid",
+    "eta=log:0.01:0.5:12",
+    "--momentum",
+    "0.5",
+    "--beta",
+    "0.5",
+    "--mode",
+    "sampled",
+    "--seeds",
+    "64",
+    "--steps",
+    "1500",
+    "--chunk-size",
+    "1",
+    "--quiet",
+]
 
 
 @pytest.mark.slow
@@ -162,7 +181,9 @@ def test_identical_results_on_eight_simulated_devices(tmp_path):
     )
     for n in (1, 8):
         env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={n}", JAX_PLATFORMS="cpu")
-        proc = subprocess.run([sys.executable, "-c", script.replace("{n}", str(n))], env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", script.replace("{n}", str(n))], env=env, capture_output=True, text=True
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
     one, eight = np.load(tmp_path / "out_1.npz"), np.load(tmp_path / "out_8.npz")
     np.testing.assert_array_equal(one["regime"], eight["regime"])

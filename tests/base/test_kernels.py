@@ -16,9 +16,11 @@ def test_threefry_equals_jax_hash_and_known_answers():
     mine = np.concatenate(_random.threefry2x32(key, jnp.asarray(x[:500]), jnp.asarray(x[500:])))
     np.testing.assert_array_equal(mine, jax.extend.random.threefry_2x32(key, jnp.asarray(x)))
     # Random123 known-answer vectors for Threefry-2x32-20 (Salmon et al. 2011)
-    for k, c, out in [((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
-                      ((0xFFFFFFFF,) * 2, (0xFFFFFFFF,) * 2, (0x1CB996FC, 0xBB002BE7)),
-                      ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0))]:
+    for k, c, out in [
+        ((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
+        ((0xFFFFFFFF,) * 2, (0xFFFFFFFF,) * 2, (0x1CB996FC, 0xBB002BE7)),
+        ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0)),
+    ]:
         a, b = _random.threefry2x32(jnp.asarray(k, jnp.uint32), *(jnp.asarray([v], jnp.uint32) for v in c))
         assert (int(a[0]), int(b[0])) == out
 

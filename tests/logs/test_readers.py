@@ -29,7 +29,9 @@ def test_trl_state_current_keys_eval_and_bad_row():
     with pytest.warns(UserWarning, match="skipped 1 record"):
         log = logs.read_log(DATA / "trl_state.json")
     assert log.format == "trl" and len(log) == 39 and list(log.skipped_steps) == [17.0]
-    assert log.sources["clip_frac"] == "clip_ratio/region_mean" and log.sources["zero_std_frac"] == "frac_reward_zero_std"
+    assert (
+        log.sources["clip_frac"] == "clip_ratio/region_mean" and log.sources["zero_std_frac"] == "frac_reward_zero_std"
+    )
     steps, evals = log.series("eval_reward")
     assert list(steps) == [10, 20, 30, 40] and evals[0] == pytest.approx(0.7 * (1 - math.exp(-10 / 12)), abs=1e-4)
     assert "train_runtime" in log.other and "rewards/accuracy_reward/mean" in log.other
@@ -53,7 +55,9 @@ def test_verl_jsonl_and_console_agree():
 def test_generic_csv_needs_a_column_map():
     with pytest.raises(ValueError, match="no reward column .* map one with reward=NAME"):
         logs.read_log(DATA / "generic.csv")
-    log = logs.read_log(DATA / "generic.csv", columns=logs.parse_column_map(["reward=my_reward", "eval_reward = eval/acc"]))
+    log = logs.read_log(
+        DATA / "generic.csv", columns=logs.parse_column_map(["reward=my_reward", "eval_reward = eval/acc"])
+    )
     assert log.format == "csv" and log.sources["step"] == "Step"  # names are matched ignoring case
     assert list(log.series("eval_reward")[0]) == [5, 10, 15, 20, 25]  # empty cells are "not logged", not NaN rows
     assert log.skipped_steps.size == 0 and "my_reward_sd" in log.other
@@ -98,10 +102,16 @@ BAD = {
     "bad.jsonl": ('{"step": 1, "reward": 0.1}\n{"step": 2, "reward": \n', "line 2"),
     "array.jsonl": ('{"step": 1, "reward": 0.1}\n[1, 2]\n', "line 2 is not a JSON object"),
     "noreward.jsonl": ('{"step": 1, "loss": 0.1}\n', "no reward column"),
-    "backwards.jsonl": ('{"step": 5, "reward": 0.1}\n{"step": 6, "reward": 0.2}\n{"step": 2, "reward": 0.3}\n', "backwards: step 2"),
+    "backwards.jsonl": (
+        '{"step": 5, "reward": 0.1}\n{"step": 6, "reward": 0.2}\n{"step": 2, "reward": 0.3}\n',
+        "backwards: step 2",
+    ),
     "twice.jsonl": ('{"step": 1, "reward": 0.1}\n{"step": 1, "reward": 0.2}\n', "logs 'reward' twice"),
     "nostep.jsonl": ('{"step": 1, "reward": 0.1}\n{"reward": 0.2}\n', "record 2 of nostep.jsonl has no 'step'"),
-    "allnan.jsonl": ('{"step": 1, "reward": NaN}\n{"step": 2, "reward": null, "eval_reward": 0.1}\n', "no record with a finite"),
+    "allnan.jsonl": (
+        '{"step": 1, "reward": NaN}\n{"step": 2, "reward": null, "eval_reward": 0.1}\n',
+        "no record with a finite",
+    ),
     "ragged.csv": ("step,reward\n1,0.1\n2\n", "row 3 has 1 fields"),
     "header.csv": ("step,reward\n", "no data rows"),
     "noconsole.log": ("nothing to see\n", "no data rows"),
@@ -164,7 +174,10 @@ def test_anchor_logs_read_fit_and_report(name, tmp_path):
     assert set(saved["prediction"]) >= {"plateau", "damping_ratio", "regime"}
     assert set(saved["diagnostics"]) == {"first", "hacking", "degeneracy", "concentration", "instability"}
     r2 = {law: (saved["fits"][law]["r2"], saved["fits"][law]["r2_smoothed"]) for law in ps.LAWS}
-    print(f"\n{name}: " + ", ".join(f"{law} R² {raw:.3f} ({smoothed:.3f} smoothed)" for law, (raw, smoothed) in r2.items()))
+    print(
+        f"\n{name}: "
+        + ", ".join(f"{law} R² {raw:.3f} ({smoothed:.3f} smoothed)" for law, (raw, smoothed) in r2.items())
+    )
     if name.startswith("custom_countdown"):
         assert "entropy" in log.constant and saved["noise"]["source"] == "reward_std"
         assert saved["noise"]["n_samples"] == 20
@@ -189,7 +202,10 @@ def test_cli_fit_writes_report(tmp_path, capsys):
         (["fit", "missing.json", "--out", "x"], "log file not found"),
         (["fit", str(DATA / "generic.csv"), "--out", "x"], "no reward column"),
         (["fit", str(DATA / "generic.csv"), "--column", "reward", "--out", "x"], "NAME=SOURCE"),
-        (["fit", str(DATA / "simulate.csv"), "--metric", "eval_reward", "--out", "x"], "metric 'eval_reward' is not in"),
+        (
+            ["fit", str(DATA / "simulate.csv"), "--metric", "eval_reward", "--out", "x"],
+            "metric 'eval_reward' is not in",
+        ),
         (["fit", str(DATA / "simulate.csv"), "--samples-per-step", "0", "--out", "x"], "samples per step must be >= 1"),
         (["fit", str(DATA / "simulate.csv"), "--format", "yaml", "--out", "x"], "--format"),
     ],

@@ -29,9 +29,9 @@ def _enumerated_grad(config, theta, theta_old):
     r = np.asarray(config.rewards)[0]
     p_reward = np.where(rewards_all == 1, r[arms_all], 1 - r[arms_all])
     weight = np.prod(pi_old[arms_all] * p_reward, axis=1)
-    grads = jax.vmap(
-        lambda a, rw: jax.grad(lambda t: sampled_loss(t, theta_old, a[None], rw[None], config)[0])(theta)
-    )(arms_all, rewards_all)
+    grads = jax.vmap(lambda a, rw: jax.grad(lambda t: sampled_loss(t, theta_old, a[None], rw[None], config)[0])(theta))(
+        arms_all, rewards_all
+    )
     assert np.isclose(weight.sum(), 1.0)
     return np.tensordot(weight, np.asarray(grads), axes=1)
 
@@ -63,8 +63,16 @@ def test_expected_mode_equals_average_over_every_group(group_size, advantage, kl
 @pytest.mark.parametrize("advantage", ["std", "mean", "rloo"])
 @pytest.mark.parametrize("kl,kl_clamp", [("k2", None), ("k3", None), ("k3", 0.05), ("exact", None)])
 def test_on_policy_fast_path_equals_general_expectation(advantage, kl, kl_clamp):
-    config = ps.bandit_config(rewards=[[0.9, 0.3, 0.0], [1.0, 0.0, 0.5]], init_logits=REF[0], beta=0.3, group_size=5,
-                              advantage=advantage, kl=kl, kl_clamp=kl_clamp, dual_clip=1.5)
+    config = ps.bandit_config(
+        rewards=[[0.9, 0.3, 0.0], [1.0, 0.0, 0.5]],
+        init_logits=REF[0],
+        beta=0.3,
+        group_size=5,
+        advantage=advantage,
+        kl=kl,
+        kl_clamp=kl_clamp,
+        dual_clip=1.5,
+    )
     theta = np.concatenate([THETA, THETA_OLD])
     g_fast, fast_stats = on_policy_grad(theta, config)
     g_slow, slow_stats = jax.grad(expected_loss, has_aux=True)(theta, theta, config)
@@ -81,8 +89,16 @@ def test_sampled_on_policy_fast_path_equals_autodiff(advantage, kl, kl_clamp, n_
     from pgrpo_sim.models.bandit import _draw, sampled_on_policy_grad
 
     rng = np.random.default_rng(n_arms)
-    config = ps.bandit_config(rewards=rng.uniform(0, 1, (2, n_arms)), init_logits=rng.normal(size=(2, n_arms)), beta=0.3,
-                              group_size=6, advantage=advantage, kl=kl, kl_clamp=kl_clamp, dual_clip=1.5)
+    config = ps.bandit_config(
+        rewards=rng.uniform(0, 1, (2, n_arms)),
+        init_logits=rng.normal(size=(2, n_arms)),
+        beta=0.3,
+        group_size=6,
+        advantage=advantage,
+        kl=kl,
+        kl_clamp=kl_clamp,
+        dual_clip=1.5,
+    )
     theta = config.init_logits + rng.normal(size=(2, n_arms))
     arms, rewards = _draw(config, theta, jax.random.key(n_arms))
     g_fast, fast_stats = sampled_on_policy_grad(theta, arms, rewards, config)
@@ -94,7 +110,9 @@ def test_sampled_on_policy_fast_path_equals_autodiff(advantage, kl, kl_clamp, n_
 
 def test_one_expected_update_with_momentum_matches_enumeration():
     """Two heavy-ball steps of `simulate` equal two steps built by hand from enumerated gradients."""
-    config = ps.bandit_config(rewards=[1.0, 0.0, 0.0], init_logits=REF[0], eta=0.4, momentum=0.8, beta=0.2, group_size=3)
+    config = ps.bandit_config(
+        rewards=[1.0, 0.0, 0.0], init_logits=REF[0], eta=0.4, momentum=0.8, beta=0.2, group_size=3
+    )
     run = ps.simulate(config, 2)
     opt = optax.sgd(0.4, momentum=0.8)
     theta, state = REF, opt.init(REF)
@@ -141,7 +159,9 @@ def test_class_symmetric_reduction_holds_off_policy():
     np.testing.assert_allclose(many.reward, two.reward, rtol=1e-11)
     assert np.max(many.clip_frac) > 0  # clipping was active
     # from an asymmetric start the reduction does not hold: richer arms of a class grow faster
-    asym = ps.bandit_config(rewards=[1, 1, 0, 0], init_logits=[np.log(1.5), np.log(0.5), 0.0, 0.0], eta=0.3, beta=0.2, group_size=5)
+    asym = ps.bandit_config(
+        rewards=[1, 1, 0, 0], init_logits=[np.log(1.5), np.log(0.5), 0.0, 0.0], eta=0.3, beta=0.2, group_size=5
+    )
     sym = ps.bandit_config(rewards=[1, 1, 0, 0], init_logits=[0.0, 0.0, 0.0, 0.0], eta=0.3, beta=0.2, group_size=5)
     assert np.isclose(ps.simulate(asym, 1).reward[0], ps.simulate(sym, 1).reward[0])
     assert abs(ps.simulate(asym, 30).reward[-1] - ps.simulate(sym, 30).reward[-1]) > 1e-3
@@ -170,7 +190,17 @@ def _reference_run(config, steps):
 
 @pytest.mark.parametrize("lag_model, optimizer", [("refresh", "sgd"), ("stale", "nesterov"), ("stale", "adam")])
 def test_lag_models_match_python_loop_reference(lag_model, optimizer):
-    config = ps.bandit_config(n_arms=3, p_ref=0.3, eta=0.3, momentum=0.6, beta=0.1, group_size=4, lag_model=lag_model, lag=3, optimizer=optimizer)
+    config = ps.bandit_config(
+        n_arms=3,
+        p_ref=0.3,
+        eta=0.3,
+        momentum=0.6,
+        beta=0.1,
+        group_size=4,
+        lag_model=lag_model,
+        lag=3,
+        optimizer=optimizer,
+    )
     run = ps.simulate(config, 12)
     np.testing.assert_allclose(run.final_logits, _reference_run(config, 12), rtol=1e-10)
     if lag_model == "refresh":  # at refresh steps π_old = π: ratio exactly 1, nothing clipped
@@ -179,7 +209,9 @@ def test_lag_models_match_python_loop_reference(lag_model, optimizer):
 
 
 def test_sampled_one_step_update_is_unbiased():
-    config = ps.bandit_config(rewards=[0.9, 0.3, 0.0], init_logits=[0.0, 0.2, 0.4], eta=0.5, beta=0.2, group_size=4, advantage="rloo")
+    config = ps.bandit_config(
+        rewards=[0.9, 0.3, 0.0], init_logits=[0.0, 0.2, 0.4], eta=0.5, beta=0.2, group_size=4, advantage="rloo"
+    )
     s = 20000
     run = ps.simulate(config, 1, mode="sampled", seeds=s, key=jax.random.key(7))
     delta = np.asarray(run.final_logits[:, 0] - config.init_logits[0])
@@ -215,8 +247,10 @@ def _late_drift(eta, group_size, seeds=4000):
 @pytest.mark.slow
 def test_noise_induced_drift_shrinks_with_step_and_group_size():
     big, small_eta, big_g = _late_drift(0.6, 4), _late_drift(0.3, 4), _late_drift(0.6, 16)
-    print(f"\nlate drift: η=0.6 G=4 {big[0]:.2e}±{big[1]:.1e}; η=0.3 G=4 {small_eta[0]:.2e}±{small_eta[1]:.1e};"
-          f" η=0.6 G=16 {big_g[0]:.2e}±{big_g[1]:.1e}")
+    print(
+        f"\nlate drift: η=0.6 G=4 {big[0]:.2e}±{big[1]:.1e}; η=0.3 G=4 {small_eta[0]:.2e}±{small_eta[1]:.1e};"
+        f" η=0.6 G=16 {big_g[0]:.2e}±{big_g[1]:.1e}"
+    )
     assert big[0] < -4 * big[1]  # the drift is real at large η (and pulls the seed-mean below the expected curve)
     for smaller in (small_eta, big_g):
         assert abs(big[0]) - abs(smaller[0]) > 4 * np.hypot(big[1], smaller[1])
@@ -272,12 +306,30 @@ def test_grad_of_late_reward_matches_finite_differences():
 @pytest.mark.parametrize("advantage", ["std", "mean", "rloo"])
 @pytest.mark.parametrize("kl", ["k1", "k2", "k3", "exact"])
 def test_loss_gradients_match_finite_differences(advantage, kl):
-    config = ps.bandit_config(rewards=[0.9, 0.3, 0.0], init_logits=REF[0], beta=0.3, group_size=4, advantage=advantage,
-                              kl=kl, kl_clamp=10.0, clip=0.1, clip_high=0.15, dual_clip=1.5)
-    check_grads(lambda t: expected_loss(t, THETA_OLD, config)[0], (THETA,), order=1, modes=["rev"], atol=1e-6, rtol=1e-6)
+    config = ps.bandit_config(
+        rewards=[0.9, 0.3, 0.0],
+        init_logits=REF[0],
+        beta=0.3,
+        group_size=4,
+        advantage=advantage,
+        kl=kl,
+        kl_clamp=10.0,
+        clip=0.1,
+        clip_high=0.15,
+        dual_clip=1.5,
+    )
+    check_grads(
+        lambda t: expected_loss(t, THETA_OLD, config)[0], (THETA,), order=1, modes=["rev"], atol=1e-6, rtol=1e-6
+    )
     arms, rewards = np.array([[0, 1, 2, 0]]), np.array([[1.0, 0.0, 0.0, 0.0]])
-    check_grads(lambda t: sampled_loss(t, THETA_OLD, arms, rewards, config)[0], (THETA,), order=1, modes=["rev"],
-                atol=1e-6, rtol=1e-6)
+    check_grads(
+        lambda t: sampled_loss(t, THETA_OLD, arms, rewards, config)[0],
+        (THETA,),
+        order=1,
+        modes=["rev"],
+        atol=1e-6,
+        rtol=1e-6,
+    )
 
 
 def test_second_call_does_not_recompile():
@@ -340,7 +392,11 @@ def test_bad_config_raises(kwargs, name):
 
 def test_bad_simulate_arguments():
     config = ps.bandit_config()
-    for kwargs, name in [(dict(steps=0), "steps"), (dict(steps=5, seeds=0), "seeds"), (dict(steps=5, mode="x"), "mode")]:
+    for kwargs, name in [
+        (dict(steps=0), "steps"),
+        (dict(steps=5, seeds=0), "seeds"),
+        (dict(steps=5, mode="x"), "mode"),
+    ]:
         with pytest.raises(ValueError, match=name):
             ps.simulate(config, **kwargs)
 

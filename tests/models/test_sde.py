@@ -97,7 +97,9 @@ def test_block_brownian_path_increments():
 def test_ensemble_shapes_and_seeds():
     ens = ps.solve_ensemble(jnp.arange(0.0, 11.0), 0.1, 0.0, *REGIMES["over"], 0.01, 4, paths=7, key=jax.random.key(0))
     assert ens.paths.shape == (7, 11) and np.all(ens.paths[:, 0] == 0.1)
-    again = ps.solve_ensemble(jnp.arange(0.0, 11.0), 0.1, 0.0, *REGIMES["over"], 0.01, 4, paths=7, key=jax.random.key(0))
+    again = ps.solve_ensemble(
+        jnp.arange(0.0, 11.0), 0.1, 0.0, *REGIMES["over"], 0.01, 4, paths=7, key=jax.random.key(0)
+    )
     np.testing.assert_array_equal(ens.paths, again.paths)
     quiet = ps.solve_ensemble(jnp.arange(0.0, 11.0), 0.1, 0.0, *REGIMES["over"], 0.0, 4, paths=2, dt=0.05)
     np.testing.assert_allclose(quiet.mean, ps.trajectory(jnp.arange(0.0, 11.0), 0.1, 0.0, *REGIMES["over"]), atol=1e-3)

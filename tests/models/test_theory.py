@@ -90,7 +90,9 @@ def test_trajectory_solves_the_ode(params):
         scale = abs(m * d2e(t)) + abs(c * de(t)) + abs(k * e(t))
         assert abs(m * d2e(t) + c * de(t) + k * e(t)) <= 1e-9 * scale
     ts = np.linspace(0, 60, 13)
-    sol = solve_ivp(lambda t, y: [y[1], -(c * y[1] + k * y[0]) / m], (0, 60), [e0, v0], t_eval=ts, rtol=1e-11, atol=1e-13)
+    sol = solve_ivp(
+        lambda t, y: [y[1], -(c * y[1] + k * y[0]) / m], (0, 60), [e0, v0], t_eval=ts, rtol=1e-11, atol=1e-13
+    )
     np.testing.assert_allclose(jax.vmap(e)(ts), sol.y[0], rtol=1e-7, atol=1e-10)
 
 

@@ -75,17 +75,20 @@ def test_verdicts_follow_from_the_numbers(report):
     assert f["verdict"]["holds"] == (scaling and ratios_ok)
     o = r["oscillation_onset"]
     assert o["verdict"]["holds"] == (
-        abs(o["measured_onset"] - o["discrete_onset"]) <= o["grid_step"] and abs(o["measured_onset"] - o["continuous_onset"]) <= o["grid_step"]
+        abs(o["measured_onset"] - o["discrete_onset"]) <= o["grid_step"]
+        and abs(o["measured_onset"] - o["continuous_onset"]) <= o["grid_step"]
     )
     s = r["stiffness"]
     assert s["verdict"]["holds"] == (s["max_fit_error_overdamped"] <= 0.05)
     sat = r["saturation_law"]["cases"]
     assert r["saturation_law"]["verdict"]["holds"] == (
-        sat[0]["r2_saturation"] >= 0.99 and min(sat[1]["bic_critical"], sat[1]["bic_oscillator"]) < sat[1]["bic_saturation"]
+        sat[0]["r2_saturation"] >= 0.99
+        and min(sat[1]["bic_critical"], sat[1]["bic_oscillator"]) < sat[1]["bic_saturation"]
     )
     fm = r["failure_modes"]["cases"]
     assert r["failure_modes"]["verdict"]["holds"] == (
-        all(fm[m]["first"] == m for m in ("hacking", "degeneracy", "concentration", "instability")) and fm["healthy"]["first"] is None
+        all(fm[m]["first"] == m for m in ("hacking", "degeneracy", "concentration", "instability"))
+        and fm["healthy"]["first"] is None
     )
     # the rloo advantage is exactly unbiased: its expected dynamics do not depend on G
     assert g["kinds"]["rloo"]["curve_spread"] < 1e-12
