@@ -6,13 +6,17 @@ import argparse
 import csv
 import json
 import math
+import re
+import shutil
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
-from .base.checks import describe_range
+from .base.checks import check_range, describe_range
 from .base.errors import PgrpoSimError
+from .base.outputs import check_output_dir, check_output_file, claim_output_dir
 from .models.hyperparameters import HYPERPARAMETERS
 
 
@@ -21,6 +25,11 @@ class UsageError(PgrpoSimError):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # values that start with "-" but are numbers or lists of them (-1e9, -1,2, -.5) are values, not flags
+        self._negative_number_matcher = re.compile(r"^-(?:\d|\.\d)[\d.,:eE+-]*$")
+
     def error(self, message: str):  # argparse's own errors: one line, exit 2
         raise UsageError(message)
 
@@ -34,9 +43,16 @@ def _integer(text: str) -> int:
 
 def _finite_float(text: str) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+IMAGE_SUFFIXES = ("png", "pdf", "svg")
+"""File types `--plot` writes (by its suffix)."""
 
 
 def _add_oscillator_args(p: argparse.ArgumentParser) -> None:
@@ -63,8 +79,41 @@ def _add_bandit_args(p: argparse.ArgumentParser) -> None:
     a("--momentum", type=_finite_float, default=0.0, help=_help("momentum", "(Adam: b1)"))
     a("--beta", type=_finite_float, default=0.0, help=_help("beta"))
     a("--group-size", type=_integer, default=8, help=_help("group_size"))
-    a("--lag-model", choices=("none", "refresh", "stale"), default="none")
-    a("--lag", type=_integer, default=0, help=_help("lag", ": stale lag τ or refresh period K_ref"))
+    a(
+        "--lag-model",
+        choices=("none", "refresh", "refresh_fresh", "stale"),
+        default="none",
+        help="none | refresh: one rollout per refresh, reused (TRL/verl) | refresh_fresh: a fresh group from the "
+        "stale π_old every step (the infinite-batch limit) | stale: gradient from θ_{n-lag}",
+    )
+    a(
+        "--lag",
+        type=_integer,
+        default=0,
+        help=_help("lag", ": stale lag τ, or optimiser steps per rollout K = epochs × mini-batches"),
+    )
+    a(
+        "--num-iterations",
+        type=_integer,
+        default=None,
+        metavar="E",
+        help="epochs over each rollout (TRL num_iterations, verl ppo_epochs; >= 1); implies --lag-model refresh",
+    )
+    a(
+        "--steps-per-generation",
+        type=_integer,
+        default=None,
+        metavar="M",
+        help="mini-batches per epoch, one optimiser step each (TRL steps_per_generation; divides --prompts)",
+    )
+    a(
+        "--ref-sync-steps",
+        type=_integer,
+        default=None,
+        metavar="S",
+        help="KL reference sync every S steps (TRL ref_model_sync_steps; >= 1; default: never)",
+    )
+    a("--ref-sync-alpha", type=_finite_float, default=0.6, help=_help("ref_sync_alpha", "(TRL default 0.6)"))
     a("--advantage", choices=("std", "mean", "rloo"), default="std")
     a("--kl", choices=("k1", "k2", "k3", "exact"), default="k3")
     a("--kl-clamp", type=_finite_float, default=None, help="clamp k3 to [-c, c] (verl: 10)")
@@ -73,6 +122,29 @@ def _add_bandit_args(p: argparse.ArgumentParser) -> None:
     a("--dual-clip", type=_finite_float, default=None, help="dual-clip constant c > 1 (verl: 3)")
     a("--grad-clip", type=_finite_float, default=None, help="global gradient-norm bound")
     a("--optimizer", choices=("sgd", "nesterov", "adam"), default="sgd")
+
+
+def _rollout_args(args: argparse.Namespace) -> dict:
+    """Lag model, lag, mini-batches and reference sync from the flags: `--num-iterations E` and
+    `--steps-per-generation M` mean rollout reuse with K = E × M optimiser steps per rollout; `--lag-model refresh
+    --lag K` alone means K epochs of one mini-batch."""
+    lag_model, lag, m = args.lag_model, args.lag, args.steps_per_generation or 1
+    if args.num_iterations is not None or args.steps_per_generation is not None:
+        if lag_model not in ("none", "refresh"):
+            raise UsageError(f"--num-iterations and --steps-per-generation need --lag-model refresh, got {lag_model}")
+        epochs = args.num_iterations if args.num_iterations is not None else max(args.lag // m, 1)
+        for flag, value in (("--num-iterations", epochs), ("--steps-per-generation", m)):
+            if value < 1:
+                raise UsageError(f"{flag} must be >= 1, got {value}")
+        if args.lag not in (0, epochs * m):
+            raise UsageError(
+                f"--lag {args.lag} disagrees with --num-iterations × --steps-per-generation = {epochs * m}"
+            )
+        lag_model, lag = "refresh", epochs * m
+    out = dict(lag_model=lag_model, lag=lag, minibatches=m, ref_sync_alpha=args.ref_sync_alpha)
+    if args.ref_sync_steps is not None:
+        out["ref_sync_steps"] = args.ref_sync_steps
+    return out
 
 
 def _bandit_config(args: argparse.Namespace):
@@ -93,10 +165,9 @@ def _bandit_config(args: argparse.Namespace):
         clip=args.clip,
         clip_high=args.clip_high,
         dual_clip=args.dual_clip,
-        lag_model=args.lag_model,
-        lag=args.lag,
         optimizer=args.optimizer,
         grad_clip=args.grad_clip,
+        **_rollout_args(args),
     )
 
 
@@ -146,13 +217,23 @@ SIMULATE_COLUMNS = (
 )
 
 
+def _check_plot(path: str | None) -> None:
+    if path is not None:
+        check_output_file(path, "--plot", IMAGE_SUFFIXES)
+
+
 def _cmd_simulate(args: argparse.Namespace) -> None:
     import jax
 
     from .models.bandit import simulate
     from .viz.figures import plot_reward_curve
 
+    check_range("steps", args.steps, 1, integer=True)
+    check_range("seeds", args.seeds, 1, integer=True)
+    check_range("seed", args.seed, 0, integer=True)
     config = _bandit_config(args)
+    check_output_file(args.out, "--out")
+    _check_plot(args.plot)
     run = simulate(config, args.steps, mode=args.mode, seeds=args.seeds, key=jax.random.key(args.seed))
     reward = np.atleast_2d(np.asarray(run.reward))
     diverged = np.atleast_1d(np.asarray(run.diverged))
@@ -162,10 +243,18 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
             table[name] = np.atleast_2d(np.asarray(getattr(run, name))).mean(0)
     _write_csv(args.out, SIMULATE_COLUMNS, np.column_stack([table[c] for c in SIMULATE_COLUMNS]), integer_first=True)
     if args.plot:
-        plot_reward_curve(table["step"], table["reward"], table["reward_std"], args.plot, title=_describe(args))
+        _plot(plot_reward_curve, table["step"], table["reward"], table["reward_std"], args.plot, title=_describe(args))
     n_div = int(diverged.sum())
     final = "diverged" if n_div == diverged.size else f"{np.nanmean(reward[~diverged, -1]):.6f}"
     print(f"final reward {final}; {n_div} of {diverged.size} run(s) diverged; wrote {args.out}")
+
+
+def _plot(draw, *args, **kwargs) -> None:
+    """Call a figure function; a write error becomes one line naming --plot."""
+    try:
+        draw(*args, **kwargs)
+    except OSError as exc:
+        raise UsageError(f"cannot write --plot: {exc.strerror or exc}") from None
 
 
 def _cmd_predict(args: argparse.Namespace) -> None:
@@ -187,8 +276,29 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
     from .models import sde, theory
     from .viz.figures import plot_ensemble
 
-    ts = np.arange(args.steps + 1, dtype=float)
+    check_range("steps", args.steps, 1, integer=True)
+    check_range("paths", args.paths, 1, integer=True)
+    check_range("sample_paths", args.sample_paths, 0, integer=True)
+    check_range("seed", args.seed, 0, integer=True)
+    check_range("noise", args.noise, 0.0)
+    check_range("group_size", args.group_size, 2.0)
     osc = (args.eta, args.momentum, args.lag, args.stiffness)
+    limit = sde.euler_step_limit(*osc, span=args.steps)
+    if limit == 0.0:
+        raise UsageError("oscillator: no Euler step down to 2^-30 resolves these dynamics")
+    if args.dt is None:
+        dt = min(0.25, limit)
+    else:
+        check_range("dt", args.dt, 0.0, 1.0, low_open=True)
+        if args.dt > limit:
+            raise UsageError(
+                f"dt must be <= {limit:g} for these dynamics (a larger Euler step misses their decay rate or "
+                f"frequency by more than 10 %), got {args.dt:g}"
+            )
+        dt = args.dt
+    check_output_file(args.out, "--out")
+    _check_plot(args.plot)
+    ts = np.arange(args.steps + 1, dtype=float)
     ens = sde.solve_ensemble(
         ts,
         args.e0,
@@ -198,7 +308,7 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
         args.group_size,
         paths=args.paths,
         key=jax.random.key(args.seed),
-        dt=args.dt,
+        dt=dt,
     )
     shown = min(args.sample_paths, args.paths)
     paths = np.asarray(ens.paths)
@@ -207,9 +317,12 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
     _write_csv(args.out, header, rows, integer_first=True)
     if args.plot:
         closed = np.asarray(theory.trajectory(ts, args.e0, args.v0, *osc))
-        plot_ensemble(ts, np.asarray(ens.mean), np.asarray(ens.std), paths[:shown], closed, args.plot)
+        _plot(plot_ensemble, ts, np.asarray(ens.mean), np.asarray(ens.std), paths[:shown], closed, args.plot)
     var = float(theory.stationary_variance(*osc, args.noise, args.group_size))
-    print(f"{args.paths} paths; late std {paths[:, -1].std():.4g} (stationary {np.sqrt(var):.4g}); wrote {args.out}")
+    print(
+        f"{args.paths} paths (Euler step {dt:g}); late std {paths[:, -1].std():.4g} (stationary {np.sqrt(var):.4g}); "
+        f"wrote {args.out}"
+    )
 
 
 def _sweep_base(args: argparse.Namespace, axes) -> dict:
@@ -227,9 +340,8 @@ def _sweep_base(args: argparse.Namespace, axes) -> dict:
         "advantage": args.advantage,
         "kl": args.kl,
         "clip": args.clip,
-        "lag_model": args.lag_model,
-        "lag": args.lag,
         "optimizer": args.optimizer,
+        **_rollout_args(args),
     }
     optional = {
         "kl_clamp": args.kl_clamp,
@@ -247,28 +359,97 @@ def _sweep_base(args: argparse.Namespace, axes) -> dict:
     return base
 
 
-def _run_sweep_command(args: argparse.Namespace, axes):
-    from .analysis.sweep import SweepError, run_sweep
+SWEEP_OUTPUTS = ("sweep.json", "sweep.nc", "summary.csv", "chunks")
+PHASE_OUTPUTS = SWEEP_OUTPUTS + ("phase.png", "phase.pdf", "summary.json")
+VALIDATE_OUTPUTS = ("report.md", "results.json", "*.png")
+FIT_OUTPUTS = ("report.md", "fit.json", "fit.png", "diagnostics.png")
+TUNE_OUTPUTS = ("summary.json", "convergence.png")
+"""What each command writes into its --out directory (removed when another command --overwrite's it)."""
 
+
+def _claim(args: argparse.Namespace, command: str, outputs: Sequence[str], *, resumable: bool = False) -> Path:
+    """Create and mark --out for `command` (refusing another command's or a foreign directory) and arrange
+    what an interrupt leaves: a resumable command keeps its finished work, any other removes its partial output."""
+    out = Path(args.out)
+    existed = out.exists()
+    before = {p.name for p in out.iterdir()} if existed and out.is_dir() else set()
+    claim_output_dir(out, command, outputs, overwrite=args.overwrite)
+    if resumable:
+        args.interrupt_note = f"the finished chunks are kept in {out}/chunks; rerun the same command to resume"
+        return out
+
+    def cleanup() -> None:
+        if not existed:
+            shutil.rmtree(out, ignore_errors=True)
+            return
+        for item in out.iterdir():
+            if item.name not in before:
+                shutil.rmtree(item, ignore_errors=True) if item.is_dir() else item.unlink(missing_ok=True)
+
+    args.interrupt_cleanup = cleanup
+    args.interrupt_note = f"the partial output in {out} was removed; rerun the command to start again"
+    return out
+
+
+def _check_sweep_flags(args: argparse.Namespace) -> None:
+    check_range("steps", args.steps, 1, integer=True)
+    check_range("seeds", args.seeds, 1, integer=True)
+    check_range("seed", args.seed, 0, integer=True)
+    check_range("chunk_size", args.chunk_size, 1, integer=True)
+    check_range("max_memory", args.max_memory, 0.0, low_open=True)
+    check_range("save_trajectories", args.save_trajectories, 0, integer=True)
+    multi = (args.num_processes, args.process_id)
+    if args.coordinator is None and any(v is not None for v in multi):
+        raise UsageError("--num-processes and --process-id need --coordinator HOST:PORT (a multi-host run)")
+    if args.coordinator is not None:
+        if None in multi:
+            raise UsageError("--coordinator needs --num-processes and --process-id")
+        check_range("num_processes", args.num_processes, 1, integer=True)
+        check_range("process_id", args.process_id, 0, args.num_processes - 1, integer=True)
+
+
+def _sweep_kwargs(args: argparse.Namespace) -> dict:
+    return dict(
+        steps=args.steps,
+        mode=args.mode,
+        seeds=args.seeds,
+        seed=args.seed,
+        chunk_size=args.chunk_size,
+        max_memory=args.max_memory,
+        decimate=args.save_trajectories,
+    )
+
+
+def _start_sweep(args: argparse.Namespace, command: str, base: dict, axes, outputs: Sequence[str]) -> None:
+    """Everything a sweep command does before its first chunk: validate the whole sweep (nothing created on
+    failure), then claim --out."""
+    from .analysis.sweep import SweepError, check_sweep
+
+    try:
+        check_sweep(base, axes, **_sweep_kwargs(args))
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+    check_output_dir(args.out, command, overwrite=args.overwrite)
     if args.coordinator:
         import jax
 
         jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+        if jax.process_index() != 0:  # process 0 writes
+            return
+    _claim(args, command, outputs, resumable=True)
+
+
+def _run_sweep_command(args: argparse.Namespace, base: dict, axes):
+    from .analysis.sweep import SweepError, run_sweep
 
     try:
         return run_sweep(
-            _sweep_base(args, axes),
+            base,
             axes,
-            steps=args.steps,
-            mode=args.mode,
-            seeds=args.seeds,
-            seed=args.seed,
             out_dir=args.out,
-            chunk_size=args.chunk_size,
-            max_memory=args.max_memory,
-            decimate=args.save_trajectories,
             overwrite=args.overwrite,
             progress=not args.quiet,
+            **_sweep_kwargs(args),
         )
     except SweepError as exc:
         raise UsageError(str(exc)) from None
@@ -284,10 +465,13 @@ def _parse_axes(specs: Sequence[str]):
 
 
 def _cmd_sweep(args: argparse.Namespace) -> None:
+    _check_sweep_flags(args)
     axes = _parse_axes(args.grid)
     if not axes:
         raise UsageError("sweep: give at least one --grid name=values")
-    ds = _run_sweep_command(args, axes)
+    base = _sweep_base(args, axes)
+    _start_sweep(args, "sweep", base, axes, SWEEP_OUTPUTS)
+    ds = _run_sweep_command(args, base, axes)
     print(f"{ds['regime'].size} grid points; wrote {args.out}/sweep.nc and {args.out}/summary.csv")
 
 
@@ -295,12 +479,12 @@ DEFAULT_PHASE_GRIDS = {"eta": "eta=log:1e-3:1:48", "lag": "lag=0:12", "momentum"
 
 
 def _cmd_phase_diagram(args: argparse.Namespace) -> None:
-    from pathlib import Path
-
     from .analysis.boundaries import phase_boundaries
-    from .analysis.phase import agreement, predict_grid
+    from .analysis.phase import agreement, predict_cells
+    from .analysis.sweep import grid_axes
     from .viz.figures import plot_phase_diagram
 
+    _check_sweep_flags(args)
     axes = _parse_axes(args.grid)
     given = {a.name for a in axes}
     for name in (args.x, args.y):
@@ -312,28 +496,51 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
             axes += _parse_axes([DEFAULT_PHASE_GRIDS[name]])
     if {a.name for a in axes if a.size > 1} != {args.x, args.y} or args.x == args.y:
         raise UsageError("phase-diagram: the grid must vary exactly --x and --y")
-    ds = _run_sweep_command(args, axes)
+    base = _sweep_base(args, axes)
+    from .analysis.sweep import SweepError, check_sweep
+
+    try:
+        check_sweep(base, axes, **_sweep_kwargs(args))
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+    # the predictions first: a configuration the theory cannot describe is refused before the sweep runs
+    ordered = grid_axes(axes)
+    prediction = predict_cells(base, {a.name: np.asarray(a.values) for a in ordered})
+    if not prediction.valid.any():
+        raise UsageError(
+            "phase-diagram: no cell of the grid has an interior fixed point with K > 0 (at beta = 0 the policy "
+            "runs to the boundary), so the theory predicts no regime to compare with; give --beta > 0"
+        )
+    _start_sweep(args, "phase-diagram", base, axes, PHASE_OUTPUTS)
+    ds = _run_sweep_command(args, base, axes)
+    kept = [a.name for a in ordered if a.size > 1]
     ds = ds.squeeze(drop=False)
-    prediction = predict_grid(ds)
+    assert list(ds["regime"].dims) == kept, (ds["regime"].dims, kept)
+    prediction = type(prediction)(*(np.reshape(v, ds["regime"].shape) for v in prediction))
     summary = agreement(ds["regime"].values, prediction)
     stem = str(Path(args.out) / "phase")
     boundaries = phase_boundaries(ds, args.x, args.y)  # None unless both axes are among eta, momentum, lag
-    plot_phase_diagram(ds, prediction, args.x, args.y, stem, boundaries=boundaries, title=_describe(args))
+    title = _describe(args, swept=(args.x, args.y))
+    _plot(plot_phase_diagram, ds, prediction, args.x, args.y, stem, boundaries=boundaries, title=title)
     _write_phase_tables(args.out, ds, prediction, summary)
     print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in summary.items()))
+    if summary["cells_without_prediction"]:
+        print(
+            f"note: {summary['cells_without_prediction']} of {summary['cells']} cells have no interior fixed point "
+            "(no predicted regime); the agreements are over the other cells"
+        )
     print(f"wrote {stem}.png, {stem}.pdf, {args.out}/summary.json, {args.out}/summary.csv, {args.out}/sweep.nc")
 
 
 def _write_phase_tables(out: str, ds, prediction, summary: dict) -> None:
-    from pathlib import Path
-
     from .base.regimes import DISCRETE_REGIMES
 
-    names = np.asarray(DISCRETE_REGIMES)
+    names = np.asarray(DISCRETE_REGIMES + ("none",))  # "none": no prediction (code -1)
     table = ds.drop_vars("trajectory", errors="ignore")
     table["regime_name"] = (ds["regime"].dims, names[ds["regime"].values])
-    table["predicted_continuous"] = (ds["regime"].dims, names[prediction.continuous])
-    table["predicted_discrete"] = (ds["regime"].dims, names[prediction.discrete])
+    for name in ("continuous", "discrete"):
+        codes = np.where(prediction.valid, getattr(prediction, name), -1)
+        table[f"predicted_{name}"] = (ds["regime"].dims, names[codes])
     table["damping_ratio_predicted"] = (ds["regime"].dims, prediction.damping_ratio)
     table["spectral_radius_predicted"] = (ds["regime"].dims, prediction.radius)
     try:
@@ -344,14 +551,10 @@ def _write_phase_tables(out: str, ds, prediction, summary: dict) -> None:
 
 
 def _cmd_validate(args: argparse.Namespace) -> None:
-    from pathlib import Path
-
     from .reports.validate import validate
 
-    try:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create --out {args.out}: {exc.strerror}") from None
+    check_range("seed", args.seed, 0, integer=True)
+    _claim(args, "validate", VALIDATE_OUTPUTS)
     results = validate(args.out, quick=args.quick, seed=args.seed, log=lambda line: print(line, flush=True))
     held = sum(r["verdict"]["holds"] for r in results.values())
     print(f"{held} of {len(results)} claims hold; wrote {args.out}/report.md and {args.out}/results.json")
@@ -362,13 +565,24 @@ def _cmd_fit(args: argparse.Namespace) -> None:
 
     jax.config.update("jax_enable_x64", True)  # least-squares normal equations in float64
     from .logs.readers import parse_column_map, read_log
-    from .reports.log_report import write_report
+    from .reports.log_report import analyse_log, check_analysis, write_analysis
 
     log = read_log(args.log, args.format, parse_column_map(args.column))
-    result = write_report(log, args.out, metric=args.metric, n_samples=args.samples_per_step)
+    check_analysis(log, metric=args.metric, n_samples=args.samples_per_step)
+    check_output_dir(args.out, "fit", overwrite=args.overwrite)
+    analysis = analyse_log(log, metric=args.metric, n_samples=args.samples_per_step)
+    _claim(args, "fit", FIT_OUTPUTS)
+    result = write_analysis(analysis, log, args.out)
     r2 = ", ".join(f"{law} {'—' if f['r2'] is None else format(f['r2'], '.3f')}" for law, f in result["fits"].items())
+    pred = result["prediction"]
+    zeta = ""
+    if pred["damping_ratio"] is not None:
+        err = "—" if pred["damping_ratio_stderr"] is None else f"{pred['damping_ratio_stderr']:.2g}"
+        zeta = f" (ζ = {pred['damping_ratio']:.3g} ± {err})"
+    skipped = result["rows_without_reward"]
     print(
-        f"fitted {result['n_points']} points of {result['source']}: R² {r2}; regime {result['prediction']['regime']}; "
+        f"fitted {result['n_points']} points of {result['source']} ({skipped['count']} row(s) without a usable "
+        f"reward skipped): R² {r2}; regime {pred['regime']}{zeta}; "
         f"first flag {result['diagnostics']['first'] or 'none'}; wrote {args.out}/report.md and fit.json"
     )
 
@@ -386,11 +600,10 @@ def _cmd_tune(args: argparse.Namespace) -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)  # fixed points, long scans and their gradients in float64
-    from pathlib import Path
-
     from .analysis.search import search
     from .viz.figures import plot_convergence
 
+    check_output_dir(args.out, "tune", overwrite=args.overwrite)
     bounds = {}
     for spec in args.bound:
         name, _, body = spec.partition("=")
@@ -417,9 +630,8 @@ def _cmd_tune(args: argparse.Namespace) -> None:
         group_sizes=_int_list("--group-sizes", args.group_sizes),
         seed=args.seed,
     )
-    out = Path(args.out)
+    out = _claim(args, "tune", TUNE_OUTPUTS)
     try:
-        out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(json.dumps(result.summary(), indent=2))
         plot_convergence(result, str(out / "convergence.png"))
     except OSError as exc:
@@ -458,11 +670,28 @@ def _write_csv(path: str, header: Sequence[str], rows: np.ndarray, *, integer_fi
         raise UsageError(f"cannot write --out {path}: {exc.strerror}") from None
 
 
-def _describe(args: argparse.Namespace) -> str:
-    return (
-        f"N={args.arms} c={args.correct} p_ref={args.p_ref} η={args.eta} μ={args.momentum} β={args.beta} "
-        f"G={args.group_size} {args.lag_model}(lag={args.lag}) {args.mode}"
-    )
+def _describe(args: argparse.Namespace, swept: Sequence[str] = ()) -> str:
+    """The fixed settings of a run, for a figure title; `swept` parameters are named as axes, not values."""
+    parts = [
+        ("", f"N={args.arms} c={args.correct}"),
+        ("p_ref", f"p_ref={args.p_ref}"),
+        ("eta", f"η={args.eta}"),
+        ("momentum", f"μ={args.momentum}"),
+        ("beta", f"β={args.beta}"),
+        ("group_size", f"G={args.group_size}"),
+        ("lag", f"{args.lag_model}(lag={args.lag})"),
+    ]
+    fixed = [text for name, text in parts if name not in swept]
+    if "lag" in swept:
+        fixed.append(f"{args.lag_model} lag")
+    text = " ".join(fixed) + f" {args.mode}"
+    if swept:
+        text += "; swept: " + ", ".join(_axis_symbol(n) for n in swept)
+    return text
+
+
+def _axis_symbol(name: str) -> str:
+    return {"eta": "η", "momentum": "μ", "beta": "β", "lag": "τ", "group_size": "G"}.get(name, name)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -482,9 +711,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=_integer, default=1000, help="optimiser steps (>= 1)")
     p.add_argument("--mode", choices=("expected", "sampled"), default="expected")
     p.add_argument("--seeds", type=_integer, default=64, help="independent seeds in sampled mode (>= 1)")
-    p.add_argument("--seed", type=_integer, default=0, help="PRNG seed")
+    p.add_argument("--seed", type=_integer, default=0, help="PRNG seed (>= 0)")
     p.add_argument("--out", required=True, help="CSV file, one row per step")
-    p.add_argument("--plot", default=None, help="PNG of the reward curve (mean ± std band)")
+    p.add_argument("--plot", default=None, help="figure of the reward curve (mean ± std band): .png, .pdf or .svg")
     p.set_defaults(func=_cmd_simulate)
 
     for name, help_text in (
@@ -496,7 +725,8 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "phase-diagram":
             p.add_argument("--x", default="eta", help="horizontal axis (a grid parameter)")
             p.add_argument("--y", default="lag", help="vertical axis (a grid parameter)")
-            p.set_defaults(lag_model="stale", func=_cmd_phase_diagram)
+            # β = 0 has no interior fixed point, so nothing to predict: the phase diagram's default β is 0.5
+            p.set_defaults(lag_model="stale", beta=0.5, func=_cmd_phase_diagram)
         else:
             p.set_defaults(func=_cmd_sweep)
         p.add_argument(
@@ -509,7 +739,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--steps", type=_integer, default=2000, help="optimiser steps per run (>= 1)")
         p.add_argument("--mode", choices=("expected", "sampled"), default="expected")
         p.add_argument("--seeds", type=_integer, default=1, help="seeds per grid point in sampled mode")
-        p.add_argument("--seed", type=_integer, default=0, help="PRNG seed")
+        p.add_argument("--seed", type=_integer, default=0, help="PRNG seed (>= 0)")
         p.add_argument(
             "--chunk-size", type=_integer, default=None, help="configurations per chunk (overrides --max-memory)"
         )
@@ -522,7 +752,9 @@ def build_parser() -> argparse.ArgumentParser:
             help="also store every EVERY-th step of each reward curve (0: none)",
         )
         p.add_argument("--out", required=True, help="output directory")
-        p.add_argument("--overwrite", action="store_true", help="replace a different sweep already in --out")
+        p.add_argument(
+            "--overwrite", action="store_true", help="replace a different sweep or another command's output in --out"
+        )
         p.add_argument("--quiet", action="store_true", help="no progress bar")
         p.add_argument(
             "--coordinator",
@@ -535,8 +767,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="the theory's claims against exact bandit runs, in one report")
     p.add_argument("--quick", action="store_true", help="lower resolution (under 3 minutes on 2 CPU cores)")
-    p.add_argument("--seed", type=_integer, default=0, help="PRNG seed")
+    p.add_argument("--seed", type=_integer, default=0, help="PRNG seed (>= 0)")
     p.add_argument("--out", default="validation", help="output directory (default: validation)")
+    p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
     p.set_defaults(func=_cmd_validate)
 
     p = sub.add_parser("predict", help="fixed point, stiffness, noise and oscillator of a bandit configuration")
@@ -552,11 +785,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--v0", type=_finite_float, default=0.0, help="initial velocity de/dt(0) per step")
     p.add_argument("--steps", type=_integer, default=500, help="length in optimiser steps (>= 1)")
     p.add_argument("--paths", type=_integer, default=1000, help="number of sample paths (>= 1)")
-    p.add_argument("--dt", type=_finite_float, default=0.25, help="Euler–Maruyama step (optimiser steps)")
-    p.add_argument("--sample-paths", type=_integer, default=5, help="sample paths written to the CSV")
-    p.add_argument("--seed", type=_integer, default=0, help="PRNG seed")
+    p.add_argument(
+        "--dt",
+        type=_finite_float,
+        default=None,
+        help="Euler–Maruyama step in optimiser steps, in (0, 1] and small enough to resolve the dynamics "
+        "(default: 0.25, or the largest power of 2 that resolves them)",
+    )
+    p.add_argument("--sample-paths", type=_integer, default=5, help="sample paths written to the CSV (>= 0)")
+    p.add_argument("--seed", type=_integer, default=0, help="PRNG seed (>= 0)")
     p.add_argument("--out", required=True, help="CSV: step, mean, std, path_0, …")
-    p.add_argument("--plot", default=None, help="PNG: mean ± std, sample paths and the closed form")
+    p.add_argument(
+        "--plot", default=None, help="figure (.png, .pdf or .svg): mean ± std, sample paths and the closed form"
+    )
     p.set_defaults(func=_cmd_oscillator)
     p = sub.add_parser("fit", help="fit the closed-form laws to a training log and diagnose its failure modes")
     p.add_argument("log", help="TRL trainer_state.json, verl JSONL or console log, JSONL or CSV")
@@ -576,6 +817,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="rewards averaged per step (prompts × group size), for the noise level of the fit",
     )
     p.add_argument("--out", required=True, help="output directory: report.md, fit.json, fit.png, diagnostics.png")
+    p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
     p.set_defaults(func=_cmd_fit)
 
     p = sub.add_parser("tune", help="gradient search for hyperparameters of a bandit configuration")
@@ -614,6 +856,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--learning-rate", type=_finite_float, default=0.3, help="Adam step, in logit(box coordinate) units")
     p.add_argument("--seed", type=_integer, default=0, help="seed of the restarts")
     p.add_argument("--out", required=True, help="output directory: summary.json, convergence.png")
+    p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
     p.set_defaults(func=_cmd_tune)
     return parser
 
@@ -623,12 +866,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     import matplotlib
 
     matplotlib.use("Agg")  # the command line only writes figures to files
+    args = None
     try:
         args = build_parser().parse_args(argv)
         args.func(args)
     except PgrpoSimError as exc:
         print(f"pgrpo-sim: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the clean-up
+        try:
+            cleanup = getattr(args, "interrupt_cleanup", None)
+            if cleanup is not None:
+                cleanup()
+            note = getattr(args, "interrupt_note", None) or "nothing was written"
+            print(f"pgrpo-sim: interrupted; {note}", file=sys.stderr, flush=True)
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        return 130
     return 0
 
 

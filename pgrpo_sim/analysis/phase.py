@@ -7,11 +7,14 @@ Predictions per grid cell use K and η_eff from the exact bandit (`prediction.fi
   lag model "none" read as stale lag 0.
 Agreement is the fraction of cells whose simulated regime (`summaries`) equals the prediction, over all
 cells and over "interior" cells — those none of whose 4 grid neighbours has a different predicted regime.
+A cell without an interior fixed point of positive stiffness (e.g. β = 0, where the policy runs to the
+boundary) has no prediction (`PhasePrediction.valid` False): it is left out of the agreements and counted.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import NamedTuple
 
 import numpy as np
@@ -28,7 +31,9 @@ class PhasePrediction(NamedTuple):
 
     continuous, discrete: regime codes (`base.regimes.Regime`); damping_ratio ζ; damping_margin:
     C·η_eff = (1−μ) − η_eff·K·τ (negative: unstable); radius: exact discrete spectral radius; complex_root: 1
-    where the dominant discrete root is complex; stiffness K; eta_eff."""
+    where the dominant discrete root is complex; stiffness K; eta_eff; valid: the cell has an interior fixed
+    point with K > 0, so the theory predicts a regime there (elsewhere the codes read "unstable" and mean
+    nothing)."""
 
     continuous: np.ndarray
     discrete: np.ndarray
@@ -38,16 +43,24 @@ class PhasePrediction(NamedTuple):
     complex_root: np.ndarray
     stiffness: np.ndarray
     eta_eff: np.ndarray
+    valid: np.ndarray
 
 
 def predict_grid(dataset) -> PhasePrediction:
     """Predicted regimes at every cell of a sweep dataset (uses the sweep spec stored in its attrs)."""
     spec = json.loads(dataset.attrs["spec"])
-    dims = list(dataset["regime"].dims)
-    cells = np.stack(np.meshgrid(*[dataset[d].values for d in dims], indexing="ij"), -1).reshape(-1, len(dims))
-    base = dict(spec["base"])
+    return predict_cells(spec["base"], {d: dataset[d].values for d in dataset["regime"].dims})
+
+
+def predict_cells(base: Mapping, coords: Mapping[str, np.ndarray]) -> PhasePrediction:
+    """Predicted regimes at every cell of the grid `coords` (name → values, in dimension order) around the
+    `bandit_config` keyword arguments `base`; arrays shaped (len of each axis). Raises `PgrpoSimError` for a
+    configuration the theory does not describe (e.g. Adam), before any sweep needs to run."""
+    dims = list(coords)
+    cells = np.stack(np.meshgrid(*[np.asarray(coords[d]) for d in dims], indexing="ij"), -1).reshape(-1, len(dims))
+    base = dict(base)
     if "lag" in dims:
-        base["max_lag"] = int(dataset["lag"].values.max())
+        base["max_lag"] = int(np.max(coords["lag"]))
     config = bandit_config(**base)
     fields = {k: [] for k in PhasePrediction._fields}
     for cell in cells:
@@ -70,7 +83,8 @@ def predict_grid(dataset) -> PhasePrediction:
         fields["complex_root"].append(float(abs(root.imag) > 1e-6 * abs(root)))
         fields["stiffness"].append(k)
         fields["eta_eff"].append(eta_eff)
-    shape = dataset["regime"].shape
+        fields["valid"].append(bool(valid))
+    shape = tuple(np.size(coords[d]) for d in dims)
     return PhasePrediction(**{k: np.asarray(v).reshape(shape) for k, v in fields.items()})
 
 
@@ -87,14 +101,17 @@ def interior_mask(predicted: np.ndarray) -> np.ndarray:
 
 
 def agreement(simulated: np.ndarray, prediction: PhasePrediction) -> dict[str, float]:
-    """Fractions of cells where the simulated regime equals each prediction, overall and in the interior."""
+    """Fractions of the cells with a prediction (`valid`) where the simulated regime equals each prediction,
+    overall and in the interior (NaN when no cell has one); `cells_without_prediction` counts the others."""
+    valid = np.asarray(prediction.valid, bool)
     out = {}
     for name in ("continuous", "discrete"):
-        predicted = getattr(prediction, name)
+        predicted = np.where(valid, getattr(prediction, name), -1)
         match = simulated == predicted
-        inside = interior_mask(predicted)
-        out[f"agreement_{name}"] = float(match.mean())
+        inside = interior_mask(predicted) & valid
+        out[f"agreement_{name}"] = float(match[valid].mean()) if valid.any() else float("nan")
         out[f"agreement_{name}_interior"] = float(match[inside].mean()) if inside.any() else float("nan")
         out[f"interior_cells_{name}"] = int(inside.sum())
     out["cells"] = int(simulated.size)
+    out["cells_without_prediction"] = int((~valid).sum())
     return out

@@ -10,6 +10,10 @@ Regime of a simulated curve p_0…p_T (codes of `base.regimes.Regime`: 0 monoton
   there are at least 4 such alternations;
 - oscillatory: otherwise, at least 2 sign changes of significant e over the whole run;
 - monotone: otherwise (a single crossing of its own late mean by a not-yet-converged curve is allowed).
+A noisy curve (the seed-mean of sampled runs) is judged against its standard error: given `stderr`, a
+sample is significant only where |e| also exceeds `NOISE_Z` standard errors of e (of p_t and of the
+plateau), and amplitudes count only their excess over that band, so seed noise around the plateau is
+never read as oscillation or instability.
 Runs must be several relaxation times long for "unstable" to mean what it says: a slowly decaying
 oscillation that has not decayed by half between the 2nd and 4th quarters reads as unstable.
 """
@@ -26,6 +30,8 @@ from ..base.checks import as_float
 from ..base.regimes import Regime
 
 MONOTONE, OSCILLATORY, FLIP, UNSTABLE = Regime.MONOTONE, Regime.OSCILLATORY, Regime.FLIP, Regime.UNSTABLE
+NOISE_Z = 4.0
+"""Standard errors a deviation of a noisy curve must exceed to count (as in the test suite's statistical bounds)."""
 
 
 class CurveSummary(NamedTuple):
@@ -50,15 +56,25 @@ def _window(x: Array, lo: float, hi: float) -> Array:
     return x[..., int(lo * n) : max(int(hi * n), int(lo * n) + 1)]
 
 
-def summarize_curve(rewards: ArrayLike, diverged: ArrayLike = False) -> CurveSummary:
-    """Summary statistics and empirical regime of a reward curve of shape (T+1,) (jit-compatible)."""
+def summarize_curve(rewards: ArrayLike, diverged: ArrayLike = False, stderr: ArrayLike | None = None) -> CurveSummary:
+    """Summary statistics and empirical regime of a reward curve of shape (T+1,) (jit-compatible).
+
+    `stderr`: the standard error of each point (shape (T+1,) or scalar) for a noisy curve such as a seed-mean;
+    deviations within `NOISE_Z` standard errors are noise (see the module docstring). None: an exact curve."""
     p = as_float(rewards)
     diverged = jnp.asarray(diverged) | ~jnp.all(jnp.isfinite(p))
     n = p.shape[-1]
     plateau = jnp.mean(_window(p, 0.9, 1.0))
     e = p - plateau
     tol = 1e-3 * jnp.abs(e[0]) + 1e-9
-    sig = jnp.abs(e) > tol
+    if stderr is not None:
+        se = jnp.broadcast_to(as_float(stderr).astype(p.dtype), p.shape)
+        se_plateau = jnp.mean(_window(se, 0.9, 1.0))  # no better than one point: late samples are correlated
+        band = NOISE_Z * jnp.sqrt(se**2 + se_plateau**2)
+        e_excess = jnp.sign(e) * jnp.maximum(jnp.abs(e) - band, 0.0)
+    else:
+        band, e_excess = 0.0, e
+    sig = jnp.abs(e) > tol + band
     sign = jnp.sign(e)
     # sign changes between consecutive significant samples (insignificant ones are skipped)
     idx = jnp.where(sig, jnp.arange(n), -1)
@@ -72,8 +88,8 @@ def summarize_curve(rewards: ArrayLike, diverged: ArrayLike = False) -> CurveSum
     flip_like = (jnp.sum(change & (prev == jnp.arange(n) - 1)) >= 0.8 * jnp.maximum(jnp.sum(pairs), 1)) & (
         sign_changes >= 4
     )
-    a_mid = jnp.max(jnp.abs(_window(e, 0.25, 0.5)))
-    a_late = jnp.max(jnp.abs(_window(e, 0.75, 1.0)))
+    a_mid = jnp.max(jnp.abs(_window(e_excess, 0.25, 0.5)))
+    a_late = jnp.max(jnp.abs(_window(e_excess, 0.75, 1.0)))
     sustained = (late_changes >= 2) & (a_late >= 0.5 * a_mid) & (a_late > tol)
     growing = a_late > 2 * a_mid + tol
     regime = jnp.where(

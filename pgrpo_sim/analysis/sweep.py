@@ -101,9 +101,13 @@ def parse_axis(spec: str) -> Axis:
 
 
 def _summarize(run, mode: str) -> dict[str, jax.Array]:
-    reward = run.reward if mode == "expected" else jnp.mean(run.reward, axis=0)
     diverged = jnp.any(run.diverged)
-    summary = summarize_curve(reward, diverged)._asdict()
+    if mode == "expected":
+        reward, stderr = run.reward, None
+    else:  # the seed-mean curve, judged against its standard error
+        reward = jnp.mean(run.reward, axis=0)
+        stderr = jnp.std(run.reward, axis=0, ddof=1) / jnp.sqrt(run.reward.shape[0])
+    summary = summarize_curve(reward, diverged, stderr)._asdict()
     late = run.reward[..., -max(1, run.reward.shape[-1] // 4) :]
     # expected mode: temporal variance of the late window; sampled: variance across seeds, averaged over it
     summary["late_variance"] = jnp.var(late) if mode == "expected" else jnp.mean(jnp.var(late, axis=0))
@@ -185,10 +189,88 @@ def run_sweep(
     `chunk_size` (configurations per chunk) overrides the memory budget `max_memory` (bytes).
     `decimate` > 0 also stores every `decimate`-th point of each (seed-mean) reward curve.
     """
+    spec, traced, static, configs = _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate)
+    writer = out_dir is not None and jax.process_index() == 0  # in a multi-host run, process 0 writes
+    store = _ChunkStore(out_dir, spec, overwrite) if writer else None
+    if traced:
+        grid = np.stack(np.meshgrid(*[np.asarray(a.values) for a in traced], indexing="ij"), -1)
+        grid = grid.reshape(-1, len(traced))
+    n_traced = grid.shape[0] if traced else 1
+    keys = jax.random.split(jax.random.key(seed), seeds)
+    groups = []
+    bar = _progress(n_traced * len(configs), progress)
+    try:
+        for g, config in enumerate(configs):
+            if traced:
+                params_all = {a.name: grid[:, i] for i, a in enumerate(traced)}
+            else:  # only static axes: one configuration per group (η substituted by itself)
+                params_all = {"eta": np.asarray(config.eta, float).reshape(1)}
+            results = _Results(n_traced)
+            if store:
+                for index, chunk in store.load(g):
+                    results.put(index, chunk)
+            todo = np.flatnonzero(~results.filled)
+            bar.update(n_traced - todo.size)
+            size = chunk_size or max(1, int(max_memory // _bytes_per_config(config, steps, seeds)))
+            size = _round_to_devices(min(size, max(todo.size, 1)))
+            for start in range(0, todo.size, size):
+                index = todo[start : start + size]
+                padded = np.concatenate([index, np.full(size - index.size, index[0])])
+                params = {k: _shard(jnp.asarray(v[padded], _dtype(k, config))) for k, v in params_all.items()}
+                out = _chunk_jit(config, params, keys, steps, mode, decimate)
+                chunk = {k: _gather(v)[: index.size] for k, v in out.items()}
+                if store:
+                    store.save(g, index, chunk)
+                results.put(index, chunk)
+                bar.update(index.size)
+            groups.append(results.arrays)
+    finally:
+        bar.close()  # before any error message: it must not be glued onto the bar's line
+    dataset = _assemble(groups, traced, static, spec)
+    if store:
+        store.finish(dataset)
+    return dataset
+
+
+def check_sweep(
+    base: dict,
+    axes: Sequence[Axis],
+    *,
+    steps: int,
+    mode: str = "expected",
+    seeds: int = 1,
+    seed: int = 0,
+    chunk_size: int | None = None,
+    max_memory: float = 2e9,
+    decimate: int = 0,
+) -> None:
+    """Validate a sweep as `run_sweep` would (every setting, every grid value, every static group's
+    configuration) without running or creating anything; raises `SweepError` / `PgrpoSimError`."""
+    _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate)
+
+
+def grid_axes(axes: Sequence[Axis]) -> list[Axis]:
+    """The axes in the order of the dataset's dimensions: static axes (group size) first, then traced ones."""
+    return [a for a in axes if a.name in STATIC_AXES] + [a for a in axes if a.name in TRACED_AXES]
+
+
+def _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate):
+    """Validate everything, before anything is created: a sweep that fails validation leaves no trace.
+    Returns the spec, the traced and static axes and one configuration per static group."""
     check_range("steps", steps, 1, integer=True)
     check_range("seeds", seeds, 1, integer=True)
+    check_range("seed", seed, 0, integer=True)
     check_range("decimate", decimate, 0, integer=True)
     check_choice("mode", mode, ("expected", "sampled"))
+    check_range("chunk_size", chunk_size, 1, integer=True)
+    check_range("max_memory", max_memory, 0.0, low_open=True)
+    if mode == "sampled" and seeds < 2:
+        raise SweepError(
+            "a sampled sweep needs seeds >= 2: its regimes are judged on the seed-mean curve against the "
+            f"standard error across seeds; got seeds {seeds}"
+        )
+    if not axes:
+        raise SweepError("a sweep needs at least one grid axis")
     names = [a.name for a in axes]
     if len(set(names)) != len(names):
         raise SweepError(f"each parameter may have one grid axis, got {names}")
@@ -198,52 +280,32 @@ def run_sweep(
     spec = SweepSpec(
         base=dict(base), axes=[a.spec for a in axes], steps=steps, mode=mode, seeds=seeds, seed=seed, decimate=decimate
     )
-    writer = out_dir is not None and jax.process_index() == 0  # in a multi-host run, process 0 writes
-    store = _ChunkStore(out_dir, spec, overwrite) if writer else None
     traced = [a for a in axes if a.name in TRACED_AXES]
     static = [a for a in axes if a.name in STATIC_AXES]
-    grid = np.stack(np.meshgrid(*[np.asarray(a.values) for a in traced], indexing="ij"), -1).reshape(-1, len(traced))
-    n_traced = grid.shape[0] if traced else 1
-    static_values = list(np.ndindex(*[a.size for a in static])) if static else [()]
-    keys = jax.random.split(jax.random.key(seed), seeds)
-    groups = []
-    bar = _progress(n_traced * len(static_values), progress)
-    for g, static_index in enumerate(static_values):
+    return spec, traced, static, _group_configs(base, traced, static)
+
+
+def _group_configs(base: dict, traced: Sequence[Axis], static: Sequence[Axis]) -> list[BanditConfig]:
+    """One validated `BanditConfig` per combination of static axis values (every grid value range-checked)."""
+    for a in static:
+        try:
+            hyperparameter(a.name).check(np.asarray(a.values))
+        except PgrpoSimError as exc:
+            raise SweepError(f"grid axis {a.spec!r}: {exc}") from None
+    configs = []
+    for static_index in list(np.ndindex(*[a.size for a in static])) if static else [()]:
         fixed = dict(base)
         fixed.update({a.name: a.values[i] for a, i in zip(static, static_index)})
         lag_axis = next((a for a in traced if a.name == "lag"), None)
         if lag_axis is not None:
-            fixed["max_lag"] = max(lag_axis.values)
+            fixed["max_lag"] = max(max(lag_axis.values), 0)
         try:
             config = bandit_config(**fixed)
         except ValueError as exc:
             raise SweepError(str(exc)) from None
         _check_grid_values(traced, config)
-        params_all = {a.name: grid[:, i] for i, a in enumerate(traced)}
-        results = _Results(n_traced)
-        if store:
-            for index, chunk in store.load(g):
-                results.put(index, chunk)
-        todo = np.flatnonzero(~results.filled)
-        bar.update(n_traced - todo.size)
-        size = chunk_size or max(1, int(max_memory // _bytes_per_config(config, steps, seeds)))
-        size = _round_to_devices(min(size, max(todo.size, 1)))
-        for start in range(0, todo.size, size):
-            index = todo[start : start + size]
-            padded = np.concatenate([index, np.full(size - index.size, index[0])])
-            params = {k: _shard(jnp.asarray(v[padded], _dtype(k, config))) for k, v in params_all.items()}
-            out = _chunk_jit(config, params, keys, steps, mode, decimate)
-            chunk = {k: _gather(v)[: index.size] for k, v in out.items()}
-            if store:
-                store.save(g, index, chunk)
-            results.put(index, chunk)
-            bar.update(index.size)
-        groups.append(results.arrays)
-    bar.close()
-    dataset = _assemble(groups, traced, static, spec)
-    if store:
-        store.finish(dataset)
-    return dataset
+        configs.append(config)
+    return configs
 
 
 class _Results:
@@ -310,7 +372,7 @@ def _assemble(groups: list[dict[str, np.ndarray]], traced: Sequence[Axis], stati
     """Stack per-group results into an xarray Dataset with one dimension per grid axis (static axes first)."""
     import xarray as xr
 
-    axes = list(static) + list(traced)
+    axes = grid_axes(list(static) + list(traced))
     shape = [a.size for a in axes]
     data = {}
     for field in groups[0]:

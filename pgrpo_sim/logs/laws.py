@@ -349,6 +349,7 @@ class LawFit:
     same centred moving average of `smooth_window` points; `aic`/`bic` for Gaussian errors of unknown scale
     on the (weighted) residuals, k = parameters + 1; `reduced_chi2`: Σ((y − f)/σ)²/(n − p) with σ the given
     per-step error (`noise_source` "stderr") or the short-lag residual estimate ("residuals"); None if neither.
+    An exact fit (RSS 0, e.g. constant data) has NaN standard errors and AIC/BIC: nothing measures them.
     """
 
     law: str
@@ -431,6 +432,8 @@ def fit_law(
         )
     params, rss, f = np.asarray(params, float), float(rss), np.asarray(curve, float)[:n]
     stderr = np.asarray(stderr, float) * np.sqrt((size - p) / (n - p))  # least_squares divided by the padded length
+    if not rss > 0:  # an exact fit (constant data): the residuals carry no scale, the errors are undefined, not 0
+        stderr = np.full_like(stderr, np.nan)
     window = smooth_window or smoothing_window(n)
     if s is not None:
         chi2, source = rss / (n - p), "stderr"
@@ -448,8 +451,8 @@ def fit_law(
             r2=r_squared(y, f),
             r2_smoothed=r_squared(smooth(y, window), smooth(f, window)),
             smooth_window=window,
-            aic=n * np.log(rss / n) + 2 * k,
-            bic=n * np.log(rss / n) + k * np.log(n),
+            aic=n * np.log(rss / n) + 2 * k if rss > 0 else np.nan,
+            bic=n * np.log(rss / n) + k * np.log(n) if rss > 0 else np.nan,
             reduced_chi2=chi2,
             noise_source=source,
         )
@@ -460,10 +463,16 @@ def fit_laws(steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = N
     return {law: fit_law(law, steps, values, sigma=sigma) for law in LAWS}
 
 
+CRITICAL_BAND = 0.1
+"""`fitted_regime` calls a fit "critical" only when ζ ± 2 standard errors lies within 1 ± CRITICAL_BAND."""
+
+
 def fitted_regime(fit: LawFit) -> str:
-    """Regime read from an oscillator fit: 'overdamped' / 'underdamped' when ζ is more than two standard errors
-    above / below 1, 'critical' within them, 'undetermined' when the transient |e0| is not two standard errors
-    from zero (a flat curve carries no information on ζ)."""
+    """Regime read from an oscillator fit, from ζ and its standard error: 'overdamped' / 'underdamped' when ζ is
+    more than two standard errors above / below 1; 'critical' when the two-standard-error interval lies within
+    1 ± `CRITICAL_BAND` (it contains 1 and little else); 'undetermined' otherwise — an interval that contains 1
+    and much else, a standard error that is missing, or a transient |e0| not two standard errors from zero (a
+    flat curve carries no information on ζ)."""
     if fit.law != "oscillator":
         raise PgrpoSimError(f"the regime needs an oscillator fit, got {fit.law}")
     zeta, z_err = fit["zeta"], fit.stderr[1]
@@ -474,7 +483,9 @@ def fitted_regime(fit: LawFit) -> str:
         return "overdamped"
     if zeta + 2 * z_err < 1:
         return "underdamped"
-    return "critical"
+    if 1 - CRITICAL_BAND <= zeta - 2 * z_err and zeta + 2 * z_err <= 1 + CRITICAL_BAND:
+        return "critical"
+    return "undetermined"
 
 
 class Coupling(NamedTuple):

@@ -15,9 +15,10 @@ wins; a column map (`{"reward": "train/reward"}`) overrides the lookup. Source n
 Metrics that a log lacks are listed in `TrainingLog.missing`, never filled in.
 
 Records sharing a step are merged (TRL logs eval metrics as a separate record at the training step). A
-record whose reward is logged but not finite (NaN, inf, null) is dropped with a warning and counted in
-`TrainingLog.skipped_steps`; steps that go backwards and a metric logged twice at one step with different
-values are errors. Every error is a one-line `ValueError`.
+record whose reward is logged but not a finite number (NaN, inf, null, or a CSV cell such as "n/a") is
+dropped with a warning and counted in `TrainingLog.skipped_steps` (an empty CSV cell is "not logged");
+steps that go backwards and a metric logged twice at one step with different values are errors. Every error
+is a one-line `ValueError`.
 """
 
 from __future__ import annotations
@@ -298,9 +299,13 @@ def tidy(
     data = {"step": np.array(keep, float)}
     data.update({name: column(src) for name, src in sources.items() if name != "step"})
     if not np.isfinite(data["reward"]).any():
-        raise PgrpoSimError(f"{_name(path)} has no record with a finite reward")
+        raise PgrpoSimError(
+            f"{_name(path)} has no record with a finite reward: column {sources['reward']!r} holds no finite "
+            f"number ({len(skipped)} record(s) with a non-numeric or non-finite value)"
+        )
     used = set(sources.values()) | {step_key}
     other = {key: column(key) for key in present if key not in used}
+    other = {key: v for key, v in other.items() if np.isfinite(v).any()}  # text columns are not metrics
     if step_key:
         sources["step"] = step_key
     return TrainingLog(data, sources, other, format, path, np.array(skipped, float))
@@ -409,9 +414,11 @@ def _parse_csv(text: str, path) -> list[dict[str, float]]:
             raise PgrpoSimError(f"{_name(path)}: row {i} has {len(row)} fields, the header has {len(header)}")
         record = {}
         for key, cell in zip(header, row):
+            if not cell.strip():
+                continue  # an empty cell: not logged at this step
             try:
                 record[key] = float(cell)
             except ValueError:
-                continue  # an empty cell (not logged at this step) or a text column
+                record[key] = math.nan  # logged, but not a number ("n/a"): a skipped reward is counted
         records.append(record)
     return records

@@ -45,15 +45,39 @@ def _reward_stderr(log: TrainingLog, metric: str, n_samples: float | None) -> tu
 def _summary(fits: dict[str, fitting.LawFit]) -> dict:
     osc = fits["oscillator"]
     num = lambda v: float(v) if np.isfinite(v) else None  # noqa: E731
-    return dict(
+    regime = fitting.fitted_regime(osc)
+    zeta, z_err = num(osc["zeta"]), num(osc.stderr[1])
+    if regime != "undetermined":
+        why = None
+    elif z_err is None:
+        why = "the standard error of ζ is undefined (an exact fit or a singular Jacobian)"
+    elif abs(osc["e0"]) <= 2 * osc.stderr[3]:
+        why = "the transient e0 is within two standard errors of 0: the data carry no information on ζ"
+    else:
+        lo, hi = zeta - 2 * z_err, zeta + 2 * z_err
+        why = (
+            f"ζ ± 2 s.e. = [{lo:.3g}, {hi:.3g}] contains 1 but is wider than 1 ± {fitting.CRITICAL_BAND:g}: "
+            "the data do not tell the regimes apart"
+        )
+    finite = {law: f.bic for law, f in fits.items() if np.isfinite(f.bic)}
+    out = dict(
         plateau=num(osc["p_star"]),
         plateau_stderr=num(osc.stderr[0]),
-        damping_ratio=num(osc["zeta"]),
-        damping_ratio_stderr=num(osc.stderr[1]),
+        damping_ratio=zeta,
+        damping_ratio_stderr=z_err,
         natural_frequency=num(osc["omega_n"]),
-        regime=fitting.fitted_regime(osc),
-        preferred_law=min(fits, key=lambda k: fits[k].bic),
+        regime=regime,
+        preferred_law=min(finite, key=finite.get) if len(finite) == len(fits) else None,
     )
+    if why:
+        out["regime_reason"] = why
+    if out["preferred_law"] is None:
+        out["preferred_law_missing_reason"] = (
+            "every law fits exactly (zero residuals, e.g. constant data): BIC is undefined"
+            if not finite
+            else f"BIC is undefined for {', '.join(law for law in fits if law not in finite)}"
+        )
+    return out
 
 
 class LogAnalysis(NamedTuple):
@@ -66,15 +90,39 @@ class LogAnalysis(NamedTuple):
     coupling: fitting.Coupling | None
 
 
+def check_analysis(log: TrainingLog, *, metric: str = "reward", n_samples: float | None = None) -> None:
+    """Raise `PgrpoSimError` unless `analyse_log` can run on these inputs (checked before anything is written)."""
+    if metric not in log:
+        present = ", ".join(name for name in log.data if name != "step")
+        raise PgrpoSimError(f"metric {metric!r} is not in the log (present: {present})")
+    if n_samples is not None and not (np.isfinite(n_samples) and n_samples >= 1):
+        raise PgrpoSimError(f"samples per step must be >= 1, got {n_samples:g}")
+    n = log.series(metric)[0].size
+    need = max(len(p) for p in fitting.LAW_PARAMS.values()) + 2
+    if n < need:
+        raise PgrpoSimError(f"metric {metric!r} has {n} finite points; the fits need at least {need}")
+
+
+def rows_without_value(log: TrainingLog, metric: str) -> dict:
+    """The log's rows that `metric`'s fit does not use: records whose reward was logged but is not a finite
+    number (dropped by the reader) and rows where the metric was not logged (e.g. eval-only records)."""
+    steps = log["step"]
+    not_logged = steps[~np.isfinite(log[metric])]
+    not_finite = log.skipped_steps if metric == "reward" else np.zeros(0)
+    both = np.sort(np.concatenate([not_finite, not_logged]))
+    return dict(
+        count=int(both.size),
+        not_finite=int(not_finite.size),
+        not_logged=int(not_logged.size),
+        steps=[float(v) for v in both],
+    )
+
+
 def analyse_log(log: TrainingLog, *, metric: str = "reward", n_samples: float | None = None) -> LogAnalysis:
     """Fit every law in `fit.LAWS` to `metric` (weighted by the per-step error when `reward_std` and the
     samples per step are known; `n_samples` overrides the log's), read out the four diagnostics and, when the
     log has an eval reward, the train/eval coupling."""
-    if metric not in log:
-        present = ", ".join(name for name in log.data if name != "step")
-        raise PgrpoSimError(f"metric {metric!r} is not in the log (present: {present})")
-    if n_samples is not None and not n_samples >= 1:
-        raise PgrpoSimError(f"samples per step must be >= 1, got {n_samples:g}")
+    check_analysis(log, metric=metric, n_samples=n_samples)
     steps, values = log.series(metric)
     sigma, noise = _reward_stderr(log, metric, n_samples)
     fits = fitting.fit_laws(steps, values, sigma=sigma)
@@ -87,6 +135,7 @@ def analyse_log(log: TrainingLog, *, metric: str = "reward", n_samples: float | 
         metric=metric,
         source=log.sources.get(metric, metric),
         n_points=int(steps.size),
+        rows_without_reward=rows_without_value(log, metric),
         noise=noise,
         smoothing=dict(kind="centred moving average", window=fits["saturation"].smooth_window),
         fits={law: f.as_dict() for law, f in fits.items()},
@@ -105,26 +154,46 @@ def _coupling_dict(c: fitting.Coupling) -> dict:
 def write_report(
     log: TrainingLog, out_dir: str | Path, *, metric: str = "reward", n_samples: float | None = None
 ) -> dict:
-    """`analyse_log`, then write DIR/fit.json, DIR/report.md, DIR/fit.png (data, fitted laws, residuals) and
-    DIR/diagnostics.png (the four read-outs). Returns the fit.json content."""
+    """`analyse_log`, then `write_analysis`. Returns the fit.json content."""
+    return write_analysis(analyse_log(log, metric=metric, n_samples=n_samples), log, out_dir)
+
+
+def write_analysis(analysis: LogAnalysis, log: TrainingLog, out_dir: str | Path) -> dict:
+    """Write DIR/fit.json, DIR/report.md, DIR/fit.png (data, fitted laws, residuals) and DIR/diagnostics.png
+    (the four read-outs) of an `analyse_log` result. Returns the fit.json content."""
     from ..viz.log_figures import plot_diagnostics, plot_fits
 
-    analysis = analyse_log(log, metric=metric, n_samples=n_samples)
     out = Path(out_dir)
+    result = analysis.summary
     try:
         out.mkdir(parents=True, exist_ok=True)
+        plot_fits(*log.series(result["metric"]), analysis.fits, out / "fit.png", ylabel=result["source"])
+        plot_diagnostics(analysis.diagnosis, out / "diagnostics.png")
+        (out / "fit.json").write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
+        (out / "report.md").write_text(_markdown(result))
     except OSError as exc:
-        raise PgrpoSimError(f"cannot create output directory {out}: {exc.strerror}") from None
-    result = analysis.summary
-    plot_fits(*log.series(metric), analysis.fits, out / "fit.png", ylabel=result["source"])
-    plot_diagnostics(analysis.diagnosis, out / "diagnostics.png")
-    (out / "fit.json").write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
-    (out / "report.md").write_text(_markdown(result))
+        raise PgrpoSimError(f"cannot write to output directory {out}: {exc.strerror}") from None
     return result
 
 
 def _fmt(v, digits: int = 4) -> str:
     return "—" if v is None else f"{v:.{digits}g}"
+
+
+def _preferred(pred: dict) -> str:
+    if pred["preferred_law"] is None:
+        return f"Preferred law: none ({pred['preferred_law_missing_reason']})."
+    return f"Preferred law (lowest BIC): **{pred['preferred_law']}**."
+
+
+def _rows(rows: dict) -> str:
+    if not rows["count"]:
+        return "none"
+    shown = ", ".join(f"{s:g}" for s in rows["steps"][:10]) + (", …" if rows["count"] > 10 else "")
+    return (
+        f"{rows['count']} ({rows['not_finite']} not a finite number, {rows['not_logged']} not logged; "
+        f"steps {shown}), not fitted"
+    )
 
 
 def _markdown(r: dict) -> str:
@@ -138,7 +207,7 @@ def _markdown(r: dict) -> str:
         f"- sources: {', '.join(f'{k} ← `{v}`' for k, v in log['sources'].items())}",
         f"- missing metrics: {', '.join(log['missing']) or 'none'}",
         f"- constant metrics (possibly placeholders): {', '.join(log['constant']) or 'none'}",
-        f"- skipped steps (non-finite reward): {len(log['skipped_steps'])}",
+        f"- rows without a usable {r['metric']}: {_rows(r['rows_without_reward'])}",
         f"- noise: {r['noise']['note']}",
         f"- smoothing for R²_smoothed: {r['smoothing']['kind']} over {r['smoothing']['window']} points",
         "",
@@ -155,9 +224,11 @@ def _markdown(r: dict) -> str:
         )
     lines += [
         "",
-        f"Preferred law (lowest BIC): **{pred['preferred_law']}**. Oscillator reading: plateau p* = "
+        _preferred(pred) + " Oscillator reading: plateau p* = "
         f"{_fmt(pred['plateau'])} ± {_fmt(pred['plateau_stderr'], 2)}, damping ratio ζ = {_fmt(pred['damping_ratio'])} "
-        f"± {_fmt(pred['damping_ratio_stderr'], 2)}, regime **{pred['regime']}**.",
+        f"± {_fmt(pred['damping_ratio_stderr'], 2)}, regime **{pred['regime']}**"
+        + (f" ({pred['regime_reason']})." if pred.get("regime_reason") else ".")
+        + " Standard errors shown as — are undefined.",
         "",
         "A reduced χ² near 1 means the law fits within the noise; well above 1, the law misses structure (or the "
         "noise is underestimated).",

@@ -1,0 +1,186 @@
+"""Bad input to every subcommand: exit code 2, one line on stderr naming the problem, no traceback, and nothing
+created (no output file or directory, no mark, no partial result) — checked on the whole working directory."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pgrpo_sim.cli import main
+
+DATA = Path(__file__).parent / "data"
+LOG = str(DATA / "generic.csv")
+
+THEORY = ["theory", "--eta", "0.05", "--momentum", "0.9", "--lag", "2", "--stiffness", "0.3"]
+SIMULATE = ["simulate", "--steps", "5", "--out", "traj.csv"]
+PREDICT = ["predict", "--beta", "0.5"]
+OSCILLATOR = ["oscillator", "--eta", "0.05", "--stiffness", "0.3", "--noise", "0.01", "--group-size", "8"]
+OSCILLATOR += ["--steps", "5", "--paths", "4", "--out", "osc.csv"]
+SWEEP = ["sweep", "--grid", "eta=0.1,0.2", "--beta", "0.5", "--steps", "5", "--quiet", "--out", "d"]
+PHASE = ["phase-diagram", "--grid", "eta=0.1,0.2", "--grid", "lag=0:1", "--steps", "5", "--quiet", "--out", "d"]
+VALIDATE = ["validate", "--quick", "--out", "d"]
+FIT = ["fit", LOG, "--column", "reward=my_reward", "--out", "d"]
+TUNE = ["tune", "--objective", "damping-ratio", "--target", "1", "--beta", "0.5", "--restarts", "1"]
+TUNE += ["--iterations", "1", "--out", "d"]
+
+# (argv, a word the one-line message must contain); "FOREIGN" and "OTHER" are output directories prepared below:
+# FOREIGN holds a file pgrpo-sim did not write, OTHER holds another command's marked output
+CASES = {
+    # theory
+    "theory negative eta": (THEORY + ["--eta", "-1"], "eta"),
+    "theory zero stiffness": (THEORY + ["--stiffness", "0"], "stiffness"),
+    "theory nan eta": (THEORY + ["--eta", "nan"], "--eta"),
+    "theory inf stiffness": (THEORY + ["--stiffness", "inf"], "--stiffness"),
+    "theory momentum out of range": (THEORY + ["--momentum", "1"], "momentum"),
+    "theory negative lag": (THEORY + ["--lag", "-1"], "lag"),
+    "theory group size out of range": (THEORY + ["--noise", "0.1", "--group-size", "1"], "group_size"),
+    # simulate
+    "simulate negative eta": (SIMULATE + ["--eta", "-0.1"], "eta"),
+    "simulate zero steps": (SIMULATE + ["--steps", "0"], "steps"),
+    "simulate negative seeds": (SIMULATE + ["--mode", "sampled", "--seeds", "-1"], "seeds"),
+    "simulate nan beta": (SIMULATE + ["--beta", "nan"], "--beta"),
+    "simulate inf eta": (SIMULATE + ["--eta", "inf"], "--eta"),
+    "simulate p_ref out of range": (SIMULATE + ["--p-ref", "1.5"], "p_ref"),
+    "simulate unknown mode": (SIMULATE + ["--mode", "exact"], "--mode"),
+    "simulate unknown optimizer": (SIMULATE + ["--optimizer", "rmsprop"], "--optimizer"),
+    "simulate unwritable out": (SIMULATE + ["--out", "FILE/traj.csv"], "--out"),
+    "simulate out is a directory": (SIMULATE + ["--out", "FOREIGN"], "--out"),
+    "simulate unwritable plot": (SIMULATE + ["--plot", "FILE/x.png"], "--plot"),
+    "simulate plot is a directory": (SIMULATE + ["--plot", "FOREIGN"], "--plot"),
+    "simulate plot without image suffix": (SIMULATE + ["--plot", "curve"], "--plot"),
+    # predict
+    "predict zero eta": (PREDICT + ["--eta", "0"], "eta"),
+    "predict negative beta": (PREDICT + ["--beta", "-1"], "beta"),
+    "predict nan momentum": (PREDICT + ["--momentum", "nan"], "--momentum"),
+    "predict inf clip": (PREDICT + ["--clip", "inf"], "--clip"),
+    "predict group size out of range": (PREDICT + ["--group-size", "1"], "group_size"),
+    "predict unknown kl": (PREDICT + ["--kl", "k4"], "--kl"),
+    # oscillator
+    "oscillator nan e0": (OSCILLATOR + ["--e0", "nan"], "--e0"),
+    "oscillator inf e0": (OSCILLATOR + ["--e0", "inf"], "--e0"),
+    "oscillator nan v0": (OSCILLATOR + ["--v0", "nan"], "--v0"),
+    "oscillator dt too large": (OSCILLATOR + ["--dt", "100"], "dt"),
+    "oscillator dt unresolved": (OSCILLATOR + ["--momentum", "0.99", "--dt", "0.5", "--steps", "500"], "dt must be <="),
+    "oscillator zero dt": (OSCILLATOR + ["--dt", "0"], "dt"),
+    "oscillator negative sample paths": (OSCILLATOR + ["--sample-paths", "-1"], "sample_paths"),
+    "oscillator zero steps": (OSCILLATOR + ["--steps", "0"], "steps"),
+    "oscillator zero paths": (OSCILLATOR + ["--paths", "0"], "paths"),
+    "oscillator negative noise": (OSCILLATOR + ["--noise", "-1"], "noise"),
+    "oscillator unwritable out": (OSCILLATOR + ["--out", "FILE/osc.csv"], "--out"),
+    "oscillator unwritable plot": (OSCILLATOR + ["--plot", "FILE/osc.png"], "--plot"),
+    "oscillator plot is a directory": (OSCILLATOR + ["--plot", "FOREIGN"], "--plot"),
+    # sweep
+    "sweep negative chunk size": (SWEEP + ["--chunk-size", "-1"], "chunk_size"),
+    "sweep zero chunk size": (SWEEP + ["--chunk-size", "0"], "chunk_size"),
+    "sweep negative max memory": (SWEEP + ["--max-memory", "-1"], "max_memory"),
+    "sweep negative max memory, exponent": (SWEEP + ["--max-memory", "-1e9"], "max_memory"),
+    "sweep nan max memory": (SWEEP + ["--max-memory", "nan"], "--max-memory"),
+    "sweep inf max memory": (SWEEP + ["--max-memory", "inf"], "--max-memory"),
+    "sweep processes without coordinator": (SWEEP + ["--num-processes", "2"], "--coordinator"),
+    "sweep zero clip": (SWEEP + ["--clip", "0"], "clip"),
+    "sweep grid value zero": (["sweep", "--grid", "eta=0,0.1", "--steps", "5", "--quiet", "--out", "d"], "eta=0,0.1"),
+    "sweep grid out of range": (SWEEP + ["--grid", "momentum=0:1:5"], "momentum"),
+    "sweep grid negative lag": (SWEEP + ["--grid", "lag=-1:3", "--lag-model", "stale"], "lag"),
+    "sweep grid nan": (SWEEP + ["--grid", "beta=nan,0.1"], "beta"),
+    "sweep grid inf": (SWEEP + ["--grid", "beta=0.1,inf"], "beta"),
+    "sweep grid group size 1": (SWEEP + ["--grid", "group_size=1,2"], "group_size"),
+    "sweep fixed momentum out of range": (SWEEP + ["--momentum", "1.0"], "momentum"),
+    "sweep fixed group size 1": (SWEEP + ["--group-size", "1"], "group_size"),
+    "sweep sampled with one seed": (SWEEP + ["--mode", "sampled", "--seeds", "1"], "seeds"),
+    "sweep zero steps": (SWEEP + ["--steps", "0"], "steps"),
+    "sweep negative save trajectories": (SWEEP + ["--save-trajectories", "-1"], "save_trajectories"),
+    "sweep unknown mode": (SWEEP + ["--mode", "exact"], "--mode"),
+    "sweep unknown grid name": (SWEEP + ["--grid", "temperature=1,2"], "temperature"),
+    "sweep unwritable out": (SWEEP + ["--out", "FILE/d"], "--out"),
+    "sweep foreign out": (SWEEP + ["--out", "FOREIGN"], "--overwrite"),
+    "sweep another command's out": (SWEEP + ["--out", "OTHER"], "validate"),
+    # phase-diagram
+    "phase adam refused before the sweep": (PHASE + ["--optimizer", "adam"], "adam"),
+    "phase beta 0 has nothing to predict": (PHASE + ["--beta", "0"], "fixed point"),
+    "phase negative beta": (PHASE + ["--beta", "-1"], "beta"),
+    "phase zero steps": (PHASE + ["--steps", "0"], "steps"),
+    "phase nan momentum": (PHASE + ["--momentum", "nan"], "--momentum"),
+    "phase inf max memory": (PHASE + ["--max-memory", "inf"], "--max-memory"),
+    "phase grid out of range": (
+        ["phase-diagram", "--y", "momentum", "--grid", "eta=0.1,0.2", "--grid", "momentum=0:1:5", "--out", "d"],
+        "momentum",
+    ),
+    "phase axis without default": (PHASE + ["--x", "beta"], "beta"),
+    "phase unknown optimizer": (PHASE + ["--optimizer", "rmsprop"], "--optimizer"),
+    "phase unwritable out": (PHASE + ["--out", "FILE/d"], "--out"),
+    "phase foreign out": (PHASE + ["--out", "FOREIGN"], "--overwrite"),
+    "phase another command's out": (PHASE + ["--out", "OTHER"], "validate"),
+    # validate
+    "validate negative seed": (VALIDATE + ["--seed", "-1"], "seed"),
+    "validate nan seed": (VALIDATE + ["--seed", "nan"], "--seed"),
+    "validate unwritable out": (VALIDATE + ["--out", "FILE/d"], "--out"),
+    "validate foreign out": (VALIDATE + ["--out", "FOREIGN"], "--overwrite"),
+    "validate another command's out": (VALIDATE + ["--out", "FIT"], "fit"),
+    # fit
+    "fit zero samples per step": (FIT + ["--samples-per-step", "0"], "samples per step"),
+    "fit negative samples per step": (FIT + ["--samples-per-step", "-1"], "samples per step"),
+    "fit nan samples per step": (FIT + ["--samples-per-step", "nan"], "--samples-per-step"),
+    "fit inf samples per step": (FIT + ["--samples-per-step", "inf"], "--samples-per-step"),
+    "fit unknown format": (FIT + ["--format", "xml"], "--format"),
+    "fit unknown metric": (FIT + ["--metric", "loss"], "loss"),
+    "fit missing log": (["fit", "no-such-log.csv", "--out", "d"], "not found"),
+    "fit unwritable out": (FIT + ["--out", "FILE/d"], "--out"),
+    "fit foreign out": (FIT + ["--out", "FOREIGN"], "--overwrite"),
+    "fit another command's out": (FIT + ["--out", "OTHER"], "validate"),
+    # tune
+    "tune negative lag, space-separated": (TUNE + ["--lag-model", "stale", "--lags", "-1,2"], "lags must be >= 0"),
+    "tune group size out of range": (TUNE + ["--group-sizes", "1,2"], "group_sizes"),
+    "tune zero restarts": (TUNE + ["--restarts", "0"], "restarts"),
+    "tune negative iterations": (TUNE + ["--iterations", "-1"], "iterations"),
+    "tune nan learning rate": (TUNE + ["--learning-rate", "nan"], "--learning-rate"),
+    "tune inf radius margin": (TUNE + ["--radius-margin", "inf"], "--radius-margin"),
+    "tune zero eta": (TUNE + ["--eta", "0"], "eta"),
+    "tune unknown objective": (TUNE + ["--objective", "speed"], "--objective"),
+    "tune unwritable out": (TUNE + ["--out", "FILE/d"], "--out"),
+    "tune foreign out": (TUNE + ["--out", "FOREIGN"], "--overwrite"),
+    "tune another command's out": (TUNE + ["--out", "OTHER"], "validate"),
+}
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else b"") for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("FILE").write_text("a file, not a directory\n")
+    Path("FOREIGN").mkdir()
+    Path("FOREIGN/notes.txt").write_text("mine\n")
+    for name, command in (("OTHER", "validate"), ("FIT", "fit")):
+        Path(name).mkdir()
+        Path(name, ".pgrpo-sim.json").write_text(json.dumps({"command": command, "outputs": ["report.md"]}))
+        Path(name, "report.md").write_text(f"# {command} report\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_exit_2_one_line_nothing_created(case, workdir, capsys):
+    argv, word = CASES[case]
+    before = _tree(workdir)
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err
+    assert err.count("\n") == 1 and err.startswith("pgrpo-sim: error:"), err
+    assert word in err, err
+    assert "Traceback" not in err + captured.out
+    assert _tree(workdir) == before, f"{case}: files changed"
+
+
+def test_console_script_bad_input_has_no_traceback(tmp_path):
+    """The real console process (stderr as a user sees it) for one case per kind of failure."""
+    for argv in (
+        ["sweep", "--grid", "eta=0.1", "--chunk-size", "-1", "--out", str(tmp_path / "d")],
+        ["oscillator", "--eta", "0.05", "--stiffness", "0.3", "--noise", "0.1", "--group-size", "8", "--e0", "nan"]
+        + ["--out", str(tmp_path / "o.csv")],
+    ):
+        proc = subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", *argv], capture_output=True, text=True)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert list(tmp_path.iterdir()) == []
