@@ -33,7 +33,17 @@ from .base.checks import is_concrete
 from .base.errors import PgrpoSimError
 from .base.regimes import REGIMES, Damping
 from .models import theory
-from .models.bandit import binomial_pmf, initial_state, make_optimizer, on_policy_grad, sampled_loss, step
+from .models.bandit import (
+    binomial_pmf,
+    collapse_branches,
+    initial_state,
+    make_optimizer,
+    on_policy_grad,
+    reuse_branch_step,
+    rollout_outcomes,
+    sampled_loss,
+    step,
+)
 from .models.config import BanditConfig
 from .models.hyperparameters import set_hyperparameters
 
@@ -42,6 +52,7 @@ REASONS = (
     "no interior fixed point",
     "damping C <= 0 (lag at or beyond the critical lag)",
     "exact discrete map unstable (spectral radius >= 1)",
+    "spectral radius undetermined (the rollout-averaged cycle's fixed point was not found)",
 )
 """Names of `Prediction.reason` codes: index = code."""
 QUANTITIES = (
@@ -212,18 +223,20 @@ def continuous_lag(lag, lag_model: str) -> Array:
     """Lag τ of the continuous model from a (real or integer) lag: τ ("stale"), the mean staleness
     (K_ref − 1)/2 ("refresh"), 0 ("none")."""
     lag = jnp.asarray(lag, jnp.result_type(lag, float))
-    return {"none": 0 * lag, "stale": lag, "refresh": (jnp.maximum(lag, 1) - 1) / 2}[lag_model]
+    staleness = (jnp.maximum(lag, 1) - 1) / 2
+    return {"none": 0 * lag, "stale": lag, "refresh": staleness, "refresh_fresh": staleness}[lag_model]
 
 
 def discrete_lag(lag, lag_model: str) -> tuple[int, str]:
-    """(integer lag, model) of the exact discrete map (`linear`) for a concrete lag: "none" is stale lag 0."""
+    """(integer lag, model) of the exact discrete map (`linear`) for a concrete lag: "none" is stale lag 0; both
+    refresh models (rollout reuse and fresh samples) share the frozen-force map, their common linearisation."""
     if lag_model == "none":
         return 0, "stale"
-    return int(np.asarray(lag)), lag_model
+    return int(np.asarray(lag)), "stale" if lag_model == "stale" else "refresh"
 
 
 def _cycle_length(config: BanditConfig):
-    if config.lag_model == "refresh":
+    if config.lag_model in ("refresh", "refresh_fresh"):
         return jnp.maximum(config.lag, 1)
     if config.lag_model == "stale":
         return config.max_lag + 1  # the stale-lag ring buffer realigns after this many steps
@@ -234,30 +247,69 @@ def floquet_radius(config2: BanditConfig, x: Array) -> Array:
     """Per-step spectral radius of the one-cycle map of the expected update of a 2-arm configuration at the
     fixed point x (docs/design.md §2: Floquet analysis).
 
-    The state that the dynamics use (logits, optimiser trace, and π_old for "refresh" or the history for
-    "stale") is taken in difference coordinates (arm 0 − arm 1): common shifts of the logits are neutral.
+    The state that the dynamics use (logits, optimiser trace, and π_old for "refresh_fresh" or the history for
+    "stale") is taken in difference coordinates (arm 0 − arm 1): common shifts of the logits are neutral. With
+    rollout reuse ("refresh") the map is the rollout-averaged cycle (`bandit.reuse_branch_step`), taken at its
+    own fixed point.
     """
     optimizer = make_optimizer(config2)
     base = initial_state(config2, optimizer, _logits(x))
-    lag_field = {"refresh": "old_logits", "stale": "history"}.get(config2.lag_model)
+    lag_field = {"refresh_fresh": "old_logits", "stale": "history"}.get(config2.lag_model)
     fields = ("logits", "opt_state") + ((lag_field,) if lag_field else ())
     dynamic = {f: getattr(base, f) for f in fields}
     leaves, treedef = jax.tree.flatten(dynamic)
     sizes = [leaf[..., 0].size for leaf in leaves]
     length = _cycle_length(config2)
-    update = functools.partial(step, config2, optimizer, "expected")
-    key = jax.random.key(0)  # unused in expected mode
+    if config2.lag_model == "refresh":  # rollout reuse: the rollout-averaged cycle, from a refresh
+        outcomes = rollout_outcomes(config2)
+        size = outcomes[0].shape[0]
+
+        def advance(state):
+            branches = jax.tree.map(lambda v: jnp.broadcast_to(v, (size, *jnp.shape(v))), state)
+            carry = (branches, jnp.full(size, 1.0 / size, x.dtype))
+            carry = jax.lax.fori_loop(
+                0, length, lambda _, c: reuse_branch_step(config2, optimizer, *c, outcomes)[:2], carry
+            )
+            return collapse_branches(*carry)
+    else:
+        update = functools.partial(step, config2, optimizer, "expected")
+        key = jax.random.key(0)  # unused in expected mode
+
+        def advance(state):
+            return jax.lax.fori_loop(0, length, lambda _, s: update(s, key)[0], state)
 
     def cycle(z):
         chunks = jnp.split(z, np.cumsum(sizes)[:-1])
         half = [d.reshape(leaf.shape[:-1]) / 2 for leaf, d in zip(leaves, chunks)]
         moved = [leaf + jnp.stack([h, -h], -1) for leaf, h in zip(leaves, half)]
         state = base._replace(**jax.tree.unflatten(treedef, moved))
-        state = jax.lax.fori_loop(0, length, lambda _, s: update(s, key)[0], state)
+        state = advance(state)
         out = jax.tree.leaves({f: getattr(state, f) for f in fields})
         return jnp.concatenate([(o[..., 0] - o[..., 1]).ravel() for o in out])
 
-    multipliers = jnp.linalg.eigvals(jax.jacfwd(cycle)(jnp.zeros(sum(sizes), x.dtype)))
+    z = jnp.zeros(sum(sizes), x.dtype)
+    if config2.lag_model == "refresh":
+        # with a finite reused rollout the averaged cycle has its own fixed point, away from the on-policy p*:
+        # approach it by iterating the cycle from there (optimistix FixedPointIteration), polish it by Newton on
+        # cycle(z) = z; NaN (no proof of stability) if that does not converge
+        offset = jnp.concatenate([(leaf[..., 0] - leaf[..., 1]).ravel() for leaf in leaves])
+        tol = float(jnp.finfo(x.dtype).eps) ** 0.75
+        near = optx.fixed_point(
+            lambda v, _: cycle(v) - offset,
+            optx.FixedPointIteration(rtol=1e-4, atol=1e-4),
+            z,
+            max_steps=2000,
+            throw=False,
+        )
+        sol = optx.root_find(
+            lambda v, _: cycle(v) - offset - v,
+            optx.Newton(rtol=tol, atol=tol),
+            near.value,
+            max_steps=64,
+            throw=False,
+        )
+        z = jnp.where(sol.result == optx.RESULTS.successful, sol.value, jnp.nan)
+    multipliers = jnp.linalg.eigvals(jax.jacfwd(cycle)(z))
     return jnp.max(jnp.abs(multipliers)) ** (1.0 / length)
 
 
@@ -326,7 +378,8 @@ def _predict(config2: BanditConfig) -> Prediction:
     osc = (eta_eff, config2.momentum, lag_eff, q["stiffness"])
     coef = theory.coefficients(*osc)
     radius = floquet_radius(config2, x)
-    reason = jnp.where(~found, 1, jnp.where(coef.damping <= 0, 2, jnp.where(radius >= 1, 3, 0)))
+    reason = jnp.where(radius >= 1, 3, jnp.where(jnp.isnan(radius), 4, 0))  # NaN: no proof of stability
+    reason = jnp.where(~found, 1, jnp.where(coef.damping <= 0, 2, reason))
     return Prediction(
         p_star=q["p_star"],
         unique=found & unique,

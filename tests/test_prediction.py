@@ -54,16 +54,19 @@ def test_floquet_radius_matches_linear_map(lag_model, lag, optimizer):
         assert float(pred.spectral_radius) == pytest.approx(np.abs(roots).max(), rel=1e-9)
 
 
-def test_floquet_radius_predicts_refresh_instability():
-    """Refresh lag: the one-cycle multiplier from jacfwd decides growth; check against a long expected run."""
-    stable_cfg = ps.bandit_config(**BASE, eta=0.5, lag_model="refresh", lag=4)
-    unstable_cfg = ps.bandit_config(**BASE, eta=3.0, lag_model="refresh", lag=4)
+@pytest.mark.parametrize("lag_model", ["refresh", "refresh_fresh"])
+def test_floquet_radius_predicts_refresh_instability(lag_model):
+    """Refresh lag (rollout reuse: the rollout-averaged cycle; fresh samples): the one-cycle multiplier from
+    jacfwd decides growth; check against a long expected run."""
+    stable_cfg = ps.bandit_config(**BASE, eta=0.5, lag_model=lag_model, lag=4)
+    unstable_cfg = ps.bandit_config(**BASE, eta=3.0, lag_model=lag_model, lag=4)
     for cfg in (stable_cfg, unstable_cfg):
         pred = ps.predict(cfg)
         run = ps.simulate(cfg, 400)
-        e = np.abs(np.asarray(run.reward) - float(pred.p_star))
-        grows = bool(run.diverged) or e[-40:].max() > 1e-3
-        assert grows == (float(pred.spectral_radius) >= 1), (float(pred.spectral_radius), e[-40:].max())
+        # settled = periodic with the refresh period (reuse has its own cycle fixed point, not the on-policy p*)
+        r = np.asarray(run.reward)
+        grows = bool(run.diverged) or np.abs(r[-40:] - r[-44:-4]).max() > 1e-6
+        assert grows == (not float(pred.spectral_radius) < 1), float(pred.spectral_radius)  # NaN: not stable
 
 
 def test_no_interior_fixed_point_is_flagged_not_numbered():

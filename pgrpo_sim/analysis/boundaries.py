@@ -114,7 +114,7 @@ def _radius(spec: _Spec, eta, mu, k, lag_value):
     """Exact per-step spectral radius; with the lag on an axis, the integer lag is traced: a padded companion
     matrix for "stale", a switch over the static refresh maps for "refresh"."""
     if spec.discrete_lag is not None:
-        model = "refresh" if spec.lag_model == "refresh" else "stale"
+        model = "stale" if spec.lag_model in ("none", "stale") else "refresh"
         return linear.spectral_radius(eta, mu, spec.discrete_lag, k, lag_model=model)
     lag = jnp.clip(jnp.round(lag_value), 0, spec.max_lag).astype(jnp.int32)
     if spec.lag_model == "stale":
@@ -394,7 +394,7 @@ def _slice(point, x, x_range, y, y_range, lag_model, log_x, log_y) -> tuple[_Spe
         else:  # K does not move in this slice: compute it once
             base["stiffness"] = fixed_point_stiffness(cfg2)[2]
     else:
-        check_choice("lag_model", lag_model, ("none", "stale", "refresh"))
+        check_choice("lag_model", lag_model, ("none", "stale", "refresh", "refresh_fresh"))
         for name in (x, y):
             if name not in OSCILLATOR_AXES:
                 raise PgrpoSimError(f"axis {name!r} is not an oscillator parameter ({', '.join(OSCILLATOR_AXES)})")

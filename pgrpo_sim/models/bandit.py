@@ -19,17 +19,20 @@ advantages and gradient computed at θ_{n−τ}, applied at step n without corre
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax import Array
 from jax.scipy.special import gammaln, xlog1py, xlogy
 
 from ..base import threefry as _random
 from ..base.checks import check_choice, check_range
+from ..base.errors import PgrpoSimError
 from ..base.small_axes import UNROLL_MAX, axis_sum, softmax
 from .config import BanditConfig
 from .grpo import clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
@@ -78,12 +81,18 @@ class BanditRun(NamedTuple):
 
 class BanditState(NamedTuple):
     """State of one run between steps (low-level API): logits θ_n, optimiser state, π_old's logits ("refresh"),
-    the stale-lag ring buffer of past logits ("stale"), step counter n and the divergence flag and step."""
+    the stale-lag ring buffer of past logits ("stale"), the KL reference's logits (moved by reference sync), the
+    current rollout (arms and rewards (P, G) and the epoch's prompt order (P,), for reuse), step counter n and
+    the divergence flag and step."""
 
     logits: Array
     opt_state: optax.OptState
     old_logits: Array
     history: Array
+    ref_logits: Array
+    rollout_arms: Array
+    rollout_rewards: Array
+    rollout_order: Array
     step: Array
     diverged: Array
     diverged_step: Array
@@ -212,9 +221,17 @@ def on_policy_grad(logits: Array, config: BanditConfig) -> tuple[Array, UpdateSt
 
 
 def sampled_loss(
-    logits: Array, behaviour_logits: Array, arms: Array, rewards: Array, config: BanditConfig
+    logits: Array,
+    behaviour_logits: Array,
+    arms: Array,
+    rewards: Array,
+    config: BanditConfig,
+    prompt_weights: Array | None = None,
 ) -> tuple[Array, UpdateStats]:
-    """GRPO loss of drawn groups: `arms`, `rewards` of shape (P, G), drawn from softmax(`behaviour_logits`)."""
+    """GRPO loss of drawn groups: `arms`, `rewards` of shape (P, G), drawn from softmax(`behaviour_logits`).
+
+    The loss is the mean over prompts, or Σ_p w_p·loss_p with `prompt_weights` w (P,) (a mini-batch: 1/|batch|
+    on its prompts, 0 elsewhere; the read-outs are then over the mini-batch's prompts too)."""
     logp = jax.nn.log_softmax(logits)
     pick = functools.partial(jnp.take_along_axis, indices=arms, axis=-1)
     lp, lp_old, lp_ref = (
@@ -227,14 +244,25 @@ def sampled_loss(
     uniform = jnp.full(lp.shape, 1.0 / lp.shape[-1], lp.dtype)
     kl_logits = logits if config.kl == "exact" else None
     per_prompt = jnp.mean(sur.loss, axis=-1) + config.beta * _kl_term(config, kl_logits, lp, lp_ref, uniform)
+    zero_std = jnp.all(rewards == rewards[..., :1], axis=-1).astype(lp.dtype)
+    if prompt_weights is None:
+        stats = UpdateStats(
+            ratio_max=jnp.max(sur.ratio),
+            ratio_mean=jnp.mean(sur.ratio),
+            clip_frac=jnp.mean(sur.clipped),
+            zero_adv_frac=jnp.mean(zero_std),
+            adv_var=jnp.mean(adv**2),
+        )
+        return jnp.mean(per_prompt), stats
+    w = prompt_weights[:, None] / lp.shape[-1]  # per sample
     stats = UpdateStats(
-        ratio_max=jnp.max(sur.ratio),
-        ratio_mean=jnp.mean(sur.ratio),
-        clip_frac=jnp.mean(sur.clipped),
-        zero_adv_frac=jnp.mean(jnp.all(rewards == rewards[..., :1], axis=-1).astype(lp.dtype)),
-        adv_var=jnp.mean(adv**2),
+        ratio_max=jnp.max(jnp.where(w > 0, sur.ratio, -jnp.inf)),
+        ratio_mean=jnp.sum(w * sur.ratio),
+        clip_frac=jnp.sum(w * sur.clipped),
+        zero_adv_frac=jnp.sum(prompt_weights * zero_std),
+        adv_var=jnp.sum(w * adv**2),
     )
-    return jnp.mean(per_prompt), stats
+    return jnp.sum(prompt_weights * per_prompt), stats
 
 
 def _pick(arms: Array, per_arm: Array) -> Array:
@@ -264,7 +292,7 @@ def _cumsum_arms(x: Array) -> Array:
     return jnp.concatenate(parts, axis=-1)
 
 
-def _draw(config: BanditConfig, behaviour_logits: Array, key: Array) -> tuple[Array, Array]:
+def draw_rollout(config: BanditConfig, behaviour_logits: Array, key: Array) -> tuple[Array, Array]:
     """G arms per prompt from softmax(behaviour_logits) and their Bernoulli rewards, shape (P, G).
 
     One uniform u per sample: the arm is the inverse CDF at u, and the position of u inside that arm's
@@ -317,13 +345,95 @@ def _expected_reward(logits: Array, rewards: Array) -> Array:
     return jnp.mean(axis_sum(softmax(logits) * rewards))
 
 
+def minibatch_weights(config: BanditConfig, phase: Array, order: Array) -> Array | None:
+    """Prompt weights of mini-batch `phase mod m` of the epoch whose prompt order is `order` (a permutation
+    of the P prompts): the j-th block of P/m prompts in that order, weight m/P each; None for m = 1."""
+    m = config.minibatches
+    if m == 1:
+        return None
+    size = config.n_prompts // m
+    position = jnp.argsort(order)  # where each prompt stands in this epoch's order
+    chosen = position // size == phase % m
+    return chosen.astype(config.rewards.dtype) / size
+
+
+def _policy_metrics(config: BanditConfig, theta: Array) -> dict[str, Array]:
+    """The read-outs of the policy θ itself: reward, true reward, entropy and KL(π‖π_ref)."""
+    return dict(
+        reward=_expected_reward(theta, config.rewards),
+        true_reward=None if config.true_rewards is None else _expected_reward(theta, config.true_rewards),
+        entropy=jnp.mean(entropy(theta)),
+        kl_ref=jnp.mean(kl_divergence(theta, config.init_logits)),
+    )
+
+
+def _apply(config: BanditConfig, optimizer, state: BanditState, grad: Array, stats: UpdateStats, **changes):
+    """Take the optimiser step `grad` from state θ_n (frozen once diverged) and the read-outs of step n."""
+    n, theta = state.step, state.logits
+    updates, opt_state = optimizer.update(grad, state.opt_state, theta)
+    proposed = optax.apply_updates(theta, updates)
+    blown = ~jnp.all(jnp.isfinite(proposed))
+    diverged = state.diverged | blown
+    keep = lambda new, cur: jnp.where(diverged, cur, new)  # noqa: E731
+    nxt = state._replace(
+        logits=keep(proposed, theta),
+        opt_state=jax.tree.map(keep, opt_state, state.opt_state),
+        step=n + 1,
+        diverged=diverged,
+        diverged_step=jnp.where(blown & ~state.diverged, n, state.diverged_step),
+        **changes,
+    )
+    metrics = dict(_policy_metrics(config, theta), grad_norm=optax.tree_utils.tree_norm(grad), **stats._asdict())
+    nan = jnp.asarray(jnp.nan, theta.dtype)
+    metrics = jax.tree.map(lambda v: jnp.where(state.diverged, nan, v.astype(theta.dtype)), metrics)
+    return nxt, metrics
+
+
+def _synced(config: BanditConfig, state: BanditState) -> tuple[BanditConfig, Array]:
+    """Reference sync (TRL `sync_ref_model`): every `ref_sync_steps` steps (n > 0) π_ref ← α·π + (1 − α)·π_ref
+    on the logits; returns the configuration whose reference (`init_logits`) is the current one, and it."""
+    if config.ref_sync_steps is None:
+        return config, state.ref_logits
+    n, alpha = state.step, config.ref_sync_alpha
+    sync = (n > 0) & (n % config.ref_sync_steps == 0)
+    ref = jnp.where(sync, alpha * state.logits + (1 - alpha) * state.ref_logits, state.ref_logits)
+    return config.replace(init_logits=ref), ref
+
+
+def rollout_step(config: BanditConfig, optimizer, state: BanditState, arms: Array, rewards: Array, order: Array):
+    """(Low-level API) one optimiser step on a given rollout (`arms`, `rewards` (P, G) drawn from π_old =
+    softmax(`state.old_logits`)), mini-batch `n mod m` in the prompt `order`: the inner step of rollout reuse."""
+    config, ref = _synced(config, state)
+    weights = minibatch_weights(config, state.step % jnp.maximum(config.lag, 1), order)
+    grad, stats = jax.grad(sampled_loss, has_aux=True)(state.logits, state.old_logits, arms, rewards, config, weights)
+    changes = dict(rollout_arms=arms, rollout_rewards=rewards, rollout_order=order, ref_logits=ref)
+    return _apply(config, optimizer, state, grad, stats, **changes)
+
+
 def step(config: BanditConfig, optimizer, mode: str, state: BanditState, key: Array):
     """One optimiser step from θ_n (low-level API, pure): returns the next state and the read-outs of step n
     (the per-step fields of `BanditRun`). `optimizer` is `make_optimizer(config)`; `key` is unused in
-    expected mode."""
+    expected mode. Expected mode with rollout reuse (lag model "refresh") is not a single-state step: `run`
+    takes it through `reuse_branch_step`."""
     n, theta = state.step, state.logits
+    if mode == "sampled" and config.lag_model == "refresh":  # one rollout per refresh, reused
+        period = jnp.maximum(config.lag, 1)
+        refresh = n % period == 0
+        old = jnp.where(refresh, theta, state.old_logits)
+        drawn_arms, drawn_rewards = draw_rollout(config, theta, key)
+        arms = jnp.where(refresh, drawn_arms.astype(jnp.int32), state.rollout_arms)
+        rewards = jnp.where(refresh, drawn_rewards, state.rollout_rewards)
+        order = state.rollout_order
+        if config.minibatches > 1:  # a new prompt order at the start of every epoch
+            epoch_start = n % period % config.minibatches == 0
+            shuffled = jax.random.permutation(jax.random.fold_in(key, 1), config.n_prompts).astype(jnp.int32)
+            order = jnp.where(epoch_start, shuffled, order)
+        return rollout_step(config, optimizer, state._replace(old_logits=old), arms, rewards, order)
+    if mode == "expected" and config.lag_model == "refresh":
+        raise PgrpoSimError("expected mode with rollout reuse runs by branches: use run() or reuse_branch_step()")
+    config, ref = _synced(config, state)
     old, history = state.old_logits, state.history
-    if config.lag_model == "refresh":
+    if config.lag_model == "refresh_fresh":
         old = jnp.where(n % jnp.maximum(config.lag, 1) == 0, theta, old)
         at, behaviour = theta, old
     elif config.lag_model == "stale":
@@ -332,41 +442,99 @@ def step(config: BanditConfig, optimizer, mode: str, state: BanditState, key: Ar
         at = behaviour = history[(n - config.lag) % size]
     else:
         at = behaviour = theta
-    if mode == "expected" and config.lag_model == "refresh":
+    if mode == "expected" and config.lag_model == "refresh_fresh":
         grad, stats = jax.grad(expected_loss, has_aux=True)(at, behaviour, config)
     elif mode == "expected":  # without refresh lag, samples come from the evaluation point: ratio 1
         grad, stats = on_policy_grad(at, config)
-    elif config.lag_model == "refresh":
-        arms, rewards = _draw(config, behaviour, key)
+    elif config.lag_model == "refresh_fresh":
+        arms, rewards = draw_rollout(config, behaviour, key)
         grad, stats = jax.grad(sampled_loss, has_aux=True)(at, behaviour, arms, rewards, config)
     else:  # samples drawn at the evaluation point
-        arms, rewards = _draw(config, behaviour, key)
+        arms, rewards = draw_rollout(config, behaviour, key)
         grad, stats = sampled_on_policy_grad(at, arms, rewards, config)
-    updates, opt_state = optimizer.update(grad, state.opt_state, theta)
-    proposed = optax.apply_updates(theta, updates)
-    blown = ~jnp.all(jnp.isfinite(proposed))
-    diverged = state.diverged | blown
-    keep = lambda new, cur: jnp.where(diverged, cur, new)  # noqa: E731
-    nxt = BanditState(
-        logits=keep(proposed, theta),
-        opt_state=jax.tree.map(keep, opt_state, state.opt_state),
-        old_logits=old,
-        history=history,
-        step=n + 1,
-        diverged=diverged,
-        diverged_step=jnp.where(blown & ~state.diverged, n, state.diverged_step),
+    return _apply(config, optimizer, state, grad, stats, old_logits=old, history=history, ref_logits=ref)
+
+
+MAX_OUTCOMES = 4096
+"""Largest number of distinct rollouts that expected mode enumerates for rollout reuse."""
+
+
+def rollout_outcomes(config: BanditConfig) -> tuple[Array, Array, Array]:
+    """Every distinct rollout of one prompt: multisets of G samples over the 2N outcomes (arm a, reward 0/1).
+
+    Returns arms and rewards (O, G) (sorted within the group; the GRPO loss does not depend on the order)
+    and counts (O, 2N) (category 2a + r). O = C(G + 2N − 1, 2N − 1), e.g. 165 for N = 2, G = 8. Raises
+    `PgrpoSimError` for several prompts or more than `MAX_OUTCOMES` outcomes (use sampled mode).
+    """
+    g, n = config.group_size, config.n_arms
+    count = math.comb(g + 2 * n - 1, 2 * n - 1)
+    if config.n_prompts != 1:
+        raise PgrpoSimError(
+            f"expected mode with rollout reuse enumerates the rollouts of one prompt; got {config.n_prompts} "
+            f"prompts ({count}^{config.n_prompts} joint outcomes): use mode 'sampled'"
+        )
+    if count > MAX_OUTCOMES:
+        raise PgrpoSimError(
+            f"expected mode with rollout reuse would enumerate {count} rollouts (N = {n} arms, G = {g}), more "
+            f"than {MAX_OUTCOMES}: use mode 'sampled'"
+        )
+    cats = [c for c in itertools.combinations_with_replacement(range(2 * n), g)]
+    table = np.asarray(cats, np.int32)
+    counts = np.stack([np.bincount(row, minlength=2 * n) for row in table])
+    dtype = config.rewards.dtype
+    return jnp.asarray(table // 2), jnp.asarray(table % 2, dtype), jnp.asarray(counts, dtype)
+
+
+def _rollout_probabilities(config: BanditConfig, logits: Array, counts: Array) -> Array:
+    """P(rollout) under softmax(`logits`) (one prompt): multinomial over the 2N (arm, reward) outcomes."""
+    pi = softmax(logits)[0]
+    r = config.rewards[0]
+    q = jnp.stack([pi * (1 - r), pi * r], -1).reshape(-1)  # category 2a + reward
+    g = config.group_size
+    log_coef = gammaln(g + 1.0) - jnp.sum(gammaln(counts + 1.0), -1)
+    impossible = jnp.any((counts > 0) & (q == 0), -1)  # e.g. reward 1 from a wrong arm: probability 0, not 0·∞
+    log_q = jnp.log(jnp.where(q > 0, q, 1.0))
+    return jnp.where(impossible, 0.0, jnp.exp(log_coef + counts @ log_q))
+
+
+def collapse_branches(branches: BanditState, weights: Array) -> BanditState:
+    """The rollout-average of branch states: weighted mean of the float leaves (logits, optimiser state, …);
+    diverged if any branch diverged (at the earliest such step)."""
+    mean = jax.tree.map(
+        lambda x: jnp.tensordot(weights, x, 1) if jnp.issubdtype(x.dtype, jnp.floating) else x[0], branches
     )
-    metrics = dict(
-        reward=_expected_reward(theta, config.rewards),
-        true_reward=None if config.true_rewards is None else _expected_reward(theta, config.true_rewards),
-        entropy=jnp.mean(entropy(theta)),
-        kl_ref=jnp.mean(kl_divergence(theta, config.init_logits)),
-        grad_norm=optax.tree_utils.tree_norm(grad),
-        **stats._asdict(),
+    steps = jnp.where(branches.diverged_step >= 0, branches.diverged_step, jnp.iinfo(jnp.int32).max)
+    first = jnp.where(jnp.any(branches.diverged), jnp.min(steps), -1)
+    return mean._replace(diverged=jnp.any(branches.diverged), diverged_step=first.astype(jnp.int32))
+
+
+def reuse_branch_step(config: BanditConfig, optimizer, branches: BanditState, weights: Array, outcomes):
+    """(Low-level API) one step of expected-mode rollout reuse: the exact average over rollouts of the cycle.
+
+    `branches` holds one state per enumerated rollout (`rollout_outcomes`), with probabilities `weights`. At a
+    refresh the branches collapse to their weighted mean (the rollout-averaged cycle map) and are re-weighted by
+    the probabilities of the new rollouts under π_old = that mean; each branch then takes its inner step on its
+    own rollout. Read-outs are weighted means over branches (exact expectations within a cycle).
+    """
+    arms, rewards, counts = outcomes
+    n = branches.step[0]
+    refresh = n % jnp.maximum(config.lag, 1) == 0
+    # the policy read-outs of step n are E[f(θ_n)] over the branches before a refresh collapses them
+    nan = jnp.asarray(jnp.nan, weights.dtype)
+    per_branch = jax.vmap(lambda s: _policy_metrics(_synced(config, s)[0], s.logits))(branches)
+    per_branch = jax.tree.map(lambda v: jnp.where(branches.diverged, nan, v), per_branch)
+    policy = jax.tree.map(lambda v: jnp.tensordot(weights, v, 1), per_branch)
+    mean = collapse_branches(branches, weights)
+    mean = mean._replace(old_logits=mean.logits)
+    new_weights = _rollout_probabilities(config, mean.logits, counts)
+    weights = jnp.where(refresh, new_weights, weights)
+    branches = jax.tree.map(lambda b, m: jnp.where(refresh, m[None], b), branches, mean)
+    order = jnp.zeros(1, jnp.int32)
+    branches, metrics = jax.vmap(lambda s, a, r: rollout_step(config, optimizer, s, a[None], r[None], order))(
+        branches, arms, rewards
     )
-    nan = jnp.asarray(jnp.nan, theta.dtype)
-    metrics = jax.tree.map(lambda v: jnp.where(state.diverged, nan, v.astype(theta.dtype)), metrics)
-    return nxt, metrics
+    metrics = dict(jax.tree.map(lambda m: jnp.tensordot(weights, m, 1), metrics), **policy)
+    return branches, weights, metrics
 
 
 def initial_state(config: BanditConfig, optimizer, logits: Array) -> BanditState:
@@ -377,6 +545,10 @@ def initial_state(config: BanditConfig, optimizer, logits: Array) -> BanditState
         opt_state=optimizer.init(logits),
         old_logits=logits,
         history=jnp.broadcast_to(logits, (history_len, *logits.shape)),
+        ref_logits=config.init_logits,
+        rollout_arms=jnp.zeros((config.n_prompts, config.group_size), jnp.int32),
+        rollout_rewards=jnp.zeros((config.n_prompts, config.group_size), logits.dtype),
+        rollout_order=jnp.arange(config.n_prompts, dtype=jnp.int32),
         step=jnp.asarray(0, jnp.int32),
         diverged=jnp.asarray(False),
         diverged_step=jnp.asarray(-1, jnp.int32),
@@ -388,10 +560,24 @@ def run(config: BanditConfig, key: Array, steps: int, mode: str) -> BanditRun:
     vmapped over configs and keys inside the caller's own jit (`simulate` is the checked, jitted entry)."""
     optimizer = make_optimizer(config)
     state = initial_state(config, optimizer, config.init_logits)
-    update = functools.partial(step, config, optimizer, mode)
-    keys = jax.random.split(key, steps + 1)
-    final, metrics = jax.lax.scan(update, state, keys[:steps])
-    _, last = update(final, keys[steps])
+    if mode == "expected" and config.lag_model == "refresh":
+        outcomes = rollout_outcomes(config)
+        size = outcomes[0].shape[0]
+        branches = jax.tree.map(lambda x: jnp.broadcast_to(x, (size, *jnp.shape(x))), state)
+        weights = jnp.full(size, 1.0 / size, config.rewards.dtype)  # replaced at the first refresh (step 0)
+
+        def update(carry, _):
+            b, w, m = reuse_branch_step(config, optimizer, *carry, outcomes)
+            return (b, w), m
+
+        carry, metrics = jax.lax.scan(update, (branches, weights), None, length=steps)
+        _, last = update(carry, None)
+        final = collapse_branches(*carry)
+    else:
+        update = functools.partial(step, config, optimizer, mode)
+        keys = jax.random.split(key, steps + 1)
+        final, metrics = jax.lax.scan(update, state, keys[:steps])
+        _, last = update(final, keys[steps])
     metrics = jax.tree.map(lambda seq, end: jnp.concatenate([seq, end[None]]), metrics, last)
     return BanditRun(
         **metrics,

@@ -21,7 +21,10 @@ from ..base.checks import as_float, check_choice, check_range, is_concrete
 from ..base.errors import PgrpoSimError
 from .grpo import ADVANTAGES
 
-LAG_MODELS = ("none", "refresh", "stale")
+LAG_MODELS = ("none", "refresh", "refresh_fresh", "stale")
+"""none: on-policy; refresh: one rollout per refresh reused for every step until the next (TRL num_iterations,
+verl ppo_epochs); refresh_fresh: a fresh group from the stale π_old at every step (the infinite-batch limit of
+refresh); stale: gradient computed at θ_{n−lag}, applied at step n."""
 KL_KINDS = ("k1", "k2", "k3", "exact")
 OPTIMIZERS = ("sgd", "nesterov", "adam")
 
@@ -58,6 +61,8 @@ class BanditConfig(eqx.Module):
     dual_clip: Array | None = eqx.field(converter=_as_float)
     kl_clamp: Array | None = eqx.field(converter=_as_float)
     grad_clip: Array | None = eqx.field(converter=_as_float)
+    ref_sync_steps: Array | None = eqx.field(converter=lambda x: None if x is None else _as_int(x))
+    ref_sync_alpha: Array = eqx.field(converter=_as_float)
     lag: Array = eqx.field(converter=_as_int)
     adv_eps: Array = eqx.field(converter=_as_float)
     group_size: int = eqx.field(static=True)
@@ -65,6 +70,7 @@ class BanditConfig(eqx.Module):
     kl: str = eqx.field(static=True)
     lag_model: str = eqx.field(static=True)
     max_lag: int = eqx.field(static=True)
+    minibatches: int = eqx.field(static=True)
     optimizer: str = eqx.field(static=True)
 
     def __check_init__(self):
@@ -74,6 +80,13 @@ class BanditConfig(eqx.Module):
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         check_range("group_size", self.group_size, 2, integer=True)
         check_range("max_lag", self.max_lag, 0, integer=True)
+        check_range("minibatches", self.minibatches, 1, self.rewards.shape[0], integer=True)
+        if self.rewards.shape[0] % self.minibatches:
+            raise PgrpoSimError(
+                f"minibatches must divide the prompts per rollout ({self.rewards.shape[0]}), got {self.minibatches}"
+            )
+        if self.minibatches > 1 and self.lag_model != "refresh":
+            raise PgrpoSimError("minibatches > 1 needs lag_model 'refresh' (mini-batches of one reused rollout)")
         if self.rewards.ndim != 2 or self.rewards.shape[-1] < 2:
             raise PgrpoSimError(f"rewards must have shape (prompts, arms) with arms >= 2, got {self.rewards.shape}")
         if self.init_logits.shape != self.rewards.shape:
@@ -92,6 +105,13 @@ class BanditConfig(eqx.Module):
         check_range("kl_clamp", self.kl_clamp, 0.0, low_open=True)
         check_range("grad_clip", self.grad_clip, 0.0, low_open=True)
         check_range("lag", self.lag, 0, self.max_lag if self.lag_model == "stale" else None, integer=True)
+        if self.lag_model == "refresh" and is_concrete(self.lag) and np.any(np.asarray(self.lag) % self.minibatches):
+            raise PgrpoSimError(
+                f"lag (optimiser steps per rollout = epochs × minibatches) must be a multiple of minibatches "
+                f"({self.minibatches}), got {np.asarray(self.lag)}"
+            )
+        check_range("ref_sync_steps", self.ref_sync_steps, 1, integer=True)
+        check_range("ref_sync_alpha", self.ref_sync_alpha, 0.0, 1.0)
         check_range("adv_eps", self.adv_eps, 0.0)
         if self.lag_model == "none" and is_concrete(self.lag) and np.any(np.asarray(self.lag) != 0):
             raise PgrpoSimError("lag must be 0 when lag_model is 'none' (use lag_model 'refresh' or 'stale')")
@@ -144,6 +164,9 @@ def bandit_config(
     optimizer: str = "sgd",
     grad_clip: ArrayLike | None = None,
     adv_eps: ArrayLike = 1e-6,
+    minibatches: int = 1,
+    ref_sync_steps: ArrayLike | None = None,
+    ref_sync_alpha: ArrayLike = 0.6,
 ) -> BanditConfig:
     """Build and validate a `BanditConfig`.
 
@@ -153,6 +176,11 @@ def bandit_config(
     `clip` is ε_low, `clip_high` ε_high (default = ε_low); `None` disables dual clip, KL clamp and
     gradient clipping. `max_lag` (static, default = `lag`) sizes the stale-lag buffer so that `lag`
     itself can be swept with `vmap`.
+
+    Rollouts (lag model "refresh", README "Rollouts"): `lag` optimiser steps per rollout = epochs (TRL
+    `num_iterations`, verl `ppo_epochs`) × `minibatches` (TRL `steps_per_generation`; the rollout's prompts are
+    split into this many equal parts, one optimiser step each). KL reference sync (TRL `sync_ref_model`): every
+    `ref_sync_steps` steps π_ref ← α·π + (1 − α)·π_ref on the logits, α = `ref_sync_alpha` (None: never).
     """
     check_range("prompts", n_prompts, 1, integer=True)
     if rewards is None:
@@ -205,5 +233,8 @@ def bandit_config(
         kl=kl,
         lag_model=lag_model,
         max_lag=int(max_lag),
+        minibatches=minibatches,
         optimizer=optimizer,
+        ref_sync_steps=ref_sync_steps,
+        ref_sync_alpha=scalar(ref_sync_alpha),
     )

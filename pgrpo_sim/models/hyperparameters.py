@@ -69,6 +69,32 @@ _ROWS = (
         "lag", True, True, False, False, 0.0, None, False, False, "lag", "off-policy lag τ (optimiser steps)"
     ),
     Hyperparameter("group_size", False, True, False, True, 2.0, None, False, False, "group_size", "group size G"),
+    Hyperparameter(
+        "minibatches",
+        False,
+        True,
+        False,
+        False,
+        1.0,
+        None,
+        False,
+        False,
+        "minibatches",
+        "mini-batches per epoch m (TRL steps_per_generation)",
+    ),
+    Hyperparameter(
+        "ref_sync_alpha",
+        True,
+        False,
+        False,
+        False,
+        0.0,
+        1.0,
+        False,
+        False,
+        "ref_sync_alpha",
+        "reference sync mix-up α (TRL ref_model_mixup_alpha)",
+    ),
 )
 HYPERPARAMETERS: dict[str, Hyperparameter] = {row.name: row for row in _ROWS}
 """Every sweepable, searchable hyperparameter of a bandit configuration, by name."""
@@ -108,7 +134,7 @@ def set_hyperparameters(config: BanditConfig, values: Mapping[str, Any]) -> Band
 
     `clip` sets ε_low, and ε_high too where the configuration has ε_high = ε_low (a `clip_high` value, if
     also given, is applied after it); `p_ref` rebuilds the class-symmetric start (and KL reference) with that
-    correct mass, which needs binary rewards; `lag` is stored as int32; `group_size` (static) must be a
+    correct mass, which needs binary rewards; `lag` is stored as int32; `group_size`, `minibatches` (static) must be a
     concrete integer. Concrete values are range-checked (`Hyperparameter.check`).
     """
     changes: dict[str, Any] = {}
@@ -124,8 +150,8 @@ def set_hyperparameters(config: BanditConfig, values: Mapping[str, Any]) -> Band
             if is_concrete(config.rewards) and not np.all(np.isin(np.asarray(config.rewards), (0.0, 1.0))):
                 raise PgrpoSimError("p_ref needs binary (0/1) rewards: it sets the mass of the correct arms")
             changes["init_logits"] = symmetric_logits(config.rewards, value)
-        elif name == "group_size":
-            changes["group_size"] = int(value)
+        elif name in ("group_size", "minibatches"):
+            changes[name] = int(value)
         elif name == "lag":
             changes["lag"] = jnp.asarray(value, jnp.int32) if not isinstance(value, int) else value
         else:

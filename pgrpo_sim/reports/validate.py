@@ -255,7 +255,9 @@ def lag_threshold(res: Resolution, seed: int, plot: Callable | None) -> dict:
     at p*, `predict`). "none" means no instability up to the largest lag tried."""
     lags = np.arange(res.max_lag + 1)
     cases = []
-    for model, pairs in (("stale", res.lag_pairs), ("refresh", res.refresh_pairs)):
+    # refresh here is the fresh-sample variant (a new group from π_old every step, the infinite-batch limit);
+    # rollout reuse (lag model "refresh") gets its own section (planned: issue "Rollouts as practitioners run them")
+    for model, pairs in (("stale", res.lag_pairs), ("refresh_fresh", res.refresh_pairs)):
         for eta, mu in pairs:
             fixed = BASE | dict(eta=eta, momentum=mu, lag_model=model)
             ds = run_sweep(fixed, [parse_axis(f"lag=0:{res.max_lag}")], steps=res.lag_steps, progress=False)
@@ -282,7 +284,7 @@ def lag_threshold(res: Resolution, seed: int, plot: Callable | None) -> dict:
         )
 
     summary = {}
-    for model in ("stale", "refresh"):
+    for model in ("stale", "refresh_fresh"):
         mine = [c for c in cases if c["lag_model"] == model]
         errors = [abs(c["measured"] - c["continuous"]) / c["continuous"] for c in mine if c["measured"] is not None]
         summary[model] = dict(

@@ -5,8 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pgrpo_sim.base import small_axes as _reduce
-from pgrpo_sim.base import threefry as _random
+from pgrpo_sim.base import small_axes as _reduce, threefry as _random
 
 
 def test_threefry_equals_jax_hash_and_known_answers():

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 import pgrpo_sim as ps
-from pgrpo_sim.logs import diagnostics as diag
-from pgrpo_sim.logs import readers as logs
+from pgrpo_sim.logs import diagnostics as diag, readers as logs
 
 ANCHORS = Path(__file__).parents[3] / "shared" / "anchors"
 STEPS = 600

@@ -86,7 +86,7 @@ def test_on_policy_fast_path_equals_general_expectation(advantage, kl, kl_clamp)
 @pytest.mark.parametrize("n_arms", [3, 12])  # per-arm selects (N <= 8) and gathers (N > 8)
 def test_sampled_on_policy_fast_path_equals_autodiff(advantage, kl, kl_clamp, n_arms):
     """The written-out sampled gradient at ρ = 1 equals jax.grad of the clipped-surrogate loss, draws included."""
-    from pgrpo_sim.models.bandit import _draw, sampled_on_policy_grad
+    from pgrpo_sim.models.bandit import draw_rollout, sampled_on_policy_grad
 
     rng = np.random.default_rng(n_arms)
     config = ps.bandit_config(
@@ -100,7 +100,7 @@ def test_sampled_on_policy_fast_path_equals_autodiff(advantage, kl, kl_clamp, n_
         dual_clip=1.5,
     )
     theta = config.init_logits + rng.normal(size=(2, n_arms))
-    arms, rewards = _draw(config, theta, jax.random.key(n_arms))
+    arms, rewards = draw_rollout(config, theta, jax.random.key(n_arms))
     g_fast, fast_stats = sampled_on_policy_grad(theta, arms, rewards, config)
     g_slow, slow_stats = jax.grad(sampled_loss, has_aux=True)(theta, theta, arms, rewards, config)
     np.testing.assert_allclose(g_fast, g_slow, rtol=1e-12, atol=1e-15)
@@ -153,7 +153,7 @@ def test_class_symmetric_reduction_to_scalar_logit(momentum):
 
 def test_class_symmetric_reduction_holds_off_policy():
     """With refresh lag and clipping the N-arm dynamics still equal the 2-arm ones at η·N/(2c(N−c))."""
-    common = dict(p_ref=0.25, momentum=0.5, beta=0.2, group_size=5, lag_model="refresh", lag=3, clip=0.05)
+    common = dict(p_ref=0.25, momentum=0.5, beta=0.2, group_size=5, lag_model="refresh_fresh", lag=3, clip=0.05)
     many = ps.simulate(ps.bandit_config(n_arms=7, n_correct=3, eta=0.3, **common), 40)
     two = ps.simulate(ps.bandit_config(n_arms=2, n_correct=1, eta=0.3 * 7 / (2 * 3 * 4), **common), 40)
     np.testing.assert_allclose(many.reward, two.reward, rtol=1e-11)
@@ -174,11 +174,11 @@ def _reference_run(config, steps):
     state, history, old = opt.init(theta), [theta], theta
     for n in range(steps):
         lag = int(config.lag)
-        if config.lag_model == "refresh" and n % max(lag, 1) == 0:
+        if config.lag_model == "refresh_fresh" and n % max(lag, 1) == 0:
             old = theta
         at, behaviour = {
             "none": (theta, theta),
-            "refresh": (theta, old),
+            "refresh_fresh": (theta, old),
             "stale": (history[max(n - lag, 0)], history[max(n - lag, 0)]),
         }[config.lag_model]
         grad = jax.grad(lambda t: expected_loss(t, behaviour, config)[0])(at)
@@ -188,7 +188,7 @@ def _reference_run(config, steps):
     return theta
 
 
-@pytest.mark.parametrize("lag_model, optimizer", [("refresh", "sgd"), ("stale", "nesterov"), ("stale", "adam")])
+@pytest.mark.parametrize("lag_model, optimizer", [("refresh_fresh", "sgd"), ("stale", "nesterov"), ("stale", "adam")])
 def test_lag_models_match_python_loop_reference(lag_model, optimizer):
     config = ps.bandit_config(
         n_arms=3,
@@ -203,7 +203,7 @@ def test_lag_models_match_python_loop_reference(lag_model, optimizer):
     )
     run = ps.simulate(config, 12)
     np.testing.assert_allclose(run.final_logits, _reference_run(config, 12), rtol=1e-10)
-    if lag_model == "refresh":  # at refresh steps π_old = π: ratio exactly 1, nothing clipped
+    if lag_model == "refresh_fresh":  # at refresh steps π_old = π: ratio exactly 1, nothing clipped
         assert np.all(run.ratio_max[::3] == 1.0) and np.all(run.clip_frac[::3] == 0.0)
         assert np.all(run.ratio_max[1::3][:-1] != 1.0)
 
@@ -405,11 +405,11 @@ def test_bad_simulate_arguments():
 def test_draw_frequencies_match_policy_and_reward_means(means):
     """One uniform per sample gives arms ~ π_old and rewards ~ Bernoulli(r_arm) independently (4 SE), with
     per-arm selects (4 arms) and gathers (12 arms)."""
-    from pgrpo_sim.models.bandit import _draw
+    from pgrpo_sim.models.bandit import draw_rollout
 
     n = len(means)
     config = ps.bandit_config(rewards=means, init_logits=np.linspace(0.5, -1.0, n), group_size=50000)
-    arms, rewards = _draw(config, config.init_logits, jax.random.key(5))
+    arms, rewards = draw_rollout(config, config.init_logits, jax.random.key(5))
     arms, rewards = np.asarray(arms[0]), np.asarray(rewards[0])
     pi = np.asarray(jax.nn.softmax(config.init_logits[0]))
     freq = np.bincount(arms, minlength=n) / arms.size
