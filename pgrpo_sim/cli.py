@@ -9,6 +9,7 @@ import math
 import re
 import shutil
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -567,7 +568,9 @@ def _cmd_fit(args: argparse.Namespace) -> None:
     from .logs.readers import parse_column_map, read_log
     from .reports.log_report import analyse_log, check_analysis, write_analysis
 
-    log = read_log(args.log, args.format, parse_column_map(args.column))
+    with warnings.catch_warnings():  # skipped records are counted in the report and the summary line
+        warnings.filterwarnings("ignore", message=".*skipped .* record", category=UserWarning)
+        log = read_log(args.log, args.format, parse_column_map(args.column))
     check_analysis(log, metric=args.metric, n_samples=args.samples_per_step)
     check_output_dir(args.out, "fit", overwrite=args.overwrite)
     analysis = analyse_log(log, metric=args.metric, n_samples=args.samples_per_step)

@@ -9,6 +9,7 @@ import pgrpo_sim as ps
 from pgrpo_sim.analysis.phase import agreement, interior_mask, predict_grid
 from pgrpo_sim.analysis.sweep import parse_axis, run_sweep
 from pgrpo_sim.cli import main
+from pgrpo_sim.viz import figures
 
 
 def test_interior_mask():
@@ -35,7 +36,7 @@ def test_predicted_regimes_match_theory_cell_by_cell():
     assert scores["cells"] == 10 and 0 <= scores["agreement_discrete"] <= 1
 
 
-def test_phase_diagram_command(tmp_path, capsys):
+def test_phase_diagram_command(tmp_path, capsys, monkeypatch):
     argv = [
         "phase-diagram",
         "--x",
@@ -48,15 +49,16 @@ def test_phase_diagram_command(tmp_path, capsys):
         "lag=0:3",
         "--momentum",
         "0.9",
-        "--beta",
-        "0.5",
         "--steps",
         "600",
         "--quiet",
         "--out",
         str(tmp_path),
     ]
-    assert main(argv) == 0
+    titles = []
+    real = figures.plot_phase_diagram
+    monkeypatch.setattr(figures, "plot_phase_diagram", lambda *a, **k: titles.append(k["title"]) or real(*a, **k))
+    assert main(argv) == 0  # the default β (0.5) has an interior fixed point: every cell has a prediction
     summary = json.loads((tmp_path / "summary.json").read_text())
     for key in (
         "agreement_continuous",
@@ -70,6 +72,22 @@ def test_phase_diagram_command(tmp_path, capsys):
     header = (tmp_path / "summary.csv").read_text().splitlines()[0]
     assert "predicted_continuous" in header and "regime_name" in header
     assert "agreement_continuous=" in capsys.readouterr().out
+    assert summary["cells_without_prediction"] == 0 and summary["agreement_discrete"] > 0.5
+    # the title names the swept axes as axes, not as the fixed values of their flags
+    assert "swept: η, τ" in titles[0] and "η=" not in titles[0] and "lag=" not in titles[0] and "μ=0.9" in titles[0]
+
+
+def test_cells_without_a_fixed_point_are_left_out_of_the_agreement():
+    """β as an axis: at β = 0 there is no interior fixed point, so no predicted regime; those cells are counted,
+    not scored as "predicted unstable"."""
+    base = dict(p_ref=0.2, group_size=8, momentum=0.0, lag_model="stale")
+    ds = run_sweep(base, [parse_axis("beta=0,0.5"), parse_axis("eta=0.05,0.1")], steps=300, progress=False)
+    pred = predict_grid(ds)
+    np.testing.assert_array_equal(pred.valid, [[False, False], [True, True]])
+    scores = agreement(ds.regime.values, pred)
+    assert scores["cells_without_prediction"] == 2 and scores["cells"] == 4
+    assert scores["agreement_discrete"] == float(np.mean(ds.regime.values[1] == pred.discrete[1]))
+    assert scores["agreement_discrete"] == 1.0  # overdamped at μ = 0: monotone, as simulated
 
 
 @pytest.mark.parametrize(

@@ -188,3 +188,52 @@ def test_identical_results_on_eight_simulated_devices(tmp_path):
     one, eight = np.load(tmp_path / "out_1.npz"), np.load(tmp_path / "out_8.npz")
     np.testing.assert_array_equal(one["regime"], eight["regime"])
     np.testing.assert_allclose(one["final"], eight["final"], rtol=1e-12)
+
+
+def test_noisy_curves_are_judged_against_their_standard_error():
+    """Seed noise around the plateau is not oscillation or instability; an oscillation well above the noise is."""
+    t = np.arange(500.0)
+    rng = np.random.default_rng(0)
+    se = 0.01
+    noise = se * rng.standard_normal(t.size)
+    monotone = 0.8 - 0.6 * np.exp(-t / 20) + noise
+    assert int(summarize_curve(monotone).regime) != MONOTONE  # read as exact, the noise looks like instability
+    assert int(summarize_curve(monotone, stderr=se).regime) == MONOTONE
+    oscillatory = 0.8 - 0.6 * np.exp(-t / 60) * np.cos(t / 10) + noise
+    assert int(summarize_curve(oscillatory, stderr=se).regime) == OSCILLATORY
+    sustained = 0.5 + 0.2 * np.sin(t / 7) + noise
+    assert int(summarize_curve(sustained, stderr=se).regime) == UNSTABLE
+
+
+def test_sampled_sweep_regimes_agree_with_expected_mode():
+    """Issue 17: at η ≥ 0.14, G = 4 nothing diverges and the expected curves are monotone; the seed-mean of 16
+    sampled runs must not be called unstable. Underdamped settings (μ = 0.9) still read as oscillatory."""
+    base = dict(beta=0.5, group_size=4)
+    axes = [parse_axis("eta=0.14,0.5,1")]
+    sampled = run_sweep(base, axes, steps=300, mode="sampled", seeds=16, progress=False)
+    expected = run_sweep(base, axes, steps=300, progress=False)
+    assert np.all(expected.regime.values == MONOTONE) and np.all(sampled.diverged.values == 0)
+    np.testing.assert_array_equal(sampled.regime.values, expected.regime.values)
+    base = dict(beta=0.5, group_size=16, momentum=0.9)
+    axes = [parse_axis("eta=0.03,0.1")]
+    sampled = run_sweep(base, axes, steps=400, mode="sampled", seeds=32, progress=False)
+    expected = run_sweep(base, axes, steps=400, progress=False)
+    assert np.all(expected.regime.values == OSCILLATORY)
+    np.testing.assert_array_equal(sampled.regime.values, expected.regime.values)
+
+
+def test_sweep_validates_everything_before_creating_the_directory(tmp_path):
+    out = tmp_path / "d"
+    for axes, base, kwargs in (
+        ([parse_axis("eta=0,0.1")], BASE, {}),
+        ([parse_axis("momentum=0:1:5")], dict(beta=0.5), {}),
+        ([parse_axis("lag=-1:3")], BASE, {}),
+        ([parse_axis("eta=0.1"), parse_axis("group_size=1,2")], dict(beta=0.5), {}),
+        ([parse_axis("eta=0.1")], dict(beta=0.5, group_size=1), {}),
+        ([parse_axis("eta=0.1")], BASE, dict(chunk_size=0)),
+        ([parse_axis("eta=0.1")], BASE, dict(max_memory=-1.0)),
+        ([parse_axis("eta=0.1")], BASE, dict(mode="sampled", seeds=1)),
+    ):
+        with pytest.raises(ValueError):
+            run_sweep(base, axes, steps=20, out_dir=out, progress=False, **kwargs)
+        assert not out.exists()

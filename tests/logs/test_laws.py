@@ -183,3 +183,34 @@ def test_fit_errors(steps, values, word):
         fit.fit_law("saturation", steps, values)
     with pytest.raises(ValueError, match="law must be one of"):
         fit.fit_law("cubic", np.arange(10.0), np.ones(10))
+
+
+def _oscillator_fit(zeta, zeta_err, e0=-0.5, e0_err=0.01):
+    params = np.array([0.8, zeta, 0.1, e0, 0.0])
+    stderr = np.array([0.01, zeta_err, 0.01, e0_err, 0.01])
+    return fit.LawFit("oscillator", params, stderr, 0.0, 100, 0.9, 0.9, 5, -1.0, -1.0, 1.0, "residuals")
+
+
+@pytest.mark.parametrize(
+    "zeta, err, regime",
+    [
+        (1.085, 2.9, "undetermined"),  # issue 17: an interval that holds 1 and much else
+        (1.2, 0.15, "undetermined"),  # [0.9, 1.5]: contains 1, but also clearly overdamped values
+        (1.01, 0.03, "critical"),  # [0.95, 1.07]: within 1 ± 0.1
+        (1.5, 0.1, "overdamped"),
+        (0.5, 0.1, "underdamped"),
+        (1.0, float("nan"), "undetermined"),
+    ],
+)
+def test_fitted_regime_from_zeta_and_its_standard_error(zeta, err, regime):
+    assert fit.fitted_regime(_oscillator_fit(zeta, err)) == regime
+
+
+def test_exact_fit_has_no_standard_errors_or_bic():
+    """Constant data: every law fits exactly; zero residuals give no error scale, so standard errors and BIC are
+    undefined (NaN), not 0 and −inf."""
+    flat = fit.fit_laws(T[:60], np.full(60, 0.5))
+    for f in flat.values():
+        assert np.all(np.isnan(f.stderr)) and np.isnan(f.bic) and np.isnan(f.aic)
+        assert f.as_dict()["bic"] is None
+    assert fit.fitted_regime(flat["oscillator"]) == "undetermined"

@@ -129,6 +129,23 @@ def test_bad_input_is_one_line_value_error(tmp_path, name):
     assert "\n" not in str(info.value)
 
 
+def test_non_numeric_csv_rewards_are_skipped_and_counted(tmp_path):
+    """Issue 17: 14 of 100 rewards "n/a" were silently dropped ("skipped 0"); a text cell in a numeric column is
+    a logged value that is not a number, counted like NaN; an empty cell is "not logged"."""
+    rows = [f"{i},{'n/a' if i % 7 == 3 else 0.5},{'' if i == 0 else 0.1}" for i in range(100)]
+    with pytest.warns(UserWarning, match="skipped 14 record"):
+        log = logs.read_log(_write(tmp_path, "na.csv", "step,reward,kl\n" + "\n".join(rows) + "\n"))
+    assert log.skipped_steps.size == 14 and len(log) == 86 and log.skipped_steps[0] == 3
+    assert np.isnan(log["kl"][0])
+
+
+def test_a_text_reward_column_is_named(tmp_path):
+    with pytest.raises(ValueError, match="column 'reward' holds no finite number") as info, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logs.read_log(_write(tmp_path, "text.csv", "step,reward\n1,good\n2,bad\n"))
+    assert "no reward column" not in str(info.value)
+
+
 def test_nan_rows_are_skipped_and_counted(tmp_path):
     text = "\n".join(json.dumps(dict(step=s, reward=r)) for s, r in [(1, 0.1), (2, None), (3, 0.3)]) + "\n"
     text += '{"step": 4, "reward": NaN}\n{"step": 5, "reward": 0.5}\n'

@@ -1,0 +1,220 @@
+"""What the commands leave behind: marked output directories that never clobber each other, a corrected rerun
+after a failed validation, one-line interrupts (exit 130) that keep resumable work and remove partial results,
+and what `fit` and `oscillator` report about their inputs."""
+
+import csv
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pgrpo_sim.analysis import sweep as sweep_module
+from pgrpo_sim.analysis.sweep import load_sweep
+from pgrpo_sim.base.outputs import MARK, read_mark
+from pgrpo_sim.cli import main
+from pgrpo_sim.reports import validate as validate_module
+
+SWEEP = ["sweep", "--grid", "eta=0.05,0.1,0.2", "--beta", "0.5", "--steps", "20", "--chunk-size", "1", "--quiet"]
+
+
+def _one_line(err: str) -> str:
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_failed_validation_leaves_nothing_and_the_corrected_rerun_runs(tmp_path, capsys):
+    out = tmp_path / "d"
+    for bad in (["--grid", "eta=0,0.1"], ["--grid", "eta=0.1", "--grid", "group_size=1,2"], ["--momentum", "1.0"]):
+        assert main(["sweep", "--beta", "0.5", "--steps", "20", "--quiet", "--out", str(out), *bad]) == 2
+        _one_line(capsys.readouterr().err)
+        assert not out.exists()
+    assert (
+        main(["sweep", "--grid", "eta=0.05,0.1", "--beta", "0.5", "--steps", "20", "--quiet", "--out", str(out)]) == 0
+    )
+    assert read_mark(out)["command"] == "sweep" and (out / "sweep.nc").exists()
+
+
+def test_sweep_of_only_static_axes(tmp_path):
+    assert (
+        main(
+            ["sweep", "--grid", "group_size=2,4", "--beta", "0.5", "--steps", "20", "--quiet"]
+            + ["--out", str(tmp_path)]
+        )
+        == 0
+    )
+    assert load_sweep(tmp_path).regime.dims == ("group_size",)
+
+
+def _validate_dir(path: Path) -> Path:
+    """A directory as `validate` leaves it, plus a file of the user's."""
+    path.mkdir()
+    (path / MARK).write_text(json.dumps({"command": "validate", "outputs": ["report.md", "results.json", "*.png"]}))
+    for name in ("report.md", "results.json", "fluctuations.png", "notes.txt"):
+        (path / name).write_text(name)
+    return path
+
+
+def test_a_command_refuses_another_commands_directory_unless_overwrite(tmp_path, capsys):
+    out = _validate_dir(tmp_path / "validation")
+    fit = ["fit", str(Path(__file__).parent / "data" / "simulate.csv"), "--out", str(out)]
+    assert main(fit) == 2
+    assert "pgrpo-sim validate" in _one_line(capsys.readouterr().err)
+    assert (out / "report.md").read_text() == "report.md"  # untouched
+    assert main(fit + ["--overwrite"]) == 0
+    assert read_mark(out)["command"] == "fit"
+    assert "Fit report" in (out / "report.md").read_text() and (out / "fit.json").exists()
+    assert not (out / "results.json").exists() and not (out / "fluctuations.png").exists()  # validate's are gone
+    assert (out / "notes.txt").read_text() == "notes.txt"  # what pgrpo-sim did not write stays
+    assert main(fit) == 0  # a command reuses its own directory
+
+
+def test_interrupted_validate_removes_its_partial_output(tmp_path, monkeypatch, capsys):
+    def first(res, seed, plot):
+        case = dict(lag_model="stale", eta=0.1, momentum=0.0, measured=3, exact=3, continuous=3.0)
+        return {"verdict": {"holds": True, "text": "first"}, "figure": plot("lag_threshold", [case])}
+
+    def second(res, seed, plot):
+        assert any(p.suffix == ".png" for p in out.iterdir())  # the first section did write a figure
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(validate_module, "SECTIONS", {"a": ("A", first), "b": ("B", second)})
+    out = tmp_path / "validation"
+    assert main(["validate", "--quick", "--out", str(out)]) == 130
+    err = _one_line(capsys.readouterr().err)
+    assert "interrupted" in err and "removed" in err and "rerun" in err
+    assert not out.exists()
+
+
+def test_interrupted_sweep_keeps_chunks_and_resumes_identically(tmp_path, monkeypatch, capsys):
+    real = sweep_module._chunk_jit
+    calls = {"n": 0}
+
+    def interrupt_second_chunk(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sweep_module, "_chunk_jit", interrupt_second_chunk)
+    out, full = tmp_path / "d", tmp_path / "full"
+    assert main(SWEEP + ["--out", str(out)]) == 130
+    err = _one_line(capsys.readouterr().err)
+    assert "interrupted" in err and "chunks are kept" in err and "resume" in err
+    assert len(list((out / "chunks").glob("*.npz"))) == 1
+    monkeypatch.setattr(sweep_module, "_chunk_jit", real)
+    assert main(SWEEP + ["--out", str(out)]) == 0
+    assert main(SWEEP + ["--out", str(full)]) == 0
+    a, b = load_sweep(out), load_sweep(full)
+    for field in a.data_vars:
+        np.testing.assert_array_equal(a[field].values, b[field].values)
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_real_sweep_process(tmp_path):
+    """SIGINT to the console process: one line on stderr, exit 130, and the resumed sweep equals a full one."""
+    cmd = [sys.executable, "-m", "pgrpo_sim.cli", "sweep", "--grid", "eta=log:0.01:0.5:12", "--beta", "0.5"]
+    cmd += ["--mode", "sampled", "--seeds", "64", "--steps", "1500", "--chunk-size", "1", "--quiet"]
+    killed, full = tmp_path / "killed", tmp_path / "full"
+    proc = subprocess.Popen(cmd + ["--out", str(killed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    chunks = lambda: list((killed / "chunks").glob("*.npz")) if (killed / "chunks").exists() else []  # noqa: E731
+    deadline = time.time() + 120
+    while not chunks() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert 1 <= len(chunks()) < 12
+    assert subprocess.run(cmd + ["--out", str(killed)], capture_output=True).returncode == 0
+    assert subprocess.run(cmd + ["--out", str(full)], capture_output=True).returncode == 0
+    a, b = load_sweep(killed), load_sweep(full)
+    for field in a.data_vars:
+        np.testing.assert_array_equal(a[field].values, b[field].values)
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_real_validate_process(tmp_path):
+    out = tmp_path / "validation"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgrpo_sim.cli", "validate", "--quick", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    deadline = time.time() + 120
+    while not (out.exists() and any(out.glob("*.png"))) and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_fit_counts_every_skipped_row(tmp_path, capsys):
+    rows = ["step,reward"] + [
+        f"{i},{'n/a' if i % 7 == 3 else f'{0.2 + 0.6 * (1 - math.exp(-i / 20)):.4f}'}" for i in range(100)
+    ]
+    log = tmp_path / "log.csv"
+    log.write_text("\n".join(rows) + "\n")
+    assert main(["fit", str(log), "--out", str(tmp_path / "f")]) == 0
+    captured = capsys.readouterr()
+    assert "fitted 86 points" in captured.out and "14 row(s) without a usable reward" in captured.out
+    assert captured.err == ""
+    result = json.loads((tmp_path / "f" / "fit.json").read_text())
+    assert result["n_points"] == 86 and result["rows_without_reward"]["count"] == 14
+    assert result["rows_without_reward"]["steps"][:2] == [3.0, 10.0]
+    assert "rows without a usable reward: 14" in (tmp_path / "f" / "report.md").read_text()
+
+
+def test_fit_on_a_text_reward_column_says_so(tmp_path, capsys):
+    log = tmp_path / "log.csv"
+    log.write_text("step,reward\n" + "".join(f"{i},pending\n" for i in range(20)))
+    assert main(["fit", str(log), "--out", str(tmp_path / "f")]) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert "no reward column" not in err and "no finite number" in err and "20 record" in err
+
+
+def test_fit_on_constant_data_prefers_no_law(tmp_path, capsys):
+    log = tmp_path / "flat.csv"
+    log.write_text("step,reward\n" + "".join(f"{i},0.5\n" for i in range(60)))
+    assert main(["fit", str(log), "--out", str(tmp_path / "f")]) == 0
+    result = json.loads((tmp_path / "f" / "fit.json").read_text())
+    pred = result["prediction"]
+    assert pred["preferred_law"] is None and "BIC is undefined" in pred["preferred_law_missing_reason"]
+    assert pred["regime"] == "undetermined"
+    for f in result["fits"].values():
+        assert f["bic"] is None and all(p["stderr"] is None for p in f["params"].values())
+    report = (tmp_path / "f" / "report.md").read_text()
+    assert "Preferred law: none" in report and "lowest BIC" not in report and "± 0 " not in report
+
+
+def test_oscillator_adapts_its_step_to_the_dynamics(tmp_path, capsys):
+    """μ = 0.99 (ζ ≈ 0.04) needs Euler steps of 1/16; the default adapts, and the ensemble mean follows the
+    closed form instead of a flat line."""
+    out = tmp_path / "osc.csv"
+    argv = ["oscillator", "--eta", "0.05", "--momentum", "0.99", "--stiffness", "0.3", "--noise", "0.0"]
+    argv += ["--group-size", "8", "--e0", "-0.5", "--steps", "200", "--paths", "2", "--out", str(out)]
+    assert main(argv) == 0
+    assert "Euler step 0.0625" in capsys.readouterr().out
+    rows = list(csv.DictReader(open(out)))
+    import pgrpo_sim as ps
+
+    closed = np.asarray(ps.trajectory(np.arange(201.0), -0.5, 0.0, 0.05, 0.99, 0.0, 0.3))
+    mean = np.array([float(r["mean"]) for r in rows])
+    assert np.max(np.abs(mean - closed)) < 0.05 * 0.5
+    assert list(rows[0]) == ["step", "mean", "std", "path_0", "path_1"]
+
+
+def test_plot_paths_are_checked_before_running(tmp_path, capsys):
+    (tmp_path / "figs").mkdir()
+    argv = ["simulate", "--steps", "5", "--out", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "figs")]
+    assert main(argv) == 2
+    assert "--plot" in _one_line(capsys.readouterr().err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figs"] and not list((tmp_path / "figs").iterdir())
