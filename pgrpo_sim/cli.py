@@ -115,7 +115,32 @@ def _add_bandit_args(p: argparse.ArgumentParser) -> None:
         help="KL reference sync every S steps (TRL ref_model_sync_steps; >= 1; default: never)",
     )
     a("--ref-sync-alpha", type=_finite_float, default=0.6, help=_help("ref_sync_alpha", "(TRL default 0.6)"))
-    a("--advantage", choices=("std", "mean", "rloo"), default="std")
+    a(
+        "--advantage",
+        choices=("std", "mean", "rloo", "batch"),
+        default=None,
+        help="std (GRPO, default) | mean (Dr. GRPO) | rloo | batch (group mean, batch std)",
+    )
+    a(
+        "--scale-rewards",
+        choices=tuple(SCALE_REWARDS),
+        default=None,
+        help="TRL's name for the advantage scaling: group (= std), batch, none (= mean)",
+    )
+    a(
+        "--difficulty",
+        default=None,
+        metavar="A,B",
+        help="prompt population: the --prompts prompts start at the quantiles of Beta(A, B) (success probability)",
+    )
+    a(
+        "--batch-prompts",
+        type=_integer,
+        default=None,
+        metavar="P",
+        help="prompts per rollout, drawn without replacement through the dataset's epochs (default: all)",
+    )
+    a("--dynamic-sampling", action="store_true", help="drop groups whose rewards are all equal (DAPO)")
     a("--kl", choices=("k1", "k2", "k3", "exact"), default="k3")
     a("--kl-clamp", type=_finite_float, default=None, help="clamp k3 to [-c, c] (verl: 10)")
     a("--clip", type=_finite_float, default=0.2, help=_help("clip", "(ε_low, and ε_high unless given)"))
@@ -123,6 +148,31 @@ def _add_bandit_args(p: argparse.ArgumentParser) -> None:
     a("--dual-clip", type=_finite_float, default=None, help="dual-clip constant c > 1 (verl: 3)")
     a("--grad-clip", type=_finite_float, default=None, help="global gradient-norm bound")
     a("--optimizer", choices=("sgd", "nesterov", "adam"), default="sgd")
+
+
+SCALE_REWARDS = {"group": "std", "batch": "batch", "none": "mean"}
+"""TRL `scale_rewards` → the advantage kind."""
+
+
+def _population_args(args: argparse.Namespace) -> dict:
+    """Advantage kind, the start (p_ref or a difficulty distribution), batch size and dynamic sampling."""
+    advantage = args.advantage or "std"
+    if args.scale_rewards is not None:
+        advantage = SCALE_REWARDS[args.scale_rewards]
+        if args.advantage not in (None, advantage):
+            raise UsageError(
+                f"--scale-rewards {args.scale_rewards} means --advantage {advantage}, not {args.advantage}"
+            )
+    out = dict(advantage=advantage, dynamic_sampling=args.dynamic_sampling, p_ref=args.p_ref)
+    if args.batch_prompts is not None:
+        out["batch_prompts"] = args.batch_prompts
+    if args.difficulty is not None:
+        try:
+            a, b = (float(v) for v in args.difficulty.split(","))
+        except ValueError:
+            raise UsageError(f"--difficulty expects A,B (two numbers > 0), got {args.difficulty!r}") from None
+        out.update(difficulty=(a, b), p_ref=None)
+    return out
 
 
 def _rollout_args(args: argparse.Namespace) -> dict:
@@ -154,13 +204,11 @@ def _bandit_config(args: argparse.Namespace):
     return bandit_config(
         n_arms=args.arms,
         n_correct=args.correct,
-        p_ref=args.p_ref,
         n_prompts=args.prompts,
         eta=args.eta,
         momentum=args.momentum,
         beta=args.beta,
         group_size=args.group_size,
-        advantage=args.advantage,
         kl=args.kl,
         kl_clamp=args.kl_clamp,
         clip=args.clip,
@@ -169,6 +217,7 @@ def _bandit_config(args: argparse.Namespace):
         optimizer=args.optimizer,
         grad_clip=args.grad_clip,
         **_rollout_args(args),
+        **_population_args(args),
     )
 
 
@@ -215,6 +264,12 @@ SIMULATE_COLUMNS = (
     "ratio_max",
     "clip_frac",
     "zero_adv_frac",
+    "batch_reward",
+    "group_reward_std",
+    "clip_low_frac",
+    "clip_high_frac",
+    "kl",
+    "prompt_spread",
 )
 
 
@@ -332,17 +387,16 @@ def _sweep_base(args: argparse.Namespace, axes) -> dict:
     base = {
         "n_arms": args.arms,
         "n_correct": args.correct,
-        "p_ref": args.p_ref,
         "n_prompts": args.prompts,
         "eta": args.eta,
         "momentum": args.momentum,
         "beta": args.beta,
         "group_size": args.group_size,
-        "advantage": args.advantage,
         "kl": args.kl,
         "clip": args.clip,
         "optimizer": args.optimizer,
         **_rollout_args(args),
+        **_population_args(args),
     }
     optional = {
         "kl_clamp": args.kl_clamp,

@@ -116,7 +116,10 @@ def _classes(config: BanditConfig) -> tuple[np.ndarray, int, int]:
         raise PgrpoSimError("the class structure (rewards) must be concrete: vmap over hyperparameters, not rewards")
     rewards = np.asarray(config.rewards)
     if rewards.shape[0] != 1:
-        raise PgrpoSimError(f"prediction needs a single prompt, got {rewards.shape[0]}")
+        raise PgrpoSimError(
+            f"prediction needs a single prompt, got {rewards.shape[0]}: a population of independent prompts is one "
+            "oscillator per prompt (predict each prompt's configuration; the mean reward is not one oscillator)"
+        )
     if not np.all((rewards == 0) | (rewards == 1)):
         raise PgrpoSimError("prediction needs binary (0/1) rewards")
     correct = rewards[0] == 1

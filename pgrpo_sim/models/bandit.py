@@ -41,13 +41,24 @@ MODES = ("expected", "sampled")
 
 
 class UpdateStats(NamedTuple):
-    """Per-step read-outs of one GRPO update (expectations in expected mode, group averages when sampled)."""
+    """Per-step read-outs of one GRPO update (expectations in expected mode, group averages when sampled).
+
+    What TRL logs, as (ours: TRL's): batch_reward: `reward` (mean sampled reward of the rollout's groups);
+    group_reward_std: `reward_std` (mean within-group unbiased std); zero_adv_frac: `frac_reward_zero_std`;
+    clip_low_frac / clip_high_frac: `clip_ratio/low_mean` / `high_mean` (samples clipped with A < 0 below
+    1 − ε_low, with A > 0 above 1 + ε_high); kl: `kl` (mean KL estimator on the samples, or the exact KL);
+    grad_norm (in `BanditRun`): `grad_norm`."""
 
     ratio_max: Array
     ratio_mean: Array
     clip_frac: Array
     zero_adv_frac: Array
     adv_var: Array
+    batch_reward: Array
+    group_reward_std: Array
+    clip_low_frac: Array
+    clip_high_frac: Array
+    kl: Array
 
 
 class BanditRun(NamedTuple):
@@ -60,7 +71,9 @@ class BanditRun(NamedTuple):
     the true reward vector (None if not given); entropy, kl_ref = KL(π‖π_ref) (nats); grad_norm (global
     L2 norm of the loss gradient); ratio_max/ratio_mean (IS ratio π/π_old; in expected mode the max over
     arms and the π_old-weighted mean); clip_frac; zero_adv_frac (fraction of groups whose rewards are
-    all equal); adv_var (mean squared advantage).
+    all equal); adv_var (mean squared advantage); batch_reward, group_reward_std, clip_low_frac, clip_high_frac, kl:
+    the rollout's read-outs under TRL's names (`UpdateStats`); prompt_spread: std over the dataset's prompts of
+    their success probabilities (0 for one prompt).
     """
 
     reward: Array
@@ -73,6 +86,12 @@ class BanditRun(NamedTuple):
     clip_frac: Array
     zero_adv_frac: Array
     adv_var: Array
+    batch_reward: Array
+    group_reward_std: Array
+    clip_low_frac: Array
+    clip_high_frac: Array
+    kl: Array
+    prompt_spread: Array
     final_logits: Array
     final_opt_state: optax.OptState
     diverged: Array
@@ -82,8 +101,9 @@ class BanditRun(NamedTuple):
 class BanditState(NamedTuple):
     """State of one run between steps (low-level API): logits θ_n, optimiser state, π_old's logits ("refresh"),
     the stale-lag ring buffer of past logits ("stale"), the KL reference's logits (moved by reference sync), the
-    current rollout (arms and rewards (P, G) and the epoch's prompt order (P,), for reuse), step counter n and
-    the divergence flag and step."""
+    current rollout (arms and rewards (P, G) and the epoch's prompt order (P,), for reuse), the rollout's
+    prompts (P indices into the dataset), the dataset epoch's order (D,) and how far it has been used (cursor),
+    step counter n and the divergence flag and step."""
 
     logits: Array
     opt_state: optax.OptState
@@ -93,6 +113,9 @@ class BanditState(NamedTuple):
     rollout_arms: Array
     rollout_rewards: Array
     rollout_order: Array
+    batch: Array
+    dataset_order: Array
+    cursor: Array
     step: Array
     diverged: Array
     diverged_step: Array
@@ -108,9 +131,19 @@ def make_optimizer(config: BanditConfig) -> optax.GradientTransformation:
     return base if config.grad_clip is None else optax.chain(optax.clip_by_global_norm(config.grad_clip), base)
 
 
+def _check_expected(config: BanditConfig) -> None:
+    """Refuse what expected mode has no exact form for: both couple the groups of a batch."""
+    if config.dynamic_sampling or config.advantage == "batch":
+        raise PgrpoSimError(
+            "dynamic sampling and batch-scaled advantages couple the groups of a batch: expected mode has no "
+            "exact form for them; use mode 'sampled'"
+        )
+
+
 def advantage_table(config: BanditConfig) -> Array:
     """(2, G) advantages of one sample: row 0 if it succeeded and j of the others did (A(1, j+1 successes)),
     row 1 if it failed and j others succeeded; built by `group_advantages` on canonical 0/1 groups."""
+    _check_expected(config)
     g = config.group_size
     successes = jnp.arange(g + 1)[:, None]
     groups = (jnp.arange(g)[None, :] < successes).astype(config.rewards.dtype)
@@ -168,14 +201,33 @@ def expected_loss(logits: Array, behaviour_logits: Array, config: BanditConfig) 
         config, logits, logp, logp_ref, pi_old
     )
     ratio = sur.ratio[..., 0, 0]
+    clipped = weights * sur.clipped
     stats = UpdateStats(
         ratio_max=jnp.max(jnp.where(pi_old > 0, ratio, -jnp.inf)),
         ratio_mean=jnp.mean(jnp.sum(pi_old * ratio, axis=-1)),
-        clip_frac=jnp.mean(jnp.sum(weights * sur.clipped, axis=(1, 2, 3))),
+        clip_frac=jnp.mean(jnp.sum(clipped, axis=(1, 2, 3))),
         zero_adv_frac=jnp.mean(p_old**g + (1 - p_old) ** g),
         adv_var=jnp.mean(jnp.sum(weights * adv**2, axis=(1, 2, 3))),
+        batch_reward=jnp.mean(p_old),
+        group_reward_std=jnp.mean(expected_group_std(g, p_old)),
+        clip_low_frac=jnp.mean(jnp.sum(jnp.where(adv < 0, clipped, 0.0), axis=(1, 2, 3))),
+        clip_high_frac=jnp.mean(jnp.sum(jnp.where(adv > 0, clipped, 0.0), axis=(1, 2, 3))),
+        kl=jnp.mean(_kl_term(config, logits, logp, logp_ref, pi_old)),
     )
     return jnp.mean(per_prompt), stats
+
+
+def expected_group_std(g: int, p: Array) -> Array:
+    """E[unbiased std of a group of G Bernoulli(p) rewards] = Σ_k B(k; G, p)·√(k(G − k)/(G(G − 1)))."""
+    k = jnp.arange(g + 1, dtype=p.dtype)
+    return binomial_pmf(g, p) @ jnp.sqrt(k * (g - k) / (g * (g - 1)))
+
+
+def _group_std(rewards: Array) -> Array:
+    """Unbiased std of each group (last axis) of rewards."""
+    g = rewards.shape[-1]
+    centred = rewards - axis_sum(rewards, keepdims=True) / g
+    return jnp.sqrt(axis_sum(centred**2) / (g - 1))
 
 
 def _kl_slope(d: Array, config: BanditConfig) -> Array:
@@ -210,12 +262,22 @@ def on_policy_grad(logits: Array, config: BanditConfig) -> tuple[Array, UpdateSt
         kl_grad = pi * (slope - jnp.sum(pi * slope, axis=-1, keepdims=True))
     grad = (pi * (w - axis_sum(pi * w, keepdims=True)) + config.beta * kl_grad) / config.n_prompts
     one = jnp.ones((), logits.dtype)
+    if config.kl == "exact":
+        kl = kl_divergence(logits, config.init_logits)
+    else:  # E_π[k(log π − log π_ref)]
+        d = jax.nn.log_softmax(logits) - jax.nn.log_softmax(config.init_logits)
+        kl = jnp.sum(pi * kl_estimate(d, 0.0, config.kl, config.kl_clamp), axis=-1)
     stats = UpdateStats(
         ratio_max=one,
         ratio_mean=one,
         clip_frac=0 * one,
         zero_adv_frac=jnp.mean(p**config.group_size + (1 - p) ** config.group_size),
         adv_var=jnp.mean(p * alpha_sq[:, 0] + (1 - p) * alpha_sq[:, 1]),
+        batch_reward=jnp.mean(p),
+        group_reward_std=jnp.mean(expected_group_std(config.group_size, p)),
+        clip_low_frac=0 * one,
+        clip_high_frac=0 * one,
+        kl=jnp.mean(kl),
     )
     return grad, stats
 
@@ -231,7 +293,8 @@ def sampled_loss(
     """GRPO loss of drawn groups: `arms`, `rewards` of shape (P, G), drawn from softmax(`behaviour_logits`).
 
     The loss is the mean over prompts, or Σ_p w_p·loss_p with `prompt_weights` w (P,) (a mini-batch: 1/|batch|
-    on its prompts, 0 elsewhere; the read-outs are then over the mini-batch's prompts too)."""
+    on its prompts, 0 elsewhere; the read-outs are then over the mini-batch's prompts too). With
+    `config.dynamic_sampling` (DAPO) groups whose rewards are all equal get weight 0 and the others share it."""
     logp = jax.nn.log_softmax(logits)
     pick = functools.partial(jnp.take_along_axis, indices=arms, axis=-1)
     lp, lp_old, lp_ref = (
@@ -243,26 +306,41 @@ def sampled_loss(
     sur = clipped_surrogate(lp, lp_old, adv, config.clip_low, config.clip_high, config.dual_clip)
     uniform = jnp.full(lp.shape, 1.0 / lp.shape[-1], lp.dtype)
     kl_logits = logits if config.kl == "exact" else None
-    per_prompt = jnp.mean(sur.loss, axis=-1) + config.beta * _kl_term(config, kl_logits, lp, lp_ref, uniform)
+    kl = _kl_term(config, kl_logits, lp, lp_ref, uniform)
+    per_prompt = jnp.mean(sur.loss, axis=-1) + config.beta * kl
     zero_std = jnp.all(rewards == rewards[..., :1], axis=-1).astype(lp.dtype)
-    if prompt_weights is None:
+    extra = dict(
+        batch_reward=jnp.mean(rewards, axis=-1),
+        group_reward_std=_group_std(rewards),
+        clip_low_frac=jnp.mean(jnp.where(adv < 0, sur.clipped, 0.0), axis=-1),
+        clip_high_frac=jnp.mean(jnp.where(adv > 0, sur.clipped, 0.0), axis=-1),
+        kl=kl,
+    )
+    if prompt_weights is None and not config.dynamic_sampling:
         stats = UpdateStats(
             ratio_max=jnp.max(sur.ratio),
             ratio_mean=jnp.mean(sur.ratio),
             clip_frac=jnp.mean(sur.clipped),
             zero_adv_frac=jnp.mean(zero_std),
             adv_var=jnp.mean(adv**2),
+            **{k: jnp.mean(v) for k, v in extra.items()},
         )
         return jnp.mean(per_prompt), stats
-    w = prompt_weights[:, None] / lp.shape[-1]  # per sample
+    shown = jnp.full(lp.shape[:1], 1.0 / lp.shape[0], lp.dtype) if prompt_weights is None else prompt_weights
+    weights = shown
+    if config.dynamic_sampling:  # DAPO: only groups with a reward signal count
+        kept = shown * (1 - zero_std)
+        weights = kept / jnp.maximum(jnp.sum(kept), jnp.finfo(lp.dtype).tiny)
+    w = shown[:, None] / lp.shape[-1]  # per sample, for the read-outs of the (mini-)batch
     stats = UpdateStats(
         ratio_max=jnp.max(jnp.where(w > 0, sur.ratio, -jnp.inf)),
         ratio_mean=jnp.sum(w * sur.ratio),
         clip_frac=jnp.sum(w * sur.clipped),
-        zero_adv_frac=jnp.sum(prompt_weights * zero_std),
+        zero_adv_frac=jnp.sum(shown * zero_std),
         adv_var=jnp.sum(w * adv**2),
+        **{k: jnp.sum(shown * v) for k, v in extra.items()},
     )
-    return jnp.sum(prompt_weights * per_prompt), stats
+    return jnp.sum(weights * per_prompt), stats
 
 
 def _pick(arms: Array, per_arm: Array) -> Array:
@@ -331,12 +409,22 @@ def sampled_on_policy_grad(
     per_arm = _sum_by_arm(arms, w, config.n_arms) - pi * axis_sum(w, keepdims=True)
     grad = (per_arm / config.group_size + kl_grad) / config.n_prompts
     one = jnp.ones((), pi.dtype)
+    if config.kl == "exact":
+        kl = kl_divergence(logits, config.init_logits)
+    else:
+        log_ratio = _pick(arms, jax.nn.log_softmax(logits) - jax.nn.log_softmax(config.init_logits))
+        kl = jnp.mean(kl_estimate(log_ratio, 0.0, config.kl, config.kl_clamp), axis=-1)
     stats = UpdateStats(
         ratio_max=one,
         ratio_mean=one,
         clip_frac=0 * one,
         zero_adv_frac=jnp.mean(jnp.all(rewards == rewards[..., :1], axis=-1).astype(pi.dtype)),
         adv_var=jnp.mean(adv**2),
+        batch_reward=jnp.mean(rewards),
+        group_reward_std=jnp.mean(_group_std(rewards)),
+        clip_low_frac=0 * one,
+        clip_high_frac=0 * one,
+        kl=jnp.mean(kl),
     )
     return grad, stats
 
@@ -359,8 +447,10 @@ def minibatch_weights(config: BanditConfig, phase: Array, order: Array) -> Array
 
 def _policy_metrics(config: BanditConfig, theta: Array) -> dict[str, Array]:
     """The read-outs of the policy θ itself: reward, true reward, entropy and KL(π‖π_ref)."""
+    success = axis_sum(softmax(theta) * config.rewards)
     return dict(
-        reward=_expected_reward(theta, config.rewards),
+        prompt_spread=jnp.std(success),
+        reward=jnp.mean(success),
         true_reward=None if config.true_rewards is None else _expected_reward(theta, config.true_rewards),
         entropy=jnp.mean(entropy(theta)),
         kl_ref=jnp.mean(kl_divergence(theta, config.init_logits)),
@@ -400,35 +490,83 @@ def _synced(config: BanditConfig, state: BanditState) -> tuple[BanditConfig, Arr
     return config.replace(init_logits=ref), ref
 
 
-def rollout_step(config: BanditConfig, optimizer, state: BanditState, arms: Array, rewards: Array, order: Array):
-    """(Low-level API) one optimiser step on a given rollout (`arms`, `rewards` (P, G) drawn from π_old =
-    softmax(`state.old_logits`)), mini-batch `n mod m` in the prompt `order`: the inner step of rollout reuse."""
+def batch_config(config: BanditConfig, batch: Array | None) -> BanditConfig:
+    """The configuration of the rollout's prompts `batch` (indices into the dataset; None: all of them)."""
+    if batch is None:
+        return config
+    true = None if config.true_rewards is None else config.true_rewards[batch]
+    return config.replace(
+        rewards=config.rewards[batch], init_logits=config.init_logits[batch], true_rewards=true, batch_prompts=None
+    )
+
+
+def _gathered(batch: Array | None):
+    return (lambda x: x) if batch is None else (lambda x: x[batch])
+
+
+def rollout_step(
+    config: BanditConfig,
+    optimizer,
+    state: BanditState,
+    arms: Array,
+    rewards: Array,
+    order: Array,
+    batch: Array | None = None,
+):
+    """(Low-level API) one optimiser step on a given rollout (`arms`, `rewards` (P, G) of the prompts `batch`,
+    drawn from π_old = softmax(`state.old_logits`)), mini-batch `n mod m` in the prompt `order`: the inner step
+    of rollout reuse."""
     config, ref = _synced(config, state)
-    weights = minibatch_weights(config, state.step % jnp.maximum(config.lag, 1), order)
-    grad, stats = jax.grad(sampled_loss, has_aux=True)(state.logits, state.old_logits, arms, rewards, config, weights)
+    sub, pick = batch_config(config, batch), _gathered(batch)
+    weights = minibatch_weights(sub, state.step % jnp.maximum(config.lag, 1), order)
+
+    def loss(theta):
+        return sampled_loss(pick(theta), pick(state.old_logits), arms, rewards, sub, weights)
+
+    grad, stats = jax.grad(loss, has_aux=True)(state.logits)
     changes = dict(rollout_arms=arms, rollout_rewards=rewards, rollout_order=order, ref_logits=ref)
+    if batch is not None:
+        changes["batch"] = batch
     return _apply(config, optimizer, state, grad, stats, **changes)
+
+
+def _next_batch(config: BanditConfig, state: BanditState, key: Array, boundary: Array):
+    """At a rollout boundary, the next P prompts of the dataset epoch's order (a new permutation of the D
+    prompts, from `key`, once the epoch cannot fill a batch): sampling without replacement through epochs."""
+    d, p = config.n_prompts, config.batch_prompts
+    fresh = boundary & (state.cursor + p > d)
+    shuffled = jax.random.permutation(jax.random.fold_in(key, 2), d).astype(jnp.int32)
+    order = jnp.where(fresh, shuffled, state.dataset_order)
+    cursor = jnp.where(fresh, 0, state.cursor)
+    batch = jnp.where(boundary, jax.lax.dynamic_slice(order, (cursor,), (p,)), state.batch)
+    return batch, dict(dataset_order=order, cursor=jnp.where(boundary, cursor + p, cursor))
 
 
 def step(config: BanditConfig, optimizer, mode: str, state: BanditState, key: Array):
     """One optimiser step from θ_n (low-level API, pure): returns the next state and the read-outs of step n
     (the per-step fields of `BanditRun`). `optimizer` is `make_optimizer(config)`; `key` is unused in
     expected mode. Expected mode with rollout reuse (lag model "refresh") is not a single-state step: `run`
-    takes it through `reuse_branch_step`."""
+    takes it through `reuse_branch_step`. Expected mode averages over batches, so it uses every prompt."""
     n, theta = state.step, state.logits
+    if mode == "expected":
+        _check_expected(config)
+    batched = mode == "sampled" and config.batch_prompts is not None
     if mode == "sampled" and config.lag_model == "refresh":  # one rollout per refresh, reused
         period = jnp.maximum(config.lag, 1)
         refresh = n % period == 0
+        batch, cursor = (None, {}) if not batched else _next_batch(config, state, key, refresh)
+        pick, sub = _gathered(batch), batch_config(config, batch)
         old = jnp.where(refresh, theta, state.old_logits)
-        drawn_arms, drawn_rewards = draw_rollout(config, theta, key)
+        drawn_arms, drawn_rewards = draw_rollout(sub, pick(theta), key)
         arms = jnp.where(refresh, drawn_arms.astype(jnp.int32), state.rollout_arms)
         rewards = jnp.where(refresh, drawn_rewards, state.rollout_rewards)
         order = state.rollout_order
         if config.minibatches > 1:  # a new prompt order at the start of every epoch
             epoch_start = n % period % config.minibatches == 0
-            shuffled = jax.random.permutation(jax.random.fold_in(key, 1), config.n_prompts).astype(jnp.int32)
+            shuffled = jax.random.permutation(jax.random.fold_in(key, 1), sub.n_prompts).astype(jnp.int32)
             order = jnp.where(epoch_start, shuffled, order)
-        return rollout_step(config, optimizer, state._replace(old_logits=old), arms, rewards, order)
+        moved = state._replace(old_logits=old, **cursor)
+        return rollout_step(config, optimizer, moved, arms, rewards, order, batch)
     if mode == "expected" and config.lag_model == "refresh":
         raise PgrpoSimError("expected mode with rollout reuse runs by branches: use run() or reuse_branch_step()")
     config, ref = _synced(config, state)
@@ -442,17 +580,24 @@ def step(config: BanditConfig, optimizer, mode: str, state: BanditState, key: Ar
         at = behaviour = history[(n - config.lag) % size]
     else:
         at = behaviour = theta
+    changes = dict(old_logits=old, history=history, ref_logits=ref)
     if mode == "expected" and config.lag_model == "refresh_fresh":
         grad, stats = jax.grad(expected_loss, has_aux=True)(at, behaviour, config)
     elif mode == "expected":  # without refresh lag, samples come from the evaluation point: ratio 1
         grad, stats = on_policy_grad(at, config)
-    elif config.lag_model == "refresh_fresh":
-        arms, rewards = draw_rollout(config, behaviour, key)
-        grad, stats = jax.grad(sampled_loss, has_aux=True)(at, behaviour, arms, rewards, config)
-    else:  # samples drawn at the evaluation point
-        arms, rewards = draw_rollout(config, behaviour, key)
-        grad, stats = sampled_on_policy_grad(at, arms, rewards, config)
-    return _apply(config, optimizer, state, grad, stats, old_logits=old, history=history, ref_logits=ref)
+    else:
+        batch, cursor = (None, {}) if not batched else _next_batch(config, state, key, jnp.asarray(True))
+        pick, sub = _gathered(batch), batch_config(config, batch)
+        changes.update(cursor, **({} if batch is None else dict(batch=batch)))
+        arms, rewards = draw_rollout(sub, pick(behaviour), key)
+        if config.lag_model == "refresh_fresh" or config.dynamic_sampling:
+            loss = lambda t: sampled_loss(pick(t), pick(behaviour), arms, rewards, sub)  # noqa: E731
+            grad, stats = jax.grad(loss, has_aux=True)(at)
+        else:  # samples drawn at the evaluation point: the written-out gradient
+            grad, stats = sampled_on_policy_grad(pick(at), arms, rewards, sub)
+            if batch is not None:
+                grad = jnp.zeros_like(at).at[batch].add(grad)
+    return _apply(config, optimizer, state, grad, stats, **changes)
 
 
 MAX_OUTCOMES = 4096
@@ -546,9 +691,12 @@ def initial_state(config: BanditConfig, optimizer, logits: Array) -> BanditState
         old_logits=logits,
         history=jnp.broadcast_to(logits, (history_len, *logits.shape)),
         ref_logits=config.init_logits,
-        rollout_arms=jnp.zeros((config.n_prompts, config.group_size), jnp.int32),
-        rollout_rewards=jnp.zeros((config.n_prompts, config.group_size), logits.dtype),
-        rollout_order=jnp.arange(config.n_prompts, dtype=jnp.int32),
+        rollout_arms=jnp.zeros((config.prompts_per_rollout, config.group_size), jnp.int32),
+        rollout_rewards=jnp.zeros((config.prompts_per_rollout, config.group_size), logits.dtype),
+        rollout_order=jnp.arange(config.prompts_per_rollout, dtype=jnp.int32),
+        batch=jnp.arange(config.prompts_per_rollout, dtype=jnp.int32),
+        dataset_order=jnp.arange(config.n_prompts, dtype=jnp.int32),
+        cursor=jnp.asarray(config.n_prompts, jnp.int32),  # exhausted: the first rollout starts a shuffled epoch
         step=jnp.asarray(0, jnp.int32),
         diverged=jnp.asarray(False),
         diverged_step=jnp.asarray(-1, jnp.int32),
@@ -561,6 +709,7 @@ def run(config: BanditConfig, key: Array, steps: int, mode: str) -> BanditRun:
     optimizer = make_optimizer(config)
     state = initial_state(config, optimizer, config.init_logits)
     if mode == "expected" and config.lag_model == "refresh":
+        _check_expected(config)
         outcomes = rollout_outcomes(config)
         size = outcomes[0].shape[0]
         branches = jax.tree.map(lambda x: jnp.broadcast_to(x, (size, *jnp.shape(x))), state)

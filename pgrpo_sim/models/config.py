@@ -71,6 +71,8 @@ class BanditConfig(eqx.Module):
     lag_model: str = eqx.field(static=True)
     max_lag: int = eqx.field(static=True)
     minibatches: int = eqx.field(static=True)
+    batch_prompts: int | None = eqx.field(static=True)
+    dynamic_sampling: bool = eqx.field(static=True)
     optimizer: str = eqx.field(static=True)
 
     def __check_init__(self):
@@ -80,10 +82,12 @@ class BanditConfig(eqx.Module):
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
         check_range("group_size", self.group_size, 2, integer=True)
         check_range("max_lag", self.max_lag, 0, integer=True)
-        check_range("minibatches", self.minibatches, 1, self.rewards.shape[0], integer=True)
-        if self.rewards.shape[0] % self.minibatches:
+        check_range("batch_prompts", self.batch_prompts, 1, self.rewards.shape[0], integer=True)
+        per_rollout = self.prompts_per_rollout
+        check_range("minibatches", self.minibatches, 1, per_rollout, integer=True)
+        if per_rollout % self.minibatches:
             raise PgrpoSimError(
-                f"minibatches must divide the prompts per rollout ({self.rewards.shape[0]}), got {self.minibatches}"
+                f"minibatches must divide the prompts per rollout ({per_rollout}), got {self.minibatches}"
             )
         if self.minibatches > 1 and self.lag_model != "refresh":
             raise PgrpoSimError("minibatches > 1 needs lag_model 'refresh' (mini-batches of one reused rollout)")
@@ -118,7 +122,13 @@ class BanditConfig(eqx.Module):
 
     @property
     def n_prompts(self) -> int:
+        """Prompts in the dataset (rows of `rewards`)."""
         return self.rewards.shape[0]
+
+    @property
+    def prompts_per_rollout(self) -> int:
+        """Prompts in one rollout: `batch_prompts`, or the whole dataset."""
+        return self.n_prompts if self.batch_prompts is None else self.batch_prompts
 
     @property
     def n_arms(self) -> int:
@@ -167,6 +177,9 @@ def bandit_config(
     minibatches: int = 1,
     ref_sync_steps: ArrayLike | None = None,
     ref_sync_alpha: ArrayLike = 0.6,
+    difficulty: tuple[float, float] | None = None,
+    batch_prompts: int | None = None,
+    dynamic_sampling: bool = False,
 ) -> BanditConfig:
     """Build and validate a `BanditConfig`.
 
@@ -181,8 +194,27 @@ def bandit_config(
     `num_iterations`, verl `ppo_epochs`) × `minibatches` (TRL `steps_per_generation`; the rollout's prompts are
     split into this many equal parts, one optimiser step each). KL reference sync (TRL `sync_ref_model`): every
     `ref_sync_steps` steps π_ref ← α·π + (1 − α)·π_ref on the logits, α = `ref_sync_alpha` (None: never).
+
+    Prompt populations (README "Prompt populations"): a dataset of `n_prompts` = D prompts, each a bandit with
+    `n_correct` of `n_arms` correct and its own start: `p_ref` may be a list of D initial success probabilities,
+    or `difficulty=(a, b)` sets them to the D quantiles (d + ½)/D of Beta(a, b). `batch_prompts` = P prompts
+    per rollout, drawn without replacement through the dataset's epochs (sampled mode; expected mode averages
+    over batches, which is the whole dataset); `dynamic_sampling` drops groups whose rewards are all equal
+    from the loss (DAPO, without re-drawing; sampled mode).
     """
     check_range("prompts", n_prompts, 1, integer=True)
+    if difficulty is not None:
+        if p_ref is not None:
+            raise PgrpoSimError("give either p_ref (a list of per-prompt success probabilities) or difficulty")
+        a, b = difficulty
+        check_range("difficulty a", a, 0.0, low_open=True)
+        check_range("difficulty b", b, 0.0, low_open=True)
+        from scipy.stats import beta as beta_distribution
+
+        p_ref = beta_distribution.ppf((np.arange(n_prompts) + 0.5) / n_prompts, a, b)
+    if p_ref is not None and np.ndim(p_ref) == 1:
+        if len(p_ref) != n_prompts:
+            raise PgrpoSimError(f"p_ref must have one entry per prompt ({n_prompts}), got {len(p_ref)}")
     if rewards is None:
         check_range("arms", n_arms, 2, integer=True)
         check_range("correct", n_correct, 1, n_arms - 1, integer=True)
@@ -234,6 +266,8 @@ def bandit_config(
         lag_model=lag_model,
         max_lag=int(max_lag),
         minibatches=minibatches,
+        batch_prompts=batch_prompts,
+        dynamic_sampling=bool(dynamic_sampling),
         optimizer=optimizer,
         ref_sync_steps=ref_sync_steps,
         ref_sync_alpha=scalar(ref_sync_alpha),

@@ -18,7 +18,7 @@ from ..base.checks import as_float, check_choice, check_range
 from ..base.errors import PgrpoSimError
 from ..base.small_axes import axis_sum
 
-ADVANTAGES = ("std", "mean", "rloo")
+ADVANTAGES = ("std", "mean", "rloo", "batch")
 KL_ESTIMATORS = ("k1", "k2", "k3")
 LOG_RATIO_CLAMP = 20.0
 """verl clamps the log importance ratio to [−20, 20] before exponentiating."""
@@ -30,6 +30,8 @@ def group_advantages(rewards: ArrayLike, kind: str = "std", eps: float = 1e-6) -
     - "std" (GRPO): (r − mean)/(unbiased std + eps); a group whose rewards are all equal gives 0.
     - "mean" (Dr. GRPO): r − mean.
     - "rloo" (leave-one-out): r − mean of the other G − 1 rewards.
+    - "batch" (TRL `scale_rewards="batch"`): (r − group mean)/(unbiased std over every reward of the array +
+      eps): the groups of one batch share the scale.
     """
     check_choice("advantage", kind, ADVANTAGES)
     rewards = as_float(rewards)
@@ -41,6 +43,8 @@ def group_advantages(rewards: ArrayLike, kind: str = "std", eps: float = 1e-6) -
         return centred
     if kind == "rloo":
         return centred * (g / (g - 1))
+    if kind == "batch":
+        return centred / (jnp.std(rewards, ddof=1) + eps)
     std = jnp.sqrt(axis_sum(centred**2, keepdims=True) / (g - 1))
     return centred / (std + eps)
 

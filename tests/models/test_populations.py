@@ -1,0 +1,135 @@
+"""Prompt populations: a dataset of prompts of different difficulty, batches of P prompts per rollout drawn
+without replacement through the dataset's epochs, TRL's reward scaling and DAPO's dynamic sampling, and the
+read-outs under the names TRL logs (float64)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.stats import beta
+
+import pgrpo_sim as ps
+
+
+def test_one_prompt_population_is_todays_bandit():
+    """A dataset of one prompt with batches of one gives the plain bandit bit for bit."""
+    common = dict(p_ref=0.3, eta=0.4, momentum=0.5, beta=0.2, group_size=6)
+    for extra in (dict(), dict(lag_model="refresh", lag=3), dict(lag_model="stale", lag=2)):
+        plain = ps.simulate(ps.bandit_config(**common, **extra), 12, mode="sampled", seeds=4)
+        batched = ps.simulate(ps.bandit_config(**common, **extra, batch_prompts=1), 12, mode="sampled", seeds=4)
+        np.testing.assert_array_equal(batched.final_logits, plain.final_logits)
+        np.testing.assert_array_equal(batched.reward, plain.reward)
+
+
+def test_batches_cover_the_dataset_once_per_epoch():
+    config = ps.bandit_config(n_prompts=6, batch_prompts=2, difficulty=(1.0, 2.0), eta=0.3, group_size=4)
+    opt = ps.make_optimizer(config)
+    state = ps.initial_state(config, opt, config.init_logits)
+    keys = jax.random.split(jax.random.key(2), 9)
+    epochs = []
+    for n in range(9):
+        before = state.logits
+        state, _ = ps.step(config, opt, "sampled", state, keys[n])
+        moved = set(np.flatnonzero(np.any(np.asarray(state.logits != before), axis=-1)))
+        assert moved <= set(np.asarray(state.batch).tolist())  # only the batch's prompts are updated
+        if n % 3 == 0:
+            epochs.append([])
+        epochs[-1] += np.asarray(state.batch).tolist()
+    assert all(sorted(e) == list(range(6)) for e in epochs)
+    assert len({tuple(e) for e in epochs}) > 1  # each epoch its own order
+
+
+def test_difficulty_quantiles_and_spread():
+    """difficulty=(a, b): the D prompts start at the quantiles (d + ½)/D of Beta(a, b); prompt_spread is the
+    std over prompts of their success probability."""
+    config = ps.bandit_config(n_prompts=8, difficulty=(2.0, 5.0), n_arms=3, eta=0.2)
+    start = np.asarray(ps.simulate(config, 1).reward)  # mean over prompts
+    p = beta.ppf((np.arange(8) + 0.5) / 8, 2.0, 5.0)
+    np.testing.assert_allclose(start[0], p.mean(), rtol=1e-12)
+    np.testing.assert_allclose(ps.simulate(config, 1).prompt_spread[0], p.std(), rtol=1e-12)
+    with pytest.raises(ps.PgrpoSimError, match="one entry per prompt"):
+        ps.bandit_config(n_prompts=3, p_ref=[0.2, 0.5])
+
+
+def test_batch_scaled_advantages_match_a_hand_computation():
+    rewards = np.array([[1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    got = ps.group_advantages(jnp.asarray(rewards), "batch")
+    centred = rewards - rewards.mean(-1, keepdims=True)
+    np.testing.assert_allclose(got, centred / (np.std(rewards, ddof=1) + 1e-6), rtol=1e-12)
+    with pytest.raises(ps.PgrpoSimError, match="expected mode has no"):
+        ps.simulate(ps.bandit_config(advantage="batch"), 3)
+
+
+def test_dynamic_sampling_drops_groups_without_signal():
+    """DAPO: a group whose rewards are all equal carries no weight; the others share the loss."""
+    config = ps.bandit_config(n_prompts=2, beta=0.3, group_size=4, dynamic_sampling=True)
+    theta = jnp.asarray([[0.3, -0.2], [0.1, 0.4]])
+    arms = jnp.asarray([[0, 1, 0, 1], [0, 0, 1, 1]])
+    rewards = jnp.asarray([[1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]])  # the second group has no signal
+    loss, _ = ps.sampled_loss(theta, theta, arms, rewards, config)
+    alone = ps.bandit_config(n_prompts=1, beta=0.3, group_size=4)
+    only, _ = ps.sampled_loss(theta[:1], theta[:1], arms[:1], rewards[:1], alone)
+    np.testing.assert_allclose(loss, only, rtol=1e-12)
+    plain, _ = ps.sampled_loss(theta, theta, arms, rewards, config.replace(dynamic_sampling=False))
+    assert not np.isclose(plain, loss)
+
+
+def test_trl_read_outs_expected_equals_sampled_mean():
+    """batch_reward, reward_std, frac_reward_zero_std, clip ratios low/high and kl of one update at a fixed
+    (θ, π_old): the exact expectation (`expected_loss`) is the mean over drawn groups (`sampled_loss`), 4 s.e."""
+    config = ps.bandit_config(n_prompts=3, p_ref=[0.1, 0.5, 0.8], beta=0.3, group_size=5, clip=0.1)
+    old = config.init_logits
+    theta = old + jnp.asarray([[0.4, -0.1], [-0.3, 0.2], [0.25, 0.0]])  # ratios well outside 1 ± 0.1
+    _, want = ps.expected_loss(theta, old, config)
+    keys = jax.random.split(jax.random.key(4), 20000)
+
+    def one(key):
+        arms, rewards = ps.draw_rollout(config, old, key)
+        return ps.sampled_loss(theta, old, arms, rewards, config)[1]
+
+    got = jax.vmap(one)(keys)
+    for name in ("batch_reward", "group_reward_std", "zero_adv_frac", "kl", "clip_low_frac", "clip_high_frac"):
+        values = np.asarray(getattr(got, name))
+        assert values.std() > 0, name  # a read-out that varies, so the comparison means something
+        z = abs(values.mean() - float(getattr(want, name))) / (values.std() / np.sqrt(values.size))
+        assert z < 4, (name, values.mean(), float(getattr(want, name)))
+
+
+def test_cli_population_flags(tmp_path):
+    """--prompts D --difficulty A,B --batch-prompts P --scale-rewards batch --dynamic-sampling is the population
+    configuration; its CSV has the TRL read-outs."""
+    from pgrpo_sim.cli import SIMULATE_COLUMNS, main
+
+    out = tmp_path / "pop.csv"
+    flags = ["--prompts", "8", "--difficulty", "1,3", "--batch-prompts", "4", "--scale-rewards", "batch"]
+    argv = [*flags, "--dynamic-sampling", "--mode", "sampled", "--seeds", "4", "--steps", "6", "--eta", "0.5"]
+    assert main(["simulate", *argv, "--out", str(out)]) == 0
+    config = ps.bandit_config(
+        n_prompts=8, difficulty=(1.0, 3.0), batch_prompts=4, advantage="batch", dynamic_sampling=True, eta=0.5
+    )
+    run = ps.simulate(config, 6, mode="sampled", seeds=4, key=jax.random.key(0))
+    table = np.loadtxt(out, delimiter=",", skiprows=1)
+    assert table.shape == (7, len(SIMULATE_COLUMNS))
+    for name in ("reward", "batch_reward", "group_reward_std", "prompt_spread"):
+        np.testing.assert_allclose(
+            table[:, SIMULATE_COLUMNS.index(name)], np.asarray(getattr(run, name)).mean(0), rtol=1e-6
+        )
+
+
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["--difficulty", "1"], "--difficulty expects A,B"),
+        (["--difficulty", "0,2"], "difficulty a must be > 0"),
+        (["--prompts", "4", "--batch-prompts", "5"], "batch_prompts must be in [1, 4]"),
+        (["--scale-rewards", "none", "--advantage", "rloo"], "means --advantage mean"),
+        (["--dynamic-sampling"], "expected mode has no exact form"),
+    ],
+)
+def test_cli_population_flags_refuse_bad_input(extra, words, tmp_path, capsys):
+    from pgrpo_sim.cli import main
+
+    out = tmp_path / "x.csv"
+    assert main(["simulate", "--steps", "2", *extra, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and "\n" not in err and not out.exists()
