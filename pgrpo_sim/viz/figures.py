@@ -12,20 +12,30 @@ from ..models.hyperparameters import HYPERPARAMETERS
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 
 
-def plot_reward_curve(steps, mean, std, path: str, *, title: str = "") -> None:
-    """Reward curve (mean ± one std band across seeds) against optimiser step, saved to `path`."""
+def reward_curve_figure(steps, mean, std, *, title: str = ""):
+    """Reward curve (mean ± one std band across seeds) against optimiser step; the band is drawn inside [0, 1],
+    where a success probability lives."""
     steps, mean, std = (np.asarray(a, float) for a in (steps, mean, std))
     fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
     ax.plot(steps, mean, color=PALETTE[0], lw=1.5, label="mean reward p")
     if np.any(std > 0):
-        ax.fill_between(steps, mean - std, mean + std, color=PALETTE[0], alpha=0.25, lw=0, label="± 1 std (seeds)")
+        low, high = np.clip(mean - std, 0.0, 1.0), np.clip(mean + std, 0.0, 1.0)
+        ax.fill_between(steps, low, high, color=PALETTE[0], alpha=0.25, lw=0, label="± 1 std (seeds), within [0, 1]")
     ax.set_xlabel("optimiser step")
     ax.set_ylabel("expected reward p (success probability)")
     ax.set_title(title, fontsize=9)
     ax.legend(loc="best")
     ax.grid(alpha=0.3)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
+
+
+def plot_reward_curve(steps, mean, std, path: str, *, title: str = "") -> None:
+    """`reward_curve_figure`, saved to `path` (its suffix picks the format)."""
+    fig = reward_curve_figure(steps, mean, std, title=title)
+    try:
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)
 
 
 def plot_ensemble(ts, mean, std, paths, closed_form, path: str) -> None:
@@ -111,20 +121,26 @@ def _axis_label(name: str) -> str:
 
 def validation_figure(name: str, out_dir, *data) -> str:
     """Draw one validation section's figure into `out_dir/<name>.png`; returns the file name."""
-    fig = _VALIDATION_FIGURES[name](*data)
-    fig.savefig(f"{out_dir}/{name}.png", dpi=110)
-    plt.close(fig)
+    fig = make_validation_figure(name, *data)
+    try:
+        fig.savefig(f"{out_dir}/{name}.png", dpi=110)
+    finally:
+        plt.close(fig)
     return f"{name}.png"
 
 
+def make_validation_figure(name: str, *data):
+    """The figure of one validation section (`VALIDATION_FIGURES`), from the numbers the section computed."""
+    return VALIDATION_FIGURES[name](*data)
+
+
 def _fig_group_size(curves_all, group_sizes):
+    """curves_all: advantage kind → (expected curves (G, T), sampled seed-mean curves (G, T), their 95 % half-width)."""
     fig, axes = plt.subplots(1, len(curves_all), figsize=(11, 3.6), layout="constrained", sharey=True)
-    for ax, (kind, (expected, sampled)) in zip(axes, curves_all.items()):
+    for ax, (kind, (expected, mean, half)) in zip(axes, curves_all.items()):
         steps = np.arange(expected.shape[-1])
         for i, g in enumerate(group_sizes):
-            mean = sampled[i].mean(0)
-            half = 1.96 * sampled[i].std(0) / np.sqrt(sampled.shape[1])
-            ax.fill_between(steps, mean - half, mean + half, color=PALETTE[i], alpha=0.25, lw=0)
+            ax.fill_between(steps, mean[i] - half[i], mean[i] + half[i], color=PALETTE[i], alpha=0.25, lw=0)
             ax.plot(steps, expected[i], color=PALETTE[i], lw=1.4, label=f"G = {g}")
         ax.set_title(f"advantage: {kind}")
         ax.set_xlabel("optimiser step")
@@ -134,14 +150,17 @@ def _fig_group_size(curves_all, group_sizes):
     return fig
 
 
-def _fig_fluctuations(g, var, se, pred_var, slope, intercept):
+def _fig_fluctuations(g, var, se, pred_var, fitted, inverse, slope):
+    """Measured Var(p) ± 2 s.e., the prediction, the fitted power law and a 1/G line, at the group sizes used."""
     fig, ax = plt.subplots(figsize=(5.6, 4.0), layout="constrained")
     ax.errorbar(g, var, yerr=2 * se, fmt="o", color=PALETTE[0], label="measured late Var(p) (± 2 s.e.)")
     ax.plot(g, pred_var, "s--", color=PALETTE[3], label="predicted D/(2GCK)")
-    ax.plot(g, np.exp(intercept) * g**slope, color=PALETTE[0], lw=1, label=f"fit: slope {slope:.2f}")
-    ax.plot(g, var[0] * (g / g[0]) ** -1.0, color="0.5", ls=":", label="slope −1")
+    ax.plot(g, fitted, color=PALETTE[0], lw=1, label=f"fit: slope {slope:.2f}")
+    ax.plot(g, inverse, color="0.5", ls=":", label="slope −1")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xticks(g, [f"{int(v)}" for v in g])
+    ax.xaxis.set_minor_locator(plt.NullLocator())
     ax.set_xlabel("group size G")
     ax.set_ylabel("stationary Var(p)")
     ax.legend(fontsize=8)
@@ -150,11 +169,15 @@ def _fig_fluctuations(g, var, se, pred_var, slope, intercept):
 
 
 def _fig_onset(mus, changes, measured, continuous, discrete):
+    """Sign changes against μ with the three onsets; the two predictions nearly coincide, so the discrete one is
+    a wide translucent band under the dashed continuous line, each labelled with its value."""
     fig, ax = plt.subplots(figsize=(5.6, 4.0), layout="constrained")
     ax.plot(mus, changes, "o-", color=PALETTE[0], ms=3, label="sign changes of e (bandit)")
-    ax.axvline(discrete, color=PALETTE[2], ls="-", label="discrete complex-root onset")
-    ax.axvline(continuous, color=PALETTE[3], ls="--", label="continuous ζ = 1")
-    ax.axvline(measured, color="k", ls=":", label="measured onset")
+    ax.axvline(
+        discrete, color=PALETTE[2], ls="-", lw=6, alpha=0.45, label=f"discrete complex-root onset {discrete:.4f}"
+    )
+    ax.axvline(continuous, color=PALETTE[3], ls="--", lw=1.3, label=f"continuous ζ = 1 at {continuous:.4f}")
+    ax.axvline(measured, color="k", ls=":", lw=1.3, label=f"measured onset {measured:.3f}")
     ax.set_yscale("symlog")
     ax.set_xlabel("momentum μ")
     ax.set_ylabel("sign changes of p − p*")
@@ -186,6 +209,7 @@ def _fig_lag(cases):
     )
     ax.plot(x, [c["continuous"] for c in cases], "_", color=PALETTE[3], ms=16, mew=2, label="continuous τ*")
     ax.set_xticks(x, [f"{c['lag_model']}\nη={c['eta']} μ={c['momentum']}" for c in cases], fontsize=7)
+    ax.set_xlabel("case: lag model, learning rate η, momentum μ")
     ax.set_ylabel("critical lag (steps)")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -193,28 +217,82 @@ def _fig_lag(cases):
 
 
 def _fig_saturation(curves):
-    fig, axes = plt.subplots(1, len(curves), figsize=(10, 3.6), layout="constrained")
+    """Top row: each whole curve with the fitted laws; bottom row: its first `zoom` steps, where a slow start
+    shows. curves: label → (p, {law: fitted curve}, zoom)."""
+    fig, axes = plt.subplots(2, len(curves), figsize=(10, 6.4), layout="constrained", squeeze=False)
     styles = {"saturation": ("--", PALETTE[3]), "critical": (":", PALETTE[2]), "oscillator": ("-.", PALETTE[4])}
-    for ax, (label, (p, fits)) in zip(axes, curves.items()):
+    for col, (label, (p, fits, zoom)) in enumerate(curves.items()):
         steps = np.arange(p.size)
-        ax.plot(steps, p, color="k", lw=2.5, alpha=0.35, label="bandit (expected)")
-        for law, curve in fits.items():
-            ax.plot(steps, curve, ls=styles[law][0], color=styles[law][1], lw=1.3, label=law)
-        ax.set_title(label)
-        ax.set_xlabel("optimiser step")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("expected reward p")
-    axes[0].legend(fontsize=8)
+        for row, end in enumerate((p.size, zoom + 1)):
+            ax = axes[row, col]
+            ax.plot(steps[:end], p[:end], color="k", lw=2.5, alpha=0.35, label="bandit (expected)")
+            for law, curve in fits.items():
+                ax.plot(steps[:end], curve[:end], ls=styles[law][0], color=styles[law][1], lw=1.3, label=law)
+            ax.set_title(label if row == 0 else f"{label}: the first {zoom} steps", fontsize=9)
+            ax.set_xlabel("optimiser step")
+            ax.grid(alpha=0.3)
+        axes[0, col].axvspan(0, zoom, color="0.85", zorder=0)
+    for row in range(2):
+        axes[row, 0].set_ylabel("expected reward p")
+    axes[0, 0].legend(fontsize=8)
     return fig
 
 
-_VALIDATION_FIGURES = {
+def _fig_stiffness(cases):
+    """K three ways per case: exact (Jacobian), the paper's early slope, and the oscillator fit ± 2 s.e."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.0), layout="constrained")
+    x = np.arange(len(cases))
+    ax.plot(x, [c["exact"] for c in cases], "_", color="k", ms=22, mew=2, label="(a) exact Jacobian")
+    ax.plot(x - 0.12, [c["slope"] for c in cases], "v", color=PALETTE[3], ms=7, label="(b) early slope")
+    ax.errorbar(
+        x + 0.12,
+        [c["fit"] for c in cases],
+        yerr=[2 * c["fit_stderr"] for c in cases],
+        fmt="o",
+        color=PALETTE[0],
+        ms=5,
+        label="(c) oscillator fit ± 2 s.e.",
+    )
+    ax.set_xticks(x, [f"η={c['eta']} μ={c['momentum']}\n{c['regime']}" for c in cases], fontsize=7)
+    ax.set_xlabel("case: learning rate η, momentum μ, predicted regime")
+    ax.set_ylabel("stiffness K")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def _fig_failure_modes(runs, readouts, first_steps, first):
+    """For each run (rows) the step at which each read-out's flag first fired (columns; empty: never), the first
+    flag of the run outlined."""
+    fig, ax = plt.subplots(figsize=(7.0, 3.8), layout="constrained")
+    steps = np.array([[np.nan if v is None else float(v) for v in row] for row in first_steps])
+    shown = np.ma.masked_invalid(steps)
+    image = ax.imshow(shown, cmap="viridis_r", aspect="auto")
+    fig.colorbar(image, ax=ax, label="first step the flag fired")
+    for i, row in enumerate(steps):
+        for j, v in enumerate(row):
+            first_here = first[i] == readouts[j]
+            text = "—" if np.isnan(v) else f"{v:g}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="k" if np.isnan(v) else "w")
+            if first_here:
+                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=PALETTE[3], lw=2.5))
+    ax.set_xticks(range(len(readouts)), readouts)
+    ax.set_yticks(range(len(runs)), [f"{r} run" for r in runs])
+    ax.set_xlabel("read-out (flag); outlined: the run's first flag")
+    return fig
+
+
+VALIDATION_FIGURES = {
     "saturation_law": _fig_saturation,
     "group_size_invariance": _fig_group_size,
     "fluctuations": _fig_fluctuations,
     "oscillation_onset": _fig_onset,
     "lag_threshold": _fig_lag,
+    "stiffness": _fig_stiffness,
+    "failure_modes": _fig_failure_modes,
 }
+"""Section name → the function drawing its figure from the section's numbers."""
 
 
 def plot_convergence(result, path: str) -> None:

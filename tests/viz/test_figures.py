@@ -1,0 +1,79 @@
+"""Figures draw what they are given, readably: every validation section has one, the two nearly equal onset
+predictions stay distinguishable, axes carry labels and the ticks of the values used, a reward band stays
+inside [0, 1], and the saturation figure zooms into the start where a slow start shows."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from pgrpo_sim.reports.validate import SECTIONS  # noqa: E402
+from pgrpo_sim.viz.figures import VALIDATION_FIGURES, make_validation_figure, reward_curve_figure  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def test_every_validation_section_has_a_figure():
+    assert set(VALIDATION_FIGURES) == set(SECTIONS)
+
+
+def test_onset_lines_stay_distinguishable():
+    fig = make_validation_figure("oscillation_onset", np.linspace(0, 0.95, 12), np.arange(12), 0.777, 0.7216, 0.7225)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    discrete = next(v for k, v in lines.items() if k.startswith("discrete"))
+    continuous = next(v for k, v in lines.items() if k.startswith("continuous"))
+    # the discrete band is wider than the dashed continuous line drawn over it, and each names its value
+    assert discrete.get_linewidth() >= 3 * continuous.get_linewidth() and continuous.get_linestyle() == "--"
+    assert "0.7225" in discrete.get_label() and "0.7216" in continuous.get_label()
+
+
+def test_fluctuations_ticks_at_the_group_sizes():
+    g = np.array([4.0, 8.0, 16.0])
+    var = 1e-4 / g
+    fig = make_validation_figure("fluctuations", g, var, 0.05 * var, var, var, var, -1.0)
+    ax = fig.axes[0]
+    np.testing.assert_array_equal(ax.get_xticks(), g)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["4", "8", "16"]
+
+
+def test_lag_threshold_has_axis_labels():
+    cases = [dict(lag_model="stale", eta=0.1, momentum=0.5, measured=3, exact=3, continuous=2.5)]
+    ax = make_validation_figure("lag_threshold", cases).axes[0]
+    assert ax.get_xlabel() and ax.get_ylabel()
+
+
+def test_saturation_figure_zooms_into_the_start():
+    p = 0.8 - 0.6 * np.exp(-np.arange(6667) / 50.0)
+    fig = make_validation_figure("saturation_law", {"η=0.01, μ=0.8": (p, {"saturation": p}, 333)})
+    whole, zoomed = fig.axes
+    assert whole.get_xlim()[1] > 6000 and zoomed.get_xlim()[1] < 400
+
+
+def test_stiffness_and_failure_mode_figures():
+    cases = [dict(eta=0.05, momentum=0.0, regime="overdamped", exact=0.225, slope=0.09, fit=0.23, fit_stderr=1e-3)]
+    ax = make_validation_figure("stiffness", cases).axes[0]
+    assert ax.get_ylabel() == "stiffness K" and ax.get_xlabel()
+    fig = make_validation_figure(
+        "failure_modes",
+        ["hacking", "healthy"],
+        ["hacking", "instability"],
+        [[53, None], [None, None]],
+        ["hacking", None],
+    )
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["hacking", "instability"]
+
+
+def test_reward_band_stays_within_zero_and_one():
+    steps = np.arange(50)
+    mean = np.linspace(0.1, 0.95, 50)
+    fig = reward_curve_figure(steps, mean, np.full(50, 0.3))
+    (band,) = fig.axes[0].collections
+    y = np.concatenate([path.vertices[:, 1] for path in band.get_paths()])
+    assert y.min() >= 0.0 and y.max() <= 1.0
