@@ -15,6 +15,7 @@ from .analysis.outcomes import Outcomes as Outcomes, outcomes as outcomes
 from .analysis.phase import (
     PhasePrediction as PhasePrediction,
     agreement as agreement,
+    predict_cells as predict_cells,
     predict_grid as predict_grid,
 )
 from .analysis.search import SearchResult as SearchResult, grid_search as grid_search, search as search
@@ -26,6 +27,8 @@ from .analysis.summaries import (
 from .analysis.sweep import (
     Axis as Axis,
     SweepError as SweepError,
+    check_sweep as check_sweep,
+    grid_axes as grid_axes,
     load_sweep as load_sweep,
     parse_axis as parse_axis,
     run_sweep as run_sweep,
