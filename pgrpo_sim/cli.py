@@ -17,7 +17,7 @@ import numpy as np
 
 from .base.checks import check_range, describe_range
 from .base.errors import PgrpoSimError
-from .base.outputs import check_output_dir, check_output_file, claim_output_dir
+from .base.outputs import check_output_dir, check_output_file, claim_output_dir, remove_outputs
 from .models.hyperparameters import HYPERPARAMETERS
 
 
@@ -424,14 +424,16 @@ TUNE_OUTPUTS = ("summary.json", "convergence.png")
 
 def _claim(args: argparse.Namespace, command: str, outputs: Sequence[str], *, resumable: bool = False) -> Path:
     """Create and mark --out for `command` (refusing another command's or a foreign directory) and arrange
-    what an interrupt leaves: a resumable command keeps its finished work, any other removes its partial output."""
+    what an interrupt leaves: a resumable command keeps its finished work; any other first removes its previous
+    result (a rerun replaces it) and, interrupted, its partial output."""
     out = Path(args.out)
     existed = out.exists()
-    before = {p.name for p in out.iterdir()} if existed and out.is_dir() else set()
     claim_output_dir(out, command, outputs, overwrite=args.overwrite)
     if resumable:
         args.interrupt_note = f"the finished chunks are kept in {out}/chunks; rerun the same command to resume"
         return out
+    remove_outputs(out, outputs)  # a rerun replaces the previous result: a partial one never passes for it
+    before = {p.name for p in out.iterdir()}
 
     def cleanup() -> None:
         if not existed:

@@ -90,6 +90,14 @@ def test_interrupted_validate_removes_its_partial_output(tmp_path, monkeypatch, 
     err = _one_line(capsys.readouterr().err)
     assert "interrupted" in err and "removed" in err and "rerun" in err
     assert not out.exists()
+    # a rerun into its own directory replaces the previous result: interrupted, it leaves no stale report that
+    # would pass for the result, and what pgrpo-sim did not write stays
+    out.mkdir()
+    (out / MARK).write_text(json.dumps({"command": "validate", "outputs": ["report.md", "results.json", "*.png"]}))
+    for name in ("report.md", "results.json", "old.png", "notes.txt"):
+        (out / name).write_text(name)
+    assert main(["validate", "--quick", "--out", str(out)]) == 130
+    assert sorted(p.name for p in out.iterdir()) == sorted([MARK, "notes.txt"])
 
 
 def test_interrupted_sweep_keeps_chunks_and_resumes_identically(tmp_path, monkeypatch, capsys):
