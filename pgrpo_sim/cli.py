@@ -141,6 +141,13 @@ def _add_bandit_args(p: argparse.ArgumentParser) -> None:
         help="prompts per rollout, drawn without replacement through the dataset's epochs (default: all)",
     )
     a("--dynamic-sampling", action="store_true", help="drop groups whose rewards are all equal (DAPO)")
+    a(
+        "--shared-features",
+        type=_integer,
+        default=None,
+        metavar="F",
+        help="shared parameters: a linear-softmax policy over F Gaussian prompt features (fixed seed 0)",
+    )
     a("--kl", choices=("k1", "k2", "k3", "exact"), default="k3")
     a("--kl-clamp", type=_finite_float, default=None, help="clamp k3 to [-c, c] (verl: 10)")
     a("--clip", type=_finite_float, default=0.2, help=_help("clip", "(ε_low, and ε_high unless given)"))
@@ -166,6 +173,11 @@ def _population_args(args: argparse.Namespace) -> dict:
     out = dict(advantage=advantage, dynamic_sampling=args.dynamic_sampling, p_ref=args.p_ref)
     if args.batch_prompts is not None:
         out["batch_prompts"] = args.batch_prompts
+    if args.shared_features is not None:
+        if args.shared_features < 1:
+            raise UsageError(f"--shared-features must be >= 1, got {args.shared_features}")
+        rng = np.random.default_rng(0)  # the features define the dataset: the same for every run
+        out["features"] = rng.standard_normal((args.prompts, args.shared_features)) / np.sqrt(args.shared_features)
     if args.difficulty is not None:
         try:
             a, b = (float(v) for v in args.difficulty.split(","))

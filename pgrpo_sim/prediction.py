@@ -112,6 +112,8 @@ def _classes(config: BanditConfig) -> tuple[np.ndarray, int, int]:
             "optimizer adam is not supported: Adam rescales each logit separately, so the exact two-arm reduction "
             "(and the p*, K, ζ and spectral radius it gives) does not hold; use sgd or nesterov"
         )
+    if config.features is not None:
+        raise PgrpoSimError("prediction needs per-prompt logits: shared parameters (features) are not reduced")
     if not is_concrete(config.rewards):
         raise PgrpoSimError("the class structure (rewards) must be concrete: vmap over hyperparameters, not rewards")
     rewards = np.asarray(config.rewards)

@@ -99,13 +99,15 @@ class BanditRun(NamedTuple):
 
 
 class BanditState(NamedTuple):
-    """State of one run between steps (low-level API): logits θ_n, optimiser state, π_old's logits ("refresh"),
+    """State of one run between steps (low-level API): logits θ_n, the shared parameters W (F, N) when prompts
+    have features (θ = θ_0 + Φ W; empty otherwise), optimiser state, π_old's logits ("refresh"),
     the stale-lag ring buffer of past logits ("stale"), the KL reference's logits (moved by reference sync), the
     current rollout (arms and rewards (P, G) and the epoch's prompt order (P,), for reuse), the rollout's
     prompts (P indices into the dataset), the dataset epoch's order (D,) and how far it has been used (cursor),
     step counter n and the divergence flag and step."""
 
     logits: Array
+    params: Array
     opt_state: optax.OptState
     old_logits: Array
     history: Array
@@ -460,13 +462,21 @@ def _policy_metrics(config: BanditConfig, theta: Array) -> dict[str, Array]:
 def _apply(config: BanditConfig, optimizer, state: BanditState, grad: Array, stats: UpdateStats, **changes):
     """Take the optimiser step `grad` from state θ_n (frozen once diverged) and the read-outs of step n."""
     n, theta = state.step, state.logits
-    updates, opt_state = optimizer.update(grad, state.opt_state, theta)
-    proposed = optax.apply_updates(theta, updates)
+    params = state.params
+    if config.features is None:  # the logits are the parameters
+        updates, opt_state = optimizer.update(grad, state.opt_state, theta)
+        proposed = optax.apply_updates(theta, updates)
+    else:  # shared parameters W: θ = θ_0 + Φ W, so ∂L/∂W = Φᵀ ∂L/∂θ
+        grad = config.features.T @ grad
+        updates, opt_state = optimizer.update(grad, state.opt_state, params)
+        params = optax.apply_updates(params, updates)
+        proposed = theta + config.features @ updates
     blown = ~jnp.all(jnp.isfinite(proposed))
     diverged = state.diverged | blown
     keep = lambda new, cur: jnp.where(diverged, cur, new)  # noqa: E731
     nxt = state._replace(
         logits=keep(proposed, theta),
+        params=keep(params, state.params),
         opt_state=jax.tree.map(keep, opt_state, state.opt_state),
         step=n + 1,
         diverged=diverged,
@@ -495,8 +505,13 @@ def batch_config(config: BanditConfig, batch: Array | None) -> BanditConfig:
     if batch is None:
         return config
     true = None if config.true_rewards is None else config.true_rewards[batch]
+    features = None if config.features is None else config.features[batch]
     return config.replace(
-        rewards=config.rewards[batch], init_logits=config.init_logits[batch], true_rewards=true, batch_prompts=None
+        rewards=config.rewards[batch],
+        init_logits=config.init_logits[batch],
+        true_rewards=true,
+        features=features,
+        batch_prompts=None,
     )
 
 
@@ -685,9 +700,16 @@ def reuse_branch_step(config: BanditConfig, optimizer, branches: BanditState, we
 def initial_state(config: BanditConfig, optimizer, logits: Array) -> BanditState:
     """(Low-level API) a run at rest at `logits`: zero optimiser state, π_old and the stale-lag history equal to it."""
     history_len = config.max_lag + 1 if config.lag_model == "stale" else 1
+    if config.features is None:
+        params = jnp.zeros((0, logits.shape[-1]), logits.dtype)
+        opt_state = optimizer.init(logits)
+    else:
+        params = jnp.zeros((config.features.shape[-1], logits.shape[-1]), logits.dtype)
+        opt_state = optimizer.init(params)
     return BanditState(
         logits=logits,
-        opt_state=optimizer.init(logits),
+        params=params,
+        opt_state=opt_state,
         old_logits=logits,
         history=jnp.broadcast_to(logits, (history_len, *logits.shape)),
         ref_logits=config.init_logits,

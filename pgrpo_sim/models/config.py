@@ -63,6 +63,7 @@ class BanditConfig(eqx.Module):
     grad_clip: Array | None = eqx.field(converter=_as_float)
     ref_sync_steps: Array | None = eqx.field(converter=lambda x: None if x is None else _as_int(x))
     ref_sync_alpha: Array = eqx.field(converter=_as_float)
+    features: Array | None = eqx.field(converter=_as_float)
     lag: Array = eqx.field(converter=_as_int)
     adv_eps: Array = eqx.field(converter=_as_float)
     group_size: int = eqx.field(static=True)
@@ -115,6 +116,12 @@ class BanditConfig(eqx.Module):
                 f"({self.minibatches}), got {np.asarray(self.lag)}"
             )
         check_range("ref_sync_steps", self.ref_sync_steps, 1, integer=True)
+        if self.features is not None:
+            if self.features.ndim != 2 or self.features.shape[0] != self.rewards.shape[0]:
+                raise PgrpoSimError(
+                    f"features must have shape (prompts, F) = ({self.rewards.shape[0]}, F), got {self.features.shape}"
+                )
+            check_range("features", self.features)
         check_range("ref_sync_alpha", self.ref_sync_alpha, 0.0, 1.0)
         check_range("adv_eps", self.adv_eps, 0.0)
         if self.lag_model == "none" and is_concrete(self.lag) and np.any(np.asarray(self.lag) != 0):
@@ -180,6 +187,7 @@ def bandit_config(
     difficulty: tuple[float, float] | None = None,
     batch_prompts: int | None = None,
     dynamic_sampling: bool = False,
+    features: ArrayLike | None = None,
 ) -> BanditConfig:
     """Build and validate a `BanditConfig`.
 
@@ -200,7 +208,9 @@ def bandit_config(
     or `difficulty=(a, b)` sets them to the D quantiles (d + ½)/D of Beta(a, b). `batch_prompts` = P prompts
     per rollout, drawn without replacement through the dataset's epochs (sampled mode; expected mode averages
     over batches, which is the whole dataset); `dynamic_sampling` drops groups whose rewards are all equal
-    from the loss (DAPO, without re-drawing; sampled mode).
+    from the loss (DAPO, without re-drawing; sampled mode). `features` Φ (D, F) switches to shared parameters:
+    a linear-softmax policy θ_d = θ_0,d + φ_d W with W (F, N) trained (from 0) instead of the per-prompt logits,
+    so an update on one prompt moves every prompt whose features overlap.
     """
     check_range("prompts", n_prompts, 1, integer=True)
     if difficulty is not None:
@@ -271,4 +281,5 @@ def bandit_config(
         optimizer=optimizer,
         ref_sync_steps=ref_sync_steps,
         ref_sync_alpha=scalar(ref_sync_alpha),
+        features=None if features is None else as_float(features).astype(dtype),
     )

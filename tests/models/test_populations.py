@@ -124,6 +124,7 @@ def test_cli_population_flags(tmp_path):
         (["--prompts", "4", "--batch-prompts", "5"], "batch_prompts must be in [1, 4]"),
         (["--scale-rewards", "none", "--advantage", "rloo"], "means --advantage mean"),
         (["--dynamic-sampling"], "expected mode has no exact form"),
+        (["--shared-features", "0"], "--shared-features must be >= 1"),
     ],
 )
 def test_cli_population_flags_refuse_bad_input(extra, words, tmp_path, capsys):
@@ -133,3 +134,30 @@ def test_cli_population_flags_refuse_bad_input(extra, words, tmp_path, capsys):
     assert main(["simulate", "--steps", "2", *extra, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert words in err and "\n" not in err and not out.exists()
+
+
+def test_identity_features_are_independent_prompts():
+    """Shared parameters with Φ = I (one feature per prompt) are the per-prompt logits: the same run."""
+    common = dict(n_prompts=4, difficulty=(1.0, 2.0), eta=0.4, momentum=0.5, beta=0.1, batch_prompts=2)
+    plain = ps.simulate(ps.bandit_config(**common), 10, mode="sampled", seeds=3)
+    shared = ps.simulate(ps.bandit_config(**common, features=np.eye(4)), 10, mode="sampled", seeds=3)
+    np.testing.assert_allclose(shared.final_logits, plain.final_logits, rtol=1e-12, atol=1e-14)
+
+
+def test_shared_parameters_equal_a_hand_loop_and_move_every_prompt():
+    """θ = θ_0 + Φ W, W ← W − η Φᵀ ∂L/∂θ (expected mode, SGD); with a batch of one prompt the others move too."""
+    phi = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])
+    config = ps.bandit_config(n_prompts=3, p_ref=[0.2, 0.4, 0.6], eta=0.5, beta=0.2, features=phi)
+    run = ps.simulate(config, 6)
+    theta0 = np.asarray(config.init_logits)
+    w = np.zeros((2, 2))
+    for _ in range(6):
+        grad, _ = ps.on_policy_grad(jnp.asarray(theta0 + phi @ w), config)
+        w = w - 0.5 * phi.T @ np.asarray(grad)
+    np.testing.assert_allclose(run.final_logits, theta0 + phi @ w, rtol=1e-12)
+    one = ps.bandit_config(n_prompts=3, p_ref=[0.2, 0.4, 0.6], eta=0.5, features=phi, batch_prompts=1)
+    opt = ps.make_optimizer(one)
+    state = ps.initial_state(one, opt, one.init_logits)
+    state, _ = ps.step(one, opt, "sampled", state, jax.random.key(1))
+    moved = np.any(np.asarray(state.logits != one.init_logits), axis=-1)
+    assert moved.sum() >= 2 and int(state.batch[0]) in np.flatnonzero(moved)  # the batch's prompt and others
