@@ -41,6 +41,15 @@ def test_failed_validation_leaves_nothing_and_the_corrected_rerun_runs(tmp_path,
     assert read_mark(out)["command"] == "sweep" and (out / "sweep.nc").exists()
 
 
+def test_rejected_sweep_error_is_not_glued_to_a_progress_bar(tmp_path, capsys):
+    """Without --quiet the progress bar is not even started before everything is validated."""
+    assert (
+        main(["sweep", "--grid", "momentum=0:1:5", "--beta", "0.5", "--steps", "20", "--out", str(tmp_path / "d")]) == 2
+    )
+    err = _one_line(capsys.readouterr().err)
+    assert err.startswith("pgrpo-sim: error: grid axis 'momentum=0:1:5'")
+
+
 def test_sweep_of_only_static_axes(tmp_path):
     assert (
         main(
