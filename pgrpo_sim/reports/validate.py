@@ -31,6 +31,7 @@ from ..models import linear, theory
 from ..models.bandit import simulate
 from ..models.config import bandit_config
 from ..prediction import predict
+from . import rollout_claims
 
 BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
 VERDICT_Z = 3.0
@@ -52,6 +53,7 @@ class Resolution:
     refresh_pairs: tuple = ((1.0, 0.0), (0.5, 0.5), (0.2, 0.9), (2.0, 0.0))
     max_lag: int = 30
     lag_steps: int = 3000
+    rollouts: rollout_claims.RolloutResolution = rollout_claims.FULL
 
 
 QUICK = Resolution(
@@ -62,6 +64,7 @@ QUICK = Resolution(
     lag_pairs=((0.2, 0.0), (0.1, 0.5), (0.05, 0.9)),
     refresh_pairs=((1.0, 0.0), (0.2, 0.9)),
     lag_steps=1500,
+    rollouts=rollout_claims.QUICK,
 )
 FULL = Resolution()
 
@@ -276,7 +279,7 @@ def lag_threshold(res: Resolution, seed: int, plot: Callable | None) -> dict:
     lags = np.arange(res.max_lag + 1)
     cases = []
     # refresh here is the fresh-sample variant (a new group from π_old every step, the infinite-batch limit);
-    # rollout reuse (lag model "refresh") gets its own section (planned: issue "Rollouts as practitioners run them")
+    # rollout reuse (lag model "refresh") has its own section, 8 (`rollout_claims.rollout_reuse`)
     for model, pairs in (("stale", res.lag_pairs), ("refresh_fresh", res.refresh_pairs)):
         for eta, mu in pairs:
             fixed = BASE | dict(eta=eta, momentum=mu, lag_model=model)
@@ -527,6 +530,20 @@ def failure_modes(res: Resolution, seed: int, plot: Callable | None) -> dict:
     return out
 
 
+# 8, 9 ------------------------------------------------------------------------------------------------
+def rollout_reuse(res: Resolution, seed: int, plot: Callable | None) -> dict:
+    """Claim: reusing a rollout for K_ref optimiser steps is stable while K·η_eff·K_ref < 1 − μ (the paper's
+    threshold), against the measured onset with reuse and with fresh samples and the exact Floquet onset
+    (`rollout_claims.rollout_reuse`)."""
+    return rollout_claims.rollout_reuse(res.rollouts, plot)
+
+
+def mean_field(res: Resolution, seed: int, plot: Callable | None) -> dict:
+    """Claim: one oscillator describes the mean reward of a prompt population, as its difficulty spread grows,
+    with per-prompt and with shared parameters (`rollout_claims.mean_field`)."""
+    return rollout_claims.mean_field(res.rollouts, plot)
+
+
 SECTIONS: dict[str, tuple[str, Callable]] = {
     "group_size_invariance": ("1. Group-size invariance", group_size_invariance),
     "fluctuations": ("2. 1/G fluctuations", fluctuations),
@@ -535,6 +552,8 @@ SECTIONS: dict[str, tuple[str, Callable]] = {
     "saturation_law": ("5. Saturation law and the slow start", saturation_law),
     "stiffness": ("6. Stiffness is measurable", stiffness),
     "failure_modes": ("7. Failure modes are separable", failure_modes),
+    "rollout_reuse": ("8. Rollout reuse: the critical number of epochs", rollout_reuse),
+    "mean_field": ("9. One oscillator for a prompt population", mean_field),
 }
 
 

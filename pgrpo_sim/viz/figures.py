@@ -283,7 +283,52 @@ def _fig_failure_modes(runs, readouts, first_steps, first):
     return fig
 
 
+def _fig_rollout_reuse(cases, max_epochs):
+    clips = sorted({c["clip"] for c in cases})
+    fig, axes = plt.subplots(1, len(clips), figsize=(4.2 * len(clips), 3.8), layout="constrained", sharey=True)
+    axes = np.atleast_1d(axes)
+    above = max_epochs + 1
+    for ax, clip in zip(axes, clips):
+        mine = [c for c in cases if c["clip"] == clip]
+        etas = np.array([c["eta"] for c in mine])
+        for key, style, colour, label in (
+            ("refresh", "o-", PALETTE[0], "reuse (measured)"),
+            ("refresh_fresh", "s--", PALETTE[1], "fresh samples (measured)"),
+            ("floquet", "x", PALETTE[2], "reuse: exact Floquet onset"),
+        ):
+            values = [above if c[key] is None else c[key] for c in mine]
+            ax.plot(etas, values, style, color=colour, label=label, ms=7)
+        ax.plot(etas, [c["paper"] for c in mine], ":", color=PALETTE[3], label="paper: (1−μ)/(η_eff K)")
+        ax.axhline(above, color="0.6", lw=0.8)
+        ax.text(etas.min(), above, " stable up to the largest count tried", va="bottom", fontsize=7, color="0.4")
+        ax.set_xscale("log")
+        ax.minorticks_off()
+        ax.set_xticks(etas, [f"{e:g}" for e in etas])
+        ax.set_ylim(0, above + 1)
+        ax.set_xlabel("learning rate η")
+        ax.set_title(f"clip ε = {clip:g}")
+        ax.grid(alpha=0.3, which="both")
+    axes[0].set_ylabel("critical optimiser steps per rollout K_ref")
+    axes[0].legend(fontsize=7, loc="lower left")
+    return fig
+
+
+def _fig_mean_field(curves):
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
+    for i, (label, (reward, fit)) in enumerate(curves.items()):
+        steps = np.arange(reward.size)
+        ax.plot(steps, reward, color=PALETTE[i % len(PALETTE)], lw=2.2, alpha=0.45)
+        ax.plot(steps, fit, color=PALETTE[i % len(PALETTE)], lw=1.0, ls="--", label=label)
+    ax.set_xlabel("optimiser step")
+    ax.set_ylabel("mean reward (thick: bandit, dashed: fit)")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return fig
+
+
 VALIDATION_FIGURES = {
+    "rollout_reuse": _fig_rollout_reuse,
+    "mean_field": _fig_mean_field,
     "saturation_law": _fig_saturation,
     "group_size_invariance": _fig_group_size,
     "fluctuations": _fig_fluctuations,

@@ -5,6 +5,7 @@ import math
 
 import pytest
 
+from pgrpo_sim.reports.rollout_claims import RolloutResolution
 from pgrpo_sim.reports.validate import BIC_DECISIVE, SECTIONS, VERDICT_Z, Resolution, fluctuations, validate
 
 TINY = Resolution(
@@ -17,6 +18,9 @@ TINY = Resolution(
     refresh_pairs=((1.0, 0.0),),
     max_lag=6,
     lag_steps=600,
+    rollouts=RolloutResolution(
+        reuse_etas=(1.0,), reuse_clips=(0.1,), max_epochs=4, cycles=20, spreads=(None,), prompts=2, population_steps=200
+    ),
 )
 
 
