@@ -106,7 +106,8 @@ class Prediction(NamedTuple):
 
 
 def _classes(config: BanditConfig) -> tuple[np.ndarray, int, int]:
-    """(correct mask, N, c) of a concrete single-prompt binary-reward configuration; refuses the others."""
+    """(correct mask, N, c) of a concrete binary-reward configuration whose prompts share one class structure;
+    refuses the others."""
     if config.optimizer == "adam":
         raise PgrpoSimError(
             "optimizer adam is not supported: Adam rescales each logit separately, so the exact two-arm reduction "
@@ -117,10 +118,10 @@ def _classes(config: BanditConfig) -> tuple[np.ndarray, int, int]:
     if not is_concrete(config.rewards):
         raise PgrpoSimError("the class structure (rewards) must be concrete: vmap over hyperparameters, not rewards")
     rewards = np.asarray(config.rewards)
-    if rewards.shape[0] != 1:
+    if np.any(rewards != rewards[:1]):
         raise PgrpoSimError(
-            f"prediction needs a single prompt, got {rewards.shape[0]}: a population of independent prompts is one "
-            "oscillator per prompt (predict each prompt's configuration; the mean reward is not one oscillator)"
+            "prediction needs the prompts to share one class structure (equal reward vectors); a population of "
+            "different bandits is one oscillator per prompt: predict each prompt's configuration"
         )
     if not np.all((rewards == 0) | (rewards == 1)):
         raise PgrpoSimError("prediction needs binary (0/1) rewards")
@@ -129,31 +130,42 @@ def _classes(config: BanditConfig) -> tuple[np.ndarray, int, int]:
 
 
 def eta_scale(config: BanditConfig) -> float:
-    """η₂/η = N/(2c(N−c)): the two-arm reduction's step per unit of the configuration's η (η_eff = 2η₂)."""
+    """η₂/η = N/(2c(N−c))/D: the two-arm reduction's step per unit of the configuration's η (η_eff = 2η₂); a
+    population of D prompts shares the mean loss, so each prompt moves with η/D."""
     _, n, c = _classes(config)
-    return n / (2 * c * (n - c))
+    return n / (2 * c * (n - c)) / config.n_prompts
 
 
 def two_arm_reduction(config: BanditConfig) -> BanditConfig:
     """The 2-arm configuration whose expected p-curve equals `config`'s (class-symmetric, binary, one prompt).
 
-    Its step is η·N/(2c(N−c)), so its η_eff = 2η₂ equals η·N/(c(N−c)); everything else is shared. Raises
-    `PgrpoSimError` for Adam, rewards that are not 0/1, a start that is not class-symmetric, or several prompts.
-    Works with traced hyperparameters (the rewards must be concrete).
+    Its step is η·N/(2c(N−c)), so its η_eff = 2η₂ equals η·N/(c(N−c)); everything else is shared. A population
+    of D prompts with one class structure (per-prompt parameters) reduces to its mean field: the single prompt
+    at the mean start p̄ = mean_d p_d with step η/D, each prompt's share of the mean loss — exact when every
+    prompt starts alike (tested), an approximation as the difficulty spread grows (`pgrpo-sim validate`,
+    section 9, measures how good). Raises `PgrpoSimError` for Adam, shared parameters, rewards that are not 0/1
+    or differ between prompts, or a start that is not class-symmetric. Works with traced hyperparameters (the
+    rewards must be concrete).
     """
     correct, n, c = _classes(config)
     if is_concrete(config.init_logits):
-        z = np.asarray(config.init_logits)[0]
+        z = np.asarray(config.init_logits)
         spread = 1e-12 * (1 + np.abs(z).max())
-        if np.ptp(z[correct]) > spread or np.ptp(z[~correct]) > spread:
+        if np.any(np.ptp(z[:, correct], -1) > spread) or np.any(np.ptp(z[:, ~correct], -1) > spread):
             raise PgrpoSimError("prediction needs a class-symmetric start (equal logits within each reward class)")
-    logp = jax.nn.log_softmax(config.init_logits[0])
-    z2 = jnp.stack([logp[np.argmax(correct)] + np.log(c), logp[np.argmin(correct)] + np.log(n - c)])[None]
+    if config.n_prompts == 1:
+        logp = jax.nn.log_softmax(config.init_logits[0])
+        z2 = jnp.stack([logp[np.argmax(correct)] + np.log(c), logp[np.argmin(correct)] + np.log(n - c)])[None]
+    else:  # mean field: the mean start
+        p_bar = jnp.mean(jnp.sum(jax.nn.softmax(config.init_logits) * correct, -1))
+        z2 = jnp.stack([jnp.log(p_bar), jnp.log1p(-p_bar)])[None]
     return config.replace(
         rewards=jnp.asarray([[1.0, 0.0]], config.rewards.dtype),
         init_logits=z2,
         true_rewards=None,
-        eta=config.eta * (n / (2 * c * (n - c))),
+        batch_prompts=None,
+        minibatches=1,
+        eta=config.eta * eta_scale(config),
     )
 
 

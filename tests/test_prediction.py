@@ -178,3 +178,18 @@ def test_fixed_point_and_stiffness_are_differentiable_in_beta():
         fd = (f(0.5 + h) - f(0.5 - h)) / (2 * h)
         # bisection to round-off plus O(h²): rtol 1e-5
         assert float(jax.grad(f)(0.5)) == pytest.approx(float(fd), rel=1e-5)
+
+
+def test_population_mean_field_is_exact_for_identical_prompts():
+    """D prompts that start alike share the mean loss: each moves with η/D, so the population's prediction is
+    the single prompt's at η/D, and its expected mean reward is that prompt's curve."""
+    pop = ps.bandit_config(**BASE, eta=0.8, momentum=0.5, n_prompts=4)
+    one = ps.bandit_config(**BASE, eta=0.2, momentum=0.5)
+    a, b = ps.predict(pop).as_dict(), ps.predict(one).as_dict()
+    for key in ("p_star", "stiffness", "damping_ratio", "spectral_radius", "eta_eff"):
+        np.testing.assert_allclose(a[key], b[key], rtol=1e-12)
+    np.testing.assert_allclose(ps.simulate(pop, 200).reward, ps.simulate(one, 200).reward, rtol=1e-12)
+    spread = ps.predict(ps.bandit_config(**(BASE | dict(p_ref=None)), n_prompts=4, difficulty=(1.0, 4.0), eta=0.8))
+    assert np.isfinite(float(spread.damping_ratio))  # the mean-field oscillator of a spread population
+    with pytest.raises(ps.PgrpoSimError, match="one class structure"):
+        ps.predict(ps.bandit_config(rewards=[[1, 0, 0], [1, 1, 0]], beta=0.5))
