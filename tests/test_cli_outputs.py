@@ -70,6 +70,7 @@ def _validate_dir(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # four commands each writing a real result: ~10 s
 def test_a_command_refuses_another_commands_directory_unless_overwrite(tmp_path, capsys):
     out = _validate_dir(tmp_path / "validation")
     fit = ["fit", str(Path(__file__).parent / "data" / "simulate.csv"), "--out", str(out)]

@@ -11,14 +11,21 @@ from scipy.stats import beta
 import pgrpo_sim as ps
 
 
-def test_one_prompt_population_is_todays_bandit():
+@pytest.mark.parametrize(
+    "extra",
+    [
+        dict(lag_model="refresh", lag=3),
+        pytest.param(dict(), marks=pytest.mark.slow),
+        pytest.param(dict(lag_model="stale", lag=2), marks=pytest.mark.slow),
+    ],
+)
+def test_one_prompt_population_is_todays_bandit(extra):
     """A dataset of one prompt with batches of one gives the plain bandit bit for bit."""
     common = dict(p_ref=0.3, eta=0.4, momentum=0.5, beta=0.2, group_size=6)
-    for extra in (dict(), dict(lag_model="refresh", lag=3), dict(lag_model="stale", lag=2)):
-        plain = ps.simulate(ps.bandit_config(**common, **extra), 12, mode="sampled", seeds=4)
-        batched = ps.simulate(ps.bandit_config(**common, **extra, batch_prompts=1), 12, mode="sampled", seeds=4)
-        np.testing.assert_array_equal(batched.final_logits, plain.final_logits)
-        np.testing.assert_array_equal(batched.reward, plain.reward)
+    plain = ps.simulate(ps.bandit_config(**common, **extra), 12, mode="sampled", seeds=4)
+    batched = ps.simulate(ps.bandit_config(**common, **extra, batch_prompts=1), 12, mode="sampled", seeds=4)
+    np.testing.assert_array_equal(batched.final_logits, plain.final_logits)
+    np.testing.assert_array_equal(batched.reward, plain.reward)
 
 
 def test_batches_cover_the_dataset_once_per_epoch():
@@ -136,6 +143,7 @@ def test_cli_population_flags_refuse_bad_input(extra, words, tmp_path, capsys):
     assert words in err and "\n" not in err and not out.exists()
 
 
+@pytest.mark.slow  # two sampled runs with batches
 def test_identity_features_are_independent_prompts():
     """Shared parameters with Φ = I (one feature per prompt) are the per-prompt logits: the same run."""
     common = dict(n_prompts=4, difficulty=(1.0, 2.0), eta=0.4, momentum=0.5, beta=0.1, batch_prompts=2)

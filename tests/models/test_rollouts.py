@@ -73,7 +73,7 @@ def test_minibatches_partition_the_prompts_once_per_epoch():
     assert any(not np.array_equal(orders[0], o) for o in orders[1:])
 
 
-@pytest.mark.parametrize("advantage", ["std", "rloo"])
+@pytest.mark.parametrize("advantage", ["std", pytest.param("rloo", marks=pytest.mark.slow)])
 def test_expected_cycle_equals_the_mean_of_sampled_reuse(advantage):
     """Within a cycle expected mode is the exact mean over rollouts: sampled seed means agree within 4 s.e."""
     config = ps.bandit_config(**BASE, lag=6, momentum=0.3, beta=0.2, advantage=advantage)
@@ -96,6 +96,7 @@ def test_expected_reuse_refuses_what_it_cannot_enumerate():
         ps.simulate(ps.bandit_config(**(BASE | dict(group_size=16)), n_arms=4, lag=2), 4)
 
 
+@pytest.mark.slow  # 2 × 4000 seeds
 def test_reuse_learns_less_than_fresh_samples():
     """The issue's case: 2 arms, p_ref 0.2, β 0, G 4, η 0.5, clip 0.2, refresh every 8 steps, reward at step 40.
     An independent NumPy loop gave 0.746 ± 0.002 with reuse; fresh samples give about 0.871."""
