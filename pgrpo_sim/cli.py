@@ -6,6 +6,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import re
 import shutil
 import sys
@@ -768,6 +769,12 @@ def _axis_symbol(name: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `pgrpo-sim` and its subcommands."""
     parser = _Parser(prog="pgrpo-sim", description="Simulate GRPO training dynamics and test the oscillator theory.")
+    parser.add_argument(
+        "--no-compile-cache",
+        action="store_true",
+        help="do not keep compiled programs in the per-user cache (~/.cache/pgrpo-sim/jax; also "
+        "PGRPO_SIM_NO_COMPILE_CACHE=1)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("theory", help="closed-form oscillator and exact discrete map for one setting")
@@ -932,14 +939,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _use_agg_backend() -> None:
+    """Matplotlib's file-only backend, without importing matplotlib before a command needs it."""
+    if "matplotlib" in sys.modules:
+        sys.modules["matplotlib"].use("Agg")
+    else:
+        os.environ["MPLBACKEND"] = "Agg"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pgrpo-sim` console script; returns the exit code."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # the command line only writes figures to files
+    _use_agg_backend()  # the command line only writes figures to files
     args = None
     try:
         args = build_parser().parse_args(argv)
+        from .base.runtime import configure_jax
+
+        configure_jax(compile_cache=not args.no_compile_cache)
         args.func(args)
     except PgrpoSimError as exc:
         print(f"pgrpo-sim: error: {exc}", file=sys.stderr)

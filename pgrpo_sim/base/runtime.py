@@ -1,0 +1,82 @@
+"""Process-wide JAX settings for the command line: the persistent compilation cache and one XLA CPU device
+per core. Only `pgrpo_sim.cli.main` calls `configure_jax`; importing the library changes no global setting.
+
+The compilation cache keeps XLA's compiled programs on disk, so a second run of the same command skips
+compilation (seconds per static structure). It lives in `$XDG_CACHE_HOME/pgrpo-sim/jax` (default
+`~/.cache/pgrpo-sim/jax`), or where `JAX_COMPILATION_CACHE_DIR` points if that is set; `--no-compile-cache`
+or `PGRPO_SIM_NO_COMPILE_CACHE=1` turn it off. Deleting the directory is always safe.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+NO_CACHE_ENV = "PGRPO_SIM_NO_COMPILE_CACHE"
+"""Environment variable: 1 (or true/yes/on) turns the compilation cache off, like `--no-compile-cache`."""
+MIN_COMPILE_SECONDS = 0.2
+"""Programs that compile faster than this (seconds) are not cached: reading them back would save little."""
+
+
+def cache_disabled_by_env(environ: dict | None = None) -> bool:
+    """Whether `PGRPO_SIM_NO_COMPILE_CACHE` asks for no compilation cache (1, true, yes, on; any case)."""
+    value = (os.environ if environ is None else environ).get(NO_CACHE_ENV, "")
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def default_cache_dir(environ: dict | None = None) -> Path:
+    """Per-user cache directory: `$JAX_COMPILATION_CACHE_DIR` if set, else `$XDG_CACHE_HOME/pgrpo-sim/jax`,
+    else `~/.cache/pgrpo-sim/jax`."""
+    env = os.environ if environ is None else environ
+    if env.get("JAX_COMPILATION_CACHE_DIR"):
+        return Path(env["JAX_COMPILATION_CACHE_DIR"]).expanduser()
+    root = env.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
+    return Path(root).expanduser() / "pgrpo-sim" / "jax"
+
+
+def enable_compile_cache(path: str | os.PathLike | None = None) -> Path | None:
+    """Turn on JAX's persistent compilation cache in `path` (default `default_cache_dir()`); returns the
+    directory, or None if it cannot be created (then nothing changes: a read-only home only costs speed)."""
+    import jax
+
+    directory = Path(path) if path is not None else default_cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    jax.config.update("jax_compilation_cache_dir", str(directory))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return directory
+
+
+def cpu_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def use_all_cpu_cores() -> bool:
+    """One XLA CPU device per core, so that sweeps shard their configurations over every core. Only before
+    JAX is first imported (the devices are fixed once it starts) and only if the user chose no device count
+    (`XLA_FLAGS=--xla_force_host_platform_device_count=…` or `JAX_NUM_CPU_DEVICES`). Returns whether it did."""
+    chosen = "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
+    if "jax" in sys.modules or chosen or os.environ.get("JAX_NUM_CPU_DEVICES"):
+        return False
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", cpu_cores())
+    return True
+
+
+def configure_jax(*, compile_cache: bool = True) -> Path | None:
+    """The command line's JAX settings: all CPU cores (`use_all_cpu_cores`) and, unless `compile_cache` is
+    False or `PGRPO_SIM_NO_COMPILE_CACHE` is set, the persistent compilation cache. Returns its directory
+    (None: no cache)."""
+    use_all_cpu_cores()
+    if not compile_cache or cache_disabled_by_env():
+        return None
+    return enable_compile_cache()
