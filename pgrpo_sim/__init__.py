@@ -1,161 +1,135 @@
 """pgrpo-sim: a JAX-based, differentiable simulator of GRPO training dynamics.
 
 Layers (README, "Layout"): `base` → `models` → `prediction` → `analysis`, `logs` → `viz` → `reports` → `cli`.
-Every public name is re-exported here; import from `pgrpo_sim`, not from the modules.
+Every public name is re-exported here; import from `pgrpo_sim`, not from the modules. The re-exports are
+lazy (PEP 562): `import pgrpo_sim` loads nothing heavy, and a name's module (with JAX, diffrax, xarray…)
+is imported on first use, so a command line that needs one layer does not pay for the others.
 """
 
+from __future__ import annotations
+
+import importlib
 from importlib.metadata import PackageNotFoundError, version
 
-from .analysis.boundaries import (
-    Curve as Curve,
-    phase_boundaries as phase_boundaries,
-    trace_boundary as trace_boundary,
-)
-from .analysis.outcomes import Outcomes as Outcomes, outcomes as outcomes
-from .analysis.phase import (
-    PhasePrediction as PhasePrediction,
-    agreement as agreement,
-    predict_cells as predict_cells,
-    predict_grid as predict_grid,
-)
-from .analysis.search import SearchResult as SearchResult, grid_search as grid_search, search as search
-from .analysis.sensitivities import Sensitivities as Sensitivities, sensitivities as sensitivities
-from .analysis.summaries import (
-    CurveSummary as CurveSummary,
-    summarize_curve as summarize_curve,
-)
-from .analysis.sweep import (
-    Axis as Axis,
-    SweepError as SweepError,
-    check_sweep as check_sweep,
-    grid_axes as grid_axes,
-    load_sweep as load_sweep,
-    parse_axis as parse_axis,
-    run_sweep as run_sweep,
-)
-from .base.errors import PgrpoSimError as PgrpoSimError
-from .base.outputs import (
-    MARK as MARK,
-    check_output_dir as check_output_dir,
-    claim_output_dir as claim_output_dir,
-    read_mark as read_mark,
-)
-from .base.regimes import DISCRETE_REGIMES as DISCRETE_REGIMES, REGIMES as REGIMES, Damping as Damping, Regime as Regime
-from .logs.diagnostics import (
-    Diagnosis as Diagnosis,
-    Readout as Readout,
-    diagnose as diagnose,
-)
-from .logs.laws import (
-    LAWS as LAWS,
-    Coupling as Coupling,
-    LawFit as LawFit,
-    LeastSquares as LeastSquares,
-    StiffnessEstimates as StiffnessEstimates,
-    coupling_ratio as coupling_ratio,
-    fit_law as fit_law,
-    fit_laws as fit_laws,
-    fitted_regime as fitted_regime,
-    identify_stiffness as identify_stiffness,
-    law_curve as law_curve,
-    least_squares as least_squares,
-    oscillator_curve as oscillator_curve,
-    oscillator_stiffness as oscillator_stiffness,
-    r_squared as r_squared,
-    reward_stderr as reward_stderr,
-)
-from .logs.readers import (
-    TrainingLog as TrainingLog,
-    detect_format as detect_format,
-    from_run as from_run,
-    parse_column_map as parse_column_map,
-    read_log as read_log,
-)
-from .models.bandit import (
-    BanditRun as BanditRun,
-    BanditState as BanditState,
-    UpdateStats as UpdateStats,
-    collapse_branches as collapse_branches,
-    draw_rollout as draw_rollout,
-    expected_loss as expected_loss,
-    initial_state as initial_state,
-    make_optimizer as make_optimizer,
-    minibatch_weights as minibatch_weights,
-    on_policy_grad as on_policy_grad,
-    reuse_branch_step as reuse_branch_step,
-    rollout_outcomes as rollout_outcomes,
-    rollout_step as rollout_step,
-    run as run,
-    sampled_loss as sampled_loss,
-    sampled_on_policy_grad as sampled_on_policy_grad,
-    simulate as simulate,
-    step as step,
-)
-from .models.config import (
-    BanditConfig as BanditConfig,
-    bandit_config as bandit_config,
-    class_symmetric_logits as class_symmetric_logits,
-)
-from .models.grpo import (
-    clipped_surrogate as clipped_surrogate,
-    entropy as entropy,
-    group_advantages as group_advantages,
-    kl_divergence as kl_divergence,
-    kl_estimate as kl_estimate,
-)
-from .models.hyperparameters import (
-    HYPERPARAMETERS as HYPERPARAMETERS,
-    Hyperparameter as Hyperparameter,
-    reference_mass as reference_mass,
-    set_hyperparameters as set_hyperparameters,
-    with_hyperparameters as with_hyperparameters,
-)
-from .models.linear import (
-    companion_matrix as companion_matrix,
-    critical_eta as critical_eta,
-    discrete_regime as discrete_regime,
-    discrete_regime_code as discrete_regime_code,
-    dominant_root as dominant_root,
-    monodromy_matrix as monodromy_matrix,
-    spectral_radius as spectral_radius,
-)
-from .models.sde import (
-    Ensemble as Ensemble,
-    euler_step_limit as euler_step_limit,
-    solve_deterministic as solve_deterministic,
-    solve_ensemble as solve_ensemble,
-)
-from .models.theory import (
-    Coefficients as Coefficients,
-    coefficients as coefficients,
-    critical_lag as critical_lag,
-    critical_law as critical_law,
-    damping_ratio as damping_ratio,
-    natural_frequency as natural_frequency,
-    regime as regime,
-    regime_code as regime_code,
-    saturation_law as saturation_law,
-    stationary_variance as stationary_variance,
-    trajectory as trajectory,
-)
-from .prediction import (
-    QUANTITIES as QUANTITIES,
-    REASONS as REASONS,
-    Prediction as Prediction,
-    eta_scale as eta_scale,
-    fixed_point as fixed_point,
-    noise_scale as noise_scale,
-    predict as predict,
-    two_arm_reduction as two_arm_reduction,
-)
-from .reports.log_report import (
-    LogAnalysis as LogAnalysis,
-    analyse_log as analyse_log,
-    check_analysis as check_analysis,
-    rows_without_value as rows_without_value,
-    write_analysis as write_analysis,
-    write_report as write_report,
-)
+_EXPORTS = {
+    ".analysis.boundaries": ("Curve", "phase_boundaries", "trace_boundary"),
+    ".analysis.outcomes": ("Outcomes", "outcomes"),
+    ".analysis.phase": ("PhasePrediction", "agreement", "predict_cells", "predict_grid"),
+    ".analysis.search": ("SearchResult", "grid_search", "search"),
+    ".analysis.sensitivities": ("Sensitivities", "sensitivities"),
+    ".analysis.summaries": ("CurveSummary", "summarize_curve"),
+    ".analysis.sweep": ("Axis", "SweepError", "check_sweep", "grid_axes", "load_sweep", "parse_axis", "run_sweep"),
+    ".base.errors": ("PgrpoSimError",),
+    ".base.outputs": ("MARK", "check_output_dir", "claim_output_dir", "read_mark"),
+    ".base.regimes": ("DISCRETE_REGIMES", "REGIMES", "Damping", "Regime"),
+    ".logs.diagnostics": ("Diagnosis", "Readout", "diagnose"),
+    ".logs.laws": (
+        "LAWS",
+        "Coupling",
+        "LawFit",
+        "LeastSquares",
+        "StiffnessEstimates",
+        "coupling_ratio",
+        "fit_law",
+        "fit_laws",
+        "fitted_regime",
+        "identify_stiffness",
+        "law_curve",
+        "least_squares",
+        "oscillator_curve",
+        "oscillator_stiffness",
+        "r_squared",
+        "reward_stderr",
+    ),
+    ".logs.readers": ("TrainingLog", "detect_format", "from_run", "parse_column_map", "read_log"),
+    ".models.bandit": (
+        "BanditRun",
+        "BanditState",
+        "UpdateStats",
+        "collapse_branches",
+        "draw_rollout",
+        "expected_loss",
+        "initial_state",
+        "make_optimizer",
+        "minibatch_weights",
+        "on_policy_grad",
+        "reuse_branch_step",
+        "rollout_outcomes",
+        "rollout_step",
+        "run",
+        "sampled_loss",
+        "sampled_on_policy_grad",
+        "simulate",
+        "step",
+    ),
+    ".models.config": ("BanditConfig", "bandit_config", "class_symmetric_logits"),
+    ".models.grpo": ("clipped_surrogate", "entropy", "group_advantages", "kl_divergence", "kl_estimate"),
+    ".models.hyperparameters": (
+        "HYPERPARAMETERS",
+        "Hyperparameter",
+        "reference_mass",
+        "set_hyperparameters",
+        "with_hyperparameters",
+    ),
+    ".models.linear": (
+        "companion_matrix",
+        "critical_eta",
+        "discrete_regime",
+        "discrete_regime_code",
+        "dominant_root",
+        "monodromy_matrix",
+        "spectral_radius",
+    ),
+    ".models.sde": ("Ensemble", "euler_step_limit", "solve_deterministic", "solve_ensemble"),
+    ".models.theory": (
+        "Coefficients",
+        "coefficients",
+        "critical_lag",
+        "critical_law",
+        "damping_ratio",
+        "natural_frequency",
+        "regime",
+        "regime_code",
+        "saturation_law",
+        "stationary_variance",
+        "trajectory",
+    ),
+    ".prediction": (
+        "QUANTITIES",
+        "REASONS",
+        "Prediction",
+        "eta_scale",
+        "fixed_point",
+        "noise_scale",
+        "predict",
+        "two_arm_reduction",
+    ),
+    ".reports.log_report": (
+        "LogAnalysis",
+        "analyse_log",
+        "check_analysis",
+        "rows_without_value",
+        "write_analysis",
+        "write_report",
+    ),
+}
+"""Module (relative to this package) of every re-exported public name."""
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 try:
     __version__ = version("pgrpo-sim")
