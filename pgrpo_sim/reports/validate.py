@@ -28,7 +28,7 @@ from ..analysis.sweep import parse_axis, run_sweep
 from ..logs.diagnostics import PROVOKED, READOUTS, diagnose
 from ..logs.laws import fit_laws, identify_stiffness
 from ..models import linear, theory
-from ..models.bandit import simulate
+from ..models.bandit import expected_group_std, simulate
 from ..models.config import bandit_config
 from ..prediction import predict
 from . import rollout_claims
@@ -544,6 +544,77 @@ def mean_field(res: Resolution, seed: int, plot: Callable | None) -> dict:
     return rollout_claims.mean_field(res.rollouts, plot)
 
 
+# 10 --------------------------------------------------------------------------------------------------
+def group_spread(res: Resolution, seed: int, plot: Callable | None) -> dict:
+    """Claim (the paper's Remark 11): the within-group reward spread σ_adv keeps a G-dependence that the
+    leading-order temperature picture, σ_adv = √(p(1 − p)) at every G, does not capture. Sampled runs (std
+    advantages, no lag) for each G; per seed, the logged read-outs averaged over the last 50 steps — TRL's
+    `reward_std` (the unbiased within-group std) and `frac_reward_zero_std` — minus their exact conditional
+    expectations given that seed's p_t, E[s_G | p] = Σ_k B(k; G, p)·√(k(G − k)/(G(G − 1))) and p^G + (1 − p)^G,
+    or minus the leading order √(p(1 − p)) and 0. Holds when the exact expectations agree within `VERDICT_Z`
+    standard errors (over seeds) at every G and the leading order misses by more than that at the smallest G."""
+    steps, window = 200, 50
+    rows, curves = [], {}
+    for g in res.group_sizes:
+        run = simulate(
+            bandit_config(**BASE | dict(group_size=g), eta=0.1),
+            steps,
+            mode="sampled",
+            seeds=res.seeds_curves,
+            key=jax.random.key(seed),
+        )
+        p = np.asarray(run.reward)[:, -window:]
+        spread = np.asarray(run.group_reward_std)[:, -window:]
+        zero = np.asarray(run.zero_adv_frac)[:, -window:]
+        exact_spread = np.asarray(expected_group_std(g, jnp.asarray(p)))
+        exact_zero = p**g + (1 - p) ** g
+        leading = np.sqrt(p * (1 - p))
+        row = {"group_size": g, "p": float(p.mean())}
+        for name, measured, exact, lead in (
+            ("spread", spread, exact_spread, leading),
+            ("zero_std_frac", zero, exact_zero, np.zeros_like(p)),
+        ):
+            row[name] = float(measured.mean())
+            for model, predicted in (("exact", exact), ("leading", lead)):
+                per_seed = (measured - predicted).mean(-1)
+                se = per_seed.std(ddof=1) / math.sqrt(per_seed.size)
+                row[f"{name}_{model}"] = float(predicted.mean())
+                row[f"{name}_{model}_z"] = float(abs(per_seed.mean()) / se)
+        rows.append(row)
+        curves[g] = (row["spread"], row["spread_exact"], row["spread_leading"])
+    exact_ok = all(r[f"{n}_exact_z"] <= VERDICT_Z for r in rows for n in ("spread", "zero_std_frac"))
+    residual = rows[0]["spread_leading_z"] > VERDICT_Z
+    holds = exact_ok and residual
+    text = (
+        ("holds" if holds else "fails")
+        + f" ({res.seeds_curves} sampled seeds per G, last 50 of 200 steps; a difference counts beyond {VERDICT_Z:g} "
+        "s.e.): within-group reward std measured / exact E[s_G | p] / leading order √(p(1 − p)): "
+        + "; ".join(
+            f"G = {r['group_size']}: {r['spread']:.4f} / {r['spread_exact']:.4f} ({r['spread_exact_z']:.1f} s.e.) / "
+            f"{r['spread_leading']:.4f} ({r['spread_leading_z']:.0f} s.e.)"
+            for r in rows
+        )
+        + "; zero-std fraction measured vs p^G + (1 − p)^G: "
+        + ", ".join(f"{r['zero_std_frac']:.3f} vs {r['zero_std_frac_exact']:.3f}" for r in rows)
+    )
+    table = [["G", "late p", "reward_std", "exact E[s_G|p]", "leading √(p(1−p))", "zero-std frac", "p^G+(1−p)^G"]] + [
+        [
+            r["group_size"],
+            f"{r['p']:.4f}",
+            f"{r['spread']:.4f}",
+            f"{r['spread_exact']:.4f} ({r['spread_exact_z']:.1f} s.e.)",
+            f"{r['spread_leading']:.4f} ({r['spread_leading_z']:.0f} s.e.)",
+            f"{r['zero_std_frac']:.3f}",
+            f"{r['zero_std_frac_exact']:.3f} ({r['zero_std_frac_exact_z']:.1f} s.e.)",
+        ]
+        for r in rows
+    ]
+    figure = plot("group_spread", curves) if plot else None
+    return dict(
+        z=VERDICT_Z, seeds=res.seeds_curves, rows=rows, table=table, verdict=_verdict(holds, text), figure=figure
+    )
+
+
 SECTIONS: dict[str, tuple[str, Callable]] = {
     "group_size_invariance": ("1. Group-size invariance", group_size_invariance),
     "fluctuations": ("2. 1/G fluctuations", fluctuations),
@@ -554,6 +625,7 @@ SECTIONS: dict[str, tuple[str, Callable]] = {
     "failure_modes": ("7. Failure modes are separable", failure_modes),
     "rollout_reuse": ("8. Rollout reuse: the critical number of epochs", rollout_reuse),
     "mean_field": ("9. One oscillator for a prompt population", mean_field),
+    "group_spread": ("10. Residual group-size dependence of the within-group spread", group_spread),
 }
 
 

@@ -326,6 +326,24 @@ def _fig_mean_field(curves):
     return fig
 
 
+def _fig_group_spread(points):
+    """Within-group reward std against G: measured, its exact expectation and the leading order."""
+    g = np.array(list(points))
+    measured, exact, leading = np.array(list(points.values())).T
+    fig, ax = plt.subplots(figsize=(5.6, 4.0), layout="constrained")
+    ax.plot(g, leading, "s:", color="0.5", label="leading order √(p(1 − p))")
+    ax.plot(g, exact, "-", color=PALETTE[3], label="exact E[s_G | p]")
+    ax.plot(g, measured, "o", color=PALETTE[0], label="sampled reward_std (late mean)")
+    ax.set_xscale("log")
+    ax.set_xticks(g, [f"{int(v)}" for v in g])
+    ax.xaxis.set_minor_locator(plt.NullLocator())
+    ax.set_xlabel("group size G")
+    ax.set_ylabel("within-group reward std")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
 VALIDATION_FIGURES = {
     "rollout_reuse": _fig_rollout_reuse,
     "mean_field": _fig_mean_field,
@@ -336,6 +354,7 @@ VALIDATION_FIGURES = {
     "lag_threshold": _fig_lag,
     "stiffness": _fig_stiffness,
     "failure_modes": _fig_failure_modes,
+    "group_spread": _fig_group_spread,
 }
 """Section name → the function drawing its figure from the section's numbers."""
 

@@ -112,6 +112,9 @@ def test_verdicts_follow_from_the_numbers_and_their_uncertainty(report):
         all(fm[m]["first"] == m for m in ("hacking", "degeneracy", "concentration", "instability"))
         and fm["healthy"]["first"] is None
     )
+    spread = r["group_spread"]["rows"]
+    exact_ok = all(row[f"{n}_exact_z"] <= VERDICT_Z for row in spread for n in ("spread", "zero_std_frac"))
+    assert r["group_spread"]["verdict"]["holds"] == (exact_ok and spread[0]["spread_leading_z"] > VERDICT_Z)
     # the rloo advantage is exactly unbiased: its expected dynamics do not depend on G
     assert g["kinds"]["rloo"]["curve_spread"] < 1e-12
 
