@@ -1,18 +1,39 @@
 """Readers for real GRPO training logs, into one tidy table with canonical metric names.
 
-Formats (`FORMATS`; `detect_format` picks one from the file's content):
+Formats (`FORMATS`; `detect_format` picks one from the file's content, or its name for TensorBoard):
 - "trl": Hugging Face TRL `trainer_state.json` (GRPOTrainer `log_history`), both the older key names
   (Unsloth era: `reward`, `reward_std`, `kl`, `rewards/<fn>`) and TRL 0.26's (`entropy`,
   `frac_reward_zero_std`, `clip_ratio/region_mean`, `completions/*`, `eval_*`).
+- "trl_console": TRL's console output, the logged dicts printed as Python literals (`{'loss': '0', 'reward':
+  '0.125', ...}`, string or float values) among other output and tqdm progress bars (a dict may follow a carriage
+  return). The console does not print the step: the n-th dict with training metrics is step n (with
+  `logging_steps` k > 1 the trainer's step is k·n); `eval_*` dicts belong to the latest step and the closing
+  `{'train_runtime': ...}` summary is no step (merged into the last one, as in `trainer_state.json`).
+- "typed_jsonl": JSON lines whose records carry a `type` (the CS336 GRPO loop): `rollout` (one per GRPO step,
+  the batch's reward, `std_reward`, `num_rollouts`, ...), `train` (one per optimizer update within a GRPO
+  step), `eval` (periodic, on a validation set); the step is `grpo_step`. See `_parse_typed`.
 - "verl": verl metrics, either its `file` logger's JSONL (`{"step": n, "data": {...}}` or flat objects) or
   its console lines (`step:12 - critic/score/mean:0.4 - actor/entropy:0.9 - ...`).
+- "tensorboard": an event file (`events.out.tfevents.*`) or a folder holding a run's event files, read with
+  tensorboard's own `EventAccumulator` (optional extra: `pip install 'pgrpo-sim[tensorboard]'`); every scalar,
+  old-style or TF2 tensor, one record per step. TRL writes `train/<key>` and `eval/<key>` tags.
+- "wandb": a Weights & Biases CSV export: a panel's (`Step`, `<run> - train/reward`, `..__MIN`, `..__MAX`;
+  the min/max band columns are not metrics, a single run's name prefix is removed) or a run's history
+  (`_step`, `_runtime`, `trainer/global_step`, ...; `trainer/global_step` is preferred to `_step`).
 - "jsonl": any other file of one JSON object per line.
 - "csv": any comma- (or tab-) separated table with a header row, including `pgrpo-sim simulate` output.
 
 Each canonical metric (`CANONICAL`) is looked up under its known source names (ignoring case), first match
-wins; a column map (`{"reward": "train/reward"}`) overrides the lookup. Source names are kept
-(`TrainingLog.sources`), as are the numeric columns that map to no canonical name (`TrainingLog.other`).
-Metrics that a log lacks are listed in `TrainingLog.missing`, never filled in.
+wins, then under the same names with TRL's `train/` prefix (TensorBoard and W&B); a column map
+(`{"reward": "train/reward"}`) overrides the lookup. Source names are kept (`TrainingLog.sources`), as are the
+numeric columns that map to no canonical name (`TrainingLog.other`). Metrics that a log lacks are listed in
+`TrainingLog.missing`, never filled in. Eval metrics keep an eval name (`eval_*`, `eval/*`) in every format, so
+they are never read as the training reward.
+
+`TrainingLog.settings` holds the run settings the log itself states, under TRL `GRPOConfig` names
+(`num_generations`, `prompts_per_step` = unique prompts per rollout, `num_iterations`, `steps_per_generation`,
+`epsilon`, `epsilon_high`, `beta`, `learning_rate` when constant, `loss_type` as the log names it); nothing is
+guessed, so it is often empty.
 
 Records sharing a step are merged (TRL logs eval metrics as a separate record at the training step). A
 record whose reward is logged but not a finite number (NaN, inf, null, or a CSV cell such as "n/a") is
@@ -23,6 +44,7 @@ is a one-line `ValueError`.
 
 from __future__ import annotations
 
+import ast
 import csv
 import dataclasses
 import io
@@ -41,17 +63,26 @@ from ..base.errors import PgrpoSimError
 if TYPE_CHECKING:  # the bandit (and JAX) are not needed to read logs
     from ..models.bandit import BanditRun
 
-FORMATS = ("trl", "verl", "jsonl", "csv")
+FORMATS = ("trl", "trl_console", "typed_jsonl", "verl", "tensorboard", "wandb", "jsonl", "csv")
 """Log formats `read_log` understands ("auto" detects one of these)."""
 
 CANONICAL: dict[str, tuple[str, ...]] = {
     "step": ("step", "global_step", "trainer/global_step", "_step"),
     "reward": ("reward", "critic/score/mean", "mean_reward", "train/reward", "reward_mean", "rewards/mean"),
-    "reward_std": ("reward_std", "train/reward_std", "critic/score/std"),
-    "eval_reward": ("eval_reward", "eval/reward", "val/reward", "eval_mean_reward"),
+    "reward_std": ("reward_std", "train/reward_std", "critic/score/std", "std_reward"),
+    "eval_reward": (
+        "eval_reward",
+        "eval/reward",
+        "val/reward",
+        "eval_mean_reward",
+        "eval/answer_accuracy",
+        "eval_answer_accuracy",
+        "eval/accuracy",
+        "eval_accuracy",
+    ),
     "true_reward": ("true_reward",),
-    "entropy": ("entropy", "actor/entropy", "train/entropy", "actor/entropy_loss"),
-    "kl": ("kl", "kl_ref", "train/kl", "actor/kl_loss"),
+    "entropy": ("entropy", "actor/entropy", "train/entropy", "token_entropy", "actor/entropy_loss"),
+    "kl": ("kl", "kl_ref", "train/kl", "actor/kl_loss", "reference_kl"),
     "policy_kl": ("actor/ppo_kl", "approx_kl", "ppo_kl"),
     "grad_norm": ("grad_norm", "actor/grad_norm", "train/grad_norm"),
     "clip_frac": (
@@ -60,16 +91,40 @@ CANONICAL: dict[str, tuple[str, ...]] = {
         "actor/pg_clipfrac",
         "clip_ratio",
         "train/clip_ratio/region_mean",
+        "clip_fraction",
     ),
+    "clip_low_frac": ("clip_low_frac", "clip_ratio/low_mean"),
+    "clip_high_frac": ("clip_high_frac", "clip_ratio/high_mean"),
     "ratio_max": ("ratio_max",),
     "zero_std_frac": ("frac_reward_zero_std", "zero_std_frac", "zero_adv_frac", "train/frac_reward_zero_std"),
     "adv_var": ("adv_var",),
-    "n_samples": ("n_samples", "rollout_count"),
+    "n_samples": ("n_samples", "rollout_count", "num_rollouts"),
     "learning_rate": ("learning_rate", "actor/lr", "train/learning_rate"),
 }
 """Canonical metric → the source names looked up, in order. Units: reward as logged; entropy and KL in nats
-(per token for LLM logs); `kl` is KL(π‖π_ref), `policy_kl` the per-update KL(π_old‖π); `clip_frac` and
-`zero_std_frac` fractions in [0, 1]; `n_samples` rewards averaged per step (prompts × group size)."""
+(per token for LLM logs); `kl` is KL(π‖π_ref), `policy_kl` the per-update KL(π_old‖π); `clip_frac`,
+`clip_low_frac` / `clip_high_frac` (tokens clipped at the lower / upper bound, TRL 0.26) and `zero_std_frac`
+fractions in [0, 1]; `n_samples` rewards averaged per step (prompts × group size). `reward_std` is the spread
+of single rewards (the batch's for verl and CS336-style logs; TRL logs the mean within-group std instead)."""
+
+SETTINGS = (
+    "num_generations",
+    "prompts_per_step",
+    "num_iterations",
+    "steps_per_generation",
+    "epsilon",
+    "epsilon_high",
+    "beta",
+    "learning_rate",
+    "loss_type",
+)
+"""Run settings `TrainingLog.settings` may hold (TRL `GRPOConfig` names; `prompts_per_step` is the number of
+unique prompts per rollout), each only where the log states it."""
+
+_TRL_CONSOLE_KEYS = frozenset(
+    c.lower() for name, names in CANONICAL.items() if name not in ("step", "eval_reward") for c in names
+) | {"loss"}
+"""A console dict holding one of these keys is a training step (others: eval dicts, the summary, stray text)."""
 
 _EVAL_PATTERNS = (re.compile(r"^val-core/.+/(reward|acc|score)/mean@\d+$"), re.compile(r"^val/test_score/.+$"))
 """verl validation keys carry the data source in their name; the first match in sorted order is used."""
@@ -86,7 +141,9 @@ class TrainingLog:
     where that metric was not logged at a step), all aligned with `data["step"]`.
 
     `sources`: canonical name → source column; `other`: unmapped numeric columns by source name; `format` and
-    `path` of the file (None for a simulation); `skipped_steps`: steps dropped for a non-finite reward.
+    `path` of the file (None for a simulation); `skipped_steps`: steps dropped for a non-finite reward;
+    `settings`: the run settings the log states (`SETTINGS` names, e.g. `{"num_generations": 8}`; empty when it
+    states none).
     """
 
     data: dict[str, np.ndarray]
@@ -95,6 +152,7 @@ class TrainingLog:
     format: str
     path: str | None
     skipped_steps: np.ndarray
+    settings: dict = dataclasses.field(default_factory=dict)
 
     def __contains__(self, name: str) -> bool:
         return name in self.data
@@ -130,7 +188,7 @@ class TrainingLog:
         return self.data["step"][ok], v[ok]
 
     def summary(self) -> dict:
-        """JSON-ready description: format, rows, sources, missing and constant metrics, skipped steps."""
+        """JSON-ready description: format, rows, sources, missing and constant metrics, skipped steps, settings."""
         return dict(
             format=self.format,
             path=self.path,
@@ -139,6 +197,7 @@ class TrainingLog:
             missing=list(self.missing),
             constant=list(self.constant),
             skipped_steps=[float(s) for s in self.skipped_steps],
+            settings=dict(self.settings),
         )
 
 
@@ -157,11 +216,16 @@ def parse_column_map(items: Sequence[str]) -> dict[str, str]:
 
 
 def detect_format(path: str | Path) -> str:
-    """The format of a log file, from its content: a JSON object with `log_history` is "trl"; JSON lines
-    with verl-style keys (`actor/…`, `critic/…`, `val-core/…`, or a `data` object) or console lines
-    `step:N - key:value - …` are "verl"; other JSON lines "jsonl"; anything else "csv"."""
-    text = _read_text(path)
-    return _detect(text, path)
+    """The format of a log, from its content: a TensorBoard event file (by name or its first record) or a folder
+    holding event files is "tensorboard"; a JSON object with `log_history` is "trl"; JSON lines with a `rollout`
+    record (`"type": "rollout"`) "typed_jsonl"; JSON lines with verl-style keys (`actor/…`, `critic/…`,
+    `val-core/…`, or a `data` object) or console lines `step:N - key:value - …` are "verl"; other JSON lines
+    "jsonl"; text holding TRL's printed dicts (`{'loss': …, 'reward': …}`) "trl_console"; a table with W&B
+    columns (`…__MIN`/`…__MAX`, `_step`, `trainer/global_step`, `<run> - <metric>`) "wandb"; anything else
+    "csv"."""
+    if _is_tensorboard(path):
+        return "tensorboard"
+    return _detect(_read_text(path), path)
 
 
 def _detect(text: str, path) -> str:
@@ -178,7 +242,11 @@ def _detect(text: str, path) -> str:
         try:
             first = json.loads(stripped.splitlines()[0])
         except json.JSONDecodeError:
+            if _has_trl_console_dicts(text):
+                return "trl_console"
             raise PgrpoSimError(f"{_name(path)} is not valid JSON (line {error.lineno}: {error.msg})") from None
+        if _TYPED_ROLLOUT.search(text):
+            return "typed_jsonl"
         data = first.get("data") if isinstance(first, dict) else None
         keys = set(first) | set(data) if isinstance(data, dict) else set(first)
         if isinstance(data, dict) or any(str(k).split("/")[0] in ("actor", "critic", "val-core") for k in keys):
@@ -186,23 +254,39 @@ def _detect(text: str, path) -> str:
         return "jsonl"
     if any(_CONSOLE.search(line) for line in text.splitlines()[:2000]):
         return "verl"
+    if _has_trl_console_dicts(text):
+        return "trl_console"
+    if _is_wandb_header(_csv_header(text)):
+        return "wandb"
     return "csv"
 
 
 def read_log(path: str | Path, format: str = "auto", columns: Mapping[str, str] | None = None) -> TrainingLog:
     """Read a training log into a `TrainingLog` (see the module docstring for formats and rules).
 
-    `columns` maps canonical names to source column names and overrides the built-in lookup. Raises a
-    one-line `ValueError` for a missing or unreadable file, malformed content, no reward column, backwards
-    steps or conflicting duplicates.
+    `path` is a file, or for TensorBoard also a folder of event files. `columns` maps canonical names to source
+    column names and overrides the built-in lookup. Raises a one-line `ValueError` for a missing or unreadable
+    file, malformed content, no reward column, backwards steps or conflicting duplicates.
     """
+    if format != "auto" and format not in FORMATS:
+        raise PgrpoSimError(f"format must be auto or one of {', '.join(FORMATS)}; got {format!r}")
+    if format == "tensorboard" or (format == "auto" and _is_tensorboard(path)):
+        records, settings = _parse_tensorboard(path)
+        return tidy(records, format="tensorboard", path=str(path), columns=columns, settings=settings)
     text = _read_text(path)
     if format == "auto":
         format = _detect(text, path)
-    if format not in FORMATS:
-        raise PgrpoSimError(f"format must be auto or one of {', '.join(FORMATS)}; got {format!r}")
-    parser = {"trl": _parse_trl, "verl": _parse_verl, "jsonl": _parse_json_lines, "csv": _parse_csv}[format]
-    return tidy(parser(text, path), format=format, path=str(path), columns=columns)
+    parser = {
+        "trl": _parse_trl,
+        "trl_console": _parse_trl_console,
+        "typed_jsonl": _parse_typed,
+        "verl": _parse_verl,
+        "wandb": _parse_wandb,
+        "jsonl": _parse_json_lines,
+        "csv": _parse_csv,
+    }[format]
+    records, settings = parser(text, path)
+    return tidy(records, format=format, path=str(path), columns=columns, settings=settings)
 
 
 def from_run(run: BanditRun, *, index: int | None = None) -> TrainingLog:
@@ -237,10 +321,16 @@ def from_run(run: BanditRun, *, index: int | None = None) -> TrainingLog:
 
 
 def tidy(
-    records: Sequence[Mapping[str, float]], *, format: str, path: str | None, columns: Mapping[str, str] | None = None
+    records: Sequence[Mapping[str, float]],
+    *,
+    format: str,
+    path: str | None,
+    columns: Mapping[str, str] | None = None,
+    settings: Mapping[str, object] | None = None,
 ) -> TrainingLog:
     """Merge flat numeric records (one dict per logged record, in file order) into a `TrainingLog`, by the
-    rules of the module docstring; records without a step column are numbered from 0."""
+    rules of the module docstring; records without a step column are numbered from 0. `settings` are the run
+    settings the parser read (`SETTINGS` names); a learning rate logged with one value throughout is added."""
     columns = dict(columns or {})
     if not records:
         raise PgrpoSimError(f"{_name(path)} holds no numeric records")
@@ -258,6 +348,10 @@ def tidy(
             sources[name] = columns[name]
         else:
             found = next((by_lower[c.lower()] for c in candidates if c.lower() in by_lower), None)
+            if found is None:  # TRL's TensorBoard and W&B names: train/<key>
+                found = next(
+                    (by_lower[f"train/{c}".lower()] for c in candidates if f"train/{c}".lower() in by_lower), None
+                )
             if found is None and name == "eval_reward":
                 found = next((c for c in present if any(p.match(c) for p in _EVAL_PATTERNS)), None)
             if found is not None and found not in sources.values():
@@ -308,7 +402,12 @@ def tidy(
     other = {key: v for key, v in other.items() if np.isfinite(v).any()}  # text columns are not metrics
     if step_key:
         sources["step"] = step_key
-    return TrainingLog(data, sources, other, format, path, np.array(skipped, float))
+    settings = {k: v for k, v in (settings or {}).items() if v is not None}
+    if "learning_rate" in data and "learning_rate" not in settings:
+        lr = data["learning_rate"][np.isfinite(data["learning_rate"])]
+        if lr.size > 1 and lr[0] > 0 and np.all(lr == lr[0]):
+            settings["learning_rate"] = float(lr[0])
+    return TrainingLog(data, sources, other, format, path, np.array(skipped, float), settings)
 
 
 # ---------------------------------------------------------------------------------------------- parsers
@@ -320,7 +419,9 @@ def _read_text(path) -> str:
     except FileNotFoundError:
         raise PgrpoSimError(f"log file not found: {path}") from None
     except IsADirectoryError:
-        raise PgrpoSimError(f"log path is a directory, not a file: {path}") from None
+        raise PgrpoSimError(
+            f"log path is a directory without TensorBoard event files (events.out.tfevents.*): {path}"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PgrpoSimError(f"cannot read log {path}: {getattr(exc, 'strerror', None) or exc}") from None
 
@@ -355,7 +456,11 @@ def _flat(obj: Mapping) -> dict[str, float]:
     return out
 
 
-def _parse_trl(text: str, path) -> list[dict[str, float]]:
+Parsed = tuple[list[dict[str, float]], dict[str, object]]
+"""A parser's result: the flat numeric records in file order, and the run settings the log states."""
+
+
+def _parse_trl(text: str, path) -> Parsed:
     try:
         state = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -363,11 +468,12 @@ def _parse_trl(text: str, path) -> list[dict[str, float]]:
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
         raise PgrpoSimError(f"{_name(path)} is not a TRL trainer_state.json (no log_history list)")
-    return [_flat(entry) for entry in history if isinstance(entry, dict)]
+    return [_flat(entry) for entry in history if isinstance(entry, dict)], {}
 
 
-def _parse_json_lines(text: str, path) -> list[dict[str, float]]:
-    records = []
+def _json_objects(text: str, path) -> list[dict]:
+    """The objects of a JSON lines file, blank lines skipped."""
+    objects = []
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -377,11 +483,15 @@ def _parse_json_lines(text: str, path) -> list[dict[str, float]]:
             raise PgrpoSimError(f"{_name(path)} is not valid JSON lines (line {i}: {exc.msg})") from None
         if not isinstance(obj, dict):
             raise PgrpoSimError(f"{_name(path)}: line {i} is not a JSON object")
-        records.append(_flat(obj))
-    return records
+        objects.append(obj)
+    return objects
 
 
-def _parse_verl(text: str, path) -> list[dict[str, float]]:
+def _parse_json_lines(text: str, path) -> Parsed:
+    return [_flat(obj) for obj in _json_objects(text, path)], {}
+
+
+def _parse_verl(text: str, path) -> Parsed:
     if text.lstrip().startswith("{"):
         return _parse_json_lines(text, path)
     records = []
@@ -398,23 +508,38 @@ def _parse_verl(text: str, path) -> list[dict[str, float]]:
         records.append(record)
     if not records:
         raise PgrpoSimError(f"{_name(path)} has no verl console lines (step:N - key:value - …)")
-    return records
+    return records, {}
 
 
-def _parse_csv(text: str, path) -> list[dict[str, float]]:
+def _csv_header(text: str) -> list[str]:
+    """The header fields of a comma- or tab-separated table (its first non-empty line)."""
+    line = next((line for line in text.splitlines() if line.strip()), "")
+    delimiter = "\t" if line.count("\t") > line.count(",") else ","
+    return [h.strip() for h in next(csv.reader([line], delimiter=delimiter), [])]
+
+
+def _csv_rows(text: str, path) -> tuple[list[str], list[list[str]]]:
     lines = [line for line in text.splitlines() if line.strip()]
     if len(lines) < 2:
         raise PgrpoSimError(f"{_name(path)} has no data rows (a CSV log needs a header and rows)")
     delimiter = "\t" if lines[0].count("\t") > lines[0].count(",") else ","
     reader = csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter)
     header = [h.strip() for h in next(reader)]
-    records = []
+    rows = []
     for i, row in enumerate(reader, 2):
         if len(row) != len(header):
             raise PgrpoSimError(f"{_name(path)}: row {i} has {len(row)} fields, the header has {len(header)}")
+        rows.append(row)
+    return header, rows
+
+
+def _csv_records(header: Sequence[str | None], rows: Sequence[Sequence[str]]) -> list[dict[str, float]]:
+    """One record per row; columns whose header is None are left out."""
+    records = []
+    for row in rows:
         record = {}
         for key, cell in zip(header, row):
-            if not cell.strip():
+            if key is None or not cell.strip():
                 continue  # an empty cell: not logged at this step
             try:
                 record[key] = float(cell)
@@ -422,3 +547,292 @@ def _parse_csv(text: str, path) -> list[dict[str, float]]:
                 record[key] = math.nan  # logged, but not a number ("n/a"): a skipped reward is counted
         records.append(record)
     return records
+
+
+def _parse_csv(text: str, path) -> Parsed:
+    header, rows = _csv_rows(text, path)
+    return _csv_records(header, rows), {}
+
+
+# W&B exports: a panel's CSV has `<run> - <metric>` columns with `__MIN` / `__MAX` band columns; a run's history
+# has W&B's own `_step`, `_runtime`, `_timestamp`; HF's W&B callback adds `trainer/global_step`.
+_WANDB_BAND = re.compile(r"__(MIN|MAX)$")
+_WANDB_OWN = frozenset({"_step", "_runtime", "_timestamp", "trainer/global_step"})
+_WANDB_STEP = frozenset({"step", "_step", "trainer/global_step", "global_step"})
+_WANDB_RUN = " - "
+
+
+def _is_wandb_header(header: Sequence[str]) -> bool:
+    if any(_WANDB_BAND.search(h) for h in header) or any(h in _WANDB_OWN for h in header):
+        return True
+    return bool(header) and header[0].lower() == "step" and any(_WANDB_RUN in h for h in header[1:])
+
+
+def _parse_wandb(text: str, path) -> Parsed:
+    """A W&B CSV export: band columns dropped, a single run's `<run> - ` prefix removed (several runs in one
+    export are an error), a runs table (one row per run) refused."""
+    header, rows = _csv_rows(text, path)
+    keep = [None if _WANDB_BAND.search(h) else h for h in header]
+    runs = sorted({h.rpartition(_WANDB_RUN)[0] for h in keep if h and _WANDB_RUN in h})
+    if len(runs) > 1:
+        raise PgrpoSimError(
+            f"{_name(path)} holds {len(runs)} W&B runs ({_show(runs, 4)}); export one run's curves per file"
+        )
+    keep = [h.rpartition(_WANDB_RUN)[2] if h and _WANDB_RUN in h else h for h in keep]
+    if not any(h and h.lower() in _WANDB_STEP for h in keep) and "Name" in keep and len(rows) > 1:
+        names = {row[keep.index("Name")] for row in rows}
+        if len(names) > 1:
+            raise PgrpoSimError(
+                f"{_name(path)} is a W&B runs table (one row per run: {_show(sorted(names), 4)}), not a training "
+                "curve; export a run's history or a panel's CSV"
+            )
+    return _csv_records(keep, rows), {}
+
+
+# ------------------------------------------------------------------------------------------ TRL console
+
+_PY_SPECIAL = re.compile(r"(:\s*)(-?)(nan|inf)\b")
+_NUMPY_SCALAR = re.compile(r"np\.(?:float|int)\d*\(([^()]*)\)")
+
+
+def _console_dicts(text: str):
+    """Every dict that Python printed in `text` (its repr: `{'key': ...`; one per line or carriage-return segment,
+    possibly after other output on it), as `(segment number, dict)`."""
+    for number, segment in enumerate(re.split(r"[\r\n]", text), 1):
+        start, end = segment.find("{'"), segment.rfind("}")
+        if start < 0 or end < start:
+            continue
+        literal = _NUMPY_SCALAR.sub(r"\1", segment[start : end + 1])
+        literal = _PY_SPECIAL.sub(lambda m: m[1] + ("None" if m[3] == "nan" else m[2] + "1e999"), literal)
+        try:
+            value = ast.literal_eval(literal)
+        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+            continue
+        if isinstance(value, dict):
+            yield number, value
+
+
+def _console_number(value) -> float | None:
+    """A logged value: a number, or a string holding one ('0.125', 'nan'); None for anything else."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return _numeric(value)
+
+
+def _console_kind(record: Mapping[str, float]) -> str | None:
+    keys = [k.lower() for k in record]
+    if "train_runtime" in keys:
+        return "summary"
+    if any(k.startswith("eval_") for k in keys) and all(k.startswith("eval_") or k in ("epoch", "step") for k in keys):
+        return "eval"
+    if any(k in _TRL_CONSOLE_KEYS for k in keys):
+        return "train"
+    return None
+
+
+def _has_trl_console_dicts(text: str) -> bool:
+    if "{'" not in text:
+        return False
+    for _, raw in _console_dicts(text):
+        record = {str(k): v for k, v in raw.items() if _console_number(v) is not None}
+        if _console_kind(record) == "train":
+            return True
+    return False
+
+
+def _parse_trl_console(text: str, path) -> Parsed:
+    """TRL console output: the n-th dict with training metrics is step n, `eval_*` dicts and the summary belong
+    to the latest step; other dicts and all other output are ignored."""
+    records, step, finished = [], 0, None
+    for _, raw in _console_dicts(text):
+        record = {str(k): n for k, v in raw.items() if (n := _console_number(v)) is not None}
+        kind = _console_kind(record)
+        if kind is None:
+            continue
+        if kind == "train":
+            if finished is not None:
+                raise PgrpoSimError(
+                    f"{_name(path)} holds more than one run: training metrics follow the end-of-training summary "
+                    f"at step {finished}; keep one run's output"
+                )
+            step += 1
+        elif kind == "summary":
+            finished = step
+        if kind != "summary" or step > 0:  # a summary without training is no step
+            record.pop("step", None)
+            records.append({"step": float(step), **record})
+    if step == 0:
+        raise PgrpoSimError(
+            f"{_name(path)} has no TRL console dicts with training metrics ({{'loss': …, 'reward': …}})"
+        )
+    return records, {}
+
+
+# ---------------------------------------------------------------------------------- typed JSON lines
+
+_TYPED_ROLLOUT = re.compile(r'"type"\s*:\s*"rollout"')
+_TYPED_BOOKKEEPING = frozenset({"type", "grpo_step", "step", "optimizer_step", "rollout_epoch", "train_batch_index"})
+
+
+def _typed_value(objects: Sequence[Mapping], *keys: str):
+    """The one value that `objects` state under the first of `keys` present (None if absent or not constant)."""
+    for key in keys:
+        values = [obj[key] for obj in objects if obj.get(key) is not None]
+        if values:
+            return values[0] if all(v == values[0] for v in values) else None
+    return None
+
+
+def _integer(value) -> int | None:
+    number = _numeric(value)
+    return int(number) if number is not None and math.isfinite(number) and number == int(number) else None
+
+
+def _parse_typed(text: str, path) -> Parsed:
+    """JSON lines with a `type` per record (the CS336 GRPO loop), one row per GRPO step (`grpo_step`).
+
+    - `rollout` (one per step): its fields as logged (`reward`, `std_reward` → reward_std, `num_rollouts` →
+      n_samples, `answer_accuracy`, ...) — the training reward of the rollout batch.
+    - `train` (one per optimizer update, `epochs_per_rollout_batch` × `num_train_batches` per step): each
+      numeric field **averaged over the step's updates**, nulls left out (a field null in every update, such as
+      `clip_fraction` without clipping, is not logged); a name the rollout already uses gets a `train/` prefix.
+    - `eval` (periodic, a validation set; logged after that step's updates): its fields as `eval/<name>`
+      (`eval/reward` → eval_reward), never mixed with the rollout's.
+    - any other type (e.g. `grpo_step_summary`): its numeric fields, `<type>/<name>` on a name clash.
+
+    Settings: `group_size` → num_generations, `num_questions` → prompts_per_step, `epochs_per_rollout_batch` →
+    num_iterations, `num_train_batches` → steps_per_generation, `cliprange_low` (or `cliprange`) / `cliprange_high`
+    → epsilon / epsilon_high (not for a loss type without clipping: `*no_clip*`, `reinforce*`), `kl_coef` → beta,
+    `learning_rate`, `loss_type` (as named in the log) — each when one value throughout.
+    """
+    steps: dict[float, dict] = {}
+    for i, obj in enumerate(_json_objects(text, path), 1):
+        kind = obj.get("type")
+        step = _numeric(obj.get("grpo_step", obj.get("step")))
+        if step is None or not math.isfinite(step):
+            if kind in ("rollout", "train", "eval"):
+                raise PgrpoSimError(f"record {i} of {_name(path)} ({kind}) has no grpo_step")
+            continue  # a header or config record
+        entry = steps.setdefault(step, dict(rollout=None, train=[], eval=None, other=[]))
+        if kind in ("rollout", "eval"):
+            if entry[kind] is not None:
+                raise PgrpoSimError(
+                    f"step {step:g} of {_name(path)} has two {kind} records (record {i}); "
+                    "a resumed or concatenated log? keep one segment"
+                )
+            entry[kind] = obj
+        elif kind == "train":
+            entry["train"].append(obj)
+        else:
+            entry["other"].append(obj)
+    records = []
+    for step, entry in steps.items():
+        record = {"step": step}
+        if entry["rollout"] is not None:
+            record.update({k: v for k, v in _flat(entry["rollout"]).items() if k not in _TYPED_BOOKKEEPING})
+        train = [_flat(t) for t in entry["train"]]
+        for key in dict.fromkeys(k for t in train for k in t if k not in _TYPED_BOOKKEEPING):
+            values = [t[key] for t in train if key in t and not math.isnan(t[key])]
+            if values:
+                record[key if key not in record else f"train/{key}"] = float(np.mean(values))
+        if entry["eval"] is not None:
+            record.update({f"eval/{k}": v for k, v in _flat(entry["eval"]).items() if k not in _TYPED_BOOKKEEPING})
+        for obj in entry["other"]:
+            for key, value in _flat(obj).items():
+                if key not in _TYPED_BOOKKEEPING:
+                    record[key if key not in record else f"{obj.get('type')}/{key}"] = value
+        records.append(record)
+    rollouts = [e["rollout"] for e in steps.values() if e["rollout"] is not None]
+    updates = [t for e in steps.values() for t in e["train"]]
+    loss_type = _typed_value(updates, "loss_type")
+    loss_type = loss_type if isinstance(loss_type, str) else None
+    clips = loss_type is None or not ("no_clip" in loss_type or loss_type.startswith("reinforce"))
+    settings = dict(
+        num_generations=_integer(_typed_value(rollouts, "group_size")),
+        prompts_per_step=_integer(_typed_value(rollouts, "num_questions", "num_groups")),
+        num_iterations=_integer(_typed_value(updates, "epochs_per_rollout_batch")),
+        steps_per_generation=_integer(_typed_value(updates, "num_train_batches")),
+        epsilon=_numeric(_typed_value(updates, "cliprange_low", "cliprange")) if clips else None,
+        epsilon_high=_numeric(_typed_value(updates, "cliprange_high")) if clips else None,
+        beta=_numeric(_typed_value(updates, "kl_coef")),
+        learning_rate=_numeric(_typed_value(updates, "learning_rate")),
+        loss_type=loss_type,
+    )
+    return records, {
+        k: v for k, v in settings.items() if v is not None and not (isinstance(v, float) and math.isnan(v))
+    }
+
+
+# ---------------------------------------------------------------------------------------- TensorBoard
+
+_EVENTS = "events.out.tfevents.*"
+_TENSORBOARD_EXTRA = (
+    "reading TensorBoard event files needs the tensorboard package: pip install 'pgrpo-sim[tensorboard]'"
+)
+
+
+def _is_tensorboard(path) -> bool:
+    """An event file (by name, or by the `brain.Event` version record that opens one) or a folder holding some."""
+    p = Path(path)
+    if p.is_dir():
+        return next(p.rglob(_EVENTS), None) is not None
+    if "tfevents" in p.name:
+        return True
+    try:
+        with p.open("rb") as f:
+            head = f.read(64)
+    except OSError:
+        return False
+    return b"brain.Event" in head
+
+
+def _event_source(path) -> Path:
+    """The file or folder to read: a folder without event files of its own may hold one run's folder below."""
+    p = Path(path)
+    if not p.exists():
+        raise PgrpoSimError(f"log file not found: {path}")
+    if p.is_file() or next(p.glob(_EVENTS), None) is not None:
+        return p
+    folders = sorted({f.parent for f in p.rglob(_EVENTS)})
+    if len(folders) > 1:
+        names = [str(f.relative_to(p)) for f in folders]
+        raise PgrpoSimError(
+            f"{_name(path)} holds event files of {len(folders)} runs ({_show(names, 4)}); pass one run's folder"
+        )
+    return folders[0]
+
+
+def _parse_tensorboard(path) -> Parsed:
+    """Every scalar of a TensorBoard log (old-style `simple_value` and TF2 tensors of the scalars plugin), one
+    record per step; a tag logged twice at one step keeps its last value (TensorBoard drops the events a
+    restarted run overwrote)."""
+    source = _event_source(path)
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+        from tensorboard.util import tensor_util
+    except ImportError:
+        raise PgrpoSimError(_TENSORBOARD_EXTRA) from None
+    guidance = {"scalars": 0, "tensors": 0, "images": 1, "audio": 1, "histograms": 1, "compressedHistograms": 1}
+    accumulator = EventAccumulator(str(source), size_guidance=guidance)
+    try:
+        accumulator.Reload()
+    except Exception as exc:  # a corrupt file raises whatever its reader meets
+        raise PgrpoSimError(f"cannot read TensorBoard log {_name(path)}: {str(exc).splitlines()[0]}") from None
+    tags = accumulator.Tags()
+    by_step: dict[int, dict[str, float]] = {}
+    for tag in tags.get("scalars", []):
+        for event in accumulator.Scalars(tag):
+            by_step.setdefault(event.step, {})[tag] = float(event.value)
+    for tag in tags.get("tensors", []):
+        if accumulator.SummaryMetadata(tag).plugin_data.plugin_name != "scalars":
+            continue
+        for event in accumulator.Tensors(tag):
+            value = tensor_util.make_ndarray(event.tensor_proto)
+            if value.size == 1 and np.issubdtype(value.dtype, np.number):
+                by_step.setdefault(event.step, {})[tag] = float(value.reshape(()))
+    if not by_step:
+        raise PgrpoSimError(f"{_name(path)} holds no TensorBoard scalars")
+    return [{**row, "step": float(step)} for step, row in sorted(by_step.items())], {}

@@ -157,7 +157,7 @@ def test_nan_rows_are_skipped_and_counted(tmp_path):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(format="tensorboard"), "format must be auto or one of"),
+        (dict(format="yaml"), "format must be auto or one of"),
         (dict(columns={"reward": "nope"}), "column 'nope' \\(for reward\\) is not in"),
     ],
 )
