@@ -565,6 +565,8 @@ _WANDB_RUN = " - "
 def _is_wandb_header(header: Sequence[str]) -> bool:
     if any(_WANDB_BAND.search(h) for h in header) or any(h in _WANDB_OWN for h in header):
         return True
+    if list(header[:2]) == ["Name", "State"]:  # a runs table (refused by _parse_wandb)
+        return True
     return bool(header) and header[0].lower() == "step" and any(_WANDB_RUN in h for h in header[1:])
 
 
@@ -794,6 +796,11 @@ def _event_source(path) -> Path:
     p = Path(path)
     if not p.exists():
         raise PgrpoSimError(f"log file not found: {path}")
+    if p.is_file() and "tfevents" not in p.name:
+        raise PgrpoSimError(
+            f"{_name(path)} is a TensorBoard event file under another name; TensorBoard's reader takes only files "
+            "named events.out.tfevents.*: rename it"
+        )
     if p.is_file() or next(p.glob(_EVENTS), None) is not None:
         return p
     folders = sorted({f.parent for f in p.rglob(_EVENTS)})

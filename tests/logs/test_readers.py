@@ -1,8 +1,11 @@
-"""Log readers (TRL, verl JSONL and console, generic CSV/JSONL, simulate output), bad input, and the fit report
-on the real anchor logs."""
+"""Log readers (TRL state and console, typed JSONL, verl JSONL and console, TensorBoard, W&B CSV, generic CSV/JSONL,
+simulate output), run settings, bad input, and every real anchor log (format, steps, reward range, fit report)."""
 
+import ast
 import json
 import math
+import re
+import sys
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +18,7 @@ from pgrpo_sim.logs import readers as logs
 from pgrpo_sim.reports import log_report as report
 
 DATA = Path(__file__).parents[1] / "data"
+OWN = Path(__file__).parent / "data"
 ANCHORS = Path(__file__).parents[3] / "shared" / "anchors"
 ANCHOR_FILES = {
     "trl_gsm8k_llama31_8b_trainer_state.json": "trl",
@@ -22,6 +26,12 @@ ANCHOR_FILES = {
     "custom_countdown_qwen3_06b_metrics.jsonl": "jsonl",
 }
 needs_anchors = pytest.mark.skipif(not ANCHORS.is_dir(), reason="shared/anchors not present")
+ALL_ANCHORS = (
+    sorted(str(p.relative_to(ANCHORS)) for p in [*ANCHORS.glob("*"), *ANCHORS.glob("sweeps/*/*")] if p.is_file())
+    if ANCHORS.is_dir()
+    else []
+)
+NAN = math.nan
 
 
 def test_trl_state_current_keys_eval_and_bad_row():
@@ -244,3 +254,311 @@ def test_constant_log_reports_nulls_not_numbers(tmp_path):
     assert result["noise"]["source"] == "residuals"
     assert all(f["r2"] is None and f["reduced_chi2"] is None for f in result["fits"].values())
     assert result["prediction"]["regime"] == "undetermined" and result["diagnostics"]["first"] is None
+
+
+# ------------------------------------------------------------------------------- issue 15: more formats
+
+
+def _nan_equal(actual, expected):
+    np.testing.assert_array_equal(np.asarray(actual), np.asarray(expected, float))
+
+
+def test_trl_console_with_progress_bars():
+    """Hand-written TRL console output: dicts after carriage returns and after a progress bar on the same line,
+    string and float values, a stray non-metric dict, an eval dict at step 2 and the closing summary (no step)."""
+    path = OWN / "trl_console.log"
+    assert "\r{'loss'" in path.read_bytes().decode() and logs.detect_format(path) == "trl_console"
+    log = logs.read_log(path)
+    assert log.format == "trl_console" and log.sources["step"] == "step" and log.skipped_steps.size == 0
+    _nan_equal(log["step"], [1, 2, 3])
+    _nan_equal(log["reward"], [0.125, 0.375, 0.75])
+    _nan_equal(log["reward_std"], [0.5, 0.25, 0.125])
+    _nan_equal(log["kl"], [0, 0.0625, 0.125])
+    _nan_equal(log["grad_norm"], [0.25, 0.75, NAN])  # 'nan' is logged, not a number
+    _nan_equal(log["learning_rate"], [1e-5, 2e-5, 3e-5])
+    _nan_equal(log["eval_reward"], [NAN, 0.5, NAN])  # eval belongs to the latest step, apart from the reward
+    _nan_equal(log.other["train_runtime"], [NAN, NAN, 30.5])
+    _nan_equal(log.other["eval_loss"], [NAN, 0.1, NAN])
+    assert "eos_token_id" not in log.other and log.settings == {}  # learning rate not constant
+    assert log.summary()["settings"] == {}
+
+
+def test_trl_console_only_dicts_and_errors(tmp_path):
+    """Only the printed dicts (e.g. grep'ed out, float values with nan/inf and numpy reprs) is still a console log;
+    a training dict after the end-of-training summary means two runs; a NaN reward is a skipped step."""
+    lines = [
+        "{'loss': 0.1, 'reward': 0.25, 'kl': nan}",
+        "{'loss': 0.2, 'reward': np.float64(0.5), 'kl': inf}",
+        "{'loss': 0.3, 'reward': nan, 'kl': 0.5}",
+        "{'loss': 0.4, 'reward': 0.75, 'kl': -inf}",
+    ]
+    path = _write(tmp_path, "only.txt", "\n".join(lines) + "\n")
+    with pytest.warns(UserWarning, match="skipped 1 record"):
+        log = logs.read_log(path)
+    assert log.format == "trl_console" and list(log.skipped_steps) == [3]
+    _nan_equal(log["step"], [1, 2, 4])
+    _nan_equal(log["reward"], [0.25, 0.5, 0.75])
+    _nan_equal(log["kl"], [NAN, math.inf, -math.inf])
+    twice = "\n".join(lines[:2] + ["{'train_runtime': 5.0, 'epoch': 1.0}"] + lines[:1]) + "\n"
+    with pytest.raises(ValueError, match="more than one run: .* summary at step 2"):
+        logs.read_log(_write(tmp_path, "twice.log", twice))
+    with pytest.raises(ValueError, match="no TRL console dicts"):
+        logs.read_log(_write(tmp_path, "none.log", "hello {'eos_token_id': 2}\n"), format="trl_console")
+
+
+def test_typed_jsonl_one_row_per_grpo_step():
+    """Hand-written CS336-style log: the rollout gives reward / reward_std / n_samples, train metrics are averaged
+    over the step's two updates (a null clip_fraction left out), eval stays eval_reward, settings are read."""
+    path = OWN / "typed_metrics.jsonl"
+    log = logs.read_log(path)
+    assert log.format == "typed_jsonl" and logs.detect_format(path) == "typed_jsonl"
+    _nan_equal(log["step"], [0, 1, 2])  # step 0: the eval before training
+    _nan_equal(log["reward"], [NAN, 0.25, 0.5])
+    _nan_equal(log["reward_std"], [NAN, 0.5, 0.25])
+    _nan_equal(log["n_samples"], [NAN, 8, 8])
+    _nan_equal(log["entropy"], [NAN, (0.75 + 0.25) / 2, 0.5])
+    _nan_equal(log["grad_norm"], [NAN, (1.0 + 0.5) / 2, (0.25 + 0.75) / 2])
+    _nan_equal(log["policy_kl"], [NAN, (0.0 + 0.5) / 2, (0.25 + 0.75) / 2])
+    _nan_equal(log["clip_frac"], [NAN, 0.125, (0.25 + 0.125) / 2])
+    _nan_equal(log["eval_reward"], [0.125, NAN, 0.875])
+    _nan_equal(log.other["loss"], [NAN, 0.375, 0.5])
+    _nan_equal(log.other["answer_accuracy"], [NAN, 0.25, 0.5])  # the rollout's accuracy ...
+    _nan_equal(log.other["eval/answer_accuracy"], [0.125, NAN, 0.875])  # ... and the validation set's
+    _nan_equal(log.other["step_seconds"], [NAN, 10.0, 12.0])
+    assert log.sources["reward"] == "reward" and log.sources["eval_reward"] == "eval/reward"
+    assert "kl" not in log and "reference_kl" not in log.other  # null in every update: not logged
+    assert "optimizer_step" not in log.other and "eval/optimizer_step" not in log.other
+    assert log.settings == dict(
+        num_generations=4,
+        prompts_per_step=2,
+        num_iterations=2,
+        steps_per_generation=1,
+        epsilon=0.2,
+        epsilon_high=0.28,
+        beta=0.0,
+        learning_rate=1e-5,
+        loss_type="grpo_clip",
+    )
+    assert log.summary()["settings"] == log.settings and json.dumps(log.summary())
+
+
+def test_typed_jsonl_settings_and_errors(tmp_path):
+    """No clipping: no epsilon; a setting that changes is not a setting; a second rollout at one step is a
+    resumed log; a rollout without grpo_step is an error."""
+    rows = [
+        dict(type="rollout", grpo_step=1, reward=0.1, group_size=8),
+        dict(type="train", grpo_step=1, loss_type="grpo_no_clip", cliprange=0.2, learning_rate=1e-5, kl_coef=0.04),
+        dict(type="rollout", grpo_step=2, reward=0.2, group_size=8),
+        dict(type="train", grpo_step=2, loss_type="grpo_no_clip", cliprange=0.2, learning_rate=5e-6, kl_coef=0.04),
+    ]
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    log = logs.read_log(_write(tmp_path, "noclip.jsonl", text))
+    assert log.settings == dict(num_generations=8, beta=0.04, loss_type="grpo_no_clip")
+    with pytest.raises(ValueError, match="step 1 of resumed.jsonl has two rollout records"):
+        logs.read_log(_write(tmp_path, "resumed.jsonl", text + json.dumps(rows[0]) + "\n"))
+    with pytest.raises(ValueError, match="record 2 of nostep.jsonl \\(rollout\\) has no grpo_step"):
+        logs.read_log(_write(tmp_path, "nostep.jsonl", text[: text.index("\n") + 1] + '{"type": "rollout"}\n'))
+
+
+def test_wandb_panel_and_history_exports(tmp_path):
+    """A panel export (quoted, `<run> - ` prefix, __MIN/__MAX bands) and a run's history (train and eval rows at
+    one trainer/global_step, merged; `_step` is W&B's own counter)."""
+    panel = logs.read_log(OWN / "wandb_panel.csv")
+    assert panel.format == "wandb" and panel.sources == {"step": "Step", "reward": "train/reward", "kl": "train/kl"}
+    _nan_equal(panel["reward"], [0.25, 0.5, 0.75])
+    _nan_equal(panel["kl"], [0, 0.125, NAN])
+    assert panel.other == {}  # the band columns are not metrics
+    history = logs.read_log(OWN / "wandb_history.csv")
+    assert history.format == "wandb" and history.sources["step"] == "trainer/global_step"
+    _nan_equal(history["step"], [1, 2, 3])
+    _nan_equal(history["reward"], [0.125, 0.25, 0.5])
+    _nan_equal(history["reward_std"], [0.25, 0.5, 0.25])
+    _nan_equal(history["eval_reward"], [NAN, 0.5, NAN])
+    assert history.settings == {"learning_rate": 1e-5} and "_runtime" in history.other
+    plain = "Step,train/reward,train/reward__MIN,train/reward__MAX\n1,0.5,0.25,0.75\n2,0.625,0.5,0.75\n"
+    log = logs.read_log(_write(tmp_path, "plain.csv", plain))
+    assert log.format == "wandb" and list(log["reward"]) == [0.5, 0.625] and log.other == {}
+    two = '"Step","a - train/reward","b - train/reward"\n1,0.1,0.2\n'
+    with pytest.raises(ValueError, match="holds 2 W&B runs \\(a, b\\)"):
+        logs.read_log(_write(tmp_path, "two.csv", two))
+    table = '"Name","State","Runtime","train/reward"\n"run-a","finished",60,0.5\n"run-b","finished",61,0.6\n'
+    with pytest.raises(ValueError, match="is a W&B runs table \\(one row per run: run-a, run-b\\)"):
+        logs.read_log(_write(tmp_path, "table.csv", table))
+
+
+def _event_file(folder: Path, scalars, tensors=(), text_tag=None) -> Path:
+    """A TensorBoard event file written with tensorboard's own writer: `scalars` as old-style simple values
+    (what torch's SummaryWriter writes), `tensors` as TF2 scalar tensors, plus an optional non-scalar text tag."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tensorboard.util import tensor_util
+
+    folder.mkdir(parents=True, exist_ok=True)
+    writer = EventFileWriter(str(folder))
+    scalar_meta = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+    text_meta = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="text"))
+    values = [(step, summary_pb2.Summary.Value(tag=tag, simple_value=v)) for tag, step, v in scalars]
+    values += [
+        (step, summary_pb2.Summary.Value(tag=tag, tensor=tensor_util.make_tensor_proto(v), metadata=scalar_meta))
+        for tag, step, v in tensors
+    ]
+    if text_tag:
+        proto = tensor_util.make_tensor_proto(np.array([b"hello"], dtype=object))
+        values.append((1, summary_pb2.Summary.Value(tag=text_tag, tensor=proto, metadata=text_meta)))
+    for step, value in values:
+        writer.add_event(event_pb2.Event(wall_time=1.0, step=step, summary=summary_pb2.Summary(value=[value])))
+    writer.close()
+    (path,) = folder.glob("events.out.tfevents.*")
+    return path
+
+
+TB_SCALARS = [
+    ("train/reward", 1, 0.25),
+    ("train/reward", 2, 0.5),
+    ("train/reward", 3, 0.75),
+    ("train/kl", 1, 0.0),
+    ("train/kl", 3, 0.125),
+    ("train/learning_rate", 1, 0.5),
+    ("train/learning_rate", 2, 0.5),
+    ("train/learning_rate", 3, 0.5),
+]
+
+
+def test_tensorboard_event_file_and_folder(tmp_path):
+    """Old-style and tensor scalars at their steps (values exact in float32), a text tag ignored; the file, its
+    folder, the folder above and a copy without the usual name all read alike."""
+    path = _event_file(
+        tmp_path / "runs" / "run-1", TB_SCALARS, tensors=[("eval/reward", 2, 0.625)], text_tag="train/completions"
+    )
+    for source in (path, path.parent, tmp_path / "runs"):
+        log = logs.read_log(source)
+        assert log.format == "tensorboard" and logs.detect_format(source) == "tensorboard"
+        _nan_equal(log["step"], [1, 2, 3])
+        _nan_equal(log["reward"], [0.25, 0.5, 0.75])
+        _nan_equal(log["kl"], [0.0, NAN, 0.125])
+        _nan_equal(log["eval_reward"], [NAN, 0.625, NAN])
+        assert log.sources["reward"] == "train/reward" and log.settings == {"learning_rate": 0.5}
+        assert "train/completions" not in log.other and log.other == {}
+    renamed = tmp_path / "copy.bin"  # recognised by its content, but TensorBoard reads only its own file names
+    renamed.write_bytes(path.read_bytes())
+    assert logs.detect_format(renamed) == "tensorboard"
+    with pytest.raises(ValueError, match="event file under another name; .*: rename it"):
+        logs.read_log(renamed)
+
+
+def test_tensorboard_errors(tmp_path, monkeypatch):
+    _event_file(tmp_path / "runs" / "a", TB_SCALARS[:1])
+    _event_file(tmp_path / "runs" / "b", TB_SCALARS[:1])
+    with pytest.raises(ValueError, match="event files of 2 runs \\(a, b\\); pass one run's folder"):
+        logs.read_log(tmp_path / "runs")
+    with pytest.raises(ValueError, match="directory without TensorBoard event files"):
+        logs.read_log(_empty_dir(tmp_path))
+    path = _event_file(tmp_path / "evalonly", [("eval/reward", 1, 0.5)])
+    with pytest.raises(ValueError, match="no reward column"):
+        logs.read_log(path)  # an eval reward is never the training reward
+    monkeypatch.setitem(sys.modules, "tensorboard.backend.event_processing.event_accumulator", None)
+    with pytest.raises(ValueError, match=re.escape("pip install 'pgrpo-sim[tensorboard]'")) as info:
+        logs.read_log(path)
+    assert "\n" not in str(info.value)
+
+
+def _empty_dir(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    return empty
+
+
+def test_new_canonical_names():
+    """TRL 0.26's lower / upper clip fractions; the summary carries (empty) settings for a TRL state file."""
+    with pytest.warns(UserWarning):
+        log = logs.read_log(DATA / "trl_state.json")
+    assert log.sources["clip_low_frac"] == "clip_ratio/low_mean" and "clip_high_frac" in log.missing
+    assert "settings" in log.summary()
+    records = [
+        dict(step=1.0, reward=0.5, std_reward=0.25, token_entropy=0.5, clip_fraction=0.0, num_rollouts=8.0),
+        dict(step=2.0, reward=0.5, std_reward=0.25, token_entropy=0.5, clip_fraction=0.0, num_rollouts=8.0),
+    ]
+    tidy = logs.tidy(records, format="jsonl", path=None)
+    assert tidy.sources == dict(
+        step="step",
+        reward="reward",
+        reward_std="std_reward",
+        entropy="token_entropy",
+        clip_frac="clip_fraction",
+        n_samples="num_rollouts",
+    )
+
+
+# ------------------------------------------------------------------------- every real anchor log
+
+
+def _expected_anchor(path: Path):
+    """(format, rows, reward steps, min reward, max reward), read from the raw file without the readers."""
+    text = path.read_text(encoding="utf-8")
+    if path.name.endswith("trainer_state.json"):
+        history = [r for r in json.loads(text)["log_history"] if "reward" in r]
+        rewards = [r["reward"] for r in history]
+        return "trl", len({r["step"] for r in history}), len(rewards), min(rewards), max(rewards)
+    if path.name.endswith(".console.log"):
+        dicts = [ast.literal_eval(s) for s in re.split(r"[\r\n]", text) if s.startswith("{'loss'")]
+        rewards = [float(d["reward"]) for d in dicts]
+        return "trl_console", len(dicts), len(rewards), min(rewards), max(rewards)
+    records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    if any(r.get("type") == "rollout" for r in records):
+        rollouts = [r for r in records if r["type"] == "rollout"]
+        rows = {r["grpo_step"] for r in records if r["type"] in ("rollout", "eval")}
+        rewards = [r["reward"] for r in rollouts]
+        return "typed_jsonl", len(rows), len(rollouts), min(rewards), max(rewards)
+    if path.name.startswith("custom_countdown"):
+        rewards = [r["mean_reward"] for r in records]
+        return "jsonl", len(records), len(rewards), min(rewards), max(rewards)
+    raise AssertionError(f"no expectation for anchor {path}: add one to _expected_anchor")
+
+
+@needs_anchors
+@pytest.mark.parametrize("name", [n for n in ALL_ANCHORS if not n.endswith(".md")])
+def test_every_anchor_log_parses(name):
+    """Every file in shared/anchors and its sweeps/ folders: the right format, step count and reward range, no
+    step skipped; for the typed logs the reward is the rollout's and the eval reward the eval records' (no leak)."""
+    path = ANCHORS / name
+    fmt, rows, n_reward, low, high = _expected_anchor(path)
+    log = logs.read_log(path)
+    steps, reward = log.series("reward")
+    assert (log.format, len(log), reward.size) == (fmt, rows, n_reward)
+    assert (reward.min(), reward.max()) == (low, high) and log.skipped_steps.size == 0
+    if fmt == "typed_jsonl":
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        rollout = {r["grpo_step"]: r["reward"] for r in records if r["type"] == "rollout"}
+        evals = {r["grpo_step"]: r["reward"] for r in records if r["type"] == "eval"}
+        assert dict(zip(steps, reward)) == rollout
+        assert dict(zip(*log.series("eval_reward"))) == evals
+        assert log.settings["num_generations"] == 8 and log.settings["prompts_per_step"] == 32
+        assert log.sources["n_samples"] == "num_rollouts" and np.all(log.series("n_samples")[1] == 256)
+    if fmt == "trl_console":
+        assert "eval_reward" not in log and log.other["train_runtime"][-1] > 0
+
+
+@needs_anchors
+def test_anchor_settings():
+    """The settings the sweep logs state (anchors README: G = 8, 32 prompts, 2 epochs, clip (0.2, 0.28), β = 0,
+    lr 4e-5 constant; the unclipped and on-policy runs state no clip range that applies)."""
+    clip = logs.read_log(ANCHORS / "sweeps/cs336_clip_ablation/GRPO-Clip_0p20_0p28_e2_tb256.metrics.jsonl")
+    assert clip.settings == dict(
+        num_generations=8,
+        prompts_per_step=32,
+        num_iterations=2,
+        steps_per_generation=1,
+        epsilon=0.2,
+        epsilon_high=0.28,
+        beta=0.0,
+        learning_rate=4e-5,
+        loss_type="grpo_clip",
+    )
+    no_clip = logs.read_log(ANCHORS / "sweeps/cs336_clip_ablation/GRPO-No-Clip_e2_tb256.metrics.jsonl")
+    assert "epsilon" not in no_clip.settings and no_clip.settings["loss_type"] == "grpo_no_clip"
+    assert "clip_frac" in no_clip.missing  # clip_fraction is null in every update
+    long_run = logs.read_log(ANCHORS / "sweeps/cs336_long_run/final_on_policy_lr4e-5_400.metrics.jsonl")
+    assert long_run.settings["num_iterations"] == 1 and "epsilon" not in long_run.settings
+    console = logs.read_log(ANCHORS / "sweeps/gsm8k_qwen35_9b_replicates/rho1.00_seed42.console.log")
+    assert console.settings == {}  # warmup then decay: no constant learning rate, nothing else stated
