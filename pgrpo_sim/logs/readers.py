@@ -599,8 +599,8 @@ _NUMPY_SCALAR = re.compile(r"np\.(?:float|int)\d*\(([^()]*)\)")
 
 def _console_dicts(text: str):
     """Every dict that Python printed in `text` (its repr: `{'key': ...`; one per line or carriage-return segment,
-    possibly after other output on it), as `(segment number, dict)`."""
-    for number, segment in enumerate(re.split(r"[\r\n]", text), 1):
+    possibly after other output on it), in order."""
+    for segment in re.split(r"[\r\n]", text):
         start, end = segment.find("{'"), segment.rfind("}")
         if start < 0 or end < start:
             continue
@@ -611,7 +611,7 @@ def _console_dicts(text: str):
         except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
             continue
         if isinstance(value, dict):
-            yield number, value
+            yield value
 
 
 def _console_number(value) -> float | None:
@@ -638,7 +638,7 @@ def _console_kind(record: Mapping[str, float]) -> str | None:
 def _has_trl_console_dicts(text: str) -> bool:
     if "{'" not in text:
         return False
-    for _, raw in _console_dicts(text):
+    for raw in _console_dicts(text):
         record = {str(k): v for k, v in raw.items() if _console_number(v) is not None}
         if _console_kind(record) == "train":
             return True
@@ -649,7 +649,7 @@ def _parse_trl_console(text: str, path) -> Parsed:
     """TRL console output: the n-th dict with training metrics is step n, `eval_*` dicts and the summary belong
     to the latest step; other dicts and all other output are ignored."""
     records, step, finished = [], 0, None
-    for _, raw in _console_dicts(text):
+    for raw in _console_dicts(text):
         record = {str(k): n for k, v in raw.items() if (n := _console_number(v)) is not None}
         kind = _console_kind(record)
         if kind is None:
