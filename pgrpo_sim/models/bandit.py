@@ -123,13 +123,32 @@ class BanditState(NamedTuple):
     diverged_step: Array
 
 
+def learning_rate_factor(config: BanditConfig, count: Array) -> Array:
+    """The schedule's factor on η at optimiser step `count` (Hugging Face `get_scheduler`: linear warm-up from 0
+    over `warmup_steps`, then 1, linear decay or cosine decay to 0 at `decay_steps`); 1 for "constant"."""
+    count = jnp.asarray(count, config.eta.dtype)
+    warmup, total = config.warmup_steps, config.decay_steps
+    rising = count / jnp.maximum(warmup, 1)
+    progress = jnp.clip((count - warmup) / jnp.maximum(total - warmup, 1), 0.0, 1.0)
+    after = {
+        "constant": jnp.ones_like(count),
+        "constant_with_warmup": jnp.ones_like(count),
+        "linear": 1.0 - progress,
+        "cosine": 0.5 * (1.0 + jnp.cos(jnp.pi * progress)),
+    }[config.lr_schedule]
+    return after if config.lr_schedule == "constant" else jnp.where(count < warmup, rising, after)
+
+
 def make_optimizer(config: BanditConfig) -> optax.GradientTransformation:
     """optax optimiser on the logits: optional global-norm clipping, then heavy-ball SGD (optax.sgd with momentum μ),
-    Nesterov, or Adam (b1 = μ, b2 = 0.999)."""
+    Nesterov, or Adam (b1 = μ, b2 = 0.999), at step η × `learning_rate_factor` (a plain η for "constant")."""
+    eta = config.eta
+    if config.lr_schedule != "constant":
+        eta = lambda count: config.eta * learning_rate_factor(config, count)  # noqa: E731
     if config.optimizer == "adam":
-        base = optax.adam(config.eta, b1=config.momentum)
+        base = optax.adam(eta, b1=config.momentum)
     else:
-        base = optax.sgd(config.eta, momentum=config.momentum, nesterov=config.optimizer == "nesterov")
+        base = optax.sgd(eta, momentum=config.momentum, nesterov=config.optimizer == "nesterov")
     return base if config.grad_clip is None else optax.chain(optax.clip_by_global_norm(config.grad_clip), base)
 
 

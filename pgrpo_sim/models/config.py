@@ -27,6 +27,9 @@ verl ppo_epochs); refresh_fresh: a fresh group from the stale π_old at every st
 refresh); stale: gradient computed at θ_{n−lag}, applied at step n."""
 KL_KINDS = ("k1", "k2", "k3", "exact")
 OPTIMIZERS = ("sgd", "nesterov", "adam")
+LR_SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
+"""Learning-rate schedules under Hugging Face's `SchedulerType` names (TRL `lr_scheduler_type`): linear warm-up
+over `warmup_steps`, then constant, linear decay to 0 or cosine decay to 0 at `decay_steps`."""
 
 
 def _as_float(x):
@@ -66,6 +69,8 @@ class BanditConfig(eqx.Module):
     features: Array | None = eqx.field(converter=_as_float)
     lag: Array = eqx.field(converter=_as_int)
     adv_eps: Array = eqx.field(converter=_as_float)
+    warmup_steps: Array = eqx.field(converter=_as_int)
+    decay_steps: Array = eqx.field(converter=_as_int)
     group_size: int = eqx.field(static=True)
     advantage: str = eqx.field(static=True)
     kl: str = eqx.field(static=True)
@@ -75,12 +80,16 @@ class BanditConfig(eqx.Module):
     batch_prompts: int | None = eqx.field(static=True)
     dynamic_sampling: bool = eqx.field(static=True)
     optimizer: str = eqx.field(static=True)
+    lr_schedule: str = eqx.field(static=True)
 
     def __check_init__(self):
         check_choice("advantage", self.advantage, ADVANTAGES)
         check_choice("kl", self.kl, KL_KINDS)
         check_choice("lag_model", self.lag_model, LAG_MODELS)
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)
+        check_range("warmup_steps", self.warmup_steps, 0, integer=True)
+        check_range("decay_steps", self.decay_steps, 1, integer=True)
         check_range("group_size", self.group_size, 2, integer=True)
         check_range("max_lag", self.max_lag, 0, integer=True)
         check_range("batch_prompts", self.batch_prompts, 1, self.rewards.shape[0], integer=True)
@@ -188,6 +197,9 @@ def bandit_config(
     batch_prompts: int | None = None,
     dynamic_sampling: bool = False,
     features: ArrayLike | None = None,
+    lr_schedule: str = "constant",
+    warmup_steps: ArrayLike = 0,
+    decay_steps: ArrayLike = 1,
 ) -> BanditConfig:
     """Build and validate a `BanditConfig`.
 
@@ -211,6 +223,11 @@ def bandit_config(
     from the loss (DAPO, without re-drawing; sampled mode). `features` Φ (D, F) switches to shared parameters:
     a linear-softmax policy θ_d = θ_0,d + φ_d W with W (F, N) trained (from 0) instead of the per-prompt logits,
     so an update on one prompt moves every prompt whose features overlap.
+
+    Learning-rate schedule (`LR_SCHEDULES`, as Hugging Face's `get_scheduler`): the step is η times a factor that
+    rises linearly from 0 over `warmup_steps` optimiser steps, then stays at 1 ("constant_with_warmup"), falls
+    linearly ("linear") or along a half cosine ("cosine") to 0 at `decay_steps` (the run's total steps).
+    "constant" is no schedule at all.
     """
     check_range("prompts", n_prompts, 1, integer=True)
     if difficulty is not None:
@@ -279,6 +296,9 @@ def bandit_config(
         batch_prompts=batch_prompts,
         dynamic_sampling=bool(dynamic_sampling),
         optimizer=optimizer,
+        lr_schedule=lr_schedule,
+        warmup_steps=jnp.asarray(warmup_steps, jnp.int32),
+        decay_steps=jnp.asarray(decay_steps, jnp.int32),
         ref_sync_steps=ref_sync_steps,
         ref_sync_alpha=scalar(ref_sync_alpha),
         features=None if features is None else as_float(features).astype(dtype),

@@ -1,6 +1,7 @@
 """The softmax-bandit GRPO environment: exactness of expected mode, reductions, sampling, gradients."""
 
 import itertools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -10,7 +11,14 @@ import pytest
 from jax.test_util import check_grads
 
 import pgrpo_sim as ps
-from pgrpo_sim.models.bandit import _simulate, expected_loss, on_policy_grad, sampled_loss
+from pgrpo_sim.models.bandit import (
+    _simulate,
+    expected_group_std,
+    expected_loss,
+    learning_rate_factor,
+    on_policy_grad,
+    sampled_loss,
+)
 
 # an off-policy point: θ ≠ θ_old far enough that several samples are clipped
 THETA_OLD = np.array([[0.2, -0.4, 0.5]])
@@ -417,3 +425,46 @@ def test_draw_frequencies_match_policy_and_reward_means(means):
     for a, r in enumerate(means):
         hits = rewards[arms == a]
         assert abs(hits.mean() - r) <= 4 * np.sqrt(max(r * (1 - r), 1e-12) / hits.size) + 1e-12
+
+
+@pytest.mark.parametrize("g", [2, 3, 5, 8])
+def test_expected_group_std_by_enumeration(g):
+    """E[unbiased std of G Bernoulli(p) rewards] against all 2^G reward vectors (float64 sums: 1e-12)."""
+    outcomes = np.array(list(itertools.product([0.0, 1.0], repeat=g)))
+    stds = outcomes.std(axis=1, ddof=1)
+    for p in (0.03, 0.2, 0.5, 0.9):
+        weights = p ** outcomes.sum(1) * (1 - p) ** (g - outcomes.sum(1))
+        with jax.enable_x64(True):
+            got = float(expected_group_std(g, jnp.float64(p)))
+        assert got == pytest.approx(weights @ stds, abs=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["constant_with_warmup", "linear", "cosine"])
+def test_learning_rate_schedule_matches_hugging_face(kind):
+    """The factor on η against transformers' lr_lambda formulas (get_*_schedule_with_warmup), written out here."""
+    warmup, total = 4, 17
+
+    def hf(step):
+        if step < warmup:
+            return step / max(1, warmup)
+        if kind == "constant_with_warmup":
+            return 1.0
+        progress = (step - warmup) / max(1, total - warmup)
+        return max(0.0, 1.0 - progress) if kind == "linear" else max(0.0, 0.5 * (1.0 + math.cos(math.pi * progress)))
+
+    config = ps.bandit_config(lr_schedule=kind, warmup_steps=warmup, decay_steps=total)
+    with jax.enable_x64(True):
+        got = [float(learning_rate_factor(config.replace(eta=jnp.float64(0.1)), n)) for n in range(total + 1)]
+    np.testing.assert_allclose(got, [hf(n) for n in range(total + 1)], atol=1e-12)  # HF cosine rises again after
+
+
+def test_scheduled_run_takes_scaled_steps():
+    """One on-policy SGD step at factor f moves the logits by f·η·∇ (the first warm-up step moves nothing)."""
+    config = ps.bandit_config(eta=0.3, lr_schedule="linear", warmup_steps=2, decay_steps=10)
+    plain = ps.bandit_config(eta=0.3)
+    run, ref = ps.simulate(config, 3), ps.simulate(plain, 1)
+    assert float(run.reward[1]) == float(run.reward[0])  # factor 0 at step 0
+    # step 1 at factor 1/2 from the unchanged start is half the plain first step in logit space
+    logit = lambda p: np.log(p / (1 - p))  # noqa: E731
+    half = (logit(float(run.reward[2])) - logit(float(run.reward[1]))) / (logit(float(ref.reward[1])) - logit(0.2))
+    assert half == pytest.approx(0.5, rel=1e-5)
