@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 from jax import Array
 from jax.typing import ArrayLike
@@ -109,5 +110,87 @@ def summarize_curve(rewards: ArrayLike, diverged: ArrayLike = False, stderr: Arr
         time_to_90=jnp.where(diverged, -1, time_to_90).astype(jnp.int32),
         overshoot=jnp.where(diverged, nan, overshoot),
         sign_changes=sign_changes.astype(jnp.int32),
+        regime=regime.astype(jnp.int32),
+    )
+
+
+def _bounds(n: int, lo: float, hi: float) -> tuple[int, int]:
+    """The index range [start, stop) of `_window` over n samples."""
+    return int(lo * n), max(int(hi * n), int(lo * n) + 1)
+
+
+def summarize_curves(rewards: ArrayLike, diverged: ArrayLike = False, stderr: ArrayLike | None = None) -> CurveSummary:
+    """`summarize_curve` of B curves at once, equal to it curve by curve (jit-compatible); `rewards` is
+    time-major, (T+1, B), as a `lax.scan` over steps stacks its outputs; `diverged` (B,) or scalar; `stderr`
+    (T+1, B) or None. Returns (B,) fields.
+
+    One pass over time: the plateau and window bounds come first (slices of the late curve), then a single
+    `lax.scan` carries the running quantities (latest significant sign, sign-change counts, window maxima,
+    first step at 90 %), so no (T+1, B) temporaries are built besides the input."""
+    p = as_float(rewards)
+    n, batch = p.shape
+    start, stop = _bounds(n, 0.9, 1.0)
+    plateau = jnp.mean(p[start:stop], axis=0)
+    p0 = p[0]
+    tol = 1e-3 * jnp.abs(p0 - plateau) + 1e-9
+    travel = plateau - p0
+    scale = jnp.where(travel == 0, 1.0, travel)
+    direction = jnp.sign(travel)
+    mid, late = _bounds(n, 0.25, 0.5), _bounds(n, 0.75, 1.0)
+    if stderr is not None:
+        se = jnp.broadcast_to(as_float(stderr).astype(p.dtype), p.shape)
+        se_plateau = jnp.mean(se[start:stop], axis=0)
+        xs = (jnp.arange(n, dtype=jnp.int32), p, se)
+    else:
+        xs = (jnp.arange(n, dtype=jnp.int32), p)
+    zero = jnp.zeros(batch, jnp.int32)
+    low = jnp.full(batch, -jnp.inf, p.dtype)
+
+    def visit(carry, x):
+        prev_sign, prev_t, changes, late_changes, adjacent, pairs, t90, a_mid, a_late, overshoot, finite = carry
+        t, pt = x[0], x[1]
+        e = pt - plateau
+        if stderr is not None:
+            band = NOISE_Z * jnp.sqrt(x[2] ** 2 + se_plateau**2)
+            amplitude = jnp.abs(jnp.sign(e) * jnp.maximum(jnp.abs(e) - band, 0.0))
+            sig = jnp.abs(e) > tol + band
+        else:
+            amplitude, sig = jnp.abs(e), jnp.abs(e) > tol
+        sign = jnp.sign(e)
+        pair = sig & (prev_t >= 0)
+        change = pair & (sign != prev_sign)
+        changes = changes + change
+        late_changes = late_changes + (change & (t >= n // 2))
+        adjacent = adjacent + (change & (prev_t == t - 1))
+        pairs = pairs + pair
+        prev_t = jnp.where(sig, t, prev_t)
+        prev_sign = jnp.where(sig, sign, prev_sign)
+        a_mid = jnp.where((t >= mid[0]) & (t < mid[1]), jnp.maximum(a_mid, amplitude), a_mid)
+        a_late = jnp.where((t >= late[0]) & (t < late[1]), jnp.maximum(a_late, amplitude), a_late)
+        t90 = jnp.where((t90 < 0) & ((pt - p0) / scale >= 0.9), t, t90)
+        overshoot = jnp.maximum(overshoot, direction * e)
+        finite = finite & jnp.isfinite(pt)
+        return (prev_sign, prev_t, changes, late_changes, adjacent, pairs, t90, a_mid, a_late, overshoot, finite), None
+
+    init = (jnp.zeros(batch, p.dtype), zero - 1, zero, zero, zero, zero, zero - 1, low, low, low, jnp.ones(batch, bool))
+    carry, _ = jax.lax.scan(visit, init, xs)
+    _, _, changes, late_changes, adjacent, pairs, t90, a_mid, a_late, overshoot, finite = carry
+    diverged = jnp.asarray(diverged) | ~finite
+    flip_like = (adjacent >= 0.8 * jnp.maximum(pairs, 1)) & (changes >= 4)
+    sustained = (late_changes >= 2) & (a_late >= 0.5 * a_mid) & (a_late > tol)
+    growing = a_late > 2 * a_mid + tol
+    regime = jnp.where(
+        diverged | sustained | growing,
+        UNSTABLE,
+        jnp.where(flip_like, FLIP, jnp.where(changes >= 2, OSCILLATORY, MONOTONE)),
+    )
+    time_to_90 = jnp.where(travel != 0, t90, -1)
+    nan = jnp.asarray(jnp.nan, p.dtype)
+    return CurveSummary(
+        final_reward=jnp.where(diverged, nan, p[-1]),
+        plateau=jnp.where(diverged, nan, plateau),
+        time_to_90=jnp.where(diverged, -1, time_to_90).astype(jnp.int32),
+        overshoot=jnp.where(diverged, nan, overshoot),
+        sign_changes=changes.astype(jnp.int32),
         regime=regime.astype(jnp.int32),
     )

@@ -30,10 +30,13 @@ from ..base.regimes import DISCRETE_REGIMES
 from ..models.bandit import run
 from ..models.config import BanditConfig, bandit_config
 from ..models.hyperparameters import STATIC, TRACED, hyperparameter, set_hyperparameters
-from .summaries import summarize_curve
+from .summaries import summarize_curves
 
-VMAP_BATCH = 256
-"""Configurations vmapped together inside a chunk (cache-sized on CPU)."""
+VMAP_BATCH = 4096
+"""Most configurations vmapped together in a batch (on 2 CPU cores, 4096 runs 2× faster than 256: the
+per-step work of a batch is large enough to hide the loop's overhead, its state still fits in cache)."""
+MAX_CHUNK_WORK = 2**28
+"""Most run-steps (configurations × seeds × steps) in one chunk: a few seconds of work on CPU."""
 TRACED_AXES, STATIC_AXES = TRACED, STATIC
 """Sweepable hyperparameters (`models.hyperparameters`): traced ones share one compilation."""
 
@@ -100,54 +103,78 @@ def parse_axis(spec: str) -> Axis:
     return Axis(name, tuple(values.tolist()), spacing, spec)
 
 
-def _summarize(run, mode: str) -> dict[str, jax.Array]:
-    diverged = jnp.any(run.diverged)
+def _summarize_batch(rewards: jax.Array, diverged: jax.Array, diverged_step: jax.Array, mode: str, decimate: int):
+    """Summaries of a batch of B runs from its reward curves, (B, T+1) in expected mode or (B, seeds, T+1)
+    sampled (judged on the seed-mean curve against its standard error); (B,) fields."""
     if mode == "expected":
-        reward, stderr = run.reward, None
-    else:  # the seed-mean curve, judged against its standard error
-        reward = jnp.mean(run.reward, axis=0)
-        stderr = jnp.std(run.reward, axis=0, ddof=1) / jnp.sqrt(run.reward.shape[0])
-    summary = summarize_curve(reward, diverged, stderr)._asdict()
-    late = run.reward[..., -max(1, run.reward.shape[-1] // 4) :]
+        curves, stderr = rewards.T, None  # time-major (T+1, B): the layout the scan wrote, so no copy
+    else:
+        curves = jnp.mean(rewards, axis=1).T
+        stderr = (jnp.std(rewards, axis=1, ddof=1) / jnp.sqrt(rewards.shape[1])).T
+    diverged_any = jnp.any(diverged.reshape(diverged.shape[0], -1), axis=1)
+    summary = summarize_curves(curves, diverged_any, stderr)._asdict()
+    late = max(1, curves.shape[0] // 4)
     # expected mode: temporal variance of the late window; sampled: variance across seeds, averaged over it
-    summary["late_variance"] = jnp.var(late) if mode == "expected" else jnp.mean(jnp.var(late, axis=0))
-    summary["diverged"] = jnp.mean(run.diverged.astype(reward.dtype))
-    steps = jnp.where(run.diverged_step >= 0, run.diverged_step, jnp.iinfo(jnp.int32).max)
-    summary["diverged_step"] = jnp.where(diverged, jnp.min(steps), -1).astype(jnp.int32)
+    if mode == "expected":
+        summary["late_variance"] = jnp.var(curves[-late:], axis=0)
+    else:
+        summary["late_variance"] = jnp.mean(jnp.var(rewards[..., -late:], axis=1), axis=-1)
+    summary["diverged"] = jnp.mean(diverged.reshape(diverged.shape[0], -1).astype(curves.dtype), axis=1)
+    steps = jnp.where(diverged_step >= 0, diverged_step, jnp.iinfo(jnp.int32).max)
+    first = jnp.min(steps.reshape(steps.shape[0], -1), axis=1)
+    summary["diverged_step"] = jnp.where(diverged_any, first, -1).astype(jnp.int32)
+    if decimate:
+        summary["trajectory"] = curves[::decimate].T
     return summary
 
 
-def _chunk(base, params, keys, steps, mode, decimate):
-    def point(p):
+def _chunk(base, params, keys, steps, mode, decimate, batch):
+    """Summaries of one chunk: `params` (configurations,) per traced name, `batch` configurations at a time."""
+
+    def one_run(p):
         config = set_hyperparameters(base, p)
         if mode == "expected":
             result = run(config, keys[0], steps, mode)
         else:
             result = jax.vmap(lambda k: run(config, k, steps, mode))(keys)
-        out = _summarize(result, mode)
-        if decimate:
-            curve = result.reward if mode == "expected" else jnp.mean(result.reward, 0)
-            out["trajectory"] = curve[::decimate]
-        return out
+        return result.reward, result.diverged, result.diverged_step
 
-    # (devices, configs per device): vmap over the sharded device axis, and on each device a loop over
-    # vmapped batches of VMAP_BATCH configurations, which stay in cache (a plain vmap over thousands of
-    # configurations is several times slower on CPU)
+    def one_batch(p):  # vmapped runs write only their reward curves; the summaries take one pass over them
+        return _summarize_batch(*jax.vmap(one_run)(p), mode, decimate)
+
+    # (devices, batches per device, batch): vmap over the sharded device axis, and on each device a loop over
+    # batches, whose state and curves stay in cache (a plain vmap over thousands of configurations is slower)
     n_dev = jax.device_count()
-    split = jax.tree.map(lambda x: x.reshape(n_dev, -1, *x.shape[1:]), params)
-    per_device = lambda p: jax.lax.map(point, p, batch_size=min(VMAP_BATCH, p[next(iter(p))].shape[0]))  # noqa: E731
-    out = jax.vmap(per_device)(split)
-    return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), out)
+    split = jax.tree.map(lambda x: x.reshape(n_dev, -1, batch, *x.shape[1:]), params)
+    out = jax.vmap(lambda p: jax.lax.map(one_batch, p))(split)
+    return jax.tree.map(lambda x: x.reshape(-1, *x.shape[3:]), out)
 
 
-_chunk_jit = jax.jit(_chunk, static_argnames=("steps", "mode", "decimate"))
+_chunk_jit = jax.jit(_chunk, static_argnames=("steps", "mode", "decimate", "batch"))
 
 
-def _bytes_per_config(config: BanditConfig, steps: int, seeds: int) -> int:
-    """Rough peak memory of one configuration inside a chunk: the per-step read-outs of every seed plus state."""
+def _bytes_per_run(config: BanditConfig, steps: int, seeds: int) -> int:
+    """Peak memory of one configuration while its batch runs (bytes): its reward curves (all seeds) and
+    their summaries' temporaries, plus its state."""
     itemsize = np.dtype(config.rewards.dtype).itemsize
-    per_step = 12 + 2 * config.rewards.size
-    return int((steps + 1) * per_step * seeds * itemsize * 2 + config.rewards.size * (config.max_lag + 4) * itemsize)
+    return int((steps + 1) * seeds * itemsize * 4 + config.rewards.size * (config.max_lag + 4) * itemsize * seeds)
+
+
+def _chunk_shape(n: int, config: BanditConfig, steps: int, seeds: int, decimate: int, chunk_size, max_memory):
+    """(configurations per chunk, configurations per vmapped batch) for a static group of n configurations.
+    A chunk is a whole number of batches on every device; both depend on n, not on what is left to do, so a
+    resumed sweep computes every chunk exactly as an uninterrupted one. Memory: a batch's curves and a chunk's
+    summaries (and trajectories) within `max_memory`; a chunk holds at most `MAX_CHUNK_WORK` run-steps, so
+    that finished work is saved (and the progress bar moves) every few seconds."""
+    n_dev = jax.device_count()
+    itemsize = np.dtype(config.rewards.dtype).itemsize
+    batch_cap = max(1, int(max_memory // (n_dev * _bytes_per_run(config, steps, seeds))))
+    out_bytes = 16 * 8 + ((steps // decimate + 1) * itemsize * 2 if decimate else 0)
+    size = chunk_size or max(1, min(int(max_memory // out_bytes), MAX_CHUNK_WORK // (steps * seeds)))
+    per_device = math.ceil(min(size, n) / n_dev)
+    batches = math.ceil(per_device / min(VMAP_BATCH, batch_cap))
+    batch = math.ceil(per_device / batches)
+    return batches * batch * n_dev, batch
 
 
 @dataclasses.dataclass
@@ -211,18 +238,22 @@ def run_sweep(
                     results.put(index, chunk)
             todo = np.flatnonzero(~results.filled)
             bar.update(n_traced - todo.size)
-            size = chunk_size or max(1, int(max_memory // _bytes_per_config(config, steps, seeds)))
-            size = _round_to_devices(min(size, max(todo.size, 1)))
-            for start in range(0, todo.size, size):
-                index = todo[start : start + size]
-                padded = np.concatenate([index, np.full(size - index.size, index[0])])
-                params = {k: _shard(jnp.asarray(v[padded], _dtype(k, config))) for k, v in params_all.items()}
-                out = _chunk_jit(config, params, keys, steps, mode, decimate)
-                chunk = {k: _gather(v)[: index.size] for k, v in out.items()}
-                if store:
-                    store.save(g, index, chunk)
-                results.put(index, chunk)
-                bar.update(index.size)
+            size, batch = _chunk_shape(n_traced, config, steps, seeds, decimate, chunk_size, max_memory)
+            pending = None  # the chunk in flight: the next one is dispatched before it is saved
+            for start in [*range(0, todo.size, size), None]:
+                if start is not None:
+                    index = todo[start : start + size]
+                    padded = np.concatenate([index, np.full(size - index.size, index[0])])
+                    params = {k: _shard(jnp.asarray(v[padded], _dtype(k, config))) for k, v in params_all.items()}
+                    launched = (index, _chunk_jit(config, params, keys, steps, mode, decimate, batch))
+                if pending is not None:
+                    done, out = pending
+                    chunk = {k: _gather(v)[: done.size] for k, v in out.items()}
+                    if store:
+                        store.save(g, done, chunk)
+                    results.put(done, chunk)
+                    bar.update(done.size)
+                pending = launched if start is not None else None
             groups.append(results.arrays)
     finally:
         bar.close()  # before any error message: it must not be glued onto the bar's line
