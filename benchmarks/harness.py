@@ -29,6 +29,11 @@ from collections import Counter
 from pathlib import Path
 
 
+def cpu_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS tells it)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def use_all_cores() -> None:
     """Expose one XLA CPU device per core (set before JAX is imported); pgrpo-sim runs shard over them."""
     flag = f"--xla_force_host_platform_device_count={os.cpu_count()}"

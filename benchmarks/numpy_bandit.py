@@ -44,9 +44,21 @@ def _setup(eta, momentum, beta, n_arms, n_correct, p_ref, dtype):
 
 
 def expected_rewards(
-    eta, momentum, beta=0.0, *, n_arms=2, n_correct=1, p_ref=0.2, group_size=8, steps=1000, eps=1e-6, dtype=np.float64
+    eta,
+    momentum,
+    beta=0.0,
+    *,
+    n_arms=2,
+    n_correct=1,
+    p_ref=0.2,
+    group_size=8,
+    steps=1000,
+    eps=1e-6,
+    dtype=np.float64,
+    curves=True,
 ):
-    """Expected mode: the exact expectation of the update over the group; returns (C, steps+1).
+    """Expected mode: the exact expectation of the update over the group; returns (C, steps+1), or with
+    `curves=False` only the final rewards (C,) (no per-step storage).
 
     A sample of arm a succeeds with probability r_a; the other G−1 samples have j ~ Binomial(G−1, p)
     successes, so E[A | a] = r_a Σ_j B(j) A⁺(j+1) + (1−r_a) Σ_j B(j) A⁻(j) (see `std_advantages`).
@@ -62,17 +74,20 @@ def expected_rewards(
 
     theta = np.tile(theta0, (eta.shape[0], 1))
     velocity = np.zeros_like(theta)
-    out = np.empty((eta.shape[0], steps + 1), dtype)
+    out = np.empty((eta.shape[0], steps + 1), dtype) if curves else None
     for n in range(steps):
         pi = _softmax(theta)
         p = pi @ r
-        out[:, n] = p
+        if curves:
+            out[:, n] = p
         pmf = choose * p[:, None] ** j * (1 - p[:, None]) ** (g - 1 - j)  # (C, G)
         mean_adv = r * (pmf @ adv_success)[:, None] + (1 - r) * (pmf @ adv_failure)[:, None]
         w = -mean_adv + beta * (1 - pi_ref / pi)
         grad = pi * (w - np.sum(pi * w, axis=-1, keepdims=True))
         velocity = momentum * velocity + grad
         theta = theta - eta * velocity
+    if not curves:
+        return _softmax(theta) @ r
     out[:, steps] = _softmax(theta) @ r
     return out
 

@@ -36,7 +36,15 @@ import harness
 
 harness.use_all_cores()  # before JAX is imported, so the checks run on the devices the timings use
 
-WORKLOADS = ("bench_bandit", "bench_sde", "bench_compile", "bench_scaling", "bench_grad", "bench_rollouts")
+WORKLOADS = (
+    "bench_bandit",
+    "bench_sde",
+    "bench_compile",
+    "bench_scaling",
+    "bench_grad",
+    "bench_rollouts",
+    "bench_sweep",
+)
 HERE = Path(__file__).resolve().parent
 SIDES = ("pgrpo-sim", "numpy")
 ROUNDS = 3

@@ -1,0 +1,80 @@
+"""PyTorch baseline: the expected-mode bandit GRPO update as an ML researcher would write it in PyTorch.
+
+The same update as `numpy_bandit.expected_rewards` (on-policy, "std" group advantages, k3 KL penalty with
+coefficient β, heavy-ball SGD v ← μv + g, θ ← θ − ηv), vectorised over a leading configuration axis C with
+a Python loop over steps, on the CPU with every core (`torch.set_num_threads`), under `torch.inference_mode`.
+PyTorch is a benchmark-only extra (`pip install -e .[bench]`); `available()` says whether it is installed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy_bandit
+
+
+def available() -> bool:
+    """Whether PyTorch can be imported here (benchmarks that need it are skipped with a message if not)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _torch(dtype: str):
+    import torch
+
+    torch.set_num_threads(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    return torch, getattr(torch, dtype)
+
+
+def expected_rewards(
+    eta,
+    momentum,
+    beta=0.0,
+    *,
+    n_arms=2,
+    n_correct=1,
+    p_ref=0.2,
+    group_size=8,
+    steps=1000,
+    eps=1e-6,
+    dtype="float32",
+    curves=True,
+):
+    """Expected mode in PyTorch (see `numpy_bandit.expected_rewards`): the reward curves (C, steps+1) as a
+    NumPy array, or with `curves=False` only the final rewards (C,) (no per-step storage)."""
+    import numpy as np
+
+    torch, tdtype = _torch(dtype)
+    eta, momentum, beta = (np.asarray(x, dtype)[:, None] for x in np.broadcast_arrays(eta, momentum, beta))
+    r_np, theta0_np = numpy_bandit.start(n_arms, n_correct, p_ref, np.dtype(dtype))
+    adv_success, adv_failure = (torch.from_numpy(a) for a in numpy_bandit.std_advantages(group_size, eps, dtype))
+    g = group_size
+    with torch.inference_mode():
+        eta, momentum, beta = (torch.from_numpy(x) for x in (eta, momentum, beta))
+        r, theta0 = torch.from_numpy(r_np), torch.from_numpy(theta0_np)
+        j = torch.arange(g, dtype=tdtype)
+        choose = torch.tensor([math.comb(g - 1, i) for i in range(g)], dtype=tdtype)
+        pi_ref = torch.softmax(theta0, -1)
+        theta = theta0.repeat(eta.shape[0], 1)
+        velocity = torch.zeros_like(theta)
+        out = torch.empty((eta.shape[0], steps + 1), dtype=tdtype) if curves else None
+        for n in range(steps):
+            pi = torch.softmax(theta, -1)
+            p = pi @ r
+            if curves:
+                out[:, n] = p
+            pmf = choose * p[:, None] ** j * (1 - p[:, None]) ** (g - 1 - j)  # (C, G)
+            mean_adv = r * (pmf @ adv_success)[:, None] + (1 - r) * (pmf @ adv_failure)[:, None]
+            w = -mean_adv + beta * (1 - pi_ref / pi)
+            grad = pi * (w - torch.sum(pi * w, -1, keepdim=True))
+            velocity = momentum * velocity + grad
+            theta = theta - eta * velocity
+        final = torch.softmax(theta, -1) @ r
+        if not curves:
+            return final.numpy()
+        out[:, steps] = final
+        return out.numpy()
