@@ -19,6 +19,7 @@ import numpy as np
 from .base.checks import check_range, describe_range
 from .base.errors import PgrpoSimError
 from .base.outputs import check_output_dir, check_output_file, claim_output_dir, remove_outputs
+from .logs.readers import FORMATS
 from .models.hyperparameters import HYPERPARAMETERS
 
 
@@ -659,6 +660,108 @@ def _cmd_fit(args: argparse.Namespace) -> None:
     )
 
 
+def _calibration_inputs(args: argparse.Namespace, command: str):
+    """Read the log and run config, check every flag and --out (creating nothing), and return (log, run,
+    fit_until)."""
+    from .calibration.run_config import log_settings, read_run_config, resolve_run_config
+    from .logs.readers import read_log
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*skipped .* record", category=UserWarning)
+        log = read_log(args.log, args.format)
+    given = read_run_config(args.run_config) if args.run_config else None
+    run = resolve_run_config(given, log_settings(log))
+    steps = log.series("reward")[0] if "reward" in log else np.array([])
+    if steps.size == 0:
+        raise UsageError(f"{command}: {args.log} has no reward to calibrate on")
+    fit_until = getattr(args, "fit_until", None)
+    fraction = getattr(args, "fit_fraction", None)
+    if fit_until is not None and fraction is not None:
+        raise UsageError(f"{command}: give --fit-until or --fit-fraction, not both")
+    if fraction is not None:
+        check_range("fit-fraction", fraction, 0.0, 1.0, low_open=True)
+        fit_until = float(steps[max(int(math.ceil(fraction * steps.size)) - 1, 0)])
+    if fit_until is not None:
+        check_range("fit-until", fit_until, float(steps[0]), float(steps[-1]))
+    until = getattr(args, "until", None)
+    if until is not None:
+        check_range("until", until, float(steps[0]), low_open=True)
+    check_range("band", args.band, 0.0, 1.0, low_open=True, high_open=True)
+    check_output_dir(args.out, command, overwrite=args.overwrite)
+    return log, run, fit_until
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> None:
+    from .calibration.calibrate import calibrate
+    from .reports.calibration_report import CALIBRATE_OUTPUTS, write_calibration
+
+    log, run, fit_until = _calibration_inputs(args, "calibrate")
+    cal = calibrate(log, run, fit_until=fit_until)
+    out = _claim(args, "calibrate", CALIBRATE_OUTPUTS)
+    data = write_calibration(log, cal, out, level=args.band)
+    undetermined = [k for k, v in data["parameters"].items() if v["undetermined"]]
+    print(
+        f"calibrated on {cal.n_points} steps of {args.log}: "
+        + ", ".join(f"{k} {v['value']:.3g} ± {v['stderr']:.2g}" for k, v in data["parameters"].items())
+        + f"; overdispersion {cal.overdispersion:.3g}"
+        + (f"; undetermined: {', '.join(undetermined)}" if undetermined else "")
+        + f"; wrote {out}/calibration.json and report.md"
+    )
+
+
+def _cmd_forecast(args: argparse.Namespace) -> None:
+    from .calibration.calibrate import calibrate
+    from .calibration.forecast import forecast
+    from .reports.calibration_report import FORECAST_OUTPUTS, write_forecast
+
+    log, run, fit_until = _calibration_inputs(args, "forecast")
+    cal = calibrate(log, run, fit_until=fit_until, horizon=_horizon(args, log))
+    result, band = forecast(log, cal, until=args.until, level=args.band, seed=args.seed)
+    out = _claim(args, "forecast", FORECAST_OUTPUTS)
+    write_forecast(log, cal, result, band, out)
+    held = result.get("heldout")
+    score = (
+        f"held-out MAE {held['mae']:.4f} over {held['n']} steps, coverage {held['coverage']:.2f} of a "
+        f"{args.band:.0%} band (persistence MAE {held['baselines']['persistence']:.4f})"
+        if held
+        else "no held-out steps to score"
+    )
+    print(f"forecast to step {result['steps'][-1]:g} from a fit up to step {cal.fit_until:g}: {score}; wrote {out}")
+
+
+def _horizon(args: argparse.Namespace, log) -> int:
+    """The schedule's length in logged steps: max_steps, or the later of the log's end and --until."""
+    last = max(float(log["step"][-1]), args.until or 0.0)
+    return int(round(last - float(log["step"][0]))) + 1
+
+
+def _cmd_what_if(args: argparse.Namespace) -> None:
+    from .calibration.calibrate import calibrate
+    from .calibration.forecast import what_if
+    from .calibration.run_config import parse_scenario
+    from .reports.calibration_report import WHATIF_OUTPUTS, write_whatif
+
+    scenarios = [parse_scenario(text) for text in args.scenario]
+    log, run, fit_until = _calibration_inputs(args, "what-if")
+    for changes in scenarios:
+        run.replace(**changes)  # every scenario is checked before the calibration starts
+    first = float(log["step"][0])
+    until = first + (args.steps if args.steps is not None else float(log["step"][-1]) - first)
+    if args.steps is not None:
+        check_range("steps", args.steps, 1, integer=True)
+    cal = calibrate(log, run, fit_until=fit_until, horizon=int(until - first) + 1)
+    result, bands = what_if(cal, scenarios, until=until, level=args.band, seed=args.seed)
+    out = _claim(args, "what-if", WHATIF_OUTPUTS)
+    write_whatif(log, cal, result, bands, out)
+    rows = [("calibrated run", result["baseline"])] + [
+        (",".join(f"{k}={v}" for k, v in s["set"].items()), s) for s in result["scenarios"]
+    ]
+    for label, entry in rows:
+        final = "—" if entry["final_reward"] is None else f"{entry['final_reward']:.3f}"
+        print(f"{label}: {entry['verdict']}, final reward {final}")
+    print(f"wrote {out}/whatif.json and report.md")
+
+
 def _int_list(flag: str, text: str | None) -> list[int] | None:
     if text is None:
         return None
@@ -879,7 +982,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_oscillator)
     p = sub.add_parser("fit", help="fit the closed-form laws to a training log and diagnose its failure modes")
     p.add_argument("log", help="TRL trainer_state.json, verl JSONL or console log, JSONL or CSV")
-    p.add_argument("--format", choices=("auto", "trl", "verl", "jsonl", "csv"), default="auto")
+    p.add_argument("--format", choices=("auto", *FORMATS), default="auto")
     p.add_argument("--metric", default="reward", help="canonical metric to fit (reward, eval_reward, true_reward)")
     p.add_argument(
         "--column",
@@ -897,6 +1000,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output directory: report.md, fit.json, fit.png, diagnostics.png")
     p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
     p.set_defaults(func=_cmd_fit)
+
+    formats = ("auto", *FORMATS)
+    for name, func, help_text in (
+        ("calibrate", _cmd_calibrate, "fit the population bandit to a training log (parameters with uncertainty)"),
+        ("forecast", _cmd_forecast, "calibrate on the start of a log and forecast the rest with a band"),
+        ("what-if", _cmd_what_if, "rerun a calibrated log with changed run-config keys, with verdicts"),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument(
+            "log", help="training log (TRL trainer_state.json or console, JSONL, TensorBoard, W&B CSV, verl)"
+        )
+        p.add_argument("--format", choices=formats, default="auto")
+        p.add_argument("--run-config", default=None, help="JSON or YAML file of TRL GRPOConfig keys (README table)")
+        p.add_argument("--band", type=_finite_float, default=0.8, help="central probability of the band, in (0, 1)")
+        p.add_argument("--seed", type=_integer, default=0, help="seed of the band's draws (>= 0)")
+        if name != "what-if":
+            p.add_argument("--fit-until", type=_finite_float, default=None, help="last logged step of the fit window")
+        if name == "forecast":
+            p.add_argument(
+                "--fit-fraction", type=_finite_float, default=None, help="fit window as a fraction of the log"
+            )
+            p.add_argument(
+                "--until", type=_finite_float, default=None, help="forecast up to this step (default: log end)"
+            )
+        if name == "what-if":
+            p.add_argument(
+                "--scenario",
+                action="append",
+                required=True,
+                metavar="KEY=VALUE[,KEY=VALUE…]",
+                help="run-config keys to change (repeatable: one scenario each)",
+            )
+            p.add_argument("--steps", type=_integer, default=None, help="logged steps to simulate (default: the log's)")
+        p.add_argument(
+            "--out", required=True, help=f"output directory ({name}.json / calibration.json, report.md, figure)"
+        )
+        p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
+        p.set_defaults(func=func)
 
     p = sub.add_parser("tune", help="gradient search for hyperparameters of a bandit configuration")
     _add_bandit_args(p)

@@ -194,15 +194,19 @@ def r_squared(data: ArrayLike, model: ArrayLike) -> float:
 # Closed-form laws fitted to reward curves (real logs or simulations), with noise-aware goodness of fit.
 
 LAWS = ("saturation", "critical", "oscillator")
-"""The closed-form laws `fit_law` knows, simplest first."""
+"""The closed-form laws of the theory (`fit_laws` fits them all), simplest first."""
+KNOWN_LAWS = (*LAWS, "sigmoid")
+"""Every law `fit_law` knows: the theory's, and ScaleRL's sigmoidal compute–performance law (Khatri et al. 2025,
+arXiv 2510.13786) R(C) = R0 + (A − R0)/(1 + (C_mid/C)^B) with compute C = t + 1 steps (a forecast baseline)."""
 
 LAW_PARAMS = {
     "saturation": ("r_inf", "r0", "t0"),
     "critical": ("r_inf", "r0", "omega"),
     "oscillator": ("p_star", "zeta", "omega_n", "e0", "v0"),
+    "sigmoid": ("r_inf", "r0", "c_mid", "b"),
 }
 """Parameter names of each law (units: reward for r_inf, r0, p_star, e0; steps for t0; per step for omega,
-omega_n; reward per step for v0; zeta dimensionless)."""
+omega_n; reward per step for v0; zeta and the sigmoid's exponent b dimensionless; c_mid in steps)."""
 
 
 def oscillator_curve(
@@ -229,8 +233,10 @@ def oscillator_stiffness(omega_n: ArrayLike, eta: ArrayLike, momentum: ArrayLike
 
 def law_curve(law: str, t: ArrayLike, params: ArrayLike) -> Array:
     """The law's curve at times t (steps since the first fitted step) for parameters in `LAW_PARAMS` order."""
-    check_choice("law", law, LAWS)
+    check_choice("law", law, KNOWN_LAWS)
     p = as_float(params)
+    if law == "sigmoid":
+        return p[1] + (p[0] - p[1]) / (1 + (p[2] / (as_float(t) + 1)) ** p[3])
     if law == "saturation":
         return p[1] + theory.saturation_law(t, p[0] - p[1], p[2])
     if law == "critical":
@@ -244,6 +250,8 @@ def _to_params(law: str, x: Array, omega_max: Array) -> Array:
     oscillations cannot alias and noise cannot be fitted as a period-2 flip."""
     if law == "oscillator":
         return x.at[1].set(jnp.exp(x[1])).at[2].set(omega_max * jax.nn.sigmoid(x[2]))
+    if law == "sigmoid":
+        return x.at[2].set(jnp.exp(x[2])).at[3].set(jnp.exp(x[3]))
     return x.at[2].set(jnp.exp(x[2]))
 
 
@@ -258,6 +266,10 @@ def _starts(law: str, t: Array, y: Array, w: Array, omega_max: Array) -> Array:
     tail = jnp.sum(jnp.where(real & (rank > n - m), y, 0)) / m
     span = jnp.max(jnp.where(real, t, 0.0))
     scales = jnp.maximum(span, 1.0) * jnp.geomspace(0.005, 2.0, 8, dtype=t.dtype)
+    if law == "sigmoid":  # c_mid on the time-scale grid, exponent b ∈ {0.7, 2}
+        b, c = (a.ravel() for a in jnp.meshgrid(jnp.asarray([0.7, 2.0], t.dtype), scales))
+        ones = jnp.ones_like(c)
+        return jnp.stack([tail * ones, head * ones, jnp.log(c), jnp.log(b)], -1)
     if law != "oscillator":
         ones = jnp.ones_like(scales)
         rate = jnp.log(scales) if law == "saturation" else -jnp.log(scales)
@@ -399,14 +411,14 @@ class LawFit:
 def fit_law(
     law: str, steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = None, smooth_window: int | None = None
 ) -> LawFit:
-    """Fit one of `LAWS` to a reward curve by Levenberg–Marquardt (`least_squares`) from a grid of starts.
+    """Fit one of `KNOWN_LAWS` to a reward curve by Levenberg–Marquardt (`least_squares`) from a grid of starts.
 
     steps: optimiser steps (increasing, any spacing); values: the metric; sigma: optional per-step standard
     error (e.g. `reward_stderr`), used as weights 1/σ and for the reduced χ². The data are padded with zero
     weight to the next power of two (≥ 512), so curves of similar length share one compilation per law.
     Always computed in float64, whatever `jax_enable_x64` says: the standard errors need it.
     """
-    check_choice("law", law, LAWS)
+    check_choice("law", law, KNOWN_LAWS)
     t, y = np.asarray(steps, float), np.asarray(values, float)
     n, p = y.size, len(LAW_PARAMS[law])
     if t.shape != y.shape or t.ndim != 1:

@@ -1,0 +1,28 @@
+"""Calibrate the population bandit on a real training log, forecast the run, and answer what-if scenarios.
+
+Layers: `run_config` (TRL GRPOConfig names → the bandit) → `model` (the population bandit's observables) →
+`calibrate` (MAP + Laplace, predictive bands) → `forecast` (held-out scores, baselines, what-if verdicts).
+"""
+
+from .calibrate import (
+    Band as Band,
+    Calibration as Calibration,
+    calibrate as calibrate,
+    predictive_band as predictive_band,
+)
+from .forecast import VERDICTS as VERDICTS, forecast as forecast, verdict as verdict, what_if as what_if
+from .model import (
+    PARAMETERS as PARAMETERS,
+    Observables as Observables,
+    PopulationModel as PopulationModel,
+    population_model as population_model,
+    synthetic_log as synthetic_log,
+)
+from .run_config import (
+    KEYS as KEYS,
+    RunConfig as RunConfig,
+    log_settings as log_settings,
+    parse_scenario as parse_scenario,
+    read_run_config as read_run_config,
+    resolve_run_config as resolve_run_config,
+)

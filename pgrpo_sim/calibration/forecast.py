@@ -1,0 +1,154 @@
+"""Forecast a run from its calibrated model, score it on held-out steps, and answer what-if scenarios.
+
+`forecast`: the calibrated model continued to `until` with its band; where the log goes past the fit window, the
+held-out steps score it (MAE, band coverage) beside five baselines fitted to the same window: persistence (mean
+of the last 10 % of the window), the saturation, critical and oscillator laws, and ScaleRL's sigmoid.
+
+`what_if`: the calibrated θ (and its uncertainty) rerun with changed run-config keys. Verdict rule (`verdict`),
+on the scenario's mean curve m over its steps, r0 = m at the first step, final = mean of the last 10 %:
+- `diverges`: the MAP run diverged (non-finite logits);
+- `collapses`: final < ½ r0 (the reward fell and stayed down);
+- `oscillates`: the curve's regime is unstable (sustained or growing oscillation; `summarize_curve`);
+- `plateaus`: the last 20 % of the steps gain less than 10 % of (final − r0) and less than 0.01;
+- `learns`: otherwise (still rising at the end).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..analysis.summaries import UNSTABLE, summarize_curve
+from ..base.errors import PgrpoSimError
+from ..logs.laws import KNOWN_LAWS, fit_law
+from ..logs.readers import TrainingLog
+from .calibrate import Band, Calibration, predictive_band
+from .run_config import RunConfig
+
+VERDICTS = ("learns", "plateaus", "oscillates", "collapses", "diverges")
+BASELINE_LAWS = tuple(law for law in KNOWN_LAWS)
+"""Law baselines of a held-out score (besides persistence)."""
+
+
+def extend(calibration: Calibration, until_step: float, run: RunConfig | None = None) -> Calibration:
+    """The calibration's model simulated up to the log's step `until_step` (and with another run config)."""
+    steps = int(round(until_step - calibration.first_step))
+    if steps < 1:
+        raise PgrpoSimError(f"until must be after the log's first step {calibration.first_step:g}, got {until_step:g}")
+    model = dataclasses.replace(calibration.model, steps=steps, run=run or calibration.model.run)
+    return calibration.with_model(model)
+
+
+def heldout_score(log: TrainingLog, calibration: Calibration, band: Band) -> dict | None:
+    """MAE and band coverage of the forecast on the log's rewards after the fit window, with the baselines' MAE;
+    None when the log has no steps after it (within the band's range)."""
+    steps, reward = log.series("reward")
+    fit = steps <= calibration.fit_until
+    held = (steps > calibration.fit_until) & (steps <= band.steps[-1])
+    if not held.any():
+        return None
+    idx = np.round(steps[held] - calibration.first_step).astype(int)
+    y = reward[held]
+    mean, lo, hi = band.mean[idx], band.lo[idx], band.hi[idx]
+    t_fit, y_fit = steps[fit], reward[fit]
+    baselines = {"persistence": float(np.mean(np.abs(y - y_fit[-max(len(y_fit) // 10, 1) :].mean())))}
+    for law in BASELINE_LAWS:
+        try:
+            curve = fit_law(law, t_fit, y_fit).curve(steps[held])
+            baselines[law] = float(np.mean(np.abs(y - curve))) if np.all(np.isfinite(curve)) else None
+        except PgrpoSimError:
+            baselines[law] = None
+    return dict(
+        mae=float(np.mean(np.abs(y - mean))),
+        coverage=float(np.mean((y >= lo) & (y <= hi))),
+        n=int(held.sum()),
+        baselines=baselines,
+    )
+
+
+def band_dict(band: Band) -> dict:
+    """JSON-ready band: steps, mean, lo, hi (None where undefined)."""
+    clean = lambda a: [float(v) if np.isfinite(v) else None for v in a]  # noqa: E731
+    return dict(steps=clean(band.steps), mean=clean(band.mean), lo=clean(band.lo), hi=clean(band.hi))
+
+
+def forecast(
+    log: TrainingLog, calibration: Calibration, *, until: float | None = None, level: float = 0.8, seed: int = 0
+) -> tuple[dict, Band]:
+    """forecast.json's content (keys of the README) and the band, from a calibration on the same log."""
+    until = float(log["step"][-1]) if until is None else float(until)
+    band = predictive_band(extend(calibration, until), level=level, seed=seed)
+    out = dict(fit_until=calibration.fit_until, band=level, **band_dict(band), diverged=band.diverged)
+    score = heldout_score(log, calibration, band)
+    if score is not None:
+        out["heldout"] = score
+    return out, band
+
+
+def verdict(mean: np.ndarray, diverged: bool) -> str:
+    """The documented verdict of a scenario's mean curve (module doc)."""
+    if diverged or not np.all(np.isfinite(mean)):
+        return "diverges"
+    n = mean.size
+    r0, final = float(mean[0]), float(np.mean(mean[-max(n // 10, 1) :]))
+    if final < 0.5 * r0:
+        return "collapses"
+    if int(summarize_curve(mean).regime) == UNSTABLE:
+        return "oscillates"
+    gain_late = float(mean[-1] - mean[int(0.8 * (n - 1))])
+    if gain_late < 0.1 * abs(final - r0) and gain_late < 0.01:
+        return "plateaus"
+    return "learns"
+
+
+def scenario_summary(band: Band) -> dict:
+    """Verdict, final reward with its band, plateau, time to 90 % of the way from the start to the plateau."""
+    mean = band.mean
+    tail = max(mean.size // 10, 1)
+    plateau = float(np.mean(mean[-tail:])) if np.all(np.isfinite(mean)) else None
+    reached = None
+    if plateau is not None and abs(plateau - mean[0]) > 1e-9:
+        covered = (mean - mean[0]) / (plateau - mean[0])
+        hits = np.nonzero(covered >= 0.9)[0]
+        reached = float(band.steps[hits[0]]) if hits.size else None
+    num = lambda v: float(v) if np.isfinite(v) else None  # noqa: E731
+    return dict(
+        verdict=verdict(mean, band.diverged),
+        final_reward=num(mean[-1]),
+        final_lo=num(band.lo[-1]),
+        final_hi=num(band.hi[-1]),
+        plateau=plateau,
+        time_to_90=reached,
+        diverged_fraction=band.diverged_fraction,
+    )
+
+
+FIXED_KEYS = ("optimizer", "reward_scale")
+"""Run-config keys a scenario may not change: the calibrated step scale and reward units belong to them."""
+
+
+def what_if(
+    calibration: Calibration,
+    scenarios: list[dict],
+    *,
+    until: float,
+    level: float = 0.8,
+    seed: int = 0,
+) -> tuple[dict, dict[str, Band]]:
+    """whatif.json's content and the bands: the calibrated run itself (`baseline`) and one entry per scenario."""
+    base_run = calibration.model.run
+    for changes in scenarios:
+        fixed = sorted(set(changes) & set(FIXED_KEYS))
+        if fixed:
+            raise PgrpoSimError(f"a scenario cannot change {fixed[0]}: the calibrated step scale belongs to it")
+    bands = {"baseline": predictive_band(extend(calibration, until), level=level, seed=seed)}
+    out = {"band": level, "baseline": dict(**scenario_summary(bands["baseline"]), **band_dict(bands["baseline"]))}
+    entries = []
+    for i, changes in enumerate(scenarios):
+        run = base_run.replace(**changes)
+        band = predictive_band(extend(calibration, until, run), level=level, seed=seed)
+        bands[f"scenario {i + 1}"] = band
+        entries.append(dict(set=changes, **scenario_summary(band), **band_dict(band)))
+    out["scenarios"] = entries
+    return out, bands

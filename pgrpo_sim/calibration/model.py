@@ -1,0 +1,208 @@
+"""The population bandit a real run is calibrated to, and the observables it predicts for a log.
+
+Four parameters θ (`PARAMETERS`), all unconstrained:
+- `difficulty_mean` μ and `log_difficulty_spread` log σ: the learnable prompts' initial success probabilities are
+  logit-normal, p_d = sigmoid(μ + σ z_d) with z_d the D normal quantiles Φ⁻¹((d + ½)/D) (differentiable in μ, σ);
+- `log_step_scale` log s: the bandit's step per unit of the real learning rate, η = s × learning_rate;
+- `unsolvable_logit` logit c: a fraction c of the prompts is never solved (reward 0 whatever the policy), which
+  sets the plateau below 1 that long runs show.
+Each prompt is a two-arm softmax bandit (one correct arm), trained in expected mode (the exact mean update) with
+plain SGD, the run's G, β (k3 KL to the start), clip, reuse (num_iterations × steps_per_generation optimiser
+steps per rollout) and schedule. A logged step is one optimiser step for TRL's formats (its `global_step`) and
+one rollout for the others; the model reads each observable at the rollout the step's batch was drawn from.
+
+Observables of a batch of P prompts × G completions drawn from the population (prompts i.i.d.; moments over
+prompts E_d, Var_d include the unsolvable ones, whose p is 0), with their sampling variance (what the likelihood
+uses):
+- reward: mean p̄; Var = (E_d[p(1−p)]/G + c·Var_d[p])/P, c = (N − P)/(N − 1) the finite-population correction of
+  a dataset of N = dataset_size prompts (c = 1 when it is not given);
+- zero_std_frac: f = E_d[p^G + (1−p)^G]; Var = f(1−f)/P;
+- reward_std (TRL's mean of within-group unbiased stds): E_d[E[s_G|p]]; Var = (E_d[p(1−p)] − (E_d E[s_G|p])²)/P.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from ..logs.readers import TrainingLog, tidy
+from ..models.bandit import simulate
+from ..models.config import BanditConfig, bandit_config
+from .run_config import RunConfig
+
+PARAMETERS = ("difficulty_mean", "log_difficulty_spread", "log_step_scale", "unsolvable_logit")
+"""Names of θ's entries, in order."""
+OBSERVABLES = ("reward", "zero_std_frac", "reward_std")
+"""Log metrics the model predicts (canonical `TrainingLog` names)."""
+TRL_FORMATS = ("trl", "trl_console", "tensorboard", "wandb", "synthetic")
+"""Formats TRL writes (and `synthetic_log`): a step is TRL's `global_step` (an optimiser step) and `reward_std` the
+mean within-group std. In the other formats a step is one rollout and `reward_std` is not used."""
+PROMPTS = 64
+"""Quantile prompts that represent the difficulty distribution (D)."""
+NO_CLIP = (1 - 1e-6, 1e6)
+"""Clip range standing for "no clip": ratios never reach it."""
+
+
+class Observables(NamedTuple):
+    """Predicted observables at each model step (arrays (T+1,)): means and sampling variances of a batch, and
+    whether the run diverged."""
+
+    reward: Array
+    reward_var: Array
+    zero_std_frac: Array
+    zero_std_frac_var: Array
+    reward_std: Array
+    reward_std_var: Array
+    diverged: Array
+
+    def mean(self, name: str) -> Array:
+        return getattr(self, name)
+
+    def var(self, name: str) -> Array:
+        return getattr(self, f"{name}_var")
+
+
+@dataclasses.dataclass(frozen=True)
+class PopulationModel:
+    """A run configuration turned into a simulator of its observables: `observables(θ)` at model steps
+    0…`steps` (logged steps after the first). Static structure only; θ is traced.
+
+    The D prompts have their own logits and plain SGD, so they evolve independently: each is run as a one-prompt
+    bandit (`vmap` over their starts), which is what lets expected mode enumerate a reused rollout's outcomes.
+    With m = steps_per_generation mini-batches a prompt is in one of the m optimiser steps of each epoch, with
+    weight m/P instead of 1/P: per prompt, one step of s × learning_rate × m per epoch (read at the rollouts, so
+    where in the epoch it falls does not matter; the schedule is taken as constant within a rollout).
+    """
+
+    run: RunConfig
+    steps: int
+    optimizer_steps_per_logged: int
+    horizon: int
+    prompts: int = PROMPTS
+
+    @property
+    def epochs(self) -> int:
+        return self.run.num_iterations
+
+    def read_steps(self) -> np.ndarray:
+        """Per logged step after the first, the per-prompt model's step at the rollout its batch was drawn at."""
+        rollout = np.arange(self.steps + 1) * self.optimizer_steps_per_logged // self.run.steps_per_rollout
+        return rollout * self.epochs
+
+    def config(self, theta: Array | None = None) -> BanditConfig:
+        """One prompt's bandit for θ (default: p_0 = ½, s = 1); `starts(θ)` gives the D prompts' logits."""
+        run, epochs = self.run, self.epochs
+        clip = run.clip or NO_CLIP
+        rollouts = lambda logged: logged * self.optimizer_steps_per_logged / run.steps_per_rollout  # noqa: E731
+        base = bandit_config(
+            p_ref=0.5,
+            eta=run.learning_rate * run.steps_per_generation,
+            beta=run.beta,
+            group_size=run.num_generations,
+            advantage={"group": "std", "batch": "std", "none": "mean"}[run.scale_rewards],
+            clip=clip[0],
+            clip_high=clip[1],
+            lag_model="refresh" if epochs > 1 else "none",
+            lag=epochs if epochs > 1 else 0,
+            lr_schedule=run.lr_scheduler_type,
+            warmup_steps=int(np.ceil(rollouts(run.warmup_steps(self.horizon)))) * epochs,
+            decay_steps=max(int(np.ceil(rollouts(self.horizon))) * epochs, 1),
+        )
+        if theta is None:
+            return base
+        return base.replace(eta=jnp.exp(jnp.asarray(theta)[2]) * base.eta)
+
+    def starts(self, theta: Array) -> Array:
+        """The D prompts' initial logits (D, 2): success probability sigmoid(μ + σ z_d), z_d normal quantiles."""
+        theta = jnp.asarray(theta)
+        z = jax.scipy.stats.norm.ppf((jnp.arange(self.prompts) + 0.5) / self.prompts).astype(theta.dtype)
+        x = theta[0] + jnp.exp(theta[1]) * z
+        return jnp.stack([jax.nn.log_sigmoid(x), jax.nn.log_sigmoid(-x)], -1)[:, None, :]
+
+    def observables(self, theta: Array) -> Observables:
+        """Means and batch sampling variances of the observables at model steps 0…steps (see module doc)."""
+        read = self.read_steps()
+        config = self.config(theta)
+        runs = jax.vmap(lambda logits: simulate(config.replace(init_logits=logits), max(int(read[-1]), 1)))(
+            self.starts(theta)
+        )
+        per_prompt = lambda x: x[:, read]  # noqa: E731  (D, T+1)
+        p = per_prompt(runs.reward)
+        g, batch, n = self.run.num_generations, self.run.prompts_per_step, self.run.dataset_size
+        fpc = 1.0 if n is None else (n - batch) / max(n - 1, 1)
+        solvable = jax.nn.sigmoid(-jnp.asarray(theta)[3])  # 1 − c
+        mean = solvable * jnp.mean(p, 0)
+        within = solvable * jnp.mean(p * (1 - p), 0)
+        spread2 = solvable * jnp.mean(p**2, 0) - mean**2
+        zero = 1 - solvable * (1 - jnp.mean(per_prompt(runs.zero_adv_frac), 0))
+        std = solvable * jnp.mean(per_prompt(runs.group_reward_std), 0)
+        return Observables(
+            reward=mean,
+            reward_var=(within / g + fpc * spread2) / batch,
+            zero_std_frac=zero,
+            zero_std_frac_var=zero * (1 - zero) / batch,
+            reward_std=std,
+            reward_std_var=jnp.maximum(within - std**2, 0.0) / batch,
+            diverged=jnp.any(runs.diverged),
+        )
+
+
+def population_model(run: RunConfig, steps: int, *, log_format: str = "jsonl", horizon: int | None = None):
+    """The `PopulationModel` of a run read from a log of `log_format`, simulated over `steps` logged steps after
+    the first. The schedule's length (logged steps) is `run.max_steps`, else `horizon`, else `steps`."""
+    per = run.steps_per_rollout if log_format not in TRL_FORMATS else 1
+    horizon = run.max_steps or horizon or steps
+    return PopulationModel(run=run, steps=int(steps), optimizer_steps_per_logged=per, horizon=int(horizon))
+
+
+def synthetic_log(run: RunConfig, theta, steps: int, *, seed: int = 0, scale: float = 1.0) -> TrainingLog:
+    """A log with known θ, logged as TRL would: a sampled-mode run over a dataset of N = `run.dataset_size`
+    (default P) prompts with logit-normal starts at their quantiles, P = `run.prompts_per_step` per rollout drawn
+    without replacement, G completions each; per step the batch's `reward`, `reward_std` (mean within-group std)
+    and `frac_reward_zero_std`. round(c·N) prompts are unsolvable (both arms reward 0). Use N = P: with N > P
+    the prompts have no shared parameters, so each learns only when drawn and a batch of not-yet-drawn prompts
+    shows no learning (the model's prompts learn at every step, as an LLM's shared parameters let them).
+
+    The model's per-prompt step is s × learning_rate × m per epoch; in the dataset run a prompt is in a rollout
+    with probability P/dataset and carries weight m/P there, so the run takes η = s·lr·dataset. `scale`
+    multiplies the logged rewards (as a reward worth `scale` when correct)."""
+    model = population_model(run, steps, log_format="synthetic")
+    theta, dataset = np.asarray(theta, float), run.dataset_size or run.prompts_per_step
+    unsolvable = int(round(dataset / (1 + np.exp(-theta[3]))))
+    learnable = dataset - unsolvable
+    z = jax.scipy.stats.norm.ppf((np.arange(learnable) + 0.5) / max(learnable, 1))
+    x = np.concatenate([theta[0] + np.exp(theta[1]) * np.asarray(z), np.zeros(unsolvable)])
+    rewards = np.zeros((dataset, 2))
+    rewards[:learnable, 0] = 1.0
+    one = model.config()
+    config = bandit_config(
+        n_prompts=dataset,
+        rewards=rewards,
+        init_logits=np.stack([-np.logaddexp(0, -x), -np.logaddexp(0, x)], -1),
+        eta=float(np.exp(theta[2]) * run.learning_rate * dataset),
+        beta=run.beta,
+        group_size=run.num_generations,
+        advantage=one.advantage,
+        clip=float(one.clip_low),
+        clip_high=float(one.clip_high),
+        lag_model=one.lag_model,
+        lag=int(one.lag) * run.steps_per_generation,
+        minibatches=run.steps_per_generation,
+        batch_prompts=run.prompts_per_step,
+        lr_schedule=one.lr_schedule,
+        warmup_steps=int(one.warmup_steps) * run.steps_per_generation,
+        decay_steps=int(one.decay_steps) * run.steps_per_generation,
+    )
+    sim = simulate(config, steps, mode="sampled", key=jax.random.key(seed))
+    read = np.arange(steps + 1)  # one record per optimiser step, as TRL logs
+    names = {"reward": sim.batch_reward, "reward_std": sim.group_reward_std, "zero_std_frac": sim.zero_adv_frac}
+    values = {k: np.asarray(v, float)[0, read] for k, v in names.items()}
+    values["reward"] = values["reward"] * scale
+    values["reward_std"] = values["reward_std"] * scale
+    records = [{"step": float(i + 1), **{k: float(v[i]) for k, v in values.items()}} for i in range(steps + 1)]
+    return tidy(records, format="synthetic", path=None, columns={k: k for k in values})

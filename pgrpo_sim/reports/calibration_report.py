@@ -1,0 +1,124 @@
+"""What `calibrate`, `forecast` and `what-if` write: JSON, a markdown report and a figure per command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..calibration.calibrate import Calibration, predictive_band
+from ..calibration.forecast import extend
+from ..calibration.model import PARAMETERS
+from ..logs.readers import TrainingLog
+from ..viz.calibration_figures import plot_bands
+
+CALIBRATE_OUTPUTS = ("calibration.json", "report.md", "calibration.png")
+FORECAST_OUTPUTS = ("calibration.json", "forecast.json", "report.md", "forecast.png")
+WHATIF_OUTPUTS = ("calibration.json", "whatif.json", "report.md", "whatif.png")
+
+
+def _fmt(v) -> str:
+    return "—" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def calibration_markdown(log: TrainingLog, cal: Calibration) -> list[str]:
+    """The calibration's part of a report: parameters with standard errors, what was assumed and used."""
+    d = cal.as_dict()
+    lines = [
+        f"Log: `{log.path}` ({log.format}); fit window steps {d['fit_window']['first_step']:g}–"
+        f"{d['fit_window']['fit_until']:g} ({d['fit_window']['points']} rewarded steps).",
+        "",
+        "| parameter | value | s.e. | determined by the log |",
+        "|---|---|---|---|",
+    ]
+    for name in PARAMETERS:
+        p = d["parameters"][name]
+        lines.append(
+            f"| {name} | {p['value']:.4g} | {p['stderr']:.2g} | {'no (undetermined)' if p['undetermined'] else 'yes'} |"
+        )
+    derived = d["derived"]
+    lines += [
+        "",
+        f"Median initial success of the solvable prompts {derived['initial_success_median']:.3f}, logit spread "
+        f"{derived['difficulty_spread_logit']:.3g}, unsolvable fraction {derived['unsolvable_fraction']:.3g}, "
+        f"bandit step {derived['bandit_step']:.3g} per step at learning rate {cal.model.run.learning_rate:g}. "
+        f"Overdispersion φ = {d['overdispersion']:.3g} (the log's scatter over a P × G batch's sampling noise; "
+        "bands and standard errors include it).",
+        f"Observables used: {', '.join(d['observables_used'])}; not used: "
+        + (", ".join(f"{k} ({v})" for k, v in d["observables_skipped"].items()) or "none")
+        + ".",
+        "",
+        "Run configuration (source of each value):",
+        "",
+    ]
+    run = d["run_config"]
+    lines += [f"- {k} = {_fmt(run[k])} ({run['sources'][k]})" for k in run if k != "sources"]
+    return lines
+
+
+def write_json(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=2, allow_nan=False))
+
+
+def write_calibration(log: TrainingLog, cal: Calibration, out: Path, *, level: float = 0.8) -> dict:
+    """calibration.json, report.md and calibration.png (the fitted model over the whole log, with its band)."""
+    data = cal.as_dict()
+    write_json(out / "calibration.json", data)
+    band = predictive_band(extend(cal, float(log["step"][-1])), level=level)
+    steps, reward = log.series("reward")
+    plot_bands(steps, reward, {"calibrated model": band}, out / "calibration.png", fit_until=cal.fit_until)
+    lines = ["# pgrpo-sim calibration", "", *calibration_markdown(log, cal), "", "![calibration](calibration.png)"]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    return data
+
+
+def write_forecast(log: TrainingLog, cal: Calibration, result: dict, band, out: Path) -> None:
+    """calibration.json, forecast.json, report.md with the held-out table, forecast.png."""
+    write_json(out / "calibration.json", cal.as_dict())
+    write_json(out / "forecast.json", result)
+    steps, reward = log.series("reward")
+    plot_bands(steps, reward, {"forecast": band}, out / "forecast.png", fit_until=cal.fit_until)
+    lines = ["# pgrpo-sim forecast", "", *calibration_markdown(log, cal), ""]
+    held = result.get("heldout")
+    if held is None:
+        lines.append("No logged steps after the fit window: nothing to score the forecast on.")
+    else:
+        lines += [
+            f"Held-out steps after {result['fit_until']:g}: {held['n']}. Band coverage {held['coverage']:.2f} "
+            f"(nominal {result['band']:.2f}).",
+            "",
+            "| forecast | MAE on held-out steps |",
+            "|---|---|",
+            f"| calibrated bandit | {held['mae']:.4f} |",
+        ]
+        lines += [f"| {k} | {_fmt(v)} |" for k, v in held["baselines"].items()]
+    lines += ["", "![forecast](forecast.png)"]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def write_whatif(log: TrainingLog, cal: Calibration, result: dict, bands: dict, out: Path) -> None:
+    """calibration.json, whatif.json, report.md (one row per scenario), whatif.png (scenarios over the log)."""
+    write_json(out / "calibration.json", cal.as_dict())
+    write_json(out / "whatif.json", result)
+    steps, reward = log.series("reward")
+    labels = {"baseline": "calibrated run"} | {
+        f"scenario {i + 1}": ", ".join(f"{k}={v}" for k, v in s["set"].items())
+        for i, s in enumerate(result["scenarios"])
+    }
+    plot_bands(steps, reward, {labels[k]: b for k, b in bands.items()}, out / "whatif.png", fit_until=cal.fit_until)
+    lines = [
+        "# pgrpo-sim what-if",
+        "",
+        *calibration_markdown(log, cal),
+        "",
+        "| scenario | verdict | final reward | band | plateau | time to 90 % |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, entry in [("calibrated run", result["baseline"])] + [
+        (labels[f"scenario {i + 1}"], s) for i, s in enumerate(result["scenarios"])
+    ]:
+        lines.append(
+            f"| {label} | {entry['verdict']} | {_fmt(entry['final_reward'])} | [{_fmt(entry['final_lo'])}, "
+            f"{_fmt(entry['final_hi'])}] | {_fmt(entry['plateau'])} | {_fmt(entry['time_to_90'])} |"
+        )
+    lines += ["", "![what-if](whatif.png)"]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
