@@ -57,23 +57,31 @@ def expected_rewards(
         eta, momentum, beta = (torch.from_numpy(x) for x in (eta, momentum, beta))
         r, theta0 = torch.from_numpy(r_np), torch.from_numpy(theta0_np)
         j = torch.arange(g, dtype=tdtype)
-        choose = torch.tensor([math.comb(g - 1, i) for i in range(g)], dtype=tdtype)
+        log_choose = torch.tensor([math.log(math.comb(g - 1, i)) for i in range(g)], dtype=tdtype)
         pi_ref = torch.softmax(theta0, -1)
         theta = theta0.repeat(eta.shape[0], 1)
         velocity = torch.zeros_like(theta)
         out = torch.empty((eta.shape[0], steps + 1), dtype=tdtype) if curves else None
+        tiny = torch.finfo(tdtype).tiny  # log of a probability that rounded to 0: about −87 (float32), not −∞
+
+        def softmax(z):  # written out: torch.softmax over a last axis of 2 is several times slower
+            e = torch.exp(z - z.amax(-1, keepdim=True))
+            return e / e.sum(-1, keepdim=True)
+
         for n in range(steps):
-            pi = torch.softmax(theta, -1)
+            pi = softmax(theta)
             p = pi @ r
             if curves:
                 out[:, n] = p
-            pmf = choose * p[:, None] ** j * (1 - p[:, None]) ** (g - 1 - j)  # (C, G)
+            # binomial pmf of the G − 1 group mates' successes, (C, G), in log space: one exp, no pow
+            log_p, log_q = torch.log(p.clamp_min(tiny))[:, None], torch.log((1 - p).clamp_min(tiny))[:, None]
+            pmf = torch.exp(log_choose + j * log_p + (g - 1 - j) * log_q)
             mean_adv = r * (pmf @ adv_success)[:, None] + (1 - r) * (pmf @ adv_failure)[:, None]
             w = -mean_adv + beta * (1 - pi_ref / pi)
             grad = pi * (w - torch.sum(pi * w, -1, keepdim=True))
             velocity = momentum * velocity + grad
             theta = theta - eta * velocity
-        final = torch.softmax(theta, -1) @ r
+        final = softmax(theta) @ r
         if not curves:
             return final.numpy()
         out[:, steps] = final
