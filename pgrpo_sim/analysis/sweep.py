@@ -27,7 +27,7 @@ import numpy as np
 from ..base.checks import check_choice, check_range
 from ..base.errors import PgrpoSimError
 from ..base.regimes import DISCRETE_REGIMES
-from ..models.bandit import run
+from ..models.bandit import initial_state, make_optimizer, run, step
 from ..models.config import BanditConfig, bandit_config
 from ..models.hyperparameters import STATIC, TRACED, hyperparameter, set_hyperparameters
 from .summaries import summarize_curves
@@ -103,44 +103,75 @@ def parse_axis(spec: str) -> Axis:
     return Axis(name, tuple(values.tolist()), spacing, spec)
 
 
-def _summarize_batch(rewards: jax.Array, diverged: jax.Array, diverged_step: jax.Array, mode: str, decimate: int):
-    """Summaries of a batch of B runs from its reward curves, (B, T+1) in expected mode or (B, seeds, T+1)
-    sampled (judged on the seed-mean curve against its standard error); (B,) fields."""
-    if mode == "expected":
-        curves, stderr = rewards.T, None  # time-major (T+1, B): the layout the scan wrote, so no copy
+def _summarize_batch(curves, diverged, diverged_step, mode: str, decimate: int):
+    """Summaries of a batch of B runs from their reward curves, time-major: (T+1, B) in expected mode,
+    (T+1, B, seeds) sampled (judged on the seed-mean curve against its standard error); (B,) fields."""
+    rewards = curves
+    if mode == "sampled":
+        curves = jnp.mean(rewards, axis=-1)
+        stderr = jnp.std(rewards, axis=-1, ddof=1) / jnp.sqrt(rewards.shape[-1])
     else:
-        curves = jnp.mean(rewards, axis=1).T
-        stderr = (jnp.std(rewards, axis=1, ddof=1) / jnp.sqrt(rewards.shape[1])).T
-    diverged_any = jnp.any(diverged.reshape(diverged.shape[0], -1), axis=1)
+        stderr = None
+    batch = curves.shape[1]
+    diverged_any = jnp.any(diverged.reshape(batch, -1), axis=1)
     summary = summarize_curves(curves, diverged_any, stderr)._asdict()
     late = max(1, curves.shape[0] // 4)
     # expected mode: temporal variance of the late window; sampled: variance across seeds, averaged over it
     if mode == "expected":
         summary["late_variance"] = jnp.var(curves[-late:], axis=0)
     else:
-        summary["late_variance"] = jnp.mean(jnp.var(rewards[..., -late:], axis=1), axis=-1)
-    summary["diverged"] = jnp.mean(diverged.reshape(diverged.shape[0], -1).astype(curves.dtype), axis=1)
+        summary["late_variance"] = jnp.mean(jnp.var(rewards[-late:], axis=-1), axis=0)
+    summary["diverged"] = jnp.mean(diverged.reshape(batch, -1).astype(curves.dtype), axis=1)
     steps = jnp.where(diverged_step >= 0, diverged_step, jnp.iinfo(jnp.int32).max)
-    first = jnp.min(steps.reshape(steps.shape[0], -1), axis=1)
+    first = jnp.min(steps.reshape(batch, -1), axis=1)
     summary["diverged_step"] = jnp.where(diverged_any, first, -1).astype(jnp.int32)
     if decimate:
         summary["trajectory"] = curves[::decimate].T
     return summary
 
 
+def _batch_curves(base: BanditConfig, params: dict, keys: jax.Array, steps: int, mode: str):
+    """Reward curves of a batch of configurations (`params`: (B,) per traced name), time-major, (T+1, B) or
+    (T+1, B, seeds), with each run's divergence flag and step: the loop of `models.bandit.run` with the
+    batch inside it, so each step writes one row of the curves in place (vmapping `run` itself writes them
+    configuration-major, and transposing them back costs as much as a third of the kernel)."""
+    if mode == "expected" and base.lag_model == "refresh":  # rollout reuse runs by branches: `run` itself
+        one = lambda c: run(c, keys[0], steps, mode)  # noqa: E731
+        result = jax.vmap(lambda p: one(set_hyperparameters(base, p)))(params)
+        return result.reward.T, result.diverged, result.diverged_step
+    configs = jax.vmap(lambda p: set_hyperparameters(base, p))(params)
+
+    def start(config):
+        state = initial_state(config, make_optimizer(config), config.init_logits)
+        if mode == "sampled":  # one state per seed
+            state = jax.tree.map(lambda x: jnp.broadcast_to(x, (keys.shape[0], *x.shape)), state)
+        return state
+
+    def advance(config, state, key):
+        return step(config, make_optimizer(config), mode, state, key)
+
+    if mode == "sampled":  # each seed its own key stream, as in `simulate`; the same for every configuration
+        advance_all = jax.vmap(jax.vmap(advance, in_axes=(None, 0, 0)), in_axes=(0, 0, None))
+        xs = jnp.swapaxes(jax.vmap(lambda k: jax.random.split(k, steps + 1))(keys), 0, 1)  # (T+1, seeds)
+    else:
+        advance_all = jax.vmap(advance, in_axes=(0, 0, None))
+        xs = jax.random.split(keys[0], steps + 1)
+
+    def body(state, key):
+        nxt, metrics = advance_all(configs, state, key)
+        return nxt, metrics["reward"]
+
+    # steps + 1 updates: the last one only reads out θ_T (as `run` does); its own divergence does not count
+    final, curves = jax.lax.scan(body, jax.vmap(start)(configs), xs)
+    within = (final.diverged_step >= 0) & (final.diverged_step < steps)
+    return curves, within, jnp.where(within, final.diverged_step, -1)
+
+
 def _chunk(base, params, keys, steps, mode, decimate, batch):
     """Summaries of one chunk: `params` (configurations,) per traced name, `batch` configurations at a time."""
 
-    def one_run(p):
-        config = set_hyperparameters(base, p)
-        if mode == "expected":
-            result = run(config, keys[0], steps, mode)
-        else:
-            result = jax.vmap(lambda k: run(config, k, steps, mode))(keys)
-        return result.reward, result.diverged, result.diverged_step
-
-    def one_batch(p):  # vmapped runs write only their reward curves; the summaries take one pass over them
-        return _summarize_batch(*jax.vmap(one_run)(p), mode, decimate)
+    def one_batch(p):  # the batch's curves, then one pass over them for the summaries
+        return _summarize_batch(*_batch_curves(base, p, keys, steps, mode), mode, decimate)
 
     # (devices, batches per device, batch): vmap over the sharded device axis, and on each device a loop over
     # batches, whose state and curves stay in cache (a plain vmap over thousands of configurations is slower)

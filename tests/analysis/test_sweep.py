@@ -78,6 +78,21 @@ def test_sweep_equals_direct_runs(tmp_path):
     assert (tmp_path / "summary.csv").read_text().count("\n") == 5
 
 
+def test_sampled_sweep_equals_direct_runs():
+    """The sweep's own batched loop draws what `simulate` draws: the same seeds, the same numbers."""
+    import jax
+
+    base = dict(p_ref=0.3, beta=0.5, group_size=4, lag_model="stale", lag=2, max_lag=2)
+    ds = run_sweep(base, [parse_axis("eta=0.1,0.5")], steps=60, mode="sampled", seeds=8, progress=False)
+    for eta in (0.1, 0.5):
+        run = ps.simulate(ps.bandit_config(**base, eta=eta), 60, mode="sampled", seeds=8, key=jax.random.key(0))
+        reward = np.asarray(run.reward)
+        cell = ds.sel(eta=eta)
+        assert float(cell.final_reward) == pytest.approx(reward[:, -1].mean(), rel=1e-12)
+        late_variance = np.mean(np.var(reward[:, -15:], axis=0))
+        assert float(cell.late_variance) == pytest.approx(late_variance, rel=1e-10)
+
+
 def test_results_do_not_depend_on_chunk_size():
     axes = [parse_axis("eta=log:0.01:0.5:5"), parse_axis("momentum=0,0.5,0.9")]
     base = dict(p_ref=0.2, beta=0.5, group_size=4)

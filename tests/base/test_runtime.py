@@ -1,0 +1,49 @@
+"""The command line's JAX settings: where the compilation cache goes, and the ways to turn it off."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import pytest
+
+from pgrpo_sim.base.runtime import NO_CACHE_ENV, cache_disabled_by_env, configure_jax, default_cache_dir
+
+
+@pytest.mark.parametrize("value, off", [("1", True), ("true", True), ("YES", True), ("0", False), ("", False)])
+def test_environment_variable_turns_the_cache_off(value, off):
+    assert cache_disabled_by_env({NO_CACHE_ENV: value}) is off
+    assert cache_disabled_by_env({}) is False
+
+
+def test_cache_directory_is_per_user():
+    assert default_cache_dir({"XDG_CACHE_HOME": "/x/cache"}) == Path("/x/cache/pgrpo-sim/jax")
+    assert default_cache_dir({"JAX_COMPILATION_CACHE_DIR": "/y", "XDG_CACHE_HOME": "/x"}) == Path("/y")
+    assert default_cache_dir({}) == Path("~/.cache/pgrpo-sim/jax").expanduser()
+
+
+def test_configure_changes_nothing_when_the_cache_is_off(monkeypatch):
+    monkeypatch.setenv(NO_CACHE_ENV, "1")
+    before = jax.config.jax_compilation_cache_dir
+    assert configure_jax(compile_cache=True) is None  # JAX is already imported: its devices stay as they are
+    assert configure_jax(compile_cache=False) is None
+    assert jax.config.jax_compilation_cache_dir == before
+
+
+def _sweep(tmp_path: Path, name: str, *flags: str, **env: str) -> Path:
+    """Run a small sweep in a fresh process with the cache home in tmp_path/name; returns that cache home."""
+    home = tmp_path / name
+    environ = {k: v for k, v in os.environ.items() if k not in (NO_CACHE_ENV, "JAX_COMPILATION_CACHE_DIR")}
+    environ.update(XDG_CACHE_HOME=str(home), **env)
+    argv = [sys.executable, "-m", "pgrpo_sim.cli", *flags, "sweep", "--grid", "eta=0.1,0.2", "--steps", "50"]
+    proc = subprocess.run(argv + ["--quiet", "--out", str(tmp_path / f"{name}-out")], env=environ, capture_output=True)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    return home
+
+
+def test_cli_fills_the_cache_unless_told_not_to(tmp_path):
+    on = _sweep(tmp_path, "on")
+    assert any((on / "pgrpo-sim" / "jax").iterdir())  # the sweep's compiled chunk at least
+    assert not _sweep(tmp_path, "flag", "--no-compile-cache").exists()
+    assert not _sweep(tmp_path, "env", **{NO_CACHE_ENV: "1"}).exists()
