@@ -8,7 +8,8 @@ Then times every case of every workload (pgrpo-sim and the baseline each in a fr
 the workloads' own measurements (seconds to first result, compile counts, scaling, gradients),
 prints the tables and writes benchmarks/RESULTS.md (and the plots the workloads draw); a report that
 fails is written as a failure section and the exit status is 1. `--quick`
-times small sizes once and writes nothing; `--only` runs some workloads and writes nothing either.
+times small sizes once and writes nothing; `--only` runs some workloads and writes nothing either,
+unless `--record` appends their results to RESULTS.md as a dated section naming the command.
 
 A workload module provides `check()` (list of (description, passed)) and a `harness.side_main`
 entry point, and either or both of:
@@ -161,11 +162,31 @@ Sizes:
     path.write_text(text)
 
 
+def append_results(rows: list[dict], reports: list[str], argv: str, load, minutes: float, path: Path) -> None:
+    """Append a run of some workloads (`--only … --record`) to RESULTS.md: a dated section naming the command,
+    its comparison rows (if any) and its reports, one heading level down."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    body = [markdown_table(rows)] if rows else []
+    body += [report.replace("\n## ", "\n### ").replace("## ", "### ", 1) for report in reports]
+    text = (
+        f"\n\n## Run of {now}: `python benchmarks/run.py {argv}`\n\n"
+        f"{minutes:.1f} minutes; {cpu_model()}, {os.cpu_count()} cores; jax {version('jax')}; one-minute load "
+        f"average {load[0]:.1f} before and {load[1]:.1f} after (about 1 is the benchmark itself).\n\n"
+        + "\n\n".join(body)
+        + "\n"
+    )
+    with path.open("a") as fh:
+        fh.write(text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes; print only, do not write RESULTS.md")
     parser.add_argument("--check", action="store_true", help="only check that the baselines agree with pgrpo-sim")
     parser.add_argument("--only", default=None, help="comma-separated workloads to run (print only)")
+    parser.add_argument(
+        "--record", action="store_true", help="with --only: append the reports to RESULTS.md as a dated section"
+    )
     args = parser.parse_args()
     names = WORKLOADS if args.only is None else tuple(args.only.split(","))
     unknown = sorted(set(names) - set(WORKLOADS))
@@ -196,6 +217,9 @@ def main() -> int:
     print(f"\n{minutes:.1f} minutes; load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after", flush=True)
     if not args.quick and args.only is None:
         write_results(rows, reports, modules, (load_before, os.getloadavg()[0]), minutes, HERE / "RESULTS.md")
+    elif args.record and not args.quick:
+        load = (load_before, os.getloadavg()[0])
+        append_results(rows, reports, " ".join(sys.argv[1:]), load, minutes, HERE / "RESULTS.md")
     return 1 if failed else 0
 
 
