@@ -271,20 +271,29 @@ def run_sweep(
             bar.update(n_traced - todo.size)
             size, batch = _chunk_shape(n_traced, config, steps, seeds, decimate, chunk_size, max_memory)
             pending = None  # the chunk in flight: the next one is dispatched before it is saved
-            for start in [*range(0, todo.size, size), None]:
-                if start is not None:
-                    index = todo[start : start + size]
-                    padded = np.concatenate([index, np.full(size - index.size, index[0])])
+
+            def finish(done, out):
+                chunk = {k: _gather(v)[: done.size] for k, v in out.items()}
+                if store:
+                    store.save(g, done, chunk)
+                results.put(done, chunk)
+                bar.update(done.size)
+
+            for start in range(0, todo.size, size):
+                index = todo[start : start + size]
+                padded = np.concatenate([index, np.full(size - index.size, index[0])])
+                try:
                     params = {k: _shard(jnp.asarray(v[padded], _dtype(k, config))) for k, v in params_all.items()}
                     launched = (index, _chunk_jit(config, params, keys, steps, mode, decimate, batch))
+                except BaseException:  # an interrupt or error while dispatching: keep the chunk already done
+                    if pending is not None:
+                        finish(*pending)
+                    raise
                 if pending is not None:
-                    done, out = pending
-                    chunk = {k: _gather(v)[: done.size] for k, v in out.items()}
-                    if store:
-                        store.save(g, done, chunk)
-                    results.put(done, chunk)
-                    bar.update(done.size)
-                pending = launched if start is not None else None
+                    finish(*pending)
+                pending = launched
+            if pending is not None:
+                finish(*pending)
             groups.append(results.arrays)
     finally:
         bar.close()  # before any error message: it must not be glued onto the bar's line
