@@ -1,6 +1,7 @@
 """pgrpo-sim: a JAX-based, differentiable simulator of GRPO training dynamics.
 
-Layers (README, "Layout"): `base` → `models` → `prediction` → `analysis`, `logs` → `viz` → `reports` → `cli`.
+Layers (README, "Layout"): `base` → `models` → `prediction` → `analysis`, `logs` → `calibration` → `viz` →
+`reports` → `cli`.
 Every public name is re-exported here; import from `pgrpo_sim`, not from the modules. The re-exports are
 lazy (PEP 562): `import pgrpo_sim` loads nothing heavy, and a name's module (with JAX, diffrax, xarray…)
 is imported on first use, so a command line that needs one layer does not pay for the others.
@@ -20,10 +21,26 @@ _EXPORTS = {
     ".analysis.summaries": ("CurveSummary", "summarize_curve"),
     ".analysis.sweep": ("Axis", "SweepError", "check_sweep", "grid_axes", "load_sweep", "parse_axis", "run_sweep"),
     ".base.errors": ("PgrpoSimError",),
+    ".calibration": (
+        "Band",
+        "Calibration",
+        "PopulationModel",
+        "RunConfig",
+        "calibrate",
+        "forecast",
+        "log_settings",
+        "parse_scenario",
+        "predictive_band",
+        "read_run_config",
+        "resolve_run_config",
+        "synthetic_log",
+        "what_if",
+    ),
     ".base.outputs": ("MARK", "check_output_dir", "claim_output_dir", "read_mark"),
     ".base.regimes": ("DISCRETE_REGIMES", "REGIMES", "Damping", "Regime"),
     ".logs.diagnostics": ("Diagnosis", "Readout", "diagnose"),
     ".logs.laws": (
+        "KNOWN_LAWS",
         "LAWS",
         "Coupling",
         "LawFit",

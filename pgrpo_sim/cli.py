@@ -664,11 +664,11 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
     """Read the log and run config, check every flag and --out (creating nothing), and return (log, run,
     fit_until)."""
     from .calibration.run_config import log_settings, read_run_config, resolve_run_config
-    from .logs.readers import read_log
+    from .logs.readers import parse_column_map, read_log
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*skipped .* record", category=UserWarning)
-        log = read_log(args.log, args.format)
+        log = read_log(args.log, args.format, parse_column_map(args.column))
     given = read_run_config(args.run_config) if args.run_config else None
     run = resolve_run_config(given, log_settings(log))
     steps = log.series("reward")[0] if "reward" in log else np.array([])
@@ -737,14 +737,14 @@ def _horizon(args: argparse.Namespace, log) -> int:
 
 def _cmd_what_if(args: argparse.Namespace) -> None:
     from .calibration.calibrate import calibrate
-    from .calibration.forecast import what_if
+    from .calibration.forecast import check_scenario, what_if
     from .calibration.run_config import parse_scenario
     from .reports.calibration_report import WHATIF_OUTPUTS, write_whatif
 
     scenarios = [parse_scenario(text) for text in args.scenario]
     log, run, fit_until = _calibration_inputs(args, "what-if")
     for changes in scenarios:
-        run.replace(**changes)  # every scenario is checked before the calibration starts
+        check_scenario(run, changes)  # every scenario is checked before the calibration starts
     first = float(log["step"][0])
     until = first + (args.steps if args.steps is not None else float(log["step"][-1]) - first)
     if args.steps is not None:
@@ -1012,6 +1012,13 @@ def build_parser() -> argparse.ArgumentParser:
             "log", help="training log (TRL trainer_state.json or console, JSONL, TensorBoard, W&B CSV, verl)"
         )
         p.add_argument("--format", choices=formats, default="auto")
+        p.add_argument(
+            "--column",
+            action="append",
+            default=[],
+            metavar="NAME=SOURCE",
+            help="read canonical metric NAME from column SOURCE, e.g. reward=rewards/correctness_reward_func",
+        )
         p.add_argument("--run-config", default=None, help="JSON or YAML file of TRL GRPOConfig keys (README table)")
         p.add_argument("--band", type=_finite_float, default=0.8, help="central probability of the band, in (0, 1)")
         p.add_argument("--seed", type=_integer, default=0, help="seed of the band's draws (>= 0)")

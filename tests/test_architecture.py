@@ -9,7 +9,17 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pgrpo_sim"
 LAYERS = ("base", "models", "prediction", "analysis", "logs", "calibration", "viz", "reports", "cli")
 """Lower layers first: a module may import from its own layer and lower ones only (analysis and logs are
 peers: logs may use prediction, analysis never reads logs)."""
-RANK = {"base": 0, "models": 1, "prediction": 2, "analysis": 3, "logs": 3, "calibration": 4, "viz": 5, "reports": 6, "cli": 7}
+RANK = {
+    "base": 0,
+    "models": 1,
+    "prediction": 2,
+    "analysis": 3,
+    "logs": 3,
+    "calibration": 4,
+    "viz": 5,
+    "reports": 6,
+    "cli": 7,
+}
 
 
 def _module_name(path: Path) -> str:

@@ -5,9 +5,10 @@ Gaussian about the model's batch mean with the batch's sampling variance φ·v_t
 overdispersion φ ≥ 1 is the fitted reduced χ² (real runs are noisier than a batch of P × G Bernoulli draws, and
 the bandit is not an LLM: φ carries both). Weak Gaussian priors on θ (`PRIOR_MEAN`, `PRIOR_SD`) keep the
 maximum a posteriori (MAP) finite when the log does not constrain a direction. The MAP is found by
-`optimistix.BFGS` from a grid of starts (`vmap`); the uncertainty is the Laplace approximation, covariance φ·H⁻¹
-at the MAP (H the Hessian of the negative log posterior, by `jax.hessian`), which for three smooth parameters is
-accurate enough and costs three gradients (NUTS would cost thousands of simulations per calibration). A
+`optimistix.BFGS` from the best `STARTS` points of a grid (`vmap`); the uncertainty is the Laplace
+approximation, covariance φ·H⁻¹ at the MAP (H the Hessian of the negative log posterior, by `jax.hessian`), which
+for four smooth parameters is accurate enough and costs a few gradients (NUTS would cost thousands of
+simulations per calibration; the coverage test checks the bands it gives). A
 parameter whose posterior sd exceeds `UNDETERMINED` × its prior sd is reported as undetermined: the log does not
 move it much from the prior.
 
@@ -18,6 +19,7 @@ Forecast band: draws of θ from the Laplace posterior, each simulated, plus one 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import jax
@@ -38,6 +40,10 @@ MIN_POINTS = 10
 """Fewest rewarded steps a calibration window may have."""
 DRAWS = 200
 """Posterior draws behind a band."""
+STARTS = 2
+"""BFGS runs, from the best points of a 30-point grid of θ (scored by forward runs only)."""
+MAX_STEPS = 150
+"""BFGS iterations per start."""
 
 
 def prior_mean(run: RunConfig) -> np.ndarray:
@@ -137,6 +143,47 @@ def _data(log: TrainingLog, run: RunConfig, fit_until: float | None):
     return first, until, used, skipped
 
 
+def _chi2_terms(theta, model: PopulationModel, data: dict) -> dict:
+    """Per observable: (weighted squared standardised residuals, weighted log variances); weight 0 is padding."""
+    obs = model.observables(theta)
+    out = {}
+    for name, (idx, value, weight) in data.items():
+        var = jnp.maximum(obs.var(name)[idx], 1e-8)
+        out[name] = (weight * (value - obs.mean(name)[idx]) ** 2 / var, weight * jnp.log(var))
+    return out
+
+
+def _neg_log_post(theta, model: PopulationModel, data: dict, prior: tuple) -> jax.Array:
+    nll = sum(0.5 * jnp.sum(c + lv) for c, lv in _chi2_terms(theta, model, data).values())
+    return nll + 0.5 * jnp.sum(((theta - prior[0]) / prior[1]) ** 2)
+
+
+@functools.partial(jax.jit, static_argnames="model")
+def _fit(grid, model: PopulationModel, data: dict, prior: tuple):
+    """Score the grid by forward runs, run BFGS from its best `STARTS` points; (MAP, Hessian, χ² terms)."""
+    objective = lambda theta, args=None: _neg_log_post(theta, model, data, prior)  # noqa: E731
+    scores = jax.vmap(objective)(grid)
+    starts = grid[jnp.argsort(jnp.where(jnp.isfinite(scores), scores, jnp.inf))[:STARTS]]
+    solver = optx.BFGS(rtol=1e-5, atol=1e-5)
+    values = jax.vmap(lambda x0: optx.minimise(objective, solver, x0, max_steps=MAX_STEPS, throw=False).value)(starts)
+    losses = jax.vmap(objective)(values)
+    theta = values[jnp.argmin(jnp.where(jnp.isfinite(losses), losses, jnp.inf))]
+    chi2 = sum(jnp.sum(c) for c, _ in _chi2_terms(theta, model, data).values())
+    return theta, jax.hessian(objective)(theta), chi2, jnp.all(~jnp.isfinite(scores))
+
+
+def _padded(idx: np.ndarray, value: np.ndarray) -> tuple:
+    """Arrays padded to the next power of two (≥ 64) with weight 0, so logs of similar length share a compilation."""
+    size = max(64, 1 << (idx.size - 1).bit_length())
+    pad = size - idx.size
+    dtype = jnp.result_type(float)
+    return (
+        jnp.asarray(np.concatenate([idx, np.zeros(pad, int)])),
+        jnp.asarray(np.concatenate([value, np.zeros(pad)]), dtype),
+        jnp.asarray(np.concatenate([np.ones(idx.size), np.zeros(pad)]), dtype),
+    )
+
+
 def calibrate(
     log: TrainingLog, run: RunConfig, *, fit_until: float | None = None, horizon: int | None = None
 ) -> Calibration:
@@ -144,45 +191,27 @@ def calibrate(
     first, until, data, skipped = _data(log, run, fit_until)
     last = int(max(int(idx.max()) for idx, _ in data.values()))
     model = population_model(run, last, log_format=log.format, horizon=horizon or int(log["step"][-1] - first) + 1)
+    dtype = jnp.result_type(float)
     mean0, sd0 = prior_mean(run), PRIOR_SD
-    arrays = {k: (jnp.asarray(i), jnp.asarray(v, jnp.float32)) for k, (i, v) in data.items()}
-
-    def chi2_terms(theta):
-        obs = model.observables(theta)
-        out = {}
-        for name, (idx, value) in arrays.items():
-            var = jnp.maximum(obs.var(name)[idx], 1e-8)
-            out[name] = ((value - obs.mean(name)[idx]) ** 2 / var, jnp.log(var))
-        return out
-
-    def neg_log_post(theta, args=None):
-        terms = chi2_terms(theta)
-        nll = sum(0.5 * jnp.sum(c + lv) for c, lv in terms.values())
-        return nll + 0.5 * jnp.sum(((theta - mean0) / sd0) ** 2)
-
     r = data["reward"][1]
     head = float(np.clip(np.mean(r[: max(len(r) // 10, 3)]), 0.01, 0.99))
-    grid = [
-        [math.log(head / (1 - head)) - 0.5 * sigma, math.log(sigma), mean0[2] + shift, mean0[3]]
-        for sigma in (0.5, 2.0)
-        for shift in (-3.0, 0.0, 3.0)
-    ]
-    solver = optx.BFGS(rtol=1e-5, atol=1e-5)
-
-    def solve(x0):
-        sol = optx.minimise(neg_log_post, solver, x0, max_steps=200, throw=False)
-        return sol.value, neg_log_post(sol.value)
-
-    values, losses = jax.jit(jax.vmap(solve))(jnp.asarray(grid, jnp.float32))
-    losses = np.where(np.isfinite(np.asarray(losses)), np.asarray(losses), np.inf)
-    if not np.isfinite(losses).any():
+    grid = jnp.asarray(
+        [
+            [math.log(head / (1 - head)) - 0.5 * sigma, math.log(sigma), mean0[2] + shift, mean0[3] + c]
+            for sigma in (0.5, 1.5, 3.0)
+            for shift in (-4.0, -2.0, 0.0, 2.0, 4.0)
+            for c in (-2.0, 2.0)
+        ],
+        dtype,
+    )
+    padded = {name: _padded(idx, value) for name, (idx, value) in data.items()}
+    prior = (jnp.asarray(mean0, dtype), jnp.asarray(sd0, dtype))
+    theta, hessian, chi2, failed = _fit(grid, model, padded, prior)
+    theta, hessian = np.asarray(theta, np.float64), np.asarray(hessian, np.float64)
+    if bool(failed) or not np.all(np.isfinite(theta)) or not np.all(np.isfinite(hessian)):
         raise PgrpoSimError("calibration failed: the model diverged from every start")
-    theta = np.asarray(values[int(np.argmin(losses))], np.float64)
-    terms = jax.jit(chi2_terms)(jnp.asarray(theta, jnp.float32))
-    chi2 = sum(float(jnp.sum(c)) for c, _ in terms.values())
     n = sum(int(i.size) for i, _ in data.values())
-    phi = max(1.0, chi2 / max(n - len(PARAMETERS), 1))
-    hessian = np.asarray(jax.jit(jax.hessian(neg_log_post))(jnp.asarray(theta, jnp.float32)), np.float64)
+    phi = max(1.0, float(chi2) / max(n - len(PARAMETERS), 1))
     hessian = 0.5 * (hessian + hessian.T)
     w, v = np.linalg.eigh(hessian)
     w = np.maximum(w, 1 / np.max(sd0) ** 2)  # no direction is less certain than the prior
@@ -215,6 +244,11 @@ class Band:
     diverged_fraction: float
 
 
+@functools.partial(jax.jit, static_argnames="model")
+def _observables(thetas, model: PopulationModel):
+    return jax.vmap(model.observables)(thetas)
+
+
 def predictive_band(calibration: Calibration, *, level: float = 0.8, seed: int = 0, observable: str = "reward") -> Band:
     """The band of `observable` over the calibration's model (parameter draws + one batch's noise per draw)."""
     if not 0 < level < 1:
@@ -222,8 +256,7 @@ def predictive_band(calibration: Calibration, *, level: float = 0.8, seed: int =
     model, theta = calibration.model, calibration.theta
     rng = np.random.default_rng(seed)
     draws = rng.multivariate_normal(theta, calibration.covariance, size=DRAWS)
-    simulate_all = jax.jit(jax.vmap(model.observables))
-    obs = simulate_all(jnp.asarray(np.vstack([theta, draws]), jnp.float32))
+    obs = _observables(jnp.asarray(np.vstack([theta, draws]), jnp.result_type(float)), model)
     mean, var = np.asarray(obs.mean(observable), float), np.asarray(obs.var(observable), float)
     diverged = np.asarray(obs.diverged) | ~np.all(np.isfinite(mean), axis=1)
     scale = calibration.model.run.reward_scale if observable != "zero_std_frac" else 1.0

@@ -128,6 +128,14 @@ FIXED_KEYS = ("optimizer", "reward_scale")
 """Run-config keys a scenario may not change: the calibrated step scale and reward units belong to them."""
 
 
+def check_scenario(run: RunConfig, changes: dict) -> RunConfig:
+    """The run config a scenario makes, or a one-line error (unknown key, bad value, a `FIXED_KEYS` key)."""
+    fixed = sorted(set(changes) & set(FIXED_KEYS))
+    if fixed:
+        raise PgrpoSimError(f"a scenario cannot change {fixed[0]}: the calibrated step scale belongs to it")
+    return run.replace(**changes)
+
+
 def what_if(
     calibration: Calibration,
     scenarios: list[dict],
@@ -139,9 +147,7 @@ def what_if(
     """whatif.json's content and the bands: the calibrated run itself (`baseline`) and one entry per scenario."""
     base_run = calibration.model.run
     for changes in scenarios:
-        fixed = sorted(set(changes) & set(FIXED_KEYS))
-        if fixed:
-            raise PgrpoSimError(f"a scenario cannot change {fixed[0]}: the calibrated step scale belongs to it")
+        check_scenario(base_run, changes)
     bands = {"baseline": predictive_band(extend(calibration, until), level=level, seed=seed)}
     out = {"band": level, "baseline": dict(**scenario_summary(bands["baseline"]), **band_dict(bands["baseline"]))}
     entries = []

@@ -43,7 +43,8 @@ TRL_FORMATS = ("trl", "trl_console", "tensorboard", "wandb", "synthetic")
 """Formats TRL writes (and `synthetic_log`): a step is TRL's `global_step` (an optimiser step) and `reward_std` the
 mean within-group std. In the other formats a step is one rollout and `reward_std` is not used."""
 PROMPTS = 64
-"""Quantile prompts that represent the difficulty distribution (D)."""
+"""Quantile prompts that represent the difficulty distribution (D); a given `dataset_size` N is used instead
+(clipped to [8, 256])."""
 NO_CLIP = (1 - 1e-6, 1e6)
 """Clip range standing for "no clip": ratios never reach it."""
 
@@ -157,7 +158,10 @@ def population_model(run: RunConfig, steps: int, *, log_format: str = "jsonl", h
     the first. The schedule's length (logged steps) is `run.max_steps`, else `horizon`, else `steps`."""
     per = run.steps_per_rollout if log_format not in TRL_FORMATS else 1
     horizon = run.max_steps or horizon or steps
-    return PopulationModel(run=run, steps=int(steps), optimizer_steps_per_logged=per, horizon=int(horizon))
+    prompts = PROMPTS if run.dataset_size is None else int(np.clip(run.dataset_size, 8, 4 * PROMPTS))
+    return PopulationModel(
+        run=run, steps=int(steps), optimizer_steps_per_logged=per, horizon=int(horizon), prompts=prompts
+    )
 
 
 def synthetic_log(run: RunConfig, theta, steps: int, *, seed: int = 0, scale: float = 1.0) -> TrainingLog:

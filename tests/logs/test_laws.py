@@ -214,3 +214,14 @@ def test_exact_fit_has_no_standard_errors_or_bic():
         assert np.all(np.isnan(f.stderr)) and np.isnan(f.bic) and np.isnan(f.aic)
         assert f.as_dict()["bic"] is None
     assert fit.fitted_regime(flat["oscillator"]) == "undetermined"
+
+
+def test_sigmoid_law_recovers_its_parameters():
+    """ScaleRL's R(C) = R0 + (A − R0)/(1 + (C_mid/C)^B), C = t + 1, from noisy samples: every parameter within
+    4 standard errors (noise 0.01, 200 points)."""
+    t = np.arange(200.0)
+    truth = np.array([0.8, 0.1, 30.0, 1.8])
+    y = truth[1] + (truth[0] - truth[1]) / (1 + (truth[2] / (t + 1)) ** truth[3])
+    result = fit.fit_law("sigmoid", t, y + np.random.default_rng(3).normal(0, 0.01, t.size))
+    assert result.names == ("r_inf", "r0", "c_mid", "b")
+    assert np.all(np.abs(result.params - truth) < 4 * result.stderr), (result.params, result.stderr)

@@ -1,0 +1,73 @@
+"""Calibration on logs with known parameters (sampled-mode runs at P = 32 prompts, G = 8), band coverage on held-out
+steps, and the three commands end to end on a real log. Slow: each calibration is ~20 s of BFGS through the
+simulator."""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pgrpo_sim.calibration import PARAMETERS, VERDICTS, calibrate, forecast, synthetic_log
+from pgrpo_sim.calibration.run_config import RunConfig
+
+pytestmark = pytest.mark.slow
+
+RUN = RunConfig(
+    learning_rate=1e-5, num_generations=8, prompts_per_step=32, dataset_size=32, lr_scheduler_type="constant"
+)
+TRUTH = np.array([-1.5, 0.0, math.log(0.03 / 1e-5), math.log(0.125 / 0.875)])  # c = 4 of 32 prompts unsolvable
+ANCHORS = Path(__file__).parents[3] / "shared" / "anchors"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_recovers_known_parameters(seed):
+    """Every parameter within 4 standard errors of the truth that made the log (the synthetic run's 32 prompts are
+    a coarse version of the model's 64-quantile population, a bias well inside that)."""
+    log = synthetic_log(RUN, TRUTH, 200, seed=seed)
+    cal = calibrate(log, RUN)
+    z = (cal.theta - TRUTH) / cal.stderr
+    assert np.all(np.abs(z) < 4), dict(zip(PARAMETERS, np.round(z, 2)))
+    assert cal.undetermined == () and cal.used == ("reward", "zero_std_frac", "reward_std")
+
+
+def test_band_coverage_of_held_out_steps_is_nominal():
+    """Over 10 logs, the 80 % band covers the held-out steps 80 % of the time within ±0.1 (the issue's tolerance;
+    the seed-to-seed s.e. of the mean coverage is about 0.02 here)."""
+    coverage = []
+    for seed in range(10):
+        log = synthetic_log(RUN, TRUTH, 240, seed=100 + seed)
+        cal = calibrate(log, RUN, fit_until=100)
+        result, _ = forecast(log, cal, level=0.8, seed=seed)
+        assert result["heldout"]["n"] == 141  # steps 101…241
+        coverage.append(result["heldout"]["coverage"])
+    assert abs(np.mean(coverage) - 0.8) <= 0.1, coverage
+
+
+@pytest.mark.skipif(not ANCHORS.is_dir(), reason="shared/anchors not present")
+def test_commands_end_to_end_on_a_real_log(tmp_path):
+    log = ANCHORS / "sweeps" / "cs336_long_run" / "final_on_policy_lr4e-5_400.metrics.jsonl"
+    cli = lambda *a: subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", *a], capture_output=True, text=True)  # noqa: E731
+    proc = cli("forecast", str(log), "--fit-fraction", "0.3", "--out", str(tmp_path / "f"))
+    assert proc.returncode == 0, proc.stderr
+    f = json.loads((tmp_path / "f" / "forecast.json").read_text())
+    assert {"fit_until", "band", "steps", "mean", "lo", "hi", "heldout"} <= set(f)
+    assert len(f["steps"]) == len(f["mean"]) == len(f["lo"]) == len(f["hi"])
+    held = f["heldout"]
+    assert set(held) == {"mae", "coverage", "n", "baselines"} and 0 <= held["coverage"] <= 1
+    assert set(held["baselines"]) == {"persistence", "saturation", "critical", "oscillator", "sigmoid"}
+    assert all(lo <= m <= hi for lo, m, hi in zip(f["lo"], f["mean"], f["hi"]))
+    out = tmp_path / "w"
+    proc = cli("what-if", str(log), "--scenario", "learning_rate=8e-5", "--scenario", "num_iterations=4", "--steps",
+               "200", "--out", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    w = json.loads((out / "whatif.json").read_text())
+    assert [s["set"] for s in w["scenarios"]] == [{"learning_rate": 8e-5}, {"num_iterations": 4}]
+    for entry in [w["baseline"], *w["scenarios"]]:
+        assert entry["verdict"] in VERDICTS and len(entry["steps"]) == 201
+    assert (out / "whatif.png").stat().st_size > 1000 and (out / "report.md").read_text().count("| ") > 10
+    proc = cli("calibrate", str(log), "--out", str(out))  # what-if's directory: refused without --overwrite
+    assert proc.returncode == 2 and "--overwrite" in proc.stderr
