@@ -31,7 +31,7 @@ from jax import Array
 from jax.scipy.special import gammaln, xlog1py, xlogy
 
 from ..base import threefry as _random
-from ..base.checks import check_choice, check_range
+from ..base.checks import check_choice, check_range, is_concrete
 from ..base.errors import PgrpoSimError
 from ..base.small_axes import UNROLL_MAX, axis_sum, softmax
 from .config import BanditConfig
@@ -638,15 +638,18 @@ MAX_OUTCOMES = 4096
 """Largest number of distinct rollouts that expected mode enumerates for rollout reuse."""
 
 
-def rollout_outcomes(config: BanditConfig) -> tuple[Array, Array, Array]:
+def rollout_outcomes(config: BanditConfig, *, binary_rewards: bool = False) -> tuple[Array, Array, Array]:
     """Every distinct rollout of one prompt: multisets of G samples over the 2N outcomes (arm a, reward 0/1).
 
     Returns arms and rewards (O, G) (sorted within the group; the GRPO loss does not depend on the order)
-    and counts (O, 2N) (category 2a + r). O = C(G + 2N − 1, 2N − 1), e.g. 165 for N = 2, G = 8. Raises
-    `PgrpoSimError` for several prompts or more than `MAX_OUTCOMES` outcomes (use sampled mode).
+    and counts (O, 2N) (category 2a + r). O = C(G + 2N − 1, 2N − 1), e.g. 165 for N = 2, G = 8. With
+    `binary_rewards` (every arm's reward is exactly 0 or 1, so an arm's reward is known) only the multisets of
+    arms can occur: O = C(G + N − 1, N − 1), e.g. 9 for N = 2, G = 8. Raises `PgrpoSimError` for several
+    prompts or more than `MAX_OUTCOMES` outcomes (use sampled mode).
     """
     g, n = config.group_size, config.n_arms
-    count = math.comb(g + 2 * n - 1, 2 * n - 1)
+    kinds = n if binary_rewards else 2 * n
+    count = math.comb(g + kinds - 1, kinds - 1)
     if config.n_prompts != 1:
         raise PgrpoSimError(
             f"expected mode with rollout reuse enumerates the rollouts of one prompt; got {config.n_prompts} "
@@ -657,10 +660,15 @@ def rollout_outcomes(config: BanditConfig) -> tuple[Array, Array, Array]:
             f"expected mode with rollout reuse would enumerate {count} rollouts (N = {n} arms, G = {g}), more "
             f"than {MAX_OUTCOMES}: use mode 'sampled'"
         )
-    cats = [c for c in itertools.combinations_with_replacement(range(2 * n), g)]
-    table = np.asarray(cats, np.int32)
-    counts = np.stack([np.bincount(row, minlength=2 * n) for row in table])
+    table = np.asarray(list(itertools.combinations_with_replacement(range(kinds), g)), np.int32)
     dtype = config.rewards.dtype
+    if binary_rewards:
+        arms = jnp.asarray(table)
+        rewards = config.rewards[0][arms].astype(dtype)
+        categories = 2 * arms + rewards.astype(jnp.int32)
+        counts = jnp.sum(jax.nn.one_hot(categories, 2 * n, dtype=dtype), axis=1)
+        return arms, rewards, counts
+    counts = np.stack([np.bincount(row, minlength=2 * n) for row in table])
     return jnp.asarray(table // 2), jnp.asarray(table % 2, dtype), jnp.asarray(counts, dtype)
 
 
@@ -744,14 +752,15 @@ def initial_state(config: BanditConfig, optimizer, logits: Array) -> BanditState
     )
 
 
-def run(config: BanditConfig, key: Array, steps: int, mode: str) -> BanditRun:
+def run(config: BanditConfig, key: Array, steps: int, mode: str, *, binary_rewards: bool = False) -> BanditRun:
     """(Low-level API) one run of `steps` updates (a single seed), unjitted and unchecked; pure, so it can be
-    vmapped over configs and keys inside the caller's own jit (`simulate` is the checked, jitted entry)."""
+    vmapped over configs and keys inside the caller's own jit (`simulate` is the checked, jitted entry).
+    `binary_rewards`: every reward is exactly 0 or 1, which lets expected-mode reuse enumerate fewer rollouts."""
     optimizer = make_optimizer(config)
     state = initial_state(config, optimizer, config.init_logits)
     if mode == "expected" and config.lag_model == "refresh":
         _check_expected(config)
-        outcomes = rollout_outcomes(config)
+        outcomes = rollout_outcomes(config, binary_rewards=binary_rewards)
         size = outcomes[0].shape[0]
         branches = jax.tree.map(lambda x: jnp.broadcast_to(x, (size, *jnp.shape(x))), state)
         weights = jnp.full(size, 1.0 / size, config.rewards.dtype)  # replaced at the first refresh (step 0)
@@ -778,10 +787,12 @@ def run(config: BanditConfig, key: Array, steps: int, mode: str) -> BanditRun:
     )
 
 
-@functools.partial(jax.jit, static_argnames=("steps", "mode", "seeds"))
-def _simulate(config: BanditConfig, key: Array, steps: int, mode: str, seeds: int) -> BanditRun:
+@functools.partial(jax.jit, static_argnames=("steps", "mode", "seeds", "binary_rewards"))
+def _simulate(
+    config: BanditConfig, key: Array, steps: int, mode: str, seeds: int, binary_rewards: bool = False
+) -> BanditRun:
     if mode == "expected":
-        return run(config, key, steps, mode)
+        return run(config, key, steps, mode, binary_rewards=binary_rewards)
     return jax.vmap(lambda k: run(config, k, steps, mode))(jax.random.split(key, seeds))
 
 
@@ -799,4 +810,10 @@ def simulate(
     check_range("seeds", seeds, 1, integer=True)
     check_choice("mode", mode, MODES)
     key = jax.random.key(0) if key is None else key
-    return _simulate(config, key, steps=int(steps), mode=mode, seeds=int(seeds))
+    binary = (
+        mode == "expected"
+        and config.lag_model == "refresh"
+        and is_concrete(config.rewards)
+        and bool(np.all((np.asarray(config.rewards) == 0) | (np.asarray(config.rewards) == 1)))
+    )
+    return _simulate(config, key, steps=int(steps), mode=mode, seeds=int(seeds), binary_rewards=binary)

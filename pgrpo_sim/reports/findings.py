@@ -52,11 +52,17 @@ def findings_markdown(results: dict, *, seed: int = 0) -> str:
     return "\n".join(lines)
 
 
-def _split(readme: str) -> tuple[str, str, str]:
-    start, end = readme.find(BEGIN), readme.find(END)
-    if start < 0 or end < start:
-        raise PgrpoSimError(f"the README has no block between {BEGIN!r} and {END!r}")
-    return readme[: start + len(BEGIN)], readme[start + len(BEGIN) : end], readme[end:]
+def _split(text: str, begin: str = BEGIN, end: str = END) -> tuple[str, str, str]:
+    start, stop = text.find(begin), text.find(end)
+    if start < 0 or stop < start:
+        raise PgrpoSimError(f"the README has no block between {begin!r} and {end!r}")
+    return text[: start + len(begin)], text[start + len(begin) : stop], text[stop:]
+
+
+def replace_block(text: str, begin: str, end: str, body: str) -> str:
+    """`text` with what lies between the markers `begin` and `end` replaced by `body` (a generated README block)."""
+    head, _, tail = _split(text, begin, end)
+    return f"{head}\n{body}\n{tail}"
 
 
 def readme_findings(readme: str) -> str:
@@ -66,8 +72,7 @@ def readme_findings(readme: str) -> str:
 
 def update_readme(readme: str, results: dict, *, seed: int = 0) -> str:
     """The README text with its block replaced by `findings_markdown(results)`."""
-    head, _, tail = _split(readme)
-    return f"{head}\n{findings_markdown(results, seed=seed)}\n{tail}"
+    return replace_block(readme, BEGIN, END, findings_markdown(results, seed=seed))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

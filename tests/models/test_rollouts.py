@@ -1,6 +1,8 @@
 """Rollouts as TRL and verl run them: one rollout per refresh reused for epochs × mini-batches optimiser steps,
 its exact expected-mode counterpart (the rollout-averaged cycle), and KL reference sync (float64)."""
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -93,7 +95,7 @@ def test_expected_reuse_refuses_what_it_cannot_enumerate():
     with pytest.raises(ps.PgrpoSimError, match="prompts"):
         ps.simulate(ps.bandit_config(**BASE, lag=2, n_prompts=2), 4)
     with pytest.raises(ps.PgrpoSimError, match="more than"):
-        ps.simulate(ps.bandit_config(**(BASE | dict(group_size=16)), n_arms=4, lag=2), 4)
+        ps.simulate(ps.bandit_config(**(BASE | dict(group_size=16)), n_arms=8, lag=2), 4)  # C(23, 7) arm multisets
 
 
 @pytest.mark.slow  # 2 × 4000 seeds
@@ -179,3 +181,23 @@ def test_cli_rollout_flags_refuse_bad_input(extra, words, tmp_path, capsys):
     assert main(["simulate", "--steps", "2", *extra, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert words in err and "\n" not in err and not out.exists()
+
+
+@pytest.mark.parametrize("n_arms, group_size", [(2, 8), (3, 4)])
+def test_binary_rewards_enumerate_fewer_rollouts_with_the_same_result(n_arms, group_size):
+    """With 0/1 rewards only multisets of arms occur (C(G+N−1, N−1) instead of C(G+2N−1, 2N−1)); the expected
+    reuse run is the same to rounding (1e-12 in float64)."""
+    from pgrpo_sim.models.bandit import _simulate, rollout_outcomes
+
+    config = ps.bandit_config(
+        n_arms=n_arms, p_ref=0.3, eta=0.8, beta=0.1, group_size=group_size, lag_model="refresh", lag=3
+    )
+    arms, _, counts = rollout_outcomes(config, binary_rewards=True)
+    assert arms.shape[0] == math.comb(group_size + n_arms - 1, n_arms - 1)
+    assert np.all(np.asarray(counts).sum(1) == group_size)
+    full, fast = (
+        _simulate(config, jax.random.key(0), steps=40, mode="expected", seeds=1, binary_rewards=b)
+        for b in (False, True)
+    )
+    for name in ("reward", "clip_frac", "kl_ref", "zero_adv_frac", "group_reward_std"):
+        np.testing.assert_allclose(getattr(fast, name), getattr(full, name), atol=1e-12, err_msg=name)
