@@ -536,7 +536,7 @@ def coupling_ratio(
     Standard error by the delta method from the two slopes' errors (taken as independent):
     se(ρ)² = (se_e/b_t)² + (b_e·se_t/b_t²)². Default window: the larger of 10 % of the run and 8 eval
     intervals (steps), so that the eval slope has ≥ 6 degrees of freedom. ρ is NaN where the window holds
-    fewer than 5 points of either series.
+    fewer than 5 points of either series, or where the train slope is exactly 0.
     """
     ts, tr = np.asarray(train_steps, float), np.asarray(train, float)
     es, ev = np.asarray(eval_steps, float), np.asarray(eval_values, float)
@@ -550,6 +550,9 @@ def coupling_ratio(
         inside_t = (ts >= es[inside_e].min()) & (ts <= t)  # the same span: curvature biases both slopes alike
         b_e, se_e = _slope(es[inside_e], ev[inside_e])
         b_t, se_t = _slope(ts[inside_t], tr[inside_t])
+        if b_t == 0:  # a flat train reward (e.g. stuck at 0 after a collapse): ρ is undefined, not a number
+            out[:, i] = np.nan, np.nan, b_t, se_t
+            continue
         with np.errstate(divide="ignore", invalid="ignore"):
             out[:, i] = b_e / b_t, np.hypot(se_e / b_t, b_e * se_t / b_t**2), b_t, se_t
     return Coupling(es, *out, window=float(window))

@@ -225,3 +225,11 @@ def test_sigmoid_law_recovers_its_parameters():
     result = fit.fit_law("sigmoid", t, y + np.random.default_rng(3).normal(0, 0.01, t.size))
     assert result.names == ("r_inf", "r0", "c_mid", "b")
     assert np.all(np.abs(result.params - truth) < 4 * result.stderr), (result.params, result.stderr)
+
+
+def test_coupling_ratio_of_a_flat_train_reward_is_undefined():
+    """A collapsed run's train reward stays exactly 0: the ratio is NaN there, not a ZeroDivisionError."""
+    steps = np.arange(40.0)
+    c = fit.coupling_ratio(steps, np.zeros(40), steps[::2], np.linspace(0.1, 0.3, 20))
+    late = c.steps > 20
+    assert np.all(np.isnan(c.ratio[late])) and np.all(c.train_slope[late] == 0)
