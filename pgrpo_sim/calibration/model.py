@@ -45,6 +45,9 @@ mean within-group std. In the other formats a step is one rollout and `reward_st
 PROMPTS = 64
 """Quantile prompts that represent the difficulty distribution (D); a given `dataset_size` N is used instead
 (clipped to [8, 256])."""
+REUSE_PROMPTS = 16
+"""D when rollouts are reused (num_iterations > 1): expected mode then enumerates every prompt's rollouts, which
+costs ~40 µs per prompt and step, so the population is represented more coarsely."""
 NO_CLIP = (1 - 1e-6, 1e6)
 """Clip range standing for "no clip": ratios never reach it."""
 
@@ -158,7 +161,8 @@ def population_model(run: RunConfig, steps: int, *, log_format: str = "jsonl", h
     the first. The schedule's length (logged steps) is `run.max_steps`, else `horizon`, else `steps`."""
     per = run.steps_per_rollout if log_format not in TRL_FORMATS else 1
     horizon = run.max_steps or horizon or steps
-    prompts = PROMPTS if run.dataset_size is None else int(np.clip(run.dataset_size, 8, 4 * PROMPTS))
+    default = PROMPTS if run.num_iterations == 1 else REUSE_PROMPTS
+    prompts = default if run.dataset_size is None else int(np.clip(run.dataset_size, 8, 4 * PROMPTS))
     return PopulationModel(
         run=run, steps=int(steps), optimizer_steps_per_logged=per, horizon=int(horizon), prompts=prompts
     )
