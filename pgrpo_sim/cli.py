@@ -692,7 +692,7 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> None:
-    from .calibration.calibrate import calibrate
+    from .calibration.inference import calibrate
     from .reports.calibration_report import CALIBRATE_OUTPUTS, write_calibration
 
     log, run, fit_until = _calibration_inputs(args, "calibrate")
@@ -710,8 +710,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> None:
 
 
 def _cmd_forecast(args: argparse.Namespace) -> None:
-    from .calibration.calibrate import calibrate
     from .calibration.forecast import forecast
+    from .calibration.inference import calibrate
     from .reports.calibration_report import FORECAST_OUTPUTS, write_forecast
 
     log, run, fit_until = _calibration_inputs(args, "forecast")
@@ -736,8 +736,8 @@ def _horizon(args: argparse.Namespace, log) -> int:
 
 
 def _cmd_what_if(args: argparse.Namespace) -> None:
-    from .calibration.calibrate import calibrate
     from .calibration.forecast import check_scenario, what_if
+    from .calibration.inference import calibrate
     from .calibration.run_config import parse_scenario
     from .reports.calibration_report import WHATIF_OUTPUTS, write_whatif
 

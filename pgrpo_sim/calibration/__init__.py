@@ -1,16 +1,16 @@
 """Calibrate the population bandit on a real training log, forecast the run, and answer what-if scenarios.
 
 Layers: `run_config` (TRL GRPOConfig names → the bandit) → `model` (the population bandit's observables) →
-`calibrate` (MAP + Laplace, predictive bands) → `forecast` (held-out scores, baselines, what-if verdicts).
+`inference` (`calibrate`: MAP + Laplace, predictive bands) → `forecast` (held-out scores, baselines, what-if verdicts).
 """
 
-from .calibrate import (
+from .forecast import VERDICTS as VERDICTS, forecast as forecast, verdict as verdict, what_if as what_if
+from .inference import (
     Band as Band,
     Calibration as Calibration,
     calibrate as calibrate,
     predictive_band as predictive_band,
 )
-from .forecast import VERDICTS as VERDICTS, forecast as forecast, verdict as verdict, what_if as what_if
 from .model import (
     PARAMETERS as PARAMETERS,
     Observables as Observables,

@@ -23,7 +23,7 @@ from ..analysis.summaries import UNSTABLE, summarize_curve
 from ..base.errors import PgrpoSimError
 from ..logs.laws import KNOWN_LAWS, fit_law
 from ..logs.readers import TrainingLog
-from .calibrate import Band, Calibration, predictive_band
+from .inference import Band, Calibration, predictive_band
 from .run_config import RunConfig
 
 VERDICTS = ("learns", "plateaus", "oscillates", "collapses", "diverges")
@@ -68,9 +68,9 @@ def heldout_score(log: TrainingLog, calibration: Calibration, band: Band) -> dic
 
 
 def band_dict(band: Band) -> dict:
-    """JSON-ready band: steps, mean, lo, hi (None where undefined)."""
-    clean = lambda a: [float(v) if np.isfinite(v) else None for v in a]  # noqa: E731
-    return dict(steps=clean(band.steps), mean=clean(band.mean), lo=clean(band.lo), hi=clean(band.hi))
+    """JSON-ready band: steps, mean, lo, hi (None where undefined, and everywhere when the MAP run diverged)."""
+    clean = lambda a: [float(v) if np.isfinite(v) and not band.diverged else None for v in a]  # noqa: E731
+    return dict(steps=[float(s) for s in band.steps], mean=clean(band.mean), lo=clean(band.lo), hi=clean(band.hi))
 
 
 def forecast(
@@ -103,7 +103,18 @@ def verdict(mean: np.ndarray, diverged: bool) -> str:
 
 
 def scenario_summary(band: Band) -> dict:
-    """Verdict, final reward with its band, plateau, time to 90 % of the way from the start to the plateau."""
+    """Verdict, final reward with its band, plateau, time to 90 % of the way from the start to the plateau. A
+    scenario whose calibrated (MAP) run diverges has no numbers (None): the surviving draws would be a biased few."""
+    if band.diverged:
+        return dict(
+            verdict="diverges",
+            final_reward=None,
+            final_lo=None,
+            final_hi=None,
+            plateau=None,
+            time_to_90=None,
+            diverged_fraction=band.diverged_fraction,
+        )
     mean = band.mean
     tail = max(mean.size // 10, 1)
     plateau = float(np.mean(mean[-tail:])) if np.all(np.isfinite(mean)) else None

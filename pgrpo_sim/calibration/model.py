@@ -132,7 +132,8 @@ class PopulationModel:
         """Means and batch sampling variances of the observables at model steps 0…steps (see module doc)."""
         read = self.read_steps()
         config = self.config(theta)
-        runs = jax.vmap(lambda logits: simulate(config.replace(init_logits=logits), max(int(read[-1]), 1)))(
+        steps = max(int(read[-1]), 1)
+        runs = jax.vmap(lambda logits: simulate(config.replace(init_logits=logits), steps, binary_rewards=True))(
             self.starts(theta)
         )
         per_prompt = lambda x: x[:, read]  # noqa: E731  (D, T+1)

@@ -797,23 +797,32 @@ def _simulate(
 
 
 def simulate(
-    config: BanditConfig, steps: int, *, mode: str = "expected", seeds: int = 1, key: Array | None = None
+    config: BanditConfig,
+    steps: int,
+    *,
+    mode: str = "expected",
+    seeds: int = 1,
+    key: Array | None = None,
+    binary_rewards: bool | None = None,
 ) -> BanditRun:
     """Run GRPO on the bandit for `steps` optimiser steps; see `BanditRun` for the outputs.
 
     `mode="expected"` is deterministic (one run; `seeds` and `key` are ignored); `mode="sampled"`
     runs `seeds` independent seeds from `key` (default `jax.random.key(0)`). Jitted once per static
     structure (config's static fields, steps, mode, seeds): other hyperparameter values reuse the
-    compiled code, and callers may `jax.vmap` over config leaves.
+    compiled code, and callers may `jax.vmap` over config leaves. `binary_rewards` (expected-mode reuse only):
+    every reward is exactly 0 or 1, so fewer rollouts are enumerated; None detects it from concrete rewards (a
+    caller whose rewards are traced, e.g. inside its own jit, may assert it; concrete rewards are checked).
     """
     check_range("steps", steps, 1, integer=True)
     check_range("seeds", seeds, 1, integer=True)
     check_choice("mode", mode, MODES)
     key = jax.random.key(0) if key is None else key
-    binary = (
-        mode == "expected"
-        and config.lag_model == "refresh"
-        and is_concrete(config.rewards)
-        and bool(np.all((np.asarray(config.rewards) == 0) | (np.asarray(config.rewards) == 1)))
-    )
+    is_binary = lambda r: bool(np.all((r == 0) | (r == 1)))  # noqa: E731
+    concrete = is_concrete(config.rewards)
+    if binary_rewards and concrete and not is_binary(np.asarray(config.rewards)):
+        raise PgrpoSimError("binary_rewards=True needs every reward to be 0 or 1")
+    if binary_rewards is None:
+        binary_rewards = concrete and is_binary(np.asarray(config.rewards))
+    binary = mode == "expected" and config.lag_model == "refresh" and bool(binary_rewards)
     return _simulate(config, key, steps=int(steps), mode=mode, seeds=int(seeds), binary_rewards=binary)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..calibration.calibrate import calibrate
 from ..calibration.forecast import forecast, what_if
+from ..calibration.inference import calibrate
 from ..calibration.run_config import log_settings, read_run_config, resolve_run_config
 from ..logs.readers import parse_column_map, read_log
 from .findings import replace_block

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..calibration.calibrate import Calibration, predictive_band
 from ..calibration.forecast import extend
+from ..calibration.inference import Calibration, predictive_band
 from ..calibration.model import PARAMETERS
 from ..logs.readers import TrainingLog
 from ..viz.calibration_figures import plot_bands
