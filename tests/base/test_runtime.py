@@ -42,6 +42,7 @@ def _sweep(tmp_path: Path, name: str, *flags: str, **env: str) -> Path:
     return home
 
 
+@pytest.mark.slow  # three CLI processes with compilation: ~12 s
 def test_cli_fills_the_cache_unless_told_not_to(tmp_path):
     on = _sweep(tmp_path, "on")
     assert any((on / "pgrpo-sim" / "jax").iterdir())  # the sweep's compiled chunk at least
