@@ -57,6 +57,26 @@ def _window(x: Array, lo: float, hi: float) -> Array:
     return x[..., int(lo * n) : max(int(hi * n), int(lo * n) + 1)]
 
 
+def _summary(final, plateau, time_to_90, overshoot, changes, late_changes, flip_like, a_mid, a_late, tol, diverged):
+    """The regime rule of the module docstring and the `CurveSummary`, from a curve's running quantities."""
+    sustained = (late_changes >= 2) & (a_late >= 0.5 * a_mid) & (a_late > tol)
+    growing = a_late > 2 * a_mid + tol
+    regime = jnp.where(
+        diverged | sustained | growing,
+        UNSTABLE,
+        jnp.where(flip_like, FLIP, jnp.where(changes >= 2, OSCILLATORY, MONOTONE)),
+    )
+    nan = jnp.asarray(jnp.nan, plateau.dtype)
+    return CurveSummary(
+        final_reward=jnp.where(diverged, nan, final),
+        plateau=jnp.where(diverged, nan, plateau),
+        time_to_90=jnp.where(diverged, -1, time_to_90).astype(jnp.int32),
+        overshoot=jnp.where(diverged, nan, overshoot),
+        sign_changes=changes.astype(jnp.int32),
+        regime=regime.astype(jnp.int32),
+    )
+
+
 def summarize_curve(rewards: ArrayLike, diverged: ArrayLike = False, stderr: ArrayLike | None = None) -> CurveSummary:
     """Summary statistics and empirical regime of a reward curve of shape (T+1,) (jit-compatible).
 
@@ -91,27 +111,13 @@ def summarize_curve(rewards: ArrayLike, diverged: ArrayLike = False, stderr: Arr
     )
     a_mid = jnp.max(jnp.abs(_window(e_excess, 0.25, 0.5)))
     a_late = jnp.max(jnp.abs(_window(e_excess, 0.75, 1.0)))
-    sustained = (late_changes >= 2) & (a_late >= 0.5 * a_mid) & (a_late > tol)
-    growing = a_late > 2 * a_mid + tol
-    regime = jnp.where(
-        diverged | sustained | growing,
-        UNSTABLE,
-        jnp.where(flip_like, FLIP, jnp.where(sign_changes >= 2, OSCILLATORY, MONOTONE)),
-    )
     travel = plateau - p[0]
     progress = (p - p[0]) / jnp.where(travel == 0, 1.0, travel)
     reached = progress >= 0.9
     time_to_90 = jnp.where(jnp.any(reached) & (travel != 0), jnp.argmax(reached), -1)
     overshoot = jnp.max(jnp.sign(travel) * e)
-    nan = jnp.asarray(jnp.nan, p.dtype)
-    return CurveSummary(
-        final_reward=jnp.where(diverged, nan, p[-1]),
-        plateau=jnp.where(diverged, nan, plateau),
-        time_to_90=jnp.where(diverged, -1, time_to_90).astype(jnp.int32),
-        overshoot=jnp.where(diverged, nan, overshoot),
-        sign_changes=sign_changes.astype(jnp.int32),
-        regime=regime.astype(jnp.int32),
-    )
+    return _summary(p[-1], plateau, time_to_90, overshoot, sign_changes, late_changes, flip_like, a_mid, a_late, tol,
+                    diverged)  # fmt: skip
 
 
 def _bounds(n: int, lo: float, hi: float) -> tuple[int, int]:
@@ -177,20 +183,6 @@ def summarize_curves(rewards: ArrayLike, diverged: ArrayLike = False, stderr: Ar
     _, _, changes, late_changes, adjacent, pairs, t90, a_mid, a_late, overshoot, finite = carry
     diverged = jnp.asarray(diverged) | ~finite
     flip_like = (adjacent >= 0.8 * jnp.maximum(pairs, 1)) & (changes >= 4)
-    sustained = (late_changes >= 2) & (a_late >= 0.5 * a_mid) & (a_late > tol)
-    growing = a_late > 2 * a_mid + tol
-    regime = jnp.where(
-        diverged | sustained | growing,
-        UNSTABLE,
-        jnp.where(flip_like, FLIP, jnp.where(changes >= 2, OSCILLATORY, MONOTONE)),
-    )
     time_to_90 = jnp.where(travel != 0, t90, -1)
-    nan = jnp.asarray(jnp.nan, p.dtype)
-    return CurveSummary(
-        final_reward=jnp.where(diverged, nan, p[-1]),
-        plateau=jnp.where(diverged, nan, plateau),
-        time_to_90=jnp.where(diverged, -1, time_to_90).astype(jnp.int32),
-        overshoot=jnp.where(diverged, nan, overshoot),
-        sign_changes=changes.astype(jnp.int32),
-        regime=regime.astype(jnp.int32),
-    )
+    return _summary(p[-1], plateau, time_to_90, overshoot, changes, late_changes, flip_like, a_mid, a_late, tol,
+                    diverged)  # fmt: skip
