@@ -46,8 +46,8 @@ PROMPTS = 64
 """Quantile prompts that represent the difficulty distribution (D); a given `dataset_size` N is used instead
 (clipped to [8, 256])."""
 REUSE_PROMPTS = 16
-"""D when rollouts are reused (num_iterations > 1): expected mode then enumerates every prompt's rollouts, which
-costs ~40 µs per prompt and step, so the population is represented more coarsely."""
+"""D when rollouts are reused (num_iterations > 1): expected mode then enumerates every prompt's rollouts (G + 1
+of them per step), so the population is represented more coarsely."""
 NO_CLIP = (1 - 1e-6, 1e6)
 """Clip range standing for "no clip": ratios never reach it."""
 
