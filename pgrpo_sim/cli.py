@@ -731,8 +731,9 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
 
 def _horizon(args: argparse.Namespace, log) -> int:
     """The schedule's length in logged steps: max_steps, or the later of the log's end and --until."""
-    last = max(float(log["step"][-1]), args.until or 0.0)
-    return int(round(last - float(log["step"][0]))) + 1
+    steps = log.series("reward")[0]
+    last = max(float(steps[-1]), args.until or 0.0)
+    return int(round(last - float(steps[0]))) + 1
 
 
 def _cmd_what_if(args: argparse.Namespace) -> None:
@@ -745,8 +746,9 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
     log, run, fit_until = _calibration_inputs(args, "what-if")
     for changes in scenarios:
         check_scenario(run, changes)  # every scenario is checked before the calibration starts
-    first = float(log["step"][0])
-    until = first + (args.steps if args.steps is not None else float(log["step"][-1]) - first)
+    steps = log.series("reward")[0]
+    first = float(steps[0])
+    until = first + (args.steps if args.steps is not None else float(steps[-1]) - first)
     if args.steps is not None:
         check_range("steps", args.steps, 1, integer=True)
     cal = calibrate(log, run, fit_until=fit_until, horizon=int(until - first) + 1)

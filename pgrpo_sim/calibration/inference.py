@@ -108,8 +108,10 @@ class Calibration:
 
 def _data(log: TrainingLog, run: RunConfig, fit_until: float | None):
     """The fit window's observables as {name: (model step index, value)} and which were skipped, why."""
-    steps = log["step"]
-    first = float(steps[0])
+    if "reward" not in log or log.series("reward")[0].size == 0:
+        raise PgrpoSimError("the log has no reward to calibrate on")
+    steps = log.series("reward")[0]
+    first = float(steps[0])  # the first rewarded step is the start θ_0 (a log may open with an eval-only row)
     until = float(steps[-1]) if fit_until is None else float(fit_until)
     used, skipped = {}, {}
     for name in OBSERVABLES:
@@ -233,7 +235,7 @@ def calibrate(
 @dataclasses.dataclass(frozen=True)
 class Band:
     """A predictive band at model steps 0…T: `steps` (the log's steps), `mean`, `lo`, `hi` (reward in the log's
-    units), the MAP run's `diverged`, and the fraction of posterior draws that diverged."""
+    units; NaN throughout when the MAP run `diverged`), and the fraction of posterior draws that diverged."""
 
     steps: np.ndarray
     mean: np.ndarray
@@ -270,6 +272,8 @@ def predictive_band(calibration: Calibration, *, level: float = 0.8, seed: int =
     else:
         lo, hi = np.quantile(samples, [(1 - level) / 2, (1 + level) / 2], axis=0)
         center = mean[1:][ok].mean(0)
+    if diverged[0]:  # a diverged run is reported as diverged, never as numbers
+        center = lo = hi = np.full(mean.shape[1], np.nan)
     steps = calibration.first_step + np.arange(mean.shape[1])
     return Band(
         steps=steps,

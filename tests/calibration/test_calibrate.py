@@ -56,6 +56,7 @@ def test_commands_end_to_end_on_a_real_log(tmp_path):
     f = json.loads((tmp_path / "f" / "forecast.json").read_text())
     assert {"fit_until", "band", "steps", "mean", "lo", "hi", "heldout"} <= set(f)
     assert len(f["steps"]) == len(f["mean"]) == len(f["lo"]) == len(f["hi"])
+    assert f["steps"][0] == 1.0  # the first rewarded step is θ_0 (step 0 of this log holds only an eval)
     held = f["heldout"]
     assert set(held) == {"mae", "coverage", "n", "baselines"} and 0 <= held["coverage"] <= 1
     assert set(held["baselines"]) == {"persistence", "saturation", "critical", "oscillator", "sigmoid"}
