@@ -13,6 +13,7 @@ from jax.test_util import check_grads
 import pgrpo_sim as ps
 from pgrpo_sim.models.bandit import (
     _simulate,
+    binomial_mean,
     expected_group_std,
     expected_loss,
     learning_rate_factor,
@@ -437,6 +438,26 @@ def test_expected_group_std_by_enumeration(g):
         with jax.enable_x64(True):
             got = float(expected_group_std(g, jnp.float64(p)))
         assert got == pytest.approx(weights @ stds, abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 15, 40, 61])
+def test_binomial_mean_equals_sum_over_pmf(n):
+    """Horner form of Σ_j B(j; n, p)·v_j against the explicit sum with math.comb, value and derivative
+    (float64: 1e-12 relative; n = 61 takes the log-space branch), including p = 0, ½ (where the form
+    switches from q^n to p^n) and 1."""
+    values = np.random.default_rng(n).normal(size=(2, n + 1))
+    j = np.arange(n + 1)
+    choose = np.array([math.comb(n, i) for i in j], float)
+    ps_ = np.array([0.0, 1e-3, 0.2, 0.5, 0.7, 0.999, 1.0])
+    with jax.enable_x64(True):
+        got = np.asarray(binomial_mean(n, jnp.asarray(ps_), values))
+        slope = np.asarray(jax.vmap(jax.jacfwd(lambda p: binomial_mean(n, p, values)))(jnp.asarray(ps_[1:-1])))
+    for p, row in zip(ps_, got):
+        pmf = choose * p**j * (1 - p) ** (n - j)
+        np.testing.assert_allclose(row, values @ pmf, rtol=1e-12, atol=1e-12)
+    for p, row in zip(ps_[1:-1], slope):  # d/dp B(j; n, p) = B(j; n, p)·(j/p − (n − j)/(1 − p))
+        dpmf = choose * p**j * (1 - p) ** (n - j) * (j / p - (n - j) / (1 - p))
+        np.testing.assert_allclose(row, values @ dpmf, rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("kind", ["constant_with_warmup", "linear", "cosine"])
