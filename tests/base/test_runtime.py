@@ -8,7 +8,14 @@ from pathlib import Path
 import jax
 import pytest
 
-from pgrpo_sim.base.runtime import NO_CACHE_ENV, cache_disabled_by_env, configure_jax, default_cache_dir
+from pgrpo_sim.base.runtime import (
+    CPU_FUSION_FLAG,
+    NO_CACHE_ENV,
+    cache_disabled_by_env,
+    configure_jax,
+    default_cache_dir,
+    fast_cpu_compilation,
+)
 
 
 @pytest.mark.parametrize("value, off", [("1", True), ("true", True), ("YES", True), ("0", False), ("", False)])
@@ -29,6 +36,28 @@ def test_configure_changes_nothing_when_the_cache_is_off(monkeypatch):
     assert configure_jax(compile_cache=True) is None  # JAX is already imported: its devices stay as they are
     assert configure_jax(compile_cache=False) is None
     assert jax.config.jax_compilation_cache_dir == before
+
+
+def test_fusion_flag_never_over_the_users():
+    env = {"XLA_FLAGS": "--xla_dump_to=/tmp/x"}
+    assert fast_cpu_compilation(env) is True
+    assert env["XLA_FLAGS"] == f"--xla_dump_to=/tmp/x {CPU_FUSION_FLAG}"
+    mine = {"XLA_FLAGS": "--xla_cpu_use_fusion_emitters=true"}
+    assert fast_cpu_compilation(mine) is False and mine["XLA_FLAGS"] == "--xla_cpu_use_fusion_emitters=true"
+
+
+def test_cli_process_uses_every_core_and_the_flag():
+    """`pgrpo-sim` sets both before JAX's backend starts, although importing the CLI imports JAX: a fresh
+    process runs a command, then reports its devices, its cores and its XLA flags."""
+    code = (
+        "import os, sys, jax; from pgrpo_sim import cli; from pgrpo_sim.base.runtime import cpu_cores; "
+        "cli.main(['theory', '--eta', '0.1', '--stiffness', '0.2']); "
+        "print(jax.device_count(), cpu_cores(), os.environ['XLA_FLAGS'])"
+    )
+    environ = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)
+    devices, cores, flags = out.stdout.splitlines()[-1].split(maxsplit=2)
+    assert devices == cores and flags == CPU_FUSION_FLAG
 
 
 def _sweep(tmp_path: Path, name: str, *flags: str, **env: str) -> Path:

@@ -123,3 +123,11 @@ def test_same_seed_same_numbers():
     a = fluctuations(TINY, 3, None)
     b = fluctuations(TINY, 3, None)
     assert a["variance"] == b["variance"] and a["slope"] == b["slope"]
+
+
+def test_sections_in_threads_give_the_numbers_of_one_thread(report):
+    """The report fixture ran the sections in threads (one per core); one thread gives the same numbers."""
+    _, threaded = report
+    alone = validate(None, resolution=TINY, log=lambda line: None, workers=1)
+    strip = lambda results: {k: {f: v for f, v in r.items() if f != "figure"} for k, r in results.items()}  # noqa: E731
+    assert json.dumps(strip(alone), default=str) == json.dumps(strip(threaded), default=str)
