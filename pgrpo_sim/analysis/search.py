@@ -23,6 +23,7 @@ import numpy as np
 import optax
 from jax import Array
 
+from ..base.autodiff import value_and_grad
 from ..base.checks import check_choice, check_range
 from ..base.errors import PgrpoSimError
 from ..models import linear
@@ -137,7 +138,7 @@ def _optimise(problem: _Problem, cfg2, numeric, z0, learning_rate, iterations: i
         return aux["scaled"] + weight * aux["violation_sq"], aux
 
     def one(z, state, weight):
-        (value, aux), grad = jax.value_and_grad(loss, has_aux=True)(z, weight)
+        (value, aux), grad = value_and_grad(loss, z, weight)
         updates, new_state = opt.update(grad, state)
         ok = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
         keep = lambda new, old: jnp.where(ok, new, old)  # noqa: E731
