@@ -4,8 +4,11 @@ The setting of pgrpo-sim's default run (docs/design.md §3): on-policy (lag mode
 the first c are correct (reward 1, the rest 0), class-symmetric start from p_ref (which is also the
 reference policy), "std" group advantages, k3 KL penalty with coefficient β, heavy-ball SGD as
 optax.sgd (v ← μv + g, θ ← θ − ηv). Every array has a leading configuration axis C (η, μ, β given
-per configuration); only the steps are a Python loop. Both functions return expected-reward curves
+per configuration); only the steps are a Python loop. The functions return expected-reward curves
 p(θ_n) = Σ_a π_a r_a for n = 0..steps, like `pgrpo_sim.simulate(...).reward`.
+
+`reuse_rewards` is rollout reuse instead (lag model "refresh", sampled mode): one rollout every K steps,
+K optimiser steps on it with the clipped, importance-weighted surrogate against the policy of the refresh.
 """
 
 from __future__ import annotations
@@ -14,10 +17,18 @@ import math
 
 import numpy as np
 
+LOG_RATIO_CLAMP = 20.0
+"""As pgrpo-sim (and verl): the log importance ratio is clamped to [−20, 20] before exponentiating."""
+
 
 def _softmax(z):
     e = np.exp(z - z.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
+
+
+def _log_softmax(z):
+    shifted = z - z.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
 def start(n_arms, n_correct, p_ref, dtype=np.float64):
@@ -92,6 +103,45 @@ def expected_rewards(
     return out
 
 
+def draw(pi, r, group_size, rng, dtype=np.float64):
+    """G arms per row of π (…, N) by inverse CDF on uniforms from `rng` (a `numpy.random.Generator`), and
+    their 0/1 rewards r[a]: two (…, G) arrays."""
+    u = rng.random((*pi.shape[:-1], group_size), dtype=dtype)
+    cdf = np.cumsum(pi, axis=-1)
+    arms = np.minimum((u[..., None] >= cdf[..., None, :]).sum(axis=-1), pi.shape[-1] - 1)
+    return arms, r[arms]
+
+
+def group_advantages(rewards, eps=1e-6):
+    """ "std" advantages of drawn groups (last axis): (r − group mean)/(unbiased group std + eps)."""
+    centred = rewards - rewards.mean(axis=-1, keepdims=True)
+    return centred / (np.sqrt(np.sum(centred**2, axis=-1, keepdims=True) / (rewards.shape[-1] - 1)) + eps)
+
+
+def score_grad(w, arms, pi):
+    """mean_i w_i (e_{a_i} − π), (…, N): the gradient wrt the logits of a group mean of per-sample terms
+    f_i(log π(a_i)), with w_i = f_i' (∂ log π(a)/∂θ = e_a − π)."""
+    onehot = (arms[..., None] == np.arange(pi.shape[-1])).astype(pi.dtype)  # (…, G, N)
+    return (np.einsum("...g,...gn->...n", w, onehot) - w.sum(axis=-1, keepdims=True) * pi) / w.shape[-1]
+
+
+def _sampled_run(eta, momentum, beta, seeds, grad, *, n_arms, n_correct, p_ref, steps, dtype):
+    """The loop of a sampled run over configurations × seeds: `grad(n, θ, π, β, r, θ_0)` is the step-n
+    gradient (C, seeds, N), then heavy-ball SGD; returns the reward curves (C, seeds, steps+1)."""
+    eta, momentum, beta, r, theta0 = _setup(eta, momentum, beta, n_arms, n_correct, p_ref, dtype)
+    eta, momentum, beta = eta[:, None], momentum[:, None], beta[:, None]  # (C, 1, 1) against (C, S, ·)
+    theta = np.tile(theta0, (eta.shape[0], seeds, 1))
+    velocity = np.zeros_like(theta)
+    out = np.empty((eta.shape[0], seeds, steps + 1), dtype)
+    for n in range(steps):
+        pi = _softmax(theta)
+        out[..., n] = pi @ r
+        velocity = momentum * velocity + grad(n, theta, pi, beta, r, theta0)
+        theta = theta - eta * velocity
+    out[..., steps] = _softmax(theta) @ r
+    return out
+
+
 def sampled_rewards(
     eta,
     momentum,
@@ -113,28 +163,76 @@ def sampled_rewards(
     that of the group mean of −A_i log π(a_i) + β k3(a_i) (on-policy, so the IS ratio is 1):
     g = mean_i w_i (e_{a_i} − π) with w_i = −A_i + β(1 − π_ref(a_i)/π(a_i)).
     """
-    eta, momentum, beta, r, theta0 = _setup(eta, momentum, beta, n_arms, n_correct, p_ref, dtype)
-    eta, momentum, beta = eta[:, None], momentum[:, None], beta[:, None]  # (C, 1, 1) against (C, S, ·)
-    g = group_size
-    pi_ref = _softmax(theta0)
-    arm_ids = np.arange(n_arms)
 
-    theta = np.tile(theta0, (eta.shape[0], seeds, 1))
-    velocity = np.zeros_like(theta)
-    out = np.empty((eta.shape[0], seeds, steps + 1), dtype)
-    for n in range(steps):
-        pi = _softmax(theta)
-        out[..., n] = pi @ r
-        u = rng.random((*theta.shape[:2], g), dtype=dtype)
-        cdf = np.cumsum(pi, axis=-1)
-        arms = np.minimum((u[..., None] >= cdf[..., None, :]).sum(axis=-1), n_arms - 1)  # (C, S, G)
-        rewards = r[arms]
-        centred = rewards - rewards.mean(axis=-1, keepdims=True)
-        adv = centred / (np.sqrt(np.sum(centred**2, axis=-1, keepdims=True) / (g - 1)) + eps)
-        w = -adv + beta * (1 - pi_ref[arms] / np.take_along_axis(pi, arms, axis=-1))
-        onehot = (arms[..., None] == arm_ids).astype(dtype)  # (C, S, G, N)
-        grad = (np.einsum("csg,csgn->csn", w, onehot) - w.sum(axis=-1, keepdims=True) * pi) / g
-        velocity = momentum * velocity + grad
-        theta = theta - eta * velocity
-    out[..., steps] = _softmax(theta) @ r
-    return out
+    def grad(n, theta, pi, beta, r, theta0):
+        arms, rewards = draw(pi, r, group_size, rng, dtype)
+        pi_ref = _softmax(theta0)
+        w = -group_advantages(rewards, eps) + beta * (1 - pi_ref[arms] / np.take_along_axis(pi, arms, axis=-1))
+        return score_grad(w, arms, pi)
+
+    structure = dict(n_arms=n_arms, n_correct=n_correct, p_ref=p_ref, steps=steps, dtype=dtype)
+    return _sampled_run(eta, momentum, beta, seeds, grad, **structure)
+
+
+def rollout_terms(logits_old, arms, rewards, logits_ref, eps=1e-6):
+    """What a rollout fixes for the K steps taken on it: the arms (…, G), their "std" advantages, log π_old(a_i)
+    (π_old = softmax(`logits_old`), the policy the rollout was drawn from) and log π_ref(a_i)."""
+    logits_ref = np.broadcast_to(logits_ref, logits_old.shape)
+    pick = lambda logits: np.take_along_axis(_log_softmax(logits), arms, axis=-1)
+    return arms, group_advantages(rewards, eps), pick(logits_old), pick(logits_ref)
+
+
+def reuse_grad(logits, terms, beta, clip):
+    """Gradient wrt the logits θ (…, N) of the GRPO loss on a reused rollout (`rollout_terms`), written out.
+
+    Loss: L = mean_i [max(−A_i ρ_i, −A_i clip(ρ_i, 1 − ε, 1 + ε)) + β k3_i], with ρ_i = π_θ(a_i)/π_old(a_i)
+    (log ρ clamped to ±20) and k3_i = π_ref(a_i)/π_θ(a_i) − log(π_ref(a_i)/π_θ(a_i)) − 1. Since
+    ∂ log π(a)/∂θ = e_a − π: ∂ρ_i/∂θ = ρ_i (e_{a_i} − π); where the clipped branch is the larger one (A_i > 0
+    and ρ_i > 1 + ε, or A_i < 0 and ρ_i < 1 − ε; or log ρ beyond the clamp) the sample's surrogate is flat in
+    θ; ∂k3_i/∂θ = (1 − π_ref(a_i)/π_θ(a_i)) (e_{a_i} − π). So
+
+        g = mean_i w_i (e_{a_i} − π),  w_i = −A_i ρ_i 1{not clipped} + β (1 − π_ref(a_i)/π_θ(a_i)).
+    """
+    arms, adv, logp_old, logp_ref = terms
+    logp = _log_softmax(logits)
+    lp = np.take_along_axis(logp, arms, axis=-1)
+    log_ratio = lp - logp_old
+    ratio = np.exp(np.clip(log_ratio, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
+    live = np.where(adv > 0, ratio <= 1 + clip, ratio >= 1 - clip) & (np.abs(log_ratio) <= LOG_RATIO_CLAMP)
+    w = -adv * ratio * live + beta * (1 - np.exp(logp_ref - lp))
+    return score_grad(w, arms, np.exp(logp))
+
+
+def reuse_rewards(
+    eta,
+    momentum,
+    beta=0.0,
+    *,
+    seeds,
+    rng,
+    lag,
+    clip,
+    n_arms=2,
+    n_correct=1,
+    p_ref=0.2,
+    group_size=8,
+    steps,
+    eps=1e-6,
+    dtype=np.float64,
+):
+    """Rollout reuse (pgrpo-sim's lag model "refresh", sampled mode); returns (C, seeds, steps+1).
+
+    At every step n with n mod K = 0 (K = `lag`) π_old ← π_θ and one rollout is drawn from it (G arms per
+    configuration and seed, as `sampled_rewards`); the K steps n … n+K−1 all take the clipped, importance-
+    weighted surrogate (clip ε_low = ε_high = `clip`) plus β k3 on that rollout: `reuse_grad`.
+    """
+    rollout = None
+
+    def grad(n, theta, pi, beta, r, theta0):
+        nonlocal rollout
+        if n % lag == 0:
+            rollout = rollout_terms(theta, *draw(pi, r, group_size, rng, dtype), theta0, eps)
+        return reuse_grad(theta, rollout, beta, clip)
+
+    structure = dict(n_arms=n_arms, n_correct=n_correct, p_ref=p_ref, steps=steps, dtype=dtype)
+    return _sampled_run(eta, momentum, beta, seeds, grad, **structure)

@@ -14,8 +14,9 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-UNROLL_MAX = 8
-"""Axes up to this length are reduced by explicit adds; longer ones by `jnp` reductions."""
+UNROLL_MAX = 16
+"""Axes up to this length are reduced by explicit adds; longer ones by `jnp` reductions. 16 rather than 8:
+sampled mode with N = 16 arms, G = 8 ran 1.6× faster, N = 2, G = 16 1.4× (2 cores, float32)."""
 
 
 def _fold(op, x: Array, axis: int, keepdims: bool) -> Array:

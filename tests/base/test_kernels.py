@@ -43,7 +43,7 @@ def test_uniform_falls_back_for_other_key_kinds():
     np.testing.assert_array_equal(_random.uniform(key, (5,), jnp.float32), jax.random.uniform(key, (5,), jnp.float32))
 
 
-@pytest.mark.parametrize("length", [2, 8, 40])  # unrolled adds up to UNROLL_MAX, jnp reductions beyond
+@pytest.mark.parametrize("length", [2, 8, 16, 40])  # unrolled adds up to UNROLL_MAX, jnp reductions beyond
 def test_short_axis_reductions_equal_jnp(length):
     x = jnp.asarray(np.random.default_rng(length).normal(size=(3, length, 5)))
     for axis in (1, -1):
