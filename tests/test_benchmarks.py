@@ -10,6 +10,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 RUN = BENCHMARKS / "run.py"
 sys.path.insert(0, str(BENCHMARKS))
 
+import bench_rollouts  # noqa: E402
 import harness  # noqa: E402
 
 
@@ -20,8 +21,15 @@ def test_baselines_agree_with_pgrpo_sim():
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[ok]" in proc.stdout and "FAIL" not in proc.stdout
-    for workload in ("bench_bandit", "bench_sde", "bench_compile", "bench_scaling", "bench_grad"):
+    for workload in ("bench_bandit", "bench_sde", "bench_compile", "bench_scaling", "bench_grad", "bench_rollouts"):
         assert f"[ok] {workload}:" in proc.stdout
+
+
+def test_numpy_rollout_reuse_is_pgrpo_sims_update():
+    """The hand-written NumPy gradient of the reused-rollout loss (clipped samples included) and whole reward
+    curves on pgrpo-sim's own draws, at small size (the benchmark's check runs them larger)."""
+    for description, passed in (bench_rollouts.check_gradient(points=16), bench_rollouts.check_replay(4, 12)):
+        assert passed, description
 
 
 def test_unknown_workload_is_refused():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -31,7 +32,7 @@ from ..analysis.sweep import parse_axis, run_sweep
 from ..logs.diagnostics import PROVOKED, READOUTS, diagnose
 from ..logs.laws import fit_laws, identify_stiffness
 from ..models import linear, theory
-from ..models.bandit import expected_group_std, simulate
+from ..models.bandit import BanditRun, expected_group_std, simulate
 from ..models.config import bandit_config
 from ..prediction import predict
 from . import rollout_claims
@@ -39,6 +40,8 @@ from . import rollout_claims
 BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
 VERDICT_Z = 3.0
 """A measured difference counts when it exceeds VERDICT_Z standard errors (of the numbers compared)."""
+GROUP_STEPS = 300
+"""Steps of the group-size runs of sections 1 and 10 (the same runs): about 13 relaxation times at η = 0.1."""
 BIC_DECISIVE = 10.0
 """A law wins on BIC when its BIC is lower by more than this (Kass & Raftery's "very strong" evidence)."""
 
@@ -76,9 +79,12 @@ def _verdict(holds: bool, text: str) -> dict:
     return {"holds": bool(holds), "text": text}
 
 
-def _curves(configs: list, steps: int, mode: str = "expected", seeds: int = 1, seed: int = 0) -> np.ndarray:
-    key = jax.random.key(seed)
-    return np.stack([np.asarray(simulate(c, steps, mode=mode, seeds=seeds, key=key).reward) for c in configs])
+@functools.lru_cache(maxsize=16)
+def _base_run(steps: int, mode: str, seeds: int, seed: int, **setting) -> BanditRun:
+    """A run of the `BASE` setting with `setting` changed (keyword order matters to the cache). Sections 1 and 10
+    need the same sampled runs: cached, they are compiled and run once (deterministic, so sharing is safe)."""
+    config = bandit_config(**BASE | setting)
+    return simulate(config, steps, mode=mode, seeds=seeds, key=jax.random.key(seed))
 
 
 # 1 ---------------------------------------------------------------------------------------------------
@@ -86,14 +92,18 @@ def group_size_invariance(res: Resolution, seed: int, plot: Callable | None) -> 
     """Claim: the deterministic trajectory does not depend on G. Expected (exact) and sampled curves for each
     advantage kind; the late-time sampled means per G with their standard errors decide: G matters when two of
     them differ by more than `VERDICT_Z` standard errors of the difference."""
-    steps = 300
+    steps = GROUP_STEPS
     out: dict = {"z": VERDICT_Z, "group_sizes": list(res.group_sizes), "seeds": res.seeds_curves, "kinds": {}}
     curves_all = {}
     names = list(map(str, res.group_sizes))
     for kind in ("std", "mean", "rloo"):
-        configs = [bandit_config(**BASE | dict(group_size=g, advantage=kind), eta=0.1) for g in res.group_sizes]
-        expected = _curves(configs, steps)
-        sampled = _curves(configs, steps, "sampled", res.seeds_curves, seed)
+        runs = [(g, kind, res.seeds_curves, seed) for g in res.group_sizes]
+        expected = np.stack(
+            [_base_run(steps, "expected", 1, 0, group_size=g, advantage=a, eta=0.1).reward for g, a, *_ in runs]
+        )
+        sampled = np.stack(
+            [_base_run(steps, "sampled", n, s, group_size=g, advantage=a, eta=0.1).reward for g, a, n, s in runs]
+        )
         p_star = expected[:, -1].tolist()  # converged: 300 steps ≈ 13 relaxation times here
         spread = float(np.max(expected.max(0) - expected.min(0)))
         late = sampled[:, :, -50:].mean(-1)  # (G, seeds) late-time mean per seed
@@ -289,9 +299,9 @@ def lag_threshold(res: Resolution, seed: int, plot: Callable | None) -> dict:
             ds = run_sweep(fixed, [parse_axis(f"lag=0:{res.max_lag}")], steps=res.lag_steps, progress=False)
             unstable = ds["regime"].values == UNSTABLE
             base = bandit_config(**fixed, lag=0, max_lag=res.max_lag)
-            radii = np.asarray(jax.vmap(lambda g: predict(base.replace(lag=g)).spectral_radius)(jnp.asarray(lags)))
-            pred = predict(base)
-            tau_star = float(theory.critical_lag(pred.eta_eff, mu, pred.stiffness))
+            preds = jax.vmap(lambda g: predict(base.replace(lag=g)))(jnp.asarray(lags))  # one compilation
+            radii = np.asarray(preds.spectral_radius)
+            tau_star = float(theory.critical_lag(preds.eta_eff[0], mu, preds.stiffness[0]))  # K: lag-free
             cases.append(
                 dict(
                     lag_model=model,
@@ -556,16 +566,10 @@ def group_spread(res: Resolution, seed: int, plot: Callable | None) -> dict:
     expectations given that seed's p_t, E[s_G | p] = Σ_k B(k; G, p)·√(k(G − k)/(G(G − 1))) and p^G + (1 − p)^G,
     or minus the leading order √(p(1 − p)) and 0. Holds when the exact expectations agree within `VERDICT_Z`
     standard errors (over seeds) at every G and the leading order misses by more than that at the smallest G."""
-    steps, window = 200, 50
+    steps, window = GROUP_STEPS, 50
     rows, curves = [], {}
-    for g in res.group_sizes:
-        run = simulate(
-            bandit_config(**BASE | dict(group_size=g), eta=0.1),
-            steps,
-            mode="sampled",
-            seeds=res.seeds_curves,
-            key=jax.random.key(seed),
-        )
+    for g in res.group_sizes:  # section 1's sampled runs (std advantages)
+        run = _base_run(steps, "sampled", res.seeds_curves, seed, group_size=g, advantage="std", eta=0.1)
         p = np.asarray(run.reward)[:, -window:]
         spread = np.asarray(run.group_reward_std)[:, -window:]
         zero = np.asarray(run.zero_adv_frac)[:, -window:]
@@ -590,8 +594,8 @@ def group_spread(res: Resolution, seed: int, plot: Callable | None) -> dict:
     holds = exact_ok and residual
     text = (
         ("holds" if holds else "fails")
-        + f" ({res.seeds_curves} sampled seeds per G, last 50 of 200 steps; a difference counts beyond {VERDICT_Z:g} "
-        "s.e.): within-group reward std measured / exact E[s_G | p] / leading order √(p(1 − p)): "
+        + f" ({res.seeds_curves} sampled seeds per G, last {window} of {steps} steps; a difference counts beyond "
+        f"{VERDICT_Z:g} s.e.): within-group reward std measured / exact E[s_G | p] / leading order √(p(1 − p)): "
         + "; ".join(
             f"G = {r['group_size']}: {r['spread']:.4f} / {r['spread_exact']:.4f} ({r['spread_exact_z']:.1f} s.e.) / "
             f"{r['spread_leading']:.4f} ({r['spread_leading_z']:.0f} s.e.)"
