@@ -92,11 +92,11 @@ def eta_grid(configs: int):
     return eta, np.zeros(configs), np.zeros(configs)
 
 
-def numpy_rewards(case: dict, eta, momentum, beta, seed: int = 0) -> np.ndarray:
-    """The NumPy baseline on `case`: (C, seeds, steps+1)."""
-    kwargs = {k: case[k] for k in ("n_arms", "n_correct", "p_ref", "group_size", "steps", "seeds")}
+def numpy_rewards(case: dict, eta, momentum, beta, rng=None) -> np.ndarray:
+    """The NumPy baseline on `case`, draws from `rng` (default: a generator seeded 0): (C, seeds, steps+1)."""
+    kwargs = {k: case[k] for k in ("seeds", "steps")} | _structure(case)
+    rng = np.random.default_rng(0) if rng is None else rng
     lag, clip = case["config"]["lag"], case["config"]["clip"]
-    rng = np.random.default_rng(seed)
     return numpy_bandit.reuse_rewards(
         eta, momentum, beta, rng=rng, lag=lag, clip=clip, dtype=np.dtype(case["dtype"]), **kwargs
     )
@@ -110,8 +110,8 @@ def prepare_side(case: dict, side: str):
     return bench_bandit.pgrpo_rewards(case, *sweep)
 
 
-def _structure(config) -> dict:
-    return {k: config[k] for k in ("n_arms", "n_correct", "p_ref", "group_size")}
+def _structure(case: dict) -> dict:
+    return {k: case[k] for k in ("n_arms", "n_correct", "p_ref", "group_size")}
 
 
 def check_gradient(points: int = 64, seed: int = 1) -> tuple[str, bool]:
@@ -193,12 +193,10 @@ def check_replay(seeds: int = 32, steps: int = 40) -> tuple[str, bool]:
         keys = jax.random.split(jax.random.key(3), seeds)
         sweep = [np.asarray(x, np.float64) for x in bench_bandit.CHECK_SWEEP]
         ours, old, arms, rewards = (np.asarray(x) for x in jax.jit(jax.vmap(seeded, (0, 0, 0, None)))(*sweep, keys))
-    binary = bool(np.all(rewards == numpy_bandit.start(case["n_arms"], case["n_correct"], case["p_ref"])[0][arms]))
-    refresh = slice(0, steps, REUSE["lag"])
-    old, arms = (np.moveaxis(x[:, :, refresh], 2, 0) for x in (old, arms))
-    kwargs = {k: case[k] for k in ("n_arms", "n_correct", "p_ref", "group_size", "steps", "seeds")}
-    replay = ReplayDraws(old, arms)
-    theirs = numpy_bandit.reuse_rewards(*sweep, rng=replay, lag=REUSE["lag"], clip=REUSE["clip"], **kwargs)
+    r = numpy_bandit.start(case["n_arms"], case["n_correct"], case["p_ref"])[0]
+    binary = bool(np.all(rewards == r[arms]))  # 0/1 rewards: the replayed arms fix the rewards too
+    refresh = slice(0, steps, REUSE["lag"])  # the rollouts of steps 0, K, 2K, …, refresh first
+    theirs = numpy_rewards(case, *sweep, rng=ReplayDraws(*(np.moveaxis(x[:, :, refresh], 2, 0) for x in (old, arms))))
     err = float(np.max(np.abs(ours - theirs)))
     text = (
         f"same draws (pgrpo-sim's rollouts replayed), {len(sweep[0])} configurations × {seeds} seeds × {steps} "
