@@ -142,7 +142,42 @@ def measure_counts(n_eta: int, max_lag: int, steps: int) -> dict:
     return dict(sweeps=out, devices=jax.device_count())
 
 
-MEASURES = dict(imports=measure_imports, cli=measure_cli, sweep=measure_sweep, counts=measure_counts)
+FUSION_CASES = (
+    ("expected", dict(group_size=8), 1),
+    ("sampled, 64 seeds", dict(group_size=8), 64),
+    ("sampled, 64 seeds, N = 16", dict(group_size=8, n_arms=16), 64),
+)
+"""(label, bandit_config arguments, seeds) of the fusion-emitter comparison: 300 steps, float32."""
+
+
+def measure_fusion(steps: int = 300, reps: int = 5) -> dict:
+    """XLA compile seconds of `simulate`'s program (lowered ahead of time) and the best of `reps` calls of it,
+    for each of `FUSION_CASES`, in this process (its XLA_FLAGS decide the fusion emitters)."""
+    import jax
+
+    import pgrpo_sim as ps
+
+    out = {}
+    for label, kwargs, seeds in FUSION_CASES:
+        mode = "expected" if seeds == 1 else "sampled"
+        fn = jax.jit(lambda c: ps.simulate(c, steps, mode=mode, seeds=seeds).reward)  # noqa: B023
+        config = ps.bandit_config(eta=0.1, **kwargs)
+        lowered = fn.lower(config)
+        start = time.perf_counter()
+        compiled = lowered.compile()
+        compile_s = time.perf_counter() - start
+        best = float("inf")
+        for _ in range(reps):
+            start = time.perf_counter()
+            jax.block_until_ready(compiled(config))
+            best = min(best, time.perf_counter() - start)
+        out[label] = dict(compile_s=compile_s, run_ms=1e3 * best)
+    return out
+
+
+MEASURES = dict(
+    imports=measure_imports, cli=measure_cli, sweep=measure_sweep, counts=measure_counts, fusion=measure_fusion
+)
 
 
 def _has_validate() -> bool:
@@ -226,7 +261,8 @@ def report(quick: bool, rounds: int, out_dir) -> str:
         def cli(argv, runs=rounds):
             def once():
                 n = next(dirs)
-                return harness.run_measure(script, "cli", env=env, argv=[a.format(n) for a in argv])
+                argv_n = ["--no-compile-cache", *(a.format(n) for a in argv)]
+                return harness.run_measure(script, "cli", env=env, argv=argv_n)
 
             return _median_runs(runs, once)
 
@@ -260,6 +296,7 @@ def report(quick: bool, rounds: int, out_dir) -> str:
             except RuntimeError as exc:  # the command is new and changing: report, do not abort
                 validate_error = str(exc).strip().splitlines()[-2:]
         counts = harness.run_measure(script, "counts", env=env, n_eta=n_eta, max_lag=max_lag, steps=steps)
+        fusion = _fusion_table(env, rounds)
     if not _has_validate():
         validate_note = (
             "**`pgrpo-sim validate --quick` is missing**: the CLI has no `validate` command, so the issue's "
@@ -276,12 +313,13 @@ def report(quick: bool, rounds: int, out_dir) -> str:
     lines = [
         "## Seconds to first result and XLA compilations",
         "",
-        f"Each a fresh process, from its start to its result (median of {rounds}), with JAX on one CPU "
-        "device as a user gets it (no forced device count). Import is the time to import pgrpo_sim's CLI "
-        "(JAX, diffrax, optax, equinox, …); compile is the wall time covered by JAX's tracing, lowering "
-        "and XLA compile events; XLA compilations count every compiled function, including the one-off "
-        'compilations of primitives run eagerly; "rest" is the run itself plus interpreter start, '
-        "output files (CSV, plots, NetCDF) and Python overhead.",
+        f"Each a fresh process, from its start to its result (median of {rounds}). The `pgrpo-sim` commands "
+        "set JAX up as the command line does (one XLA CPU device per core, XLA's older CPU fusion emitters, "
+        "no compilation cache: `--no-compile-cache`); `import` and `run_sweep` get JAX's defaults. Import is "
+        "the time to import pgrpo_sim's CLI (JAX, diffrax, optax, equinox, …); compile is the wall time "
+        "covered by JAX's tracing, lowering and XLA compile events; XLA compilations count every compiled "
+        'function, including the one-off compilations of primitives run eagerly; "rest" is the run itself '
+        "plus interpreter start, output files (CSV, plots, NetCDF) and Python overhead.",
         "",
         "| Command | to first result s | import s | compile s | rest s | XLA compilations (chunk fn) | "
         "peak RSS MiB | note |",
@@ -310,7 +348,44 @@ def report(quick: bool, rounds: int, out_dir) -> str:
             for label, s in counts["sweeps"]
         ),
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + ["", *fusion])
+
+
+def _fusion_table(env: dict, rounds: int) -> list[str]:
+    """The fusion-emitter comparison: `measure_fusion` in fresh processes with XLA's default CPU fusion emitters
+    and with the command line's `--xla_cpu_use_fusion_emitters=false`, taking turns, medians over `rounds`."""
+    from pgrpo_sim.base.runtime import CPU_FUSION_FLAG
+
+    flags = env.get("XLA_FLAGS", "")
+    envs = {"default": dict(env, XLA_FLAGS=f"{flags} --xla_cpu_use_fusion_emitters=true".strip())}
+    envs["command line"] = dict(env, XLA_FLAGS=f"{flags} {CPU_FUSION_FLAG}".strip())
+    runs = {name: [] for name in envs}
+    for _ in range(rounds):
+        for name, e in envs.items():
+            runs[name].append(harness.run_measure(__file__, "fusion", env=e))
+    med = {
+        name: {
+            label: {k: statistics.median(r[label][k] for r in rs) for k in ("compile_s", "run_ms")}
+            for label, _, _ in FUSION_CASES
+        }
+        for name, rs in runs.items()
+    }
+    lines = [
+        "### XLA CPU fusion emitters",
+        "",
+        f"`simulate`'s program, 300 steps, float32, one device, compiled ahead of time; median of {rounds} fresh "
+        "processes per setting, taking turns: XLA's default CPU fusion emitters against the command line's "
+        f"`{CPU_FUSION_FLAG}`.",
+        "",
+        "| Program | compile s, default | compile s, command line | run ms, default | run ms, command line |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for label, _, _ in FUSION_CASES:
+        d, c = med["default"][label], med["command line"][label]
+        lines.append(
+            f"| {label} | {d['compile_s']:.2f} | {c['compile_s']:.2f} | {d['run_ms']:.2f} | {c['run_ms']:.2f} |"
+        )
+    return lines
 
 
 if __name__ == "__main__":

@@ -77,8 +77,8 @@ def use_all_cpu_cores() -> bool:
 
 
 CPU_FUSION_FLAG = "--xla_cpu_use_fusion_emitters=false"
-"""XLA flag for the CPU backend's older fusion code generator: the bandit's programs compile in about 60 % of
-the time (a sampled-mode run 0.9 → 0.5 s), and run as fast (benchmarks/RESULTS.md)."""
+"""XLA flag for the CPU backend's older fusion code generator: the bandit's programs compile faster and run as
+fast (benchmarks/RESULTS.md, "XLA CPU fusion emitters")."""
 
 
 def fast_cpu_compilation(environ: dict | None = None) -> bool:
