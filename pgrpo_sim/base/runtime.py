@@ -77,8 +77,9 @@ def use_all_cpu_cores() -> bool:
 
 
 CPU_FUSION_FLAG = "--xla_cpu_use_fusion_emitters=false"
-"""XLA flag for the CPU backend's older fusion code generator: the bandit's programs compile faster and run as
-fast (benchmarks/RESULTS.md, "XLA CPU fusion emitters")."""
+"""XLA flag for the CPU backend's older fusion code generator: the bandit's programs compile faster; expected mode
+and whole sampled sweeps run as fast or faster, a lone sampled `simulate` of 64 seeds slower (benchmarks/RESULTS.md,
+"XLA CPU fusion emitters"). Commands wait mostly for compilation, so the command line uses it."""
 
 
 def fast_cpu_compilation(environ: dict | None = None) -> bool:
