@@ -775,21 +775,6 @@ def initial_state(config: BanditConfig, optimizer, logits: Array) -> BanditState
     )
 
 
-def _scan_with_readout(update, state, xs, steps: int):
-    """`steps` updates of `state` by `update(state, x) -> (state, read-outs)` and steps + 1 read-outs (the last
-    of the final state): one scan of steps + 1 iterations whose last keeps its carry, so the step body is
-    compiled once (calling it again after the scan compiled it twice)."""
-
-    def body(carry, x):
-        n, current = carry
-        nxt, out = update(current, x)
-        # n is the scan's own counter, never vmapped, so this stays a branch (a select would cost a pass)
-        return (n + 1, jax.lax.cond(n < steps, lambda: nxt, lambda: current)), out
-
-    (_, final), outs = jax.lax.scan(body, (jnp.asarray(0, jnp.int32), state), xs, length=steps + 1)
-    return final, outs
-
-
 def run(config: BanditConfig, key: Array, steps: int, mode: str, *, binary_rewards: bool = False) -> BanditRun:
     """(Low-level API) one run of `steps` updates (a single seed), unjitted and unchecked; pure, so it can be
     vmapped over configs and keys inside the caller's own jit (`simulate` is the checked, jitted entry).
@@ -807,11 +792,15 @@ def run(config: BanditConfig, key: Array, steps: int, mode: str, *, binary_rewar
             b, w, m = reuse_branch_step(config, optimizer, *carry, outcomes)
             return (b, w), m
 
-        carry, metrics = _scan_with_readout(update, (branches, weights), None, steps)
+        carry, metrics = jax.lax.scan(update, (branches, weights), None, length=steps)
+        _, last = update(carry, None)
         final = collapse_branches(*carry)
     else:
         update = functools.partial(step, config, optimizer, mode)
-        final, metrics = _scan_with_readout(update, state, jax.random.split(key, steps + 1), steps)
+        keys = jax.random.split(key, steps + 1)
+        final, metrics = jax.lax.scan(update, state, keys[:steps])
+        _, last = update(final, keys[steps])
+    metrics = jax.tree.map(lambda seq, end: jnp.concatenate([seq, end[None]]), metrics, last)
     return BanditRun(
         **metrics,
         final_logits=final.logits,
