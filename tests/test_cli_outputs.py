@@ -90,8 +90,11 @@ def test_interrupted_validate_removes_its_partial_output(tmp_path, monkeypatch, 
         case = dict(lag_model="stale", eta=0.1, momentum=0.0, measured=3, exact=3, continuous=3.0)
         return {"verdict": {"holds": True, "text": "first"}, "figure": plot("lag_threshold", [case])}
 
-    def second(res, seed, plot):
-        assert any(p.suffix == ".png" for p in out.iterdir())  # the first section did write a figure
+    def second(res, seed, plot):  # sections run in threads: wait until the first has written its figure
+        deadline = time.monotonic() + 60
+        while not any(p.suffix == ".png" for p in out.iterdir()):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(validate_module, "SECTIONS", {"a": ("A", first), "b": ("B", second)})

@@ -17,7 +17,6 @@ import dataclasses
 import functools
 import json
 import math
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +28,7 @@ import numpy as np
 
 from ..analysis.summaries import UNSTABLE
 from ..analysis.sweep import parse_axis, run_sweep
+from ..base.runtime import cpu_cores
 from ..logs.diagnostics import PROVOKED, READOUTS, diagnose
 from ..logs.laws import fit_laws, identify_stiffness
 from ..models import linear, theory
@@ -658,23 +658,30 @@ def validate(
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     pyplot = threading.Lock()  # matplotlib's pyplot is not thread-safe
+    stopped = threading.Event()  # set when a section fails or the run is interrupted: write no more figures
 
     def plot(name, *data):
         with pyplot:
-            return validation_figure(name, out, *data)
+            return None if stopped.is_set() else validation_figure(name, out, *data)
 
     def run(section):
         with jax.enable_x64(True):  # a thread-local setting: each worker sets its own
             start = time.perf_counter()
             return section(res, seed, plot if out is not None else None), time.perf_counter() - start
 
-    workers = workers or os.cpu_count() or 1
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers or cpu_cores())
     results = {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+    try:
         futures = {key: pool.submit(run, section) for key, (_, section) in SECTIONS.items()}
         for key, future in futures.items():  # in section order, as each is done
             results[key], seconds = future.result()
             log(f"[{seconds:5.1f} s] {SECTIONS[key][0]}: {results[key]['verdict']['text']}")
+    except BaseException:  # Ctrl-C or a failed section: sections not started never start; running ones (they
+        stopped.set()  # cannot be stopped) finish without writing, so the caller may remove what was written
+        pool.shutdown(wait=False, cancel_futures=True)
+        with pyplot:  # a figure being written is complete before the caller cleans up
+            raise
+    pool.shutdown()
     if out is not None:
         (out / "results.json").write_text(json.dumps(results, indent=2, default=_json_default))
         (out / "report.md").write_text(report_markdown(results, quick=quick, seed=seed))
