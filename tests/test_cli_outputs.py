@@ -178,6 +178,7 @@ def test_ctrl_c_on_a_real_validate_process(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow  # moved out of the default suite's 5-minute budget (~10 s on 2 cores)
 def test_fit_counts_every_skipped_row(tmp_path, capsys):
     rows = ["step,reward"] + [
         f"{i},{'n/a' if i % 7 == 3 else f'{0.2 + 0.6 * (1 - math.exp(-i / 20)):.4f}'}" for i in range(100)

@@ -54,6 +54,7 @@ def test_floquet_radius_matches_linear_map(lag_model, lag, optimizer):
         assert float(pred.spectral_radius) == pytest.approx(np.abs(roots).max(), rel=1e-9)
 
 
+@pytest.mark.slow  # moved out of the default suite's 5-minute budget (~10 s on 2 cores)
 @pytest.mark.parametrize("lag_model", ["refresh", "refresh_fresh"])
 def test_floquet_radius_predicts_refresh_instability(lag_model):
     """Refresh lag (rollout reuse: the rollout-averaged cycle; fresh samples): the one-cycle multiplier from
@@ -126,7 +127,7 @@ def test_bridge_expected_bandit_follows_the_oscillator(kwargs):
     assert r2 >= 0.95
 
 
-@pytest.mark.parametrize("group_size", [4, 8, 16])
+@pytest.mark.parametrize("group_size", [4, 8, pytest.param(16, marks=pytest.mark.slow)])  # G = 16: ~8 s
 def test_bridge_sampled_stationary_variance(group_size):
     """At η_eff·K ≤ 0.05, late-time Var(p) over 500 seeds matches predict's D/(2GCK) within 20 %
     (sampling error of the variance ≈ √(2/500) = 6 % per step, less averaged over the late window)."""
@@ -144,6 +145,7 @@ def test_bridge_sampled_stationary_variance(group_size):
     assert abs(ratio - 1) < 0.2
 
 
+@pytest.mark.slow  # moved out of the default suite's 5-minute budget (~10 s on 2 cores)
 def test_stiffness_three_ways():
     """(a) exact and (c) fit agree within 5 % near p* in the overdamped regime; (b) is reported, biased."""
     rows = []
@@ -169,6 +171,7 @@ def test_stiffness_three_ways():
     assert all(r[2] < 0.7 * r[1] for r in rows)
 
 
+@pytest.mark.slow  # moved out of the default suite's 5-minute budget (~10 s on 2 cores)
 def test_fixed_point_and_stiffness_are_differentiable_in_beta():
     """d p*/dβ and dK/dβ by jax.grad (implicit function through one Newton step) against central differences."""
     config = ps.bandit_config(**BASE, eta=0.1)

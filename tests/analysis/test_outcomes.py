@@ -10,6 +10,7 @@ import pgrpo_sim as ps
 BASE = dict(p_ref=0.2, beta=0.5, group_size=8, eta=0.1, momentum=0.9)
 
 
+@pytest.mark.slow  # moved out of the default suite's 5-minute budget (~10 s on 2 cores)
 def test_outcome_gradients_through_three_thousand_steps():
     steps = 3000
     cfg = ps.bandit_config(**BASE, lag_model="stale", lag=2)

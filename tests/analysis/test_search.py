@@ -24,6 +24,7 @@ def _within_one_grid_step(found: dict, grid_best: dict, bounds: dict, num: int) 
         assert off_by <= step or abs(value / grid_best[name] - 1) <= 0.02, (name, value, grid_best[name])
 
 
+@pytest.mark.slow  # moved out of the default suite's 5-minute budget (~10 s on 2 cores)
 def test_search_solves_for_critical_damping_like_the_grid():
     cfg = ps.bandit_config(**BASE, lag_model="stale", lag=2)
     kw = dict(target=1.0, search=("eta",), steps=100)  # steps: the length of the returned trajectory only
@@ -52,6 +53,7 @@ def test_search_maximises_final_reward_like_the_grid():
     assert found.objective_value >= grid.objective_value - 1e-9  # at least the grid's best, up to rounding
 
 
+@pytest.mark.slow  # moved out of the default suite's 5-minute budget (~10 s on 2 cores)
 def test_constrained_time_to_threshold_is_as_good_as_the_grid():
     """ζ ≥ 0.5 with stale lag 8: the optimum lies on the constraint, which a grid resolves only to a cell;
     the search meets the constraint and is at least as fast as the best grid point (within 1 %)."""

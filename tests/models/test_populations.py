@@ -28,6 +28,7 @@ def test_one_prompt_population_is_todays_bandit(extra):
     np.testing.assert_array_equal(batched.reward, plain.reward)
 
 
+@pytest.mark.slow  # moved out of the default suite's 5-minute budget (~7 s on 2 cores)
 def test_batches_cover_the_dataset_once_per_epoch():
     config = ps.bandit_config(n_prompts=6, batch_prompts=2, difficulty=(1.0, 2.0), eta=0.3, group_size=4)
     opt = ps.make_optimizer(config)
@@ -81,6 +82,7 @@ def test_dynamic_sampling_drops_groups_without_signal():
     assert not np.isclose(plain, loss)
 
 
+@pytest.mark.slow  # moved out of the default suite's 5-minute budget (~10 s on 2 cores)
 def test_trl_read_outs_expected_equals_sampled_mean():
     """batch_reward, reward_std, frac_reward_zero_std, clip ratios low/high and kl of one update at a fixed
     (θ, π_old): the exact expectation (`expected_loss`) is the mean over drawn groups (`sampled_loss`), 4 s.e."""

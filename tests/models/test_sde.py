@@ -21,6 +21,7 @@ def test_deterministic_solve_matches_closed_form(params):
     np.testing.assert_allclose(sol, ref, rtol=1e-4, atol=1e-4 * 0.3)
 
 
+@pytest.mark.slow  # moved out of the default suite's 5-minute budget (~10 s on 2 cores)
 def test_gradient_through_deterministic_solve_matches_finite_differences():
     def e50(eta, momentum):
         return ps.solve_deterministic(TS[:60], 0.3, 0.0, eta, momentum, 1.0, 0.3)[50]
