@@ -27,6 +27,7 @@ import numpy as np
 from ..base.checks import check_choice, check_range
 from ..base.errors import PgrpoSimError
 from ..base.regimes import DISCRETE_REGIMES
+from ..base.sharding import shard_batch
 from ..models.bandit import initial_state, make_optimizer, run, step
 from ..models.config import BanditConfig, bandit_config
 from ..models.hyperparameters import STATIC, TRACED, hyperparameter, set_hyperparameters
@@ -283,7 +284,7 @@ def run_sweep(
                 index = todo[start : start + size]
                 padded = np.concatenate([index, np.full(size - index.size, index[0])])
                 try:
-                    params = {k: _shard(jnp.asarray(v[padded], _dtype(k, config))) for k, v in params_all.items()}
+                    params = {k: shard_batch(jnp.asarray(v[padded], _dtype(k, config))) for k, v in params_all.items()}
                     launched = (index, _chunk_jit(config, params, keys, steps, mode, decimate, batch))
                 except BaseException:  # an interrupt or error while dispatching: keep the chunk already done
                     if pending is not None:
@@ -409,19 +410,6 @@ def _check_grid_values(traced: Sequence[Axis], config: BanditConfig) -> None:
 
 def _dtype(name: str, config: BanditConfig):
     return jnp.int32 if name == "lag" else config.rewards.dtype
-
-
-def _round_to_devices(size: int) -> int:
-    n = jax.device_count()
-    return int(math.ceil(size / n) * n)
-
-
-def _shard(x: jax.Array) -> jax.Array:
-    """Place the configuration axis across all devices, in contiguous blocks (a no-op on one device)."""
-    if jax.device_count() == 1:
-        return x
-    mesh = jax.sharding.Mesh(np.array(jax.devices()), ("configs",))
-    return jax.device_put(x, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("configs")))
 
 
 def _gather(x: jax.Array) -> np.ndarray:

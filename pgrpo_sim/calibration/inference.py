@@ -28,8 +28,18 @@ import numpy as np
 import optimistix as optx
 
 from ..base.errors import PgrpoSimError
+from ..base.sharding import pad_to_devices, shard_batch
 from ..logs.readers import TrainingLog
-from .model import OBSERVABLES, PARAMETERS, TRL_FORMATS, PopulationModel, population_model
+from ..models.config import BanditConfig
+from .model import (
+    OBSERVABLES,
+    PARAMETERS,
+    TRL_FORMATS,
+    PopulationModel,
+    Readout,
+    population_model,
+    population_observables,
+)
 from .run_config import RunConfig
 
 PRIOR_SD = np.array([3.0, 1.5, 4.0, 2.0])
@@ -246,9 +256,11 @@ class Band:
     diverged_fraction: float
 
 
-@functools.partial(jax.jit, static_argnames="model")
-def _observables(thetas, model: PopulationModel):
-    return jax.vmap(model.observables)(thetas)
+@functools.partial(jax.jit, static_argnames="readout")
+def _observables(thetas, config: BanditConfig, readout: Readout):
+    """`population_observables` of each θ; the bandit is traced, so scenarios that change only its float leaves
+    (learning rate, β, clip) share one compilation."""
+    return jax.vmap(lambda theta: population_observables(config, readout, theta))(thetas)
 
 
 def predictive_band(calibration: Calibration, *, level: float = 0.8, seed: int = 0, observable: str = "reward") -> Band:
@@ -258,7 +270,9 @@ def predictive_band(calibration: Calibration, *, level: float = 0.8, seed: int =
     model, theta = calibration.model, calibration.theta
     rng = np.random.default_rng(seed)
     draws = rng.multivariate_normal(theta, calibration.covariance, size=DRAWS)
-    obs = _observables(jnp.asarray(np.vstack([theta, draws]), jnp.result_type(float)), model)
+    thetas = np.vstack([theta, draws]).astype(jnp.result_type(float))
+    obs = _observables(shard_batch(pad_to_devices(thetas)), model.config(), model.readout())
+    obs = jax.tree.map(lambda x: np.asarray(x)[: len(thetas)], obs)
     mean, var = np.asarray(obs.mean(observable), float), np.asarray(obs.var(observable), float)
     diverged = np.asarray(obs.diverged) | ~np.all(np.isfinite(mean), axis=1)
     scale = calibration.model.run.reward_scale if observable != "zero_std_frac" else 1.0

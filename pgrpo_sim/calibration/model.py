@@ -71,6 +71,17 @@ class Observables(NamedTuple):
         return getattr(self, f"{name}_var")
 
 
+class Readout(NamedTuple):
+    """What `population_observables` needs besides the bandit, all static (hashable, a compilation's key):
+    `read` the model step read at each logged step, `prompts` D, `batch` P prompts per logged batch, `fpc` the
+    finite-population correction (module doc)."""
+
+    read: tuple[int, ...]
+    prompts: int
+    batch: int
+    fpc: float
+
+
 @dataclasses.dataclass(frozen=True)
 class PopulationModel:
     """A run configuration turned into a simulator of its observables: `observables(θ)` at model steps
@@ -98,12 +109,12 @@ class PopulationModel:
         rollout = np.arange(self.steps + 1) * self.optimizer_steps_per_logged // self.run.steps_per_rollout
         return rollout * self.epochs
 
-    def config(self, theta: Array | None = None) -> BanditConfig:
-        """One prompt's bandit for θ (default: p_0 = ½, s = 1); `starts(θ)` gives the D prompts' logits."""
+    def config(self) -> BanditConfig:
+        """One prompt's bandit at p_0 = ½ and s = 1 (`population_observables` sets both from θ)."""
         run, epochs = self.run, self.epochs
         clip = run.clip or NO_CLIP
         rollouts = lambda logged: logged * self.optimizer_steps_per_logged / run.steps_per_rollout  # noqa: E731
-        base = bandit_config(
+        return bandit_config(
             p_ref=0.5,
             eta=run.learning_rate * run.steps_per_generation,
             beta=run.beta,
@@ -117,44 +128,57 @@ class PopulationModel:
             warmup_steps=int(np.ceil(rollouts(run.warmup_steps(self.horizon)))) * epochs,
             decay_steps=max(int(np.ceil(rollouts(self.horizon))) * epochs, 1),
         )
-        if theta is None:
-            return base
-        return base.replace(eta=jnp.exp(jnp.asarray(theta)[2]) * base.eta)
 
-    def starts(self, theta: Array) -> Array:
-        """The D prompts' initial logits (D, 2): success probability sigmoid(μ + σ z_d), z_d normal quantiles."""
-        theta = jnp.asarray(theta)
-        z = jax.scipy.stats.norm.ppf((jnp.arange(self.prompts) + 0.5) / self.prompts).astype(theta.dtype)
-        x = theta[0] + jnp.exp(theta[1]) * z
-        return jnp.stack([jax.nn.log_sigmoid(x), jax.nn.log_sigmoid(-x)], -1)[:, None, :]
+    def readout(self) -> Readout:
+        """The static rest of the model: how its steps map to the log's, and the batch the observables describe."""
+        run = self.run
+        n, batch = run.dataset_size, run.prompts_per_step
+        fpc = 1.0 if n is None else (n - batch) / max(n - 1, 1)
+        return Readout(tuple(int(r) for r in self.read_steps()), self.prompts, batch, float(fpc))
 
     def observables(self, theta: Array) -> Observables:
         """Means and batch sampling variances of the observables at model steps 0…steps (see module doc)."""
-        read = self.read_steps()
-        config = self.config(theta)
-        steps = max(int(read[-1]), 1)
-        runs = jax.vmap(lambda logits: simulate(config.replace(init_logits=logits), steps, binary_rewards=True))(
-            self.starts(theta)
-        )
-        per_prompt = lambda x: x[:, read]  # noqa: E731  (D, T+1)
-        p = per_prompt(runs.reward)
-        g, batch, n = self.run.num_generations, self.run.prompts_per_step, self.run.dataset_size
-        fpc = 1.0 if n is None else (n - batch) / max(n - 1, 1)
-        solvable = jax.nn.sigmoid(-jnp.asarray(theta)[3])  # 1 − c
-        mean = solvable * jnp.mean(p, 0)
-        within = solvable * jnp.mean(p * (1 - p), 0)
-        spread2 = solvable * jnp.mean(p**2, 0) - mean**2
-        zero = 1 - solvable * (1 - jnp.mean(per_prompt(runs.zero_adv_frac), 0))
-        std = solvable * jnp.mean(per_prompt(runs.group_reward_std), 0)
-        return Observables(
-            reward=mean,
-            reward_var=(within / g + fpc * spread2) / batch,
-            zero_std_frac=zero,
-            zero_std_frac_var=zero * (1 - zero) / batch,
-            reward_std=std,
-            reward_std_var=jnp.maximum(within - std**2, 0.0) / batch,
-            diverged=jnp.any(runs.diverged),
-        )
+        return population_observables(self.config(), self.readout(), theta)
+
+
+def prompt_starts(prompts: int, theta: Array) -> Array:
+    """The D = `prompts` prompts' initial logits (D, 1, 2): success probability sigmoid(μ + σ z_d), z_d the normal
+    quantiles Φ⁻¹((d + ½)/D)."""
+    theta = jnp.asarray(theta)
+    z = jax.scipy.stats.norm.ppf((jnp.arange(prompts) + 0.5) / prompts).astype(theta.dtype)
+    x = theta[0] + jnp.exp(theta[1]) * z
+    return jnp.stack([jax.nn.log_sigmoid(x), jax.nn.log_sigmoid(-x)], -1)[:, None, :]
+
+
+def population_observables(config: BanditConfig, readout: Readout, theta: Array) -> Observables:
+    """`PopulationModel.observables` from its parts: `config` (`PopulationModel.config()`, whose float leaves —
+    learning rate, β, clip, schedule lengths — may be traced, so run configs that differ only there share a
+    compilation) and `readout`."""
+    theta = jnp.asarray(theta)
+    read = np.asarray(readout.read)
+    config = config.replace(eta=jnp.exp(theta[2]) * config.eta)
+    steps = max(int(read[-1]), 1)
+    runs = jax.vmap(lambda logits: simulate(config.replace(init_logits=logits), steps, binary_rewards=True))(
+        prompt_starts(readout.prompts, theta)
+    )
+    per_prompt = lambda x: x[:, read]  # noqa: E731  (D, T+1)
+    p = per_prompt(runs.reward)
+    solvable = jax.nn.sigmoid(-theta[3])  # 1 − c
+    mean = solvable * jnp.mean(p, 0)
+    within = solvable * jnp.mean(p * (1 - p), 0)
+    spread2 = solvable * jnp.mean(p**2, 0) - mean**2
+    zero = 1 - solvable * (1 - jnp.mean(per_prompt(runs.zero_adv_frac), 0))
+    std = solvable * jnp.mean(per_prompt(runs.group_reward_std), 0)
+    g, batch = config.group_size, readout.batch
+    return Observables(
+        reward=mean,
+        reward_var=(within / g + readout.fpc * spread2) / batch,
+        zero_std_frac=zero,
+        zero_std_frac_var=zero * (1 - zero) / batch,
+        reward_std=std,
+        reward_std_var=jnp.maximum(within - std**2, 0.0) / batch,
+        diverged=jnp.any(runs.diverged),
+    )
 
 
 def population_model(run: RunConfig, steps: int, *, log_format: str = "jsonl", horizon: int | None = None):
