@@ -172,6 +172,47 @@ def measure_fusion(steps: int = 300, reps: int = 5) -> dict:
             jax.block_until_ready(compiled(config))
             best = min(best, time.perf_counter() - start)
         out[label] = dict(compile_s=compile_s, run_ms=1e3 * best)
+    out.update(_measure_sweep_chunks(reps))
+    return out
+
+
+SWEEP_CHUNK_CASES = (
+    ("sweep chunk, expected, 4096 configurations × 1000 steps", 4096, 1000, 1),
+    ("sweep chunk, sampled, 256 configurations × 64 seeds × 300 steps", 256, 300, 64),
+)
+"""(label, configurations, steps, seeds) of a sweep's chunk program in the fusion-emitter comparison (default
+bandit, η × μ drawn at random)."""
+
+
+def _measure_sweep_chunks(reps: int) -> dict:
+    """Compile seconds and best run ms of `run_sweep`'s chunk program for `SWEEP_CHUNK_CASES`, compiled here
+    without the library's `RUN_BOUND_OPTIONS` so that this process's XLA_FLAGS decide the emitters."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import pgrpo_sim as ps
+    from pgrpo_sim.analysis import sweep
+
+    out = {}
+    for label, n, steps, seeds in SWEEP_CHUNK_CASES:
+        mode = "expected" if seeds == 1 else "sampled"
+        config = ps.bandit_config(group_size=8)
+        rng = np.random.default_rng(0)
+        params = {"eta": 10 ** rng.uniform(-3, 0, n), "momentum": rng.uniform(0, 0.9, n)}
+        params = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
+        keys = jax.random.split(jax.random.key(0), seeds)
+        fn = jax.jit(sweep._chunk, static_argnames=("steps", "mode", "decimate", "batch"))
+        lowered = fn.lower(config, params, keys, steps, mode, 0, min(n, sweep.VMAP_BATCH))
+        start = time.perf_counter()
+        compiled = lowered.compile()
+        compile_s = time.perf_counter() - start
+        best = float("inf")
+        for _ in range(reps):
+            start = time.perf_counter()
+            jax.block_until_ready(compiled(config, params, keys))
+            best = min(best, time.perf_counter() - start)
+        out[label] = dict(compile_s=compile_s, run_ms=1e3 * best)
     return out
 
 
@@ -366,21 +407,22 @@ def _fusion_table(env: dict, rounds: int) -> list[str]:
     med = {
         name: {
             label: {k: statistics.median(r[label][k] for r in rs) for k in ("compile_s", "run_ms")}
-            for label, _, _ in FUSION_CASES
+            for label in [c[0] for c in FUSION_CASES + SWEEP_CHUNK_CASES]
         }
         for name, rs in runs.items()
     }
     lines = [
         "### XLA CPU fusion emitters",
         "",
-        f"`simulate`'s program, 300 steps, float32, one device, compiled ahead of time; median of {rounds} fresh "
-        "processes per setting, taking turns: XLA's default CPU fusion emitters against the command line's "
-        f"`{CPU_FUSION_FLAG}`.",
+        f"`simulate`'s program, 300 steps, and `run_sweep`'s chunk program, float32, one device, compiled ahead of "
+        f"time; median of {rounds} fresh processes per setting, taking turns: XLA's default CPU fusion emitters "
+        f"against the command line's `{CPU_FUSION_FLAG}`. The command line compiles the sweep's chunks with the "
+        "default emitters (`RUN_BOUND_OPTIONS`), whatever the process-wide flag.",
         "",
         "| Program | compile s, default | compile s, command line | run ms, default | run ms, command line |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for label, _, _ in FUSION_CASES:
+    for label in [c[0] for c in FUSION_CASES + SWEEP_CHUNK_CASES]:
         d, c = med["default"][label], med["command line"][label]
         lines.append(
             f"| {label} | {d['compile_s']:.2f} | {c['compile_s']:.2f} | {d['run_ms']:.2f} | {c['run_ms']:.2f} |"

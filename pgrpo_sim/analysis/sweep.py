@@ -27,6 +27,7 @@ import numpy as np
 from ..base.checks import check_choice, check_range
 from ..base.errors import PgrpoSimError
 from ..base.regimes import DISCRETE_REGIMES
+from ..base.runtime import RUN_BOUND_OPTIONS
 from ..base.sharding import shard_batch
 from ..models.bandit import initial_state, make_optimizer, run, step
 from ..models.config import BanditConfig, bandit_config
@@ -182,7 +183,7 @@ def _chunk(base, params, keys, steps, mode, decimate, batch):
     return jax.tree.map(lambda x: x.reshape(-1, *x.shape[3:]), out)
 
 
-_chunk_jit = jax.jit(_chunk, static_argnames=("steps", "mode", "decimate", "batch"))
+_chunk_jit = jax.jit(_chunk, static_argnames=("steps", "mode", "decimate", "batch"), compiler_options=RUN_BOUND_OPTIONS)
 
 
 def _bytes_per_run(config: BanditConfig, steps: int, seeds: int) -> int:

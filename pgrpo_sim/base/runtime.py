@@ -82,6 +82,13 @@ and whole sampled sweeps run as fast or faster, a lone sampled `simulate` of 64 
 "XLA CPU fusion emitters"). Commands wait mostly for compilation, so the command line uses it."""
 
 
+RUN_BOUND_OPTIONS = {"xla_cpu_use_fusion_emitters": True}
+"""`jax.jit` compiler options for a program whose run time outweighs its compilation (a sweep's chunks): XLA's
+newer CPU fusion emitters, which `CPU_FUSION_FLAG` turns off process-wide, compile it 0.3–0.4 s slower but run
+an expected-mode sweep's chunk 1.2–1.5× faster (its summary pass ~3×) and a sampled one about as fast (RESULTS.md,
+"XLA CPU fusion emitters"). Other backends ignore the option."""
+
+
 def fast_cpu_compilation(environ: dict | None = None) -> bool:
     """Add `CPU_FUSION_FLAG` to `XLA_FLAGS` unless the user set that flag; returns whether it did. XLA reads
     its flags when JAX's backend starts, so this acts only before JAX's first operation."""
