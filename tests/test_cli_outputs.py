@@ -203,6 +203,7 @@ def test_fit_on_a_text_reward_column_says_so(tmp_path, capsys):
     assert "no reward column" not in err and "no finite number" in err and "20 record" in err
 
 
+@pytest.mark.slow  # moved out of the default suite's 5-minute budget (~12 s on 2 cores)
 def test_fit_on_constant_data_prefers_no_law(tmp_path, capsys):
     log = tmp_path / "flat.csv"
     log.write_text("step,reward\n" + "".join(f"{i},0.5\n" for i in range(60)))
