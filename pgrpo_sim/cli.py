@@ -705,6 +705,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> None:
         + ", ".join(f"{k} {v['value']:.3g} ± {v['stderr']:.2g}" for k, v in data["parameters"].items())
         + f"; overdispersion {cal.overdispersion:.3g}"
         + (f"; undetermined: {', '.join(undetermined)}" if undetermined else "")
+        + ("" if cal.stationary else f"; not a stationary point ({cal.map_offset:.2g} s.e. off): ± unreliable")
         + f"; wrote {out}/calibration.json and report.md"
     )
 

@@ -54,6 +54,11 @@ STARTS = 2
 """BFGS runs, from the best points of a 30-point grid of θ (scored by forward runs only)."""
 MAX_STEPS = 150
 """BFGS iterations per start."""
+STATIONARY_SE = 0.1
+"""The MAP counts as a stationary point when the Newton step from it (to the minimum of the posterior's quadratic
+model there) is at most this many standard errors in every parameter. Otherwise BFGS stopped at a kink or on a
+slope (the clipped surrogate makes the posterior piecewise smooth) and the Laplace standard errors describe that
+point, not a mode."""
 
 
 def prior_mean(run: RunConfig) -> np.ndarray:
@@ -77,6 +82,13 @@ class Calibration:
     fit_until: float
     n_points: int
     log_format: str
+    map_offset: float = 0.0
+
+    @property
+    def stationary(self) -> bool:
+        """Whether the MAP is a stationary point: the Newton step from it, in standard errors, is at most
+        `STATIONARY_SE` in every parameter."""
+        return self.map_offset <= STATIONARY_SE
 
     @property
     def stderr(self) -> np.ndarray:
@@ -107,6 +119,8 @@ class Calibration:
                 unsolvable_fraction=float(1 / (1 + math.exp(-theta[3]))),
             ),
             overdispersion=self.overdispersion,
+            map_offset_se=self.map_offset,
+            stationary=self.stationary,
             observables_used=list(self.used),
             observables_skipped=dict(self.skipped),
             fit_window=dict(first_step=self.first_step, fit_until=self.fit_until, points=self.n_points),
@@ -172,7 +186,8 @@ def _neg_log_post(theta, model: PopulationModel, data: dict, prior: tuple) -> ja
 
 @functools.partial(jax.jit, static_argnames="model")
 def _fit(grid, model: PopulationModel, data: dict, prior: tuple):
-    """Score the grid by forward runs, run BFGS from its best `STARTS` points; (MAP, Hessian, χ² terms)."""
+    """Score the grid by forward runs, run BFGS from its best `STARTS` points; (MAP, Hessian and gradient there,
+    χ² terms, whether every grid point diverged)."""
     objective = lambda theta, args=None: _neg_log_post(theta, model, data, prior)  # noqa: E731
     scores = jax.vmap(objective)(grid)
     starts = grid[jnp.argsort(jnp.where(jnp.isfinite(scores), scores, jnp.inf))[:STARTS]]
@@ -181,7 +196,13 @@ def _fit(grid, model: PopulationModel, data: dict, prior: tuple):
     losses = jax.vmap(objective)(values)
     theta = values[jnp.argmin(jnp.where(jnp.isfinite(losses), losses, jnp.inf))]
     chi2 = sum(jnp.sum(c) for c, _ in _chi2_terms(theta, model, data).values())
-    return theta, jax.hessian(objective)(theta), chi2, jnp.all(~jnp.isfinite(scores))
+
+    def gradient_twice(t):  # jacfwd of the gradient is `jax.hessian`; the aux output is the gradient itself
+        g = jax.grad(objective)(t)
+        return g, g
+
+    hessian, gradient = jax.jacfwd(gradient_twice, has_aux=True)(theta)
+    return theta, hessian, gradient, chi2, jnp.all(~jnp.isfinite(scores))
 
 
 def _padded(idx: np.ndarray, value: np.ndarray) -> tuple:
@@ -218,8 +239,8 @@ def calibrate(
     )
     padded = {name: _padded(idx, value) for name, (idx, value) in data.items()}
     prior = (jnp.asarray(mean0, dtype), jnp.asarray(sd0, dtype))
-    theta, hessian, chi2, failed = _fit(grid, model, padded, prior)
-    theta, hessian = np.asarray(theta, np.float64), np.asarray(hessian, np.float64)
+    theta, hessian, gradient, chi2, failed = _fit(grid, model, padded, prior)
+    theta, hessian, gradient = (np.asarray(x, np.float64) for x in (theta, hessian, gradient))
     if bool(failed) or not np.all(np.isfinite(theta)) or not np.all(np.isfinite(hessian)):
         raise PgrpoSimError("calibration failed: the model diverged from every start")
     n = sum(int(i.size) for i, _ in data.values())
@@ -228,6 +249,7 @@ def calibrate(
     w, v = np.linalg.eigh(hessian)
     w = np.maximum(w, 1 / np.max(sd0) ** 2)  # no direction is less certain than the prior
     covariance = phi * (v / w) @ v.T
+    newton_step = (v / w) @ v.T @ gradient  # to the minimum of the quadratic model at the MAP
     return Calibration(
         model=model,
         theta=theta,
@@ -239,6 +261,7 @@ def calibrate(
         fit_until=until,
         n_points=int(data["reward"][0].size),
         log_format=log.format,
+        map_offset=float(np.max(np.abs(newton_step) / np.sqrt(np.diag(covariance)))),
     )
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..calibration.forecast import forecast, what_if
-from ..calibration.inference import calibrate
+from ..calibration.inference import STATIONARY_SE, calibrate
 from ..calibration.run_config import log_settings, read_run_config, resolve_run_config
 from ..logs.readers import parse_column_map, read_log
 from .findings import replace_block
@@ -104,6 +104,7 @@ def forecasts(anchors: Path, calibrations: dict, log_fn=print) -> list[dict]:
                     n=held["n"],
                     baselines=held["baselines"],
                     undetermined=list(cal.undetermined),
+                    map_offset=cal.map_offset,
                     overdispersion=cal.overdispersion,
                 )
             )
@@ -166,8 +167,8 @@ def study_markdown(study: dict) -> str:
         "held-out steps (the model's, then each baseline's fitted to the same window) and the 80 % band's coverage:",
         "",
         "| log | fit | model MAE | persistence | saturation | critical | oscillator | sigmoid | coverage "
-        "| undetermined |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| undetermined | MAP stationary (Newton step, s.e.) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     num = lambda v: "—" if v is None else f"{v:.3f}"  # noqa: E731
     for r in study["forecasts"]:
@@ -180,7 +181,8 @@ def study_markdown(study: dict) -> str:
         cells = [f"**{c}**" if c == num(best) else c for c in cells]
         lines.append(
             f"| {r['log']} | {r['fraction']:.0%} | {' | '.join(cells)} | {r['coverage']:.2f} | "
-            f"{', '.join(r['undetermined']) or 'none'} |"
+            f"{', '.join(r['undetermined']) or 'none'} | "
+            f"{'yes' if r['map_offset'] <= STATIONARY_SE else '**no**'} ({r['map_offset']:.2g}) |"
         )
     wins = sum(r["mae"] <= min(v for v in r["baselines"].values() if v is not None) for r in study["forecasts"])
     cov = [r["coverage"] for r in study["forecasts"]]

@@ -43,6 +43,14 @@ def calibration_markdown(log: TrainingLog, cal: Calibration) -> list[str]:
         f"bandit step {derived['bandit_step']:.3g} per step at learning rate {cal.model.run.learning_rate:g}. "
         f"Overdispersion φ = {d['overdispersion']:.3g} (the log's scatter over a P × G batch's sampling noise; "
         "bands and standard errors include it).",
+        (
+            f"The MAP is a stationary point (the Newton step from it is {d['map_offset_se']:.2g} standard errors at "
+            "most)."
+            if d["stationary"]
+            else f"**The MAP is not a stationary point**: the Newton step from it is {d['map_offset_se']:.2g} standard "
+            "errors, so BFGS stopped at a kink or on a slope of the posterior (the clipped surrogate makes it "
+            "piecewise smooth) and the standard errors above describe that point, not a mode."
+        ),
         f"Observables used: {', '.join(d['observables_used'])}; not used: "
         + (", ".join(f"{k} ({v})" for k, v in d["observables_skipped"].items()) or "none")
         + ".",

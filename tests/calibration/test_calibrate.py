@@ -32,6 +32,7 @@ def test_recovers_known_parameters(seed):
     z = (cal.theta - TRUTH) / cal.stderr
     assert np.all(np.abs(z) < 4), dict(zip(PARAMETERS, np.round(z, 2)))
     assert cal.undetermined == () and cal.used == ("reward", "zero_std_frac", "reward_std")
+    assert cal.stationary, cal.map_offset  # an on-policy (smooth) posterior: BFGS ends at its mode
 
 
 def test_band_coverage_of_held_out_steps_is_nominal():
@@ -72,3 +73,20 @@ def test_commands_end_to_end_on_a_real_log(tmp_path):
     assert (out / "whatif.png").stat().st_size > 1000 and (out / "report.md").read_text().count("| ") > 10
     proc = cli("calibrate", str(log), "--out", str(out))  # what-if's directory: refused without --overwrite
     assert proc.returncode == 2 and "--overwrite" in proc.stderr
+
+
+@pytest.mark.skipif(not ANCHORS.is_dir(), reason="shared/anchors not present")
+def test_a_kink_of_the_clipped_posterior_is_reported():
+    """On the CS336 2-epoch clip (0.2, 0.2) log, BFGS ends where the posterior's gradient is far from zero (the
+    clipped surrogate is piecewise smooth): the Newton step from the MAP is several standard errors, and the
+    calibration says it is not a stationary point. The on-policy long run, fitted to the same window, is one."""
+    from pgrpo_sim.calibration.run_config import log_settings, resolve_run_config
+    from pgrpo_sim.logs.readers import read_log
+
+    offsets = {}
+    for name in ("cs336_clip_ablation/GRPO-Clip_0p20_0p20_e2_tb256", "cs336_long_run/final_on_policy_lr4e-5_400"):
+        log = read_log(ANCHORS / "sweeps" / f"{name}.metrics.jsonl")
+        cal = calibrate(log, resolve_run_config(None, log_settings(log)), fit_until=110)
+        offsets[name.split("/")[0]] = (cal.map_offset, cal.stationary, cal.as_dict()["stationary"])
+    assert offsets["cs336_clip_ablation"][0] > 1 and offsets["cs336_clip_ablation"][1:] == (False, False), offsets
+    assert offsets["cs336_long_run"][0] < 0.01 and offsets["cs336_long_run"][1:] == (True, True), offsets
