@@ -614,9 +614,14 @@ def step(config: BanditConfig, optimizer, mode: str, state: BanditState, key: Ar
         batch, cursor = (None, {}) if not batched else _next_batch(config, state, key, refresh)
         pick, sub = _gathered(batch), batch_config(config, batch)
         old = jnp.where(refresh, theta, state.old_logits)
-        drawn_arms, drawn_rewards = draw_rollout(sub, pick(theta), key)
-        arms = jnp.where(refresh, drawn_arms.astype(jnp.int32), state.rollout_arms)
-        rewards = jnp.where(refresh, drawn_rewards, state.rollout_rewards)
+
+        def draw(_):
+            drawn_arms, drawn_rewards = draw_rollout(sub, pick(theta), key)
+            return drawn_arms.astype(jnp.int32), drawn_rewards
+
+        # drawn on refresh steps only, where the step counter is not batched (a vmap over seeds or over
+        # hyperparameters other than the lag); a batched counter makes the cond a select of both branches
+        arms, rewards = jax.lax.cond(refresh, draw, lambda _: (state.rollout_arms, state.rollout_rewards), None)
         order = state.rollout_order
         if config.minibatches > 1:  # a new prompt order at the start of every epoch
             epoch_start = n % period % config.minibatches == 0
