@@ -162,18 +162,24 @@ def measure_fusion(steps: int = 300, reps: int = 5) -> dict:
         mode = "expected" if seeds == 1 else "sampled"
         fn = jax.jit(lambda c: ps.simulate(c, steps, mode=mode, seeds=seeds).reward)  # noqa: B023
         config = ps.bandit_config(eta=0.1, **kwargs)
-        lowered = fn.lower(config)
-        start = time.perf_counter()
-        compiled = lowered.compile()
-        compile_s = time.perf_counter() - start
-        best = float("inf")
-        for _ in range(reps):
-            start = time.perf_counter()
-            jax.block_until_ready(compiled(config))
-            best = min(best, time.perf_counter() - start)
-        out[label] = dict(compile_s=compile_s, run_ms=1e3 * best)
+        out[label] = _compile_and_time(fn.lower(config), (config,), reps)
     out.update(_measure_sweep_chunks(reps))
     return out
+
+
+def _compile_and_time(lowered, args: tuple, reps: int) -> dict:
+    """Compile seconds of a lowered program and the best of `reps` calls on `args` (ms)."""
+    import jax
+
+    start = time.perf_counter()
+    compiled = lowered.compile()
+    compile_s = time.perf_counter() - start
+    best = float("inf")
+    for _ in range(reps):
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(*args))
+        best = min(best, time.perf_counter() - start)
+    return dict(compile_s=compile_s, run_ms=1e3 * best)
 
 
 SWEEP_CHUNK_CASES = (
@@ -204,15 +210,7 @@ def _measure_sweep_chunks(reps: int) -> dict:
         keys = jax.random.split(jax.random.key(0), seeds)
         fn = jax.jit(sweep._chunk, static_argnames=("steps", "mode", "decimate", "batch"))
         lowered = fn.lower(config, params, keys, steps, mode, 0, min(n, sweep.VMAP_BATCH))
-        start = time.perf_counter()
-        compiled = lowered.compile()
-        compile_s = time.perf_counter() - start
-        best = float("inf")
-        for _ in range(reps):
-            start = time.perf_counter()
-            jax.block_until_ready(compiled(config, params, keys))
-            best = min(best, time.perf_counter() - start)
-        out[label] = dict(compile_s=compile_s, run_ms=1e3 * best)
+        out[label] = _compile_and_time(lowered, (config, params, keys), reps)
     return out
 
 
