@@ -82,7 +82,7 @@ class Calibration:
     fit_until: float
     n_points: int
     log_format: str
-    map_offset: float = 0.0
+    map_offset: float
 
     @property
     def stationary(self) -> bool:

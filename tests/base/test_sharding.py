@@ -51,7 +51,7 @@ def test_predictive_band_is_the_same_on_one_and_four_devices(tmp_path):
         run = RunConfig(learning_rate=1e-5, num_generations=8, prompts_per_step=32, lr_scheduler_type="constant")
         model = population_model(run, 40, log_format="jsonl")
         theta = np.array([-1.0, 0.0, math.log(0.1 / 1e-5), -2.0])
-        cal = Calibration(model, theta, 0.01 * np.eye(4), 1.0, ("reward",), {{}}, 1.0, 20.0, 20, "jsonl")
+        cal = Calibration(model, theta, 0.01 * np.eye(4), 1.0, ("reward",), {{}}, 1.0, 20.0, 20, "jsonl", 0.0)
         band = predictive_band(cal)  # 201 parameter draws: padded to 204 on 4 devices
         np.save(f"{tmp_path}/band_{{jax.device_count()}}.npy", [band.mean, band.lo, band.hi])
         """

@@ -85,7 +85,7 @@ def test_scenarios_changing_only_float_keys_share_one_compilation():
 
     def band(run):
         model = population_model(run, 40, log_format="jsonl")
-        cal = Calibration(model, theta, 1e-20 * np.eye(4), 1.0, ("reward",), {}, 1.0, 20.0, 20, "jsonl")
+        cal = Calibration(model, theta, 1e-20 * np.eye(4), 1.0, ("reward",), {}, 1.0, 20.0, 20, "jsonl", 0.0)
         return model, predictive_band(cal)
 
     band(RUN)  # compiles the band's program
