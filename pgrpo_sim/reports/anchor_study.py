@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..calibration.forecast import forecast, what_if
-from ..calibration.inference import STATIONARY_SE, calibrate
+from ..calibration.inference import calibrate
 from ..calibration.run_config import log_settings, read_run_config, resolve_run_config
 from ..logs.readers import parse_column_map, read_log
 from .findings import replace_block
@@ -105,6 +105,7 @@ def forecasts(anchors: Path, calibrations: dict, log_fn=print) -> list[dict]:
                     baselines=held["baselines"],
                     undetermined=list(cal.undetermined),
                     map_offset=cal.map_offset,
+                    stationary=cal.stationary,
                     overdispersion=cal.overdispersion,
                 )
             )
@@ -182,7 +183,7 @@ def study_markdown(study: dict) -> str:
         lines.append(
             f"| {r['log']} | {r['fraction']:.0%} | {' | '.join(cells)} | {r['coverage']:.2f} | "
             f"{', '.join(r['undetermined']) or 'none'} | "
-            f"{'yes' if r['map_offset'] <= STATIONARY_SE else '**no**'} ({r['map_offset']:.2g}) |"
+            f"{'yes' if r['stationary'] else '**no**'} ({r['map_offset']:.2g}) |"
         )
     wins = sum(r["mae"] <= min(v for v in r["baselines"].values() if v is not None) for r in study["forecasts"])
     cov = [r["coverage"] for r in study["forecasts"]]
