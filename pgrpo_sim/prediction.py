@@ -35,6 +35,7 @@ from .base.regimes import REGIMES, Damping
 from .models import theory
 from .models.bandit import (
     binomial_pmf,
+    check_mode,
     collapse_branches,
     initial_state,
     make_optimizer,
@@ -422,4 +423,5 @@ def predict(config: BanditConfig) -> Prediction:
     and the exact per-step spectral radius of a class-symmetric, binary-reward, single-prompt bandit
     configuration (SGD or Nesterov); vmappable over its hyperparameter leaves. See the module docstring.
     """
+    check_mode(config, "expected")
     return _predict(two_arm_reduction(config))

@@ -29,7 +29,7 @@ from ..base.errors import PgrpoSimError
 from ..base.regimes import DISCRETE_REGIMES
 from ..base.runtime import RUN_BOUND_OPTIONS
 from ..base.sharding import shard_batch
-from ..models.bandit import initial_state, make_optimizer, run, step
+from ..models.bandit import check_mode, initial_state, make_optimizer, run, step
 from ..models.config import BanditConfig, bandit_config
 from ..models.hyperparameters import STATIC, TRACED, hyperparameter, set_hyperparameters
 from .summaries import summarize_curves
@@ -355,7 +355,12 @@ def _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate
     )
     traced = [a for a in axes if a.name in TRACED_AXES]
     static = [a for a in axes if a.name in STATIC_AXES]
-    return spec, traced, static, _group_configs(base, traced, static)
+    configs = _group_configs(base, traced, static)
+    try:
+        check_mode(configs[0], mode)  # static groups differ in group size only
+    except PgrpoSimError as exc:
+        raise SweepError(str(exc)) from None
+    return spec, traced, static, configs
 
 
 def _group_configs(base: dict, traced: Sequence[Axis], static: Sequence[Axis]) -> list[BanditConfig]:

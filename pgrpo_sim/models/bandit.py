@@ -35,7 +35,7 @@ from ..base.checks import check_choice, check_range, is_concrete
 from ..base.errors import PgrpoSimError
 from ..base.small_axes import UNROLL_MAX, axis_sum, softmax
 from .config import BanditConfig
-from .grpo import clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
+from .grpo import ADVANTAGES, clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
 
 MODES = ("expected", "sampled")
 
@@ -152,9 +152,15 @@ def make_optimizer(config: BanditConfig) -> optax.GradientTransformation:
     return base if config.grad_clip is None else optax.chain(optax.clip_by_global_norm(config.grad_clip), base)
 
 
-def _check_expected(config: BanditConfig) -> None:
-    """Refuse what expected mode has no exact form for: both couple the groups of a batch."""
-    if config.dynamic_sampling or config.advantage == "batch":
+def check_mode(config: BanditConfig, mode: str) -> None:
+    """Raise `PgrpoSimError` if `mode` has no exact form for `config`: expected mode refuses dynamic sampling and
+    batch-scaled advantages, which couple the groups of a batch. Entry points call it on concrete configurations;
+    a traced "batch" advantage code cannot be refused, so `advantage_table` makes its expected run NaN."""
+    check_choice("mode", mode, MODES)
+    if mode != "expected":
+        return
+    batch = is_concrete(config.advantage) and np.any(np.asarray(config.advantage) == ADVANTAGES.index("batch"))
+    if config.dynamic_sampling or batch:
         raise PgrpoSimError(
             "dynamic sampling and batch-scaled advantages couple the groups of a batch: expected mode has no "
             "exact form for them; use mode 'sampled'"
@@ -164,12 +170,13 @@ def _check_expected(config: BanditConfig) -> None:
 def advantage_table(config: BanditConfig) -> Array:
     """(2, G) advantages of one sample: row 0 if it succeeded and j of the others did (A(1, j+1 successes)),
     row 1 if it failed and j others succeeded; built by `group_advantages` on canonical 0/1 groups."""
-    _check_expected(config)
+    check_mode(config, "expected")
     g = config.group_size
     successes = jnp.arange(g + 1)[:, None]
     groups = (jnp.arange(g)[None, :] < successes).astype(config.rewards.dtype)
     adv = group_advantages(groups, config.advantage, config.adv_eps)
-    return jnp.stack([adv[1:, 0], adv[:-1, g - 1]])
+    table = jnp.stack([adv[1:, 0], adv[:-1, g - 1]])
+    return jnp.where(config.advantage == ADVANTAGES.index("batch"), jnp.nan, table)
 
 
 _PRODUCT_PMF_MAX_N = 60
@@ -605,8 +612,7 @@ def step(config: BanditConfig, optimizer, mode: str, state: BanditState, key: Ar
     expected mode. Expected mode with rollout reuse (lag model "refresh") is not a single-state step: `run`
     takes it through `reuse_branch_step`. Expected mode averages over batches, so it uses every prompt."""
     n, theta = state.step, state.logits
-    if mode == "expected":
-        _check_expected(config)
+    check_mode(config, mode)
     batched = mode == "sampled" and config.batch_prompts is not None
     if mode == "sampled" and config.lag_model == "refresh":  # one rollout per refresh, reused
         period = jnp.maximum(config.lag, 1)
@@ -787,7 +793,7 @@ def run(config: BanditConfig, key: Array, steps: int, mode: str, *, binary_rewar
     optimizer = make_optimizer(config)
     state = initial_state(config, optimizer, config.init_logits)
     if mode == "expected" and config.lag_model == "refresh":
-        _check_expected(config)
+        check_mode(config, mode)
         outcomes = rollout_outcomes(config, binary_rewards=binary_rewards)
         size = outcomes[0].shape[0]
         branches = jax.tree.map(lambda x: jnp.broadcast_to(x, (size, *jnp.shape(x))), state)
@@ -844,7 +850,7 @@ def simulate(
     """
     check_range("steps", steps, 1, integer=True)
     check_range("seeds", seeds, 1, integer=True)
-    check_choice("mode", mode, MODES)
+    check_mode(config, mode)
     key = jax.random.key(0) if key is None else key
     is_binary = lambda r: bool(np.all((r == 0) | (r == 1)))  # noqa: E731
     concrete = is_concrete(config.rewards)

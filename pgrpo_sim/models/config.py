@@ -1,9 +1,9 @@
 """Bandit configuration: static structure plus hyperparameters as traced pytree leaves.
 
 `BanditConfig` is an `equinox.Module`. Fields that set array shapes or code paths (group size, lag
-model, buffer length, advantage kind, KL estimator, optimiser) are static; everything else (η, μ, β,
-clip ranges, lag, rewards, initial logits) is a JAX array leaf, so `jax.vmap` sweeps it and a second
-`simulate` call with other values does not recompile.
+model, buffer length, KL estimator, optimiser) are static; everything else (η, μ, β, clip ranges, lag,
+rewards, initial logits, and the advantage kind as its int32 `advantage_code`) is a JAX array leaf, so
+`jax.vmap` sweeps it and a second `simulate` call with other values does not recompile.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from jax.typing import ArrayLike
 
 from ..base.checks import as_float, check_choice, check_range, is_concrete
 from ..base.errors import PgrpoSimError
-from .grpo import ADVANTAGES
+from .grpo import ADVANTAGES, advantage_code
 
 LAG_MODELS = ("none", "refresh", "refresh_fresh", "stale")
 """none: on-policy; refresh: one rollout per refresh reused for every step until the next (TRL num_iterations,
@@ -50,7 +50,8 @@ class BanditConfig(eqx.Module):
     `momentum` heavy-ball μ (Adam's b1), `beta` KL coefficient, `clip_low`/`clip_high` PPO clip
     ranges, `dual_clip`, `kl_clamp` (k3 bound) and `grad_clip` (global-norm bound) — each None when
     off, which is static structure — `lag` (τ for "stale", refresh period K_ref for "refresh") and
-    `adv_eps` (advantage denominator epsilon).
+    `adv_eps` (advantage denominator epsilon). `advantage` is the kind's code (`grpo.advantage_code`: its index
+    in `ADVANTAGES`), a traced leaf, so every kind shares one compilation; `advantage_name` reads it back.
     """
 
     rewards: Array = eqx.field(converter=_as_float)
@@ -69,10 +70,10 @@ class BanditConfig(eqx.Module):
     features: Array | None = eqx.field(converter=_as_float)
     lag: Array = eqx.field(converter=_as_int)
     adv_eps: Array = eqx.field(converter=_as_float)
+    advantage: Array = eqx.field(converter=advantage_code)
     warmup_steps: Array = eqx.field(converter=_as_int)
     decay_steps: Array = eqx.field(converter=_as_int)
     group_size: int = eqx.field(static=True)
-    advantage: str = eqx.field(static=True)
     kl: str = eqx.field(static=True)
     lag_model: str = eqx.field(static=True)
     max_lag: int = eqx.field(static=True)
@@ -83,7 +84,6 @@ class BanditConfig(eqx.Module):
     lr_schedule: str = eqx.field(static=True)
 
     def __check_init__(self):
-        check_choice("advantage", self.advantage, ADVANTAGES)
         check_choice("kl", self.kl, KL_KINDS)
         check_choice("lag_model", self.lag_model, LAG_MODELS)
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
@@ -147,6 +147,11 @@ class BanditConfig(eqx.Module):
         return self.n_prompts if self.batch_prompts is None else self.batch_prompts
 
     @property
+    def advantage_name(self) -> str:
+        """The advantage kind's name (needs a concrete, unbatched `advantage`)."""
+        return ADVANTAGES[int(self.advantage)]
+
+    @property
     def n_arms(self) -> int:
         return self.rewards.shape[1]
 
@@ -178,7 +183,7 @@ def bandit_config(
     momentum: ArrayLike = 0.0,
     beta: ArrayLike = 0.0,
     group_size: int = 8,
-    advantage: str = "std",
+    advantage: str | ArrayLike = "std",
     kl: str = "k3",
     kl_clamp: ArrayLike | None = None,
     clip: ArrayLike = 0.2,

@@ -24,8 +24,19 @@ LOG_RATIO_CLAMP = 20.0
 """verl clamps the log importance ratio to [−20, 20] before exponentiating."""
 
 
-def group_advantages(rewards: ArrayLike, kind: str = "std", eps: float = 1e-6) -> Array:
-    """Group-relative advantages over the last axis (the group of G samples).
+def advantage_code(kind: str | ArrayLike) -> Array:
+    """The int32 code of an advantage kind, its index in `ADVANTAGES`: a jit-safe enumeration, so kinds can be
+    traced (one compilation serves every kind) and vmapped. Names are checked; concrete codes range-checked."""
+    if isinstance(kind, str):
+        check_choice("advantage", kind, ADVANTAGES)
+        return jnp.asarray(ADVANTAGES.index(kind), jnp.int32)
+    check_range(f"advantage (a code in ADVANTAGES = {ADVANTAGES})", kind, 0, len(ADVANTAGES) - 1, integer=True)
+    return kind if isinstance(kind, jax.Array) and kind.dtype == jnp.int32 else jnp.asarray(kind, jnp.int32)
+
+
+def group_advantages(rewards: ArrayLike, kind: str | ArrayLike = "std", eps: float = 1e-6) -> Array:
+    """Group-relative advantages over the last axis (the group of G samples); `kind` a name or its
+    `advantage_code` (traced codes allowed: `lax.switch` picks the formula).
 
     - "std" (GRPO): (r − mean)/(unbiased std + eps); a group whose rewards are all equal gives 0.
     - "mean" (Dr. GRPO): r − mean.
@@ -33,20 +44,19 @@ def group_advantages(rewards: ArrayLike, kind: str = "std", eps: float = 1e-6) -
     - "batch" (TRL `scale_rewards="batch"`): (r − group mean)/(unbiased std over every reward of the array +
       eps): the groups of one batch share the scale.
     """
-    check_choice("advantage", kind, ADVANTAGES)
+    code = advantage_code(kind)
     rewards = as_float(rewards)
     g = rewards.shape[-1]
     if g < 2:
         raise PgrpoSimError(f"group size (last axis) must be >= 2, got {g}")
     centred = rewards - axis_sum(rewards, keepdims=True) / g
-    if kind == "mean":
-        return centred
-    if kind == "rloo":
-        return centred * (g / (g - 1))
-    if kind == "batch":
-        return centred / (jnp.std(rewards, ddof=1) + eps)
-    std = jnp.sqrt(axis_sum(centred**2, keepdims=True) / (g - 1))
-    return centred / (std + eps)
+    by_kind = (  # in `ADVANTAGES` order
+        lambda: centred / (jnp.sqrt(axis_sum(centred**2, keepdims=True) / (g - 1)) + eps),
+        lambda: centred,
+        lambda: centred * (g / (g - 1)),
+        lambda: centred / (jnp.std(rewards, ddof=1) + eps),
+    )
+    return jax.lax.switch(code, by_kind)
 
 
 class Surrogate(NamedTuple):

@@ -391,12 +391,46 @@ def test_true_reward_and_output_shapes():
         (dict(rewards=[0.5, 1.5]), "rewards"),
         (dict(eta=float("nan")), "eta"),
         (dict(advantage="gae"), "advantage"),
+        (dict(advantage=7), "advantage"),
         (dict(lag_model="stale", lag=1.5), "lag"),
     ],
 )
 def test_bad_config_raises(kwargs, name):
     with pytest.raises(ValueError, match=name):
         ps.bandit_config(**kwargs)
+
+
+@pytest.mark.parametrize("mode", ["expected", "sampled"])
+def test_advantage_kinds_share_one_program_and_rloo_is_rescaled_mean(mode, backend_compiles):
+    """The advantage kind is a traced code: std, mean and rloo runs share one compiled `simulate`. RLOO advantages
+    are the mean-centred ones times c = G/(G − 1), and the clipped surrogate is linear in A > 0 scalings, so an
+    rloo run at (η, β) is the mean run at (c·η, β/c) step for step (heavy-ball momentum included; same key in
+    sampled mode): equal up to rounding, 1e-12 over 60 steps."""
+    c = 8 / 7
+    base = dict(eta=0.3, momentum=0.5, beta=0.2, clip=0.1, lag_model="refresh_fresh", lag=3)
+    runs = {
+        kind: ps.simulate(ps.bandit_config(advantage=kind, **base), 60, mode=mode, seeds=3)
+        for kind in ("std", "mean", "rloo")
+    }
+    assert sum("simulate" in name for name in backend_compiles) == 1, backend_compiles
+    scaled = ps.simulate(
+        ps.bandit_config(**base | dict(advantage="mean", eta=0.3 * c, beta=0.2 / c)), 60, mode=mode, seeds=3
+    )
+    np.testing.assert_allclose(runs["rloo"].reward, scaled.reward, rtol=1e-12)
+    assert all(np.isfinite(run.reward).all() for run in runs.values())
+    assert not np.allclose(runs["std"].reward, runs["mean"].reward, rtol=1e-3)
+
+
+def test_expected_mode_refuses_batch_advantages_and_reports_a_traced_one_as_diverged():
+    """Batch-scaled advantages have no expected-mode form: refused by name when the kind is concrete; a traced
+    code (inside a caller's jit) cannot be refused, so its run is NaN from the first update: diverged."""
+    config = ps.bandit_config(advantage="batch")
+    with pytest.raises(ps.PgrpoSimError, match="expected mode has no"):
+        ps.simulate(config, 3)
+    with pytest.raises(ps.PgrpoSimError, match="expected mode has no"):
+        ps.predict(config)
+    out = jax.jit(lambda c: ps.run(c, jax.random.key(0), 3, "expected"))(config)
+    assert bool(out.diverged) and int(out.diverged_step) == 0
 
 
 def test_bad_simulate_arguments():

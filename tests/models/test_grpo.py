@@ -28,6 +28,21 @@ def test_advantages_match_reference_vectors():
     np.testing.assert_allclose(ps.group_advantages(REWARDS[0], "std", eps=1e-4), (REWARDS[0] - 0.5) / (s + 1e-4))
 
 
+def test_advantage_codes_are_traced_kinds(backend_compiles):
+    """A kind's `advantage_code` gives its named formula in one compiled program for every kind, and under vmap
+    over codes (a select of all kinds); same arithmetic, so only XLA's fusion may move a rounding (1e-14)."""
+    rewards = jnp.asarray(np.vstack([REWARDS, np.ones((1, 4))]))
+    advantages = jax.jit(ps.group_advantages)
+    by_code = [advantages(rewards, ps.advantage_code(name)) for name in ps.ADVANTAGES]
+    assert sum("group_advantages" in name for name in backend_compiles) == 1, backend_compiles
+    vmapped = jax.vmap(ps.group_advantages, (None, 0))(rewards, jnp.arange(len(ps.ADVANTAGES)))
+    for code, name in enumerate(ps.ADVANTAGES):
+        named = ps.group_advantages(rewards, name)
+        np.testing.assert_allclose(by_code[code], named, rtol=1e-14, atol=0)
+        np.testing.assert_allclose(vmapped[code], named, rtol=1e-14, atol=0)
+    assert [ps.advantage_code(name) for name in ps.ADVANTAGES] == list(range(len(ps.ADVANTAGES)))
+
+
 def test_clipped_surrogate_matches_verl_vector():
     def loss(logp, dual):
         return jnp.mean(ps.clipped_surrogate(logp, LOGP_OLD, ADV_STD, 0.2, 0.28, dual).loss)
@@ -85,6 +100,8 @@ def test_entropy_and_kl_divergence():
 def test_bad_input():
     with pytest.raises(ValueError, match="advantage"):
         ps.group_advantages(REWARDS, "gauss")
+    with pytest.raises(ValueError, match="advantage .*ADVANTAGES"):
+        ps.group_advantages(REWARDS, 4)
     with pytest.raises(ValueError, match="group size"):
         ps.group_advantages(np.ones((3, 1)))
     with pytest.raises(ValueError, match="dual_clip"):
