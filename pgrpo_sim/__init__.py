@@ -62,6 +62,7 @@ _EXPORTS = {
     ".models.bandit": (
         "BanditRun",
         "BanditState",
+        "STEP_READOUTS",
         "UpdateStats",
         "check_mode",
         "collapse_branches",

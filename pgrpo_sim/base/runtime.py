@@ -89,22 +89,37 @@ an expected-mode sweep's chunk 1.2–1.5× faster (its summary pass ~3×) and a 
 "XLA CPU fusion emitters"). Other backends ignore the option."""
 
 
-def fast_cpu_compilation(environ: dict | None = None) -> bool:
-    """Add `CPU_FUSION_FLAG` to `XLA_FLAGS` unless the user set that flag; returns whether it did. XLA reads
-    its flags when JAX's backend starts, so this acts only before JAX's first operation."""
-    env = os.environ if environ is None else environ
+SERIAL_CODEGEN_FLAG = "--xla_cpu_parallel_codegen_split_count=1"
+"""XLA flag: compile each CPU program's machine code on one thread. For commands that compile several programs at
+once, one per core (`validate`): XLA's own split of each compilation over threads then only adds contention
+(`validate --quick` ran in 40 s with it, 44 s without; RESULTS.md)."""
+
+
+def _add_flag(flag: str, env: dict) -> bool:
+    """Append `flag` to `XLA_FLAGS` unless the user set that option; returns whether it did."""
     flags = env.get("XLA_FLAGS", "")
-    if "xla_cpu_use_fusion_emitters" in flags:
+    if flag.lstrip("-").split("=")[0] in flags:
         return False
-    env["XLA_FLAGS"] = f"{flags} {CPU_FUSION_FLAG}".strip()
+    env["XLA_FLAGS"] = f"{flags} {flag}".strip()
     return True
 
 
-def configure_jax(*, compile_cache: bool = True) -> Path | None:
-    """The command line's JAX settings: `fast_cpu_compilation`, all CPU cores (`use_all_cpu_cores`) and,
-    unless `compile_cache` is False or `PGRPO_SIM_NO_COMPILE_CACHE` is set, the persistent compilation cache.
-    Returns its directory (None: no cache). Call it before JAX's first operation."""
-    fast_cpu_compilation()
+def fast_cpu_compilation(environ: dict | None = None, *, concurrent: bool = False) -> bool:
+    """Add `CPU_FUSION_FLAG` (and with `concurrent`, for commands that compile one program per core at once,
+    `SERIAL_CODEGEN_FLAG`) to `XLA_FLAGS`, never over a choice the user made there; returns whether it added the
+    fusion flag. XLA reads its flags when JAX's backend starts, so this acts only before JAX's first operation."""
+    env = os.environ if environ is None else environ
+    if concurrent:
+        _add_flag(SERIAL_CODEGEN_FLAG, env)
+    return _add_flag(CPU_FUSION_FLAG, env)
+
+
+def configure_jax(*, compile_cache: bool = True, concurrent_compiles: bool = False) -> Path | None:
+    """The command line's JAX settings: `fast_cpu_compilation` (`concurrent_compiles`: the command compiles one
+    program per core at once), all CPU cores (`use_all_cpu_cores`) and, unless `compile_cache` is False or
+    `PGRPO_SIM_NO_COMPILE_CACHE` is set, the persistent compilation cache. Returns its directory (None: no
+    cache). Call it before JAX's first operation."""
+    fast_cpu_compilation(concurrent=concurrent_compiles)
     use_all_cpu_cores()
     if not compile_cache or cache_disabled_by_env():
         return None

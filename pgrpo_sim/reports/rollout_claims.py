@@ -55,7 +55,9 @@ def _first_unstable(config, epochs: np.ndarray, cycles: int) -> int | None:
     """Smallest number of optimiser steps per rollout at which the expected run, read once per cycle (at the
     refreshes: within a cycle reuse has a periodic pattern of its own), is unstable; None if none is."""
     steps = int(cycles * epochs.max())
-    runs = jax.vmap(lambda k: simulate(set_hyperparameters(config, {"lag": k}), steps))(jnp.asarray(epochs))
+    runs = jax.vmap(lambda k: simulate(set_hyperparameters(config, {"lag": k}), steps, readouts=("reward",)))(
+        jnp.asarray(epochs)
+    )
     for i, k in enumerate(epochs):
         strobe = np.asarray(runs.reward[i])[: cycles * k + 1 : k]
         if int(summarize_curve(strobe, runs.diverged[i]).regime) == UNSTABLE:
@@ -139,7 +141,8 @@ def mean_field(res: RolloutResolution, plot: Callable | None) -> dict:
     others = {k: v for k, v in BASE.items() if k != "p_ref"}
 
     def fitted(step=eta, **kwargs):
-        run = simulate(bandit_config(**others, eta=step, momentum=momentum, **kwargs), res.population_steps)
+        config = bandit_config(**others, eta=step, momentum=momentum, **kwargs)
+        run = simulate(config, res.population_steps, readouts=("reward", "prompt_spread"))
         reward = np.asarray(run.reward)
         fit = fit_law("oscillator", steps, reward)
         return run, reward, fit

@@ -11,6 +11,7 @@ import pytest
 from pgrpo_sim.base.runtime import (
     CPU_FUSION_FLAG,
     NO_CACHE_ENV,
+    SERIAL_CODEGEN_FLAG,
     cache_disabled_by_env,
     configure_jax,
     default_cache_dir,
@@ -44,6 +45,12 @@ def test_fusion_flag_never_over_the_users():
     assert env["XLA_FLAGS"] == f"--xla_dump_to=/tmp/x {CPU_FUSION_FLAG}"
     mine = {"XLA_FLAGS": "--xla_cpu_use_fusion_emitters=true"}
     assert fast_cpu_compilation(mine) is False and mine["XLA_FLAGS"] == "--xla_cpu_use_fusion_emitters=true"
+    concurrent = {}
+    assert fast_cpu_compilation(concurrent, concurrent=True) is True
+    assert concurrent["XLA_FLAGS"] == f"{SERIAL_CODEGEN_FLAG} {CPU_FUSION_FLAG}"
+    split = {"XLA_FLAGS": "--xla_cpu_parallel_codegen_split_count=4"}
+    assert fast_cpu_compilation(split, concurrent=True) is True
+    assert split["XLA_FLAGS"] == f"--xla_cpu_parallel_codegen_split_count=4 {CPU_FUSION_FLAG}"
 
 
 def test_cli_process_uses_every_core_and_the_flag():

@@ -433,6 +433,24 @@ def test_expected_mode_refuses_batch_advantages_and_reports_a_traced_one_as_dive
     assert bool(out.diverged) and int(out.diverged_step) == 0
 
 
+@pytest.mark.parametrize("mode", ["expected", "sampled"])
+def test_readouts_keep_only_what_is_asked(mode):
+    """`readouts` drops the other per-step read-outs (None) without moving the kept ones: another compiled program,
+    so XLA may fuse differently (1e-13 over 40 steps); the final state and divergence flags are always there."""
+    config = ps.bandit_config(eta=0.4, momentum=0.6, beta=0.1, clip=0.1, lag_model="refresh_fresh", lag=2)
+    full = ps.simulate(config, 40, mode=mode, seeds=3)
+    kept = ps.simulate(config, 40, mode=mode, seeds=3, readouts=("group_reward_std", "reward"))
+    for name in ps.STEP_READOUTS:
+        if name in ("reward", "group_reward_std"):
+            np.testing.assert_allclose(getattr(kept, name), getattr(full, name), rtol=1e-13, atol=1e-15)
+        else:
+            assert getattr(kept, name) is None, name
+    np.testing.assert_allclose(kept.final_logits, full.final_logits, rtol=1e-13)
+    assert np.array_equal(kept.diverged, full.diverged)
+    with pytest.raises(ValueError, match="readouts must be one of"):
+        ps.simulate(config, 5, readouts=("rewards",))
+
+
 def test_bad_simulate_arguments():
     config = ps.bandit_config()
     for kwargs, name in [
