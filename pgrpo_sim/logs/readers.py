@@ -289,23 +289,27 @@ def read_log(path: str | Path, format: str = "auto", columns: Mapping[str, str] 
     return tidy(records, format=format, path=str(path), columns=columns, settings=settings)
 
 
+RUN_COLUMNS = {
+    "reward": "reward",
+    "true_reward": "true_reward",
+    "entropy": "entropy",
+    "kl": "kl_ref",
+    "grad_norm": "grad_norm",
+    "ratio_max": "ratio_max",
+    "clip_frac": "clip_frac",
+    "zero_std_frac": "zero_adv_frac",
+    "adv_var": "adv_var",
+}
+"""Log column → the `BanditRun` read-out `from_run` takes it from (a run may leave any but the reward out:
+`simulate(readouts=tuple(RUN_COLUMNS.values()))` computes exactly these)."""
+
+
 def from_run(run: BanditRun, *, index: int | None = None) -> TrainingLog:
     """A `TrainingLog` from a `BanditRun` (step n = θ_n). Sampled runs are averaged over seeds, with
     `reward_std` the spread across seeds and `n_samples` the number of seeds (so the per-step error of the
     mean is reward_std/√seeds); `index` picks a single seed instead. Steps after a divergence are NaN and
     therefore skipped (see `TrainingLog.skipped_steps`)."""
-    names = {
-        "reward": "reward",
-        "true_reward": "true_reward",
-        "entropy": "entropy",
-        "kl": "kl_ref",
-        "grad_norm": "grad_norm",
-        "ratio_max": "ratio_max",
-        "clip_frac": "clip_frac",
-        "zero_std_frac": "zero_adv_frac",
-        "adv_var": "adv_var",
-    }
-    arrays = {k: np.asarray(getattr(run, v), float) for k, v in names.items() if getattr(run, v) is not None}
+    arrays = {k: np.asarray(getattr(run, v), float) for k, v in RUN_COLUMNS.items() if getattr(run, v) is not None}
     if index is not None:
         arrays = {k: np.atleast_2d(v)[index] for k, v in arrays.items()}
     elif arrays["reward"].ndim == 2:

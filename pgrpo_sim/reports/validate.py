@@ -31,6 +31,7 @@ from ..analysis.sweep import parse_axis, run_sweep
 from ..base.runtime import cpu_cores
 from ..logs.diagnostics import PROVOKED, READOUTS, diagnose
 from ..logs.laws import fit_laws, identify_stiffness
+from ..logs.readers import RUN_COLUMNS
 from ..models import linear, theory
 from ..models.bandit import BanditRun, expected_group_std, simulate
 from ..models.config import bandit_config
@@ -536,7 +537,7 @@ def failure_modes(res: Resolution, seed: int, plot: Callable | None) -> dict:
     runs = {**PROVOKED, "healthy": BASE | dict(eta=0.1)}
     cases = {}
     for name, kwargs in runs.items():
-        d = diagnose(simulate(bandit_config(**kwargs), 600))
+        d = diagnose(simulate(bandit_config(**kwargs), 600, readouts=tuple(RUN_COLUMNS.values())))
         steps = {r.name: r.first_step for r in d.readouts}
         cases[name] = dict(first=d.first(), flags=d.flags(), first_steps=steps)
     separated = all(cases[m]["first"] == m for m in PROVOKED) and cases["healthy"]["first"] is None
