@@ -43,6 +43,18 @@ def test_advantage_codes_are_traced_kinds(backend_compiles):
     assert [ps.advantage_code(name) for name in ps.ADVANTAGES] == list(range(len(ps.ADVANTAGES)))
 
 
+def test_batch_scale_is_the_std_of_every_reward():
+    """The batch std comes from the groups' sums of squares (Chan et al.'s pairwise update), not from a pass over
+    every reward: it equals NumPy's two-pass std over the whole array, with leading batch axes, and for rewards
+    offset by 1e3 with a 1e-3 spread (their own float64 rounding, 1e-13, is 1e-10 of the spread, so of the O(1)
+    advantages: rtol 1e-8, atol 1e-9 where r − mean is near 0)."""
+    rng = np.random.default_rng(0)
+    for rewards in (rng.random((3, 5, 6)), 1e3 + 1e-3 * rng.random((4, 8))):
+        centred = rewards - rewards.mean(-1, keepdims=True)
+        want = centred / (np.std(rewards, ddof=1) + 1e-6)
+        np.testing.assert_allclose(ps.group_advantages(rewards, "batch"), want, rtol=1e-8, atol=1e-9)
+
+
 def test_clipped_surrogate_matches_verl_vector():
     def loss(logp, dual):
         return jnp.mean(ps.clipped_surrogate(logp, LOGP_OLD, ADV_STD, 0.2, 0.28, dual).loss)
