@@ -92,7 +92,7 @@ an expected-mode sweep's chunk 1.2–1.5× faster (its summary pass ~3×) and a 
 SERIAL_CODEGEN_FLAG = "--xla_cpu_parallel_codegen_split_count=1"
 """XLA flag: compile each CPU program's machine code on one thread. For commands that compile several programs at
 once, one per core (`validate`): XLA's own split of each compilation over threads then only adds contention
-(`validate --quick` ran in 40 s with it, 44 s without; RESULTS.md)."""
+(`validate --quick` on 2 cores: 40 s and 62 s of CPU with it, 44 s and 68 s without)."""
 
 
 def _add_flag(flag: str, env: dict) -> bool:
