@@ -70,7 +70,8 @@ def test_batch_moments_match_monte_carlo(unsolvable, dataset):
 
 
 def test_scenarios_changing_only_float_keys_share_one_compilation(backend_compiles):
-    """A what-if over learning rate, β and clip compiles the population model once (their values are traced), and
+    """A what-if over learning rate, β, clip and `scale_rewards` (the advantage kind, a traced code) compiles the
+    population model once (their values are traced), and
     each band's mean curve is that run config's own `observables` (so tracing them changed no number): the
     posterior sd is 1e-10, so the draws move the curve by ~1e-10, well inside 1e-8. A new group size is new static
     structure: one more compilation."""
@@ -85,7 +86,12 @@ def test_scenarios_changing_only_float_keys_share_one_compilation(backend_compil
 
     band(RUN)  # compiles the band's program
     backend_compiles.clear()
-    scenarios = [RUN.replace(learning_rate=3e-5), RUN.replace(beta=0.1), RUN.replace(epsilon_high=0.28)]
+    scenarios = [
+        RUN.replace(learning_rate=3e-5),
+        RUN.replace(beta=0.1),
+        RUN.replace(epsilon_high=0.28),
+        RUN.replace(scale_rewards="none"),
+    ]
     bands = [band(run) for run in scenarios]
     assert len(backend_compiles) == 0, f"compilations for float-only changes: {backend_compiles}"
     band(RUN.replace(num_generations=4))
