@@ -2,10 +2,12 @@
 
 The objective is the mean reward over the last quarter of a 1000-step expected-mode `simulate` run of
 the default bandit (N = 2, G = 8, on-policy, heavy-ball SGD), as a function of (η, μ, β); its gradient
-d(mean late reward)/d(η, μ, β) by reverse mode (`jax.grad`; and by forward mode, `jax.jacfwd` with three
-tangents, in the one-process table), against the forward run alone:
+d(mean late reward)/d(η, μ, β) by reverse mode (`jax.grad`, with the full tape and with `simulate(checkpoint=True)`,
+blocks of √steps rematerialised; and by forward mode, `jax.jacfwd` with three tangents, in the one-process table),
+against the forward run alone:
 - one configuration (η, μ, β) = `POINT`;
-- vmapped over 10^3 configurations (bench_bandit's (η, μ, β) sweep, η scaled into [0.002, 0.2]).
+- vmapped over 10^3 configurations (bench_bandit's (η, μ, β) sweep, η scaled into [0.002, 0.2]), at 1000 steps
+  and at 4000 (the tape's memory grows with the steps, the checkpointed gradient's with their square root).
 Float32, jitted and compiled ahead of time, one XLA CPU device; each (case, side) runs in a fresh
 process, `reps` calls timed together, median over rounds.
 """
@@ -20,17 +22,17 @@ import numpy as np
 STEPS = 1000
 POINT = (0.01, 0.5, 0.05)
 """(η, μ, β) of the single configuration: the late reward (0.974) still depends on all three."""
-SIDES = ("forward", "grad")
+SIDES = ("forward", "grad", "grad_checkpoint")
 
 
-def objective(steps: int = STEPS):
+def objective(steps: int = STEPS, checkpoint: bool = False):
     """(η, μ, β) ↦ mean reward over the last quarter of a `steps`-step expected-mode run (default bandit)."""
     import pgrpo_sim as ps
 
     config = ps.bandit_config()
 
     def late_reward(eta, momentum, beta):
-        reward = ps.simulate(config.replace(eta=eta, momentum=momentum, beta=beta), steps).reward
+        reward = ps.simulate(config.replace(eta=eta, momentum=momentum, beta=beta), steps, checkpoint=checkpoint).reward
         return reward[-((steps + 1) // 4) :].mean()
 
     return late_reward
@@ -39,8 +41,8 @@ def objective(steps: int = STEPS):
 def transformed(side: str, steps: int = STEPS):
     import jax
 
-    f = objective(steps)
-    if side == "grad":
+    f = objective(steps, checkpoint=side == "grad_checkpoint")
+    if side in ("grad", "grad_checkpoint"):
         return jax.grad(f, argnums=(0, 1, 2))
     if side == "jacfwd":
         return jax.jacfwd(f, argnums=(0, 1, 2))
@@ -55,16 +57,13 @@ def sweep(configs: int):
 
 
 def _grad_cases(quick: bool) -> list[dict]:
-    """One configuration and 10^3 vmapped, at 1000 steps (--quick: 200 steps, 100 configurations)."""
-    steps = 200 if quick else STEPS
+    """One configuration and 10^3 vmapped, at 1000 steps, and 10^3 at 4000 steps (--quick: 200 and 800 steps,
+    100 configurations)."""
+    steps, configs = (200, 100) if quick else (STEPS, 1000)
     return [
         dict(label="one configuration", configs=None, steps=steps, reps=50 if quick else 100),
-        dict(
-            label=f"vmap over {100 if quick else 1000} configurations",
-            configs=100 if quick else 1000,
-            steps=steps,
-            reps=3,
-        ),
+        dict(label=f"vmap over {configs} configurations", configs=configs, steps=steps, reps=3),
+        dict(label=f"vmap over {configs} configurations, {4 * steps} steps", configs=configs, steps=4 * steps, reps=1),
     ]
 
 
@@ -177,16 +176,19 @@ def report(quick: bool, rounds: int, out_dir) -> str:
         f"d(mean reward over the last quarter)/d(η, μ, β) of a {_grad_cases(quick)[0]['steps']}-step expected-mode run "
         "(default bandit, float32, one XLA CPU device, compiled ahead of time); milliseconds per call, "
         f"median of {rounds} fresh processes (each timing `reps` calls); gradients checked against "
-        "central finite differences first (`--check`).",
+        "central finite differences first (`--check`). grad: `jax.grad` with the full tape; checkpointed: "
+        "`simulate(checkpoint=True)`, blocks of about √steps steps recomputed on the backward pass.",
         "",
-        "| Case | forward ms | grad ms | grad / forward | compile s (fwd / grad) | peak RSS MiB (fwd / grad) |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| Case | forward ms | grad ms | grad / forward | checkpointed grad ms | checkpointed / forward | "
+        "compile s (fwd / grad / ckpt) | peak RSS MiB (fwd / grad / ckpt) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for case in _grad_cases(quick):
         r = harness.time_sides(__file__, case, SIDES, rounds)
         ms = {side: 1e3 * r[side]["seconds"] / case["reps"] for side in SIDES}
         lines.append(
             f"| {case['label']} | {ms['forward']:.3g} | {ms['grad']:.3g} | {ms['grad'] / ms['forward']:.1f}× | "
+            f"{ms['grad_checkpoint']:.3g} | {ms['grad_checkpoint'] / ms['forward']:.1f}× | "
             + " / ".join(f"{r[s]['compile_s']:.1f}" for s in SIDES)
             + " | "
             + " / ".join(f"{r[s]['rss_mib']:.0f}" for s in SIDES)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import jax
+import jax.numpy as jnp
 from jax import Array
 
 FORWARD_MODE_MAX = 4
 """Up to this many inputs `value_and_grad` uses forward mode (`jax.jacfwd`). Through a simulated run of the
-bandit it costs about 7× the run, against 13× for reverse mode, which also keeps every step for the
-backward pass (benchmarks/RESULTS.md, "Gradients through a run")."""
+bandit, three tangents cost about as much as reverse mode with its full tape, and forward mode holds no tape
+(benchmarks/RESULTS.md, "Gradients through a run")."""
 
 
 def value_and_grad(loss: Callable, z: Array, *args) -> tuple[tuple[Array, object], Array]:
@@ -26,3 +28,37 @@ def value_and_grad(loss: Callable, z: Array, *args) -> tuple[tuple[Array, object
 
     grad, out = jax.jacfwd(both, has_aux=True)(z)
     return out, grad
+
+
+def _block_size(length: int) -> int:
+    """Steps per checkpointed block: the largest divisor of `length` up to √length, or ⌈√length⌉ when that
+    divisor is under half of √length (then the steps beyond whole blocks run as one plain scan)."""
+    root = math.isqrt(length)
+    divisor = max(d for d in range(1, root + 1) if length % d == 0)
+    return divisor if 4 * divisor * divisor >= length else root + 1
+
+
+def scan(f: Callable, init, xs, length: int, *, checkpoint: bool = False):
+    """`jax.lax.scan(f, init, xs, length=length)`; with `checkpoint`, one whose reverse-mode derivative keeps
+    O(√length) carries, not every step's residuals: an outer scan over blocks of about √length steps, each
+    block rematerialised on the backward pass (`jax.checkpoint`; Griewank & Walther, *Evaluating
+    Derivatives*, 2008, §12.3). Forward runs and forward mode compute the same steps at the same speed;
+    reverse mode recomputes each step once more, and through a wide vmapped bandit run costs less than with
+    the full tape (benchmarks/RESULTS.md, "Gradients through a run"). Lengths with no divisor near √length
+    run their last steps (fewer than a block) as a plain scan, which traces `f` a second time. The nested
+    loops compile more slowly (about 0.2 s more for a bandit run, 0.5–1 s more for its gradient), hence
+    opt-in."""
+    if not checkpoint:
+        return jax.lax.scan(f, init, xs, length=length)
+    block = _block_size(length)
+    whole = length - length % block
+    head = None if xs is None else jax.tree.map(lambda x: x[:whole], xs)
+    blocked = None if xs is None else jax.tree.map(lambda x: x.reshape(whole // block, block, *x.shape[1:]), head)
+    run_block = jax.checkpoint(lambda carry, chunk: jax.lax.scan(f, carry, chunk, length=block), prevent_cse=False)
+    carry, ys = jax.lax.scan(run_block, init, blocked, length=whole // block)
+    ys = jax.tree.map(lambda y: y.reshape(whole, *y.shape[2:]), ys)
+    if whole == length:
+        return carry, ys
+    tail = None if xs is None else jax.tree.map(lambda x: x[whole:], xs)
+    carry, rest = jax.lax.scan(f, carry, tail, length=length - whole)
+    return carry, jax.tree.map(lambda a, b: jnp.concatenate([a, b]), ys, rest)

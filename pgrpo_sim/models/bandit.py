@@ -29,9 +29,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jax import Array
+from jax.custom_derivatives import SymbolicZero
 from jax.scipy.special import gammaln, xlog1py, xlogy
 
 from ..base import threefry as _random
+from ..base.autodiff import scan
 from ..base.checks import check_choice, check_range, is_concrete
 from ..base.errors import PgrpoSimError
 from ..base.small_axes import UNROLL_MAX, axis_sum, softmax
@@ -199,12 +201,14 @@ def binomial_pmf(n: int, p: Array) -> Array:
     return choose * jnp.stack(p_pow, -1) * jnp.stack(q_pow[::-1], -1)
 
 
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
 def binomial_mean(n: int, p: Array, values: Array) -> Array:
     """Σ_j B(j; n, p)·values[k, j] for j = 0..n: shape p.shape + (K,) for `values` of shape (K, n + 1), n static.
 
     Horner's rule in x = min(p, q)/max(p, q) ≤ 1 (so no power overflows) times max(p, q)^n:
     B(j; n, p) = q^n·C(n, j)·(p/q)^j = p^n·C(n, j)·(q/p)^(n−j). About 2n multiply-adds per row and no
     (…, n + 1) array, which the pmf-then-dot form builds: the expected-mode hot path at large G.
+    Its derivative is the Bernstein one (`_binomial_mean_jvp`), not the Horner chain's.
     """
     if n > _PRODUCT_PMF_MAX_N:
         return binomial_pmf(n, p) @ jnp.asarray(values, p.dtype).T
@@ -220,6 +224,24 @@ def binomial_mean(n: int, p: Array, values: Array) -> Array:
             acc = acc * x + jnp.where(low, row[m], row[n - m])
         rows.append(acc)
     return jnp.stack(rows, -1) * jax.lax.integer_pow(big, n)[..., None]
+
+
+def _binomial_mean_jvp(n: int, primals, tangents):
+    """d/dp Σ_j B(j; n, p)·v_j = n·Σ_j B(j; n − 1, p)·(v_{j+1} − v_j) (Bernstein polynomials' derivative),
+    from the primal alone: forward mode with k tangents evaluates it once, not per tangent, and reverse mode
+    keeps this slope per step instead of the Horner chain (benchmarks/RESULTS.md, "Gradients through a run")."""
+    (p, values), (p_dot, values_dot) = primals, tangents
+    out = binomial_mean(n, p, values)
+    out_dot = jnp.zeros_like(out)
+    if n > 0 and type(p_dot) is not SymbolicZero:
+        v = jnp.asarray(values, p.dtype)
+        out_dot = n * binomial_mean(n - 1, p, v[:, 1:] - v[:, :-1]) * p_dot[..., None]
+    if type(values_dot) is not SymbolicZero:
+        out_dot = out_dot + binomial_mean(n, p, values_dot)
+    return out, out_dot
+
+
+binomial_mean.defjvp(_binomial_mean_jvp, symbolic_zeros=True)
 
 
 def _kl_term(config: BanditConfig, logits: Array, logp: Array, logp_ref: Array, weights: Array) -> Array:
@@ -787,10 +809,13 @@ def initial_state(config: BanditConfig, optimizer, logits: Array) -> BanditState
     )
 
 
-def run(config: BanditConfig, key: Array, steps: int, mode: str, *, binary_rewards: bool = False) -> BanditRun:
+def run(
+    config: BanditConfig, key: Array, steps: int, mode: str, *, binary_rewards: bool = False, checkpoint: bool = False
+) -> BanditRun:
     """(Low-level API) one run of `steps` updates (a single seed), unjitted and unchecked; pure, so it can be
     vmapped over configs and keys inside the caller's own jit (`simulate` is the checked, jitted entry).
-    `binary_rewards`: every reward is exactly 0 or 1, which lets expected-mode reuse enumerate fewer rollouts."""
+    `binary_rewards`: every reward is exactly 0 or 1, which lets expected-mode reuse enumerate fewer rollouts.
+    `checkpoint`: reverse-mode derivatives keep O(√steps) states (`base.autodiff.scan`)."""
     optimizer = make_optimizer(config)
     state = initial_state(config, optimizer, config.init_logits)
     if mode == "expected" and config.lag_model == "refresh":
@@ -804,13 +829,13 @@ def run(config: BanditConfig, key: Array, steps: int, mode: str, *, binary_rewar
             b, w, m = reuse_branch_step(config, optimizer, *carry, outcomes)
             return (b, w), m
 
-        carry, metrics = jax.lax.scan(update, (branches, weights), None, length=steps)
+        carry, metrics = scan(update, (branches, weights), None, steps, checkpoint=checkpoint)
         _, last = update(carry, None)
         final = collapse_branches(*carry)
     else:
         update = functools.partial(step, config, optimizer, mode)
         keys = jax.random.split(key, steps + 1)
-        final, metrics = jax.lax.scan(update, state, keys[:steps])
+        final, metrics = scan(update, state, keys[:steps], steps, checkpoint=checkpoint)
         _, last = update(final, keys[steps])
     metrics = jax.tree.map(lambda seq, end: jnp.concatenate([seq, end[None]]), metrics, last)
     return BanditRun(
@@ -826,7 +851,7 @@ STEP_READOUTS = BanditRun._fields[: BanditRun._fields.index("final_logits")]
 """The per-step read-outs of `BanditRun` (reward … prompt_spread), the names `simulate(readouts=…)` takes."""
 
 
-@functools.partial(jax.jit, static_argnames=("steps", "mode", "seeds", "binary_rewards", "readouts"))
+@functools.partial(jax.jit, static_argnames=("steps", "mode", "seeds", "binary_rewards", "readouts", "checkpoint"))
 def _simulate(
     config: BanditConfig,
     key: Array,
@@ -835,11 +860,12 @@ def _simulate(
     seeds: int,
     binary_rewards: bool = False,
     readouts: tuple[str, ...] = STEP_READOUTS,
+    checkpoint: bool = False,
 ) -> BanditRun:
     if mode == "expected":
-        out = run(config, key, steps, mode, binary_rewards=binary_rewards)
+        out = run(config, key, steps, mode, binary_rewards=binary_rewards, checkpoint=checkpoint)
     else:
-        out = jax.vmap(lambda k: run(config, k, steps, mode))(jax.random.split(key, seeds))
+        out = jax.vmap(lambda k: run(config, k, steps, mode, checkpoint=checkpoint))(jax.random.split(key, seeds))
     return out._replace(**{name: None for name in STEP_READOUTS if name not in readouts})  # dead code for XLA
 
 
@@ -852,6 +878,7 @@ def simulate(
     key: Array | None = None,
     binary_rewards: bool | None = None,
     readouts: Sequence[str] | None = None,
+    checkpoint: bool = False,
 ) -> BanditRun:
     """Run GRPO on the bandit for `steps` optimiser steps; see `BanditRun` for the outputs.
 
@@ -864,6 +891,10 @@ def simulate(
     `readouts`: the per-step read-outs to compute (names in `STEP_READOUTS`; default all), the others are None:
     a run that keeps only what it needs compiles faster (the reward alone: in a third of the XLA time in
     expected mode, half in sampled mode) and holds seeds × (steps + 1) floats per read-out less.
+    `checkpoint=True` for reverse-mode derivatives (`jax.grad`) of long runs: the steps run in blocks of about
+    √steps, rematerialised on the backward pass, so it holds O(√steps) states instead of every step's, and
+    through a wide `vmap` it is also faster (benchmarks/RESULTS.md, "Gradients through a run"); it compiles a
+    little more slowly. Values and forward-mode derivatives are the same either way.
     """
     check_range("steps", steps, 1, integer=True)
     if readouts is not None:
@@ -880,4 +911,13 @@ def simulate(
         binary_rewards = concrete and is_binary(np.asarray(config.rewards))
     binary = mode == "expected" and config.lag_model == "refresh" and bool(binary_rewards)
     keep = STEP_READOUTS if readouts is None else tuple(name for name in STEP_READOUTS if name in readouts)
-    return _simulate(config, key, steps=int(steps), mode=mode, seeds=int(seeds), binary_rewards=binary, readouts=keep)
+    return _simulate(
+        config,
+        key,
+        steps=int(steps),
+        mode=mode,
+        seeds=int(seeds),
+        binary_rewards=binary,
+        readouts=keep,
+        checkpoint=bool(checkpoint),
+    )

@@ -451,6 +451,32 @@ def test_readouts_keep_only_what_is_asked(mode):
         ps.simulate(config, 5, readouts=("rewards",))
 
 
+@pytest.mark.parametrize(
+    "mode, lag_model, steps",
+    [
+        ("expected", "none", 61),
+        pytest.param("expected", "refresh", 40, marks=pytest.mark.slow),
+        pytest.param("sampled", "refresh_fresh", 30, marks=pytest.mark.slow),
+    ],
+)
+def test_checkpointed_run_equals_plain_run(mode, lag_model, steps):
+    """`checkpoint=True` regroups the steps into blocks (61: whole blocks plus a plain tail; expected reuse runs
+    by branches): the same rewards and reverse-mode derivative in η (1e-12: another compiled program, XLA may
+    fuse differently). The reward alone keeps the four compilations short."""
+    lag = 0 if lag_model == "none" else 2
+    config = ps.bandit_config(eta=0.4, momentum=0.6, beta=0.1, clip=0.1, lag_model=lag_model, lag=lag)
+
+    def late(eta, checkpoint):
+        cfg = config.replace(eta=eta)
+        run = ps.simulate(cfg, steps, mode=mode, seeds=3, readouts=("reward",), checkpoint=checkpoint)
+        return run.reward[..., -10:].mean(), run.reward
+
+    (plain, curve), grad = jax.value_and_grad(late, has_aux=True)(jnp.float64(0.4), False)
+    (blocks, curve_blocks), grad_blocks = jax.value_and_grad(late, has_aux=True)(jnp.float64(0.4), True)
+    np.testing.assert_allclose(curve_blocks, curve, rtol=1e-12, atol=1e-14)
+    assert float(grad_blocks) == pytest.approx(float(grad), rel=1e-12, abs=1e-14)
+
+
 def test_bad_simulate_arguments():
     config = ps.bandit_config()
     for kwargs, name in [
@@ -510,6 +536,29 @@ def test_binomial_mean_equals_sum_over_pmf(n):
     for p, row in zip(ps_[1:-1], slope):  # d/dp B(j; n, p) = B(j; n, p)·(j/p − (n − j)/(1 − p))
         dpmf = choose * p**j * (1 - p) ** (n - j) * (j / p - (n - j) / (1 - p))
         np.testing.assert_allclose(row, values @ dpmf, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("n", [1, 7, 61])
+def test_binomial_mean_derivatives_every_mode(n):
+    """`binomial_mean`'s own derivative rule, float64: reverse mode equals forward mode (1e-13), the
+    derivative in `values` is the pmf (linear: 1e-12), and the second derivative in p matches central
+    differences of the first (step 1e-5: error O(h²) times the fourth derivative, ≪ 1e-6)."""
+    values = np.random.default_rng(n).normal(size=(2, n + 1))
+    choose = np.array([math.comb(n, i) for i in range(n + 1)], float)
+    weights = jnp.array([1.0, -2.0])
+    with jax.enable_x64(True):
+        f = lambda p, v: jnp.sum(binomial_mean(n, p, v) * weights)  # noqa: E731
+        for p in (0.2, 0.5, 0.83):
+            p = jnp.float64(p)
+            fwd = jax.jacfwd(f)(p, values)
+            rev, by_values = jax.grad(f, argnums=(0, 1))(p, values)
+            assert float(rev) == pytest.approx(float(fwd), rel=1e-13, abs=1e-13)
+            pmf = choose * p ** np.arange(n + 1) * (1 - p) ** (n - np.arange(n + 1))
+            np.testing.assert_allclose(np.asarray(by_values), np.outer(weights, pmf), rtol=1e-12, atol=1e-12)
+            second = float(jax.grad(jax.grad(f))(p, values))
+            h = 1e-5
+            fd = (float(jax.grad(f)(p + h, values)) - float(jax.grad(f)(p - h, values))) / (2 * h)
+            assert second == pytest.approx(fd, rel=1e-6, abs=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["constant_with_warmup", "linear", "cosine"])
