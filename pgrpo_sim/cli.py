@@ -18,7 +18,7 @@ import numpy as np
 
 from .base.checks import check_range, describe_range
 from .base.errors import PgrpoSimError
-from .base.outputs import check_output_dir, check_output_file, claim_output_dir, remove_outputs
+from .base.outputs import check_output_dir, check_output_file, claim_output_dir, remove_outputs, write_csv
 from .logs.readers import FORMATS
 from .models.hyperparameters import HYPERPARAMETERS
 
@@ -615,7 +615,7 @@ def _write_phase_tables(out: str, ds, prediction, summary: dict) -> None:
     table["damping_ratio_predicted"] = (ds["regime"].dims, prediction.damping_ratio)
     table["spectral_radius_predicted"] = (ds["regime"].dims, prediction.radius)
     try:
-        table.to_dataframe().to_csv(Path(out) / "summary.csv")
+        write_csv(table.to_dataframe(), Path(out) / "summary.csv")
         (Path(out) / "summary.json").write_text(json.dumps(summary, indent=2))
     except OSError as exc:
         raise UsageError(f"cannot write to {out}: {exc.strerror}") from None

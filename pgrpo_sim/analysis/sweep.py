@@ -26,6 +26,7 @@ import numpy as np
 
 from ..base.checks import check_choice, check_range
 from ..base.errors import PgrpoSimError
+from ..base.outputs import write_csv
 from ..base.regimes import DISCRETE_REGIMES
 from ..base.runtime import RUN_BOUND_OPTIONS
 from ..base.sharding import shard_batch
@@ -495,7 +496,7 @@ class _ChunkStore:
                 if var.dtype == np.int64:
                     netcdf3[name] = var.astype(np.int32)
             netcdf3.to_netcdf(self.dir / "sweep.nc", engine="scipy")
-            dataset.drop_vars("trajectory", errors="ignore").to_dataframe().to_csv(self.dir / "summary.csv")
+            write_csv(dataset.drop_vars("trajectory", errors="ignore").to_dataframe(), self.dir / "summary.csv")
         except OSError as exc:
             raise SweepError(f"cannot write the dataset to {self.dir}: {exc.strerror}") from None
 

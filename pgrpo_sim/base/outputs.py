@@ -111,3 +111,16 @@ def check_output_file(path: str | os.PathLike, flag: str, suffixes: Iterable[str
         raise PgrpoSimError(f"cannot write {flag} {out}: {exc.strerror}") from None
     if not existed:
         out.unlink()
+
+
+def write_csv(frame, path: str | os.PathLike) -> None:
+    """A pandas DataFrame as CSV, its named index as leading columns (as `DataFrame.to_csv` writes it), with
+    Apache Arrow's writer: about 8× faster than `to_csv` on a sweep's 2·10⁵ rows (benchmarks/RESULTS.md),
+    the same values (floats in their shortest round-trip form, NaN as an empty field)."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    if any(name is not None for name in frame.index.names):
+        frame = frame.reset_index()
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    pa_csv.write_csv(table, path, write_options=pa_csv.WriteOptions(quoting_header="none"))
