@@ -432,7 +432,7 @@ def _sum_by_arm(arms: Array, values: Array, n_arms: int) -> Array:
     """Σ_g values[p, g]·1{arms[p, g] = a}: (P, N)."""
     if n_arms > UNROLL_MAX:
         return jnp.sum(values[..., None] * (arms[..., None] == jnp.arange(n_arms)), axis=-2)
-    return jnp.stack([jnp.sum(jnp.where(arms == a, values, 0), axis=-1) for a in range(n_arms)], axis=-1)
+    return jnp.stack([axis_sum(jnp.where(arms == a, values, 0)) for a in range(n_arms)], axis=-1)
 
 
 def _cumsum_arms(x: Array) -> Array:
