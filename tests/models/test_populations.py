@@ -161,13 +161,14 @@ def test_shared_parameters_equal_a_hand_loop_and_move_every_prompt():
     run = ps.simulate(config, 6)
     theta0 = np.asarray(config.init_logits)
     w = np.zeros((2, 2))
+    grad_at = jax.jit(lambda theta: ps.on_policy_grad(theta, config))  # one compilation, not op by op
     for _ in range(6):
-        grad, _ = ps.on_policy_grad(jnp.asarray(theta0 + phi @ w), config)
+        grad, _ = grad_at(jnp.asarray(theta0 + phi @ w))
         w = w - 0.5 * phi.T @ np.asarray(grad)
     np.testing.assert_allclose(run.final_logits, theta0 + phi @ w, rtol=1e-12)
     one = ps.bandit_config(n_prompts=3, p_ref=[0.2, 0.4, 0.6], eta=0.5, features=phi, batch_prompts=1)
     opt = ps.make_optimizer(one)
     state = ps.initial_state(one, opt, one.init_logits)
-    state, _ = ps.step(one, opt, "sampled", state, jax.random.key(1))
+    state, _ = jax.jit(lambda state, key: ps.step(one, opt, "sampled", state, key))(state, jax.random.key(1))
     moved = np.any(np.asarray(state.logits != one.init_logits), axis=-1)
     assert moved.sum() >= 2 and int(state.batch[0]) in np.flatnonzero(moved)  # the batch's prompt and others

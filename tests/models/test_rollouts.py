@@ -23,12 +23,13 @@ def test_reuse_equals_a_hand_written_loop_over_one_rollout():
     opt = ps.make_optimizer(config)
     theta, state = config.init_logits, opt.init(config.init_logits)
     drawn = []
+    loss_grad = jax.jit(jax.grad(lambda t, old, arms, rewards: ps.sampled_loss(t, old, arms, rewards, config)[0]))
     for n in range(steps):
         if n % 3 == 0:  # refresh: π_old ← π, one rollout from it
             old = theta
             arms, rewards = ps.draw_rollout(config, old, keys[n])
             drawn.append((arms, rewards))
-        grad = jax.grad(lambda t: ps.sampled_loss(t, old, arms, rewards, config)[0])(theta)
+        grad = loss_grad(theta, old, arms, rewards)
         update, state = opt.update(grad, state, theta)
         theta = optax.apply_updates(theta, update)
     # same arithmetic in another XLA fusion: a few ulp in float64
@@ -36,8 +37,9 @@ def test_reuse_equals_a_hand_written_loop_over_one_rollout():
     assert len(drawn) == 3 and not np.array_equal(drawn[0][0], drawn[1][0])  # fresh draws at each refresh
     # the reused samples are bitwise those of the refresh step: replay the scan state by state
     state = ps.initial_state(config, opt, config.init_logits)
+    step = jax.jit(lambda state, key: ps.step(config, opt, "sampled", state, key))  # one compilation, not op by op
     for n in range(steps):
-        state, _ = ps.step(config, opt, "sampled", state, keys[n])
+        state, _ = step(state, keys[n])
         np.testing.assert_array_equal(state.rollout_arms, drawn[n // 3][0])
         np.testing.assert_array_equal(state.rollout_rewards, drawn[n // 3][1])
 
@@ -57,13 +59,14 @@ def test_minibatches_partition_the_prompts_once_per_epoch():
     opt = ps.make_optimizer(config)
     state = ps.initial_state(config, opt, config.init_logits)
     keys = jax.random.split(jax.random.key(1), 12)
+    step = jax.jit(lambda state, key: ps.step(config, opt, "sampled", state, key))  # one compilation, not op by op
     orders = []
     for epoch in range(4):  # two rollouts of two epochs
         seen = []
         for j in range(3):
             n = 3 * epoch + j
             before = state.logits
-            state, _ = ps.step(config, opt, "sampled", state, keys[n])
+            state, _ = step(state, keys[n])
             weights = ps.minibatch_weights(config, jnp.asarray(j), state.rollout_order)
             chosen = np.flatnonzero(np.asarray(weights))
             moved = np.flatnonzero(np.any(np.asarray(state.logits != before), axis=-1))
@@ -116,12 +119,13 @@ def test_reference_sync_equals_a_hand_loop():
     run = ps.simulate(config, 10)
     theta = ref = np.asarray(config.init_logits)
     kls = []
+    on_policy_grad = jax.jit(ps.on_policy_grad)  # one compilation, not op by op
     for n in range(10):
         if n > 0 and n % 3 == 0:
             ref = 0.25 * theta + 0.75 * ref
         synced = config.replace(init_logits=jnp.asarray(ref))
         kls.append(float(ps.kl_divergence(theta, ref)[0]))
-        grad, _ = ps.on_policy_grad(jnp.asarray(theta), synced)
+        grad, _ = on_policy_grad(jnp.asarray(theta), synced)
         theta = theta - 0.4 * np.asarray(grad)
     np.testing.assert_allclose(run.final_logits, theta, rtol=1e-12)
     np.testing.assert_allclose(run.kl_ref[:10], kls, rtol=1e-10, atol=1e-15)
