@@ -892,9 +892,10 @@ def simulate(
     a run that keeps only what it needs compiles faster (the reward alone: in a third of the XLA time in
     expected mode, half in sampled mode) and holds seeds × (steps + 1) floats per read-out less.
     `checkpoint=True` for reverse-mode derivatives (`jax.grad`) of long runs: the steps run in blocks of about
-    √steps, rematerialised on the backward pass, so it holds O(√steps) states instead of every step's, and
-    through a wide `vmap` it is also faster (benchmarks/RESULTS.md, "Gradients through a run"); it compiles a
-    little more slowly. Values and forward-mode derivatives are the same either way.
+    √steps, rematerialised on the backward pass, so it holds O(√steps) states instead of every step's; through a
+    wide `vmap` it takes about as long as the full tape, or less on long runs, whose tape leaves the cache
+    (benchmarks/RESULTS.md, "Gradients through a run"). It compiles a little more slowly. Values and
+    forward-mode derivatives are the same either way.
     """
     check_range("steps", steps, 1, integer=True)
     if readouts is not None:
