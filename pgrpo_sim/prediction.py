@@ -363,8 +363,9 @@ def constant_fixed_point(config2: BanditConfig) -> tuple[Array, Array] | None:
     with respect to η, μ and clip."""
     if not is_concrete([getattr(config2, f) for f in _DRIVE_FIELDS]):
         return None
+    on_policy = config2.replace(lag_model="none", lag=0, max_lag=0)  # validated while the traced leaves are tracers:
     placeholder = lambda v: np.ones(v.shape, v.dtype) if isinstance(v, jax.core.Tracer) else v  # noqa: E731
-    return fixed_point_stiffness(jax.tree.map(placeholder, config2))[:2]
+    return _fixed_point_stiffness(jax.tree.map(placeholder, on_policy))[:2]  # a placeholder (μ = 1) need not be valid
 
 
 def oscillator(config2: BanditConfig, tau, fixed: tuple[Array, Array] | None = None) -> dict[str, Array]:

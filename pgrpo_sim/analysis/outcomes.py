@@ -74,19 +74,22 @@ def read_outcomes(reward: Array, q: dict[str, Array], fraction, smoothing) -> Ou
     )
 
 
-@functools.partial(jax.jit, static_argnames=("steps",))
-def _outcomes_kernel(cfg2, fixed, fraction, smoothing, steps):
-    reward = simulate(cfg2, steps).reward
+@functools.partial(jax.jit, static_argnames=("steps", "checkpoint"))
+def _outcomes_kernel(cfg2, fixed, fraction, smoothing, steps, checkpoint):
+    reward = simulate(cfg2, steps, readouts=("reward",), checkpoint=checkpoint).reward
     return read_outcomes(reward, oscillator(cfg2, continuous_lag(cfg2.lag, cfg2.lag_model), fixed), fraction, smoothing)
 
 
-def outcomes(config: BanditConfig, steps: int, *, fraction: float = 0.9, smoothing: float = 0.02) -> Outcomes:
+def outcomes(
+    config: BanditConfig, steps: int, *, fraction: float = 0.9, smoothing: float = 0.02, checkpoint: bool = False
+) -> Outcomes:
     """Differentiable outcomes (`Outcomes`) of `steps` expected-mode steps of `config` (its exact two-arm
     reduction, the same reward curve); `jax.grad` / `jax.jacfwd` work with respect to config's float leaves
     (η, μ, β, clip, init_logits; use `with_hyperparameters` for p_ref), through the whole `lax.scan`.
 
     `fraction` ∈ (0, 1) sets the threshold, `smoothing` > 0 the width of the relaxation, both in units of the
-    way from p_0 to p*. A run that diverges gives NaN, never a number.
+    way from p_0 to p*. A run that diverges gives NaN, never a number. `checkpoint=True` for `jax.grad` through
+    long runs: memory grows with √steps, not steps (`simulate`'s `checkpoint`).
     """
     check_range("steps", steps, 1, integer=True)
     check_range("fraction", fraction, 0.0, 1.0, low_open=True, high_open=True)
@@ -94,4 +97,5 @@ def outcomes(config: BanditConfig, steps: int, *, fraction: float = 0.9, smoothi
     cfg2 = two_arm_reduction(config)
     dtype = cfg2.eta.dtype
     fixed = constant_fixed_point(cfg2)
-    return _outcomes_kernel(cfg2, fixed, jnp.asarray(fraction, dtype), jnp.asarray(smoothing, dtype), int(steps))
+    fraction, smoothing = jnp.asarray(fraction, dtype), jnp.asarray(smoothing, dtype)
+    return _outcomes_kernel(cfg2, fixed, fraction, smoothing, int(steps), bool(checkpoint))

@@ -33,6 +33,37 @@ def test_outcome_gradients_through_three_thousand_steps():
         np.testing.assert_allclose(grad, fd, rtol=2e-5, atol=1e-7, err_msg=name)
 
 
+@pytest.mark.slow  # the bandit's own checkpoint test runs by default
+def test_checkpointed_outcomes_have_the_same_reverse_mode_gradient():
+    """`outcomes(checkpoint=True)`: the same outcomes and `jax.grad` in (η, μ) over 400 steps (blocks of 20; float64,
+    1e-12: the blocks only regroup the same steps)."""
+    cfg = ps.bandit_config(**BASE, lag_model="stale", lag=2)
+
+    def area(p, checkpoint):
+        return ps.outcomes(ps.with_hyperparameters(cfg, **p), 400, checkpoint=checkpoint).area
+
+    point = dict(eta=0.1, momentum=0.9)
+    plain, blocks = (jax.value_and_grad(area)(point, c) for c in (False, True))
+    assert float(blocks[0]) == pytest.approx(float(plain[0]), rel=1e-12)
+    for name in point:
+        assert float(blocks[1][name]) == pytest.approx(float(plain[1][name]), rel=1e-12), name
+
+
+def test_gradient_in_momentum_alone():
+    """`jax.grad` and `jax.jacfwd` with respect to μ alone (p* then stays concrete and is computed once, eagerly):
+    both equal central differences (float64, h = 1e-6: error ≪ 1e-6 relative). This raised a config error before:
+    the eager fixed-point search validated its placeholder μ = 1."""
+    cfg = ps.bandit_config(**BASE, lag_model="stale", lag=2)
+
+    def final(m):
+        return ps.outcomes(ps.with_hyperparameters(cfg, momentum=m), 200).final_reward
+
+    h = 1e-6
+    fd = (float(final(0.9 + h)) - float(final(0.9 - h))) / (2 * h)
+    assert float(jax.grad(final)(0.9)) == pytest.approx(fd, rel=1e-6)
+    assert float(jax.jacfwd(final)(0.9)) == pytest.approx(fd, rel=1e-6)
+
+
 def test_time_to_threshold_is_the_interpolated_first_passage_time():
     cfg = ps.bandit_config(**(BASE | dict(eta=0.002)), lag_model="stale", lag=2)  # overdamped: monotone
     out = ps.outcomes(cfg, 3000, smoothing=1e-4)
