@@ -337,10 +337,15 @@ def _fixed_point_stiffness(config2: BanditConfig) -> tuple[Array, Array, Array]:
     return x, found, stiffness(config2, x)
 
 
+def _on_policy(config2: BanditConfig) -> BanditConfig:
+    """The configuration without lag: the on-policy drive reads neither lag model nor buffer length."""
+    return config2.replace(lag_model="none", lag=0, max_lag=0)
+
+
 def fixed_point_stiffness(config2: BanditConfig) -> tuple[Array, Array, Array]:
     """(x*, found, K) of a 2-arm configuration, compiled once for every lag model and buffer length (the
     on-policy drive reads neither); for concrete configurations outside a trace."""
-    return _fixed_point_stiffness(config2.replace(lag_model="none", lag=0, max_lag=0))
+    return _fixed_point_stiffness(_on_policy(config2))
 
 
 def substitute(config2: BanditConfig, values, scale) -> BanditConfig:
@@ -363,9 +368,9 @@ def constant_fixed_point(config2: BanditConfig) -> tuple[Array, Array] | None:
     with respect to η, μ and clip."""
     if not is_concrete([getattr(config2, f) for f in _DRIVE_FIELDS]):
         return None
-    on_policy = config2.replace(lag_model="none", lag=0, max_lag=0)  # validated while the traced leaves are tracers:
+    # validated while the traced leaves are still tracers: a placeholder (μ = 1) need not be a valid value
     placeholder = lambda v: np.ones(v.shape, v.dtype) if isinstance(v, jax.core.Tracer) else v  # noqa: E731
-    return _fixed_point_stiffness(jax.tree.map(placeholder, on_policy))[:2]  # a placeholder (μ = 1) need not be valid
+    return _fixed_point_stiffness(jax.tree.map(placeholder, _on_policy(config2)))[:2]
 
 
 def oscillator(config2: BanditConfig, tau, fixed: tuple[Array, Array] | None = None) -> dict[str, Array]:
