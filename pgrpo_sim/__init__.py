@@ -19,7 +19,17 @@ _EXPORTS = {
     ".analysis.search": ("SearchResult", "grid_search", "search"),
     ".analysis.sensitivities": ("Sensitivities", "sensitivities"),
     ".analysis.summaries": ("CurveSummary", "summarize_curve"),
-    ".analysis.sweep": ("Axis", "SweepError", "check_sweep", "grid_axes", "load_sweep", "parse_axis", "run_sweep"),
+    ".analysis.sweep": (
+        "Axis",
+        "SweepError",
+        "SweepResult",
+        "check_sweep",
+        "compute_sweep",
+        "grid_axes",
+        "load_sweep",
+        "parse_axis",
+        "run_sweep",
+    ),
     ".base.errors": ("PgrpoSimError",),
     ".calibration": (
         "Band",

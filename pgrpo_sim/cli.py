@@ -511,10 +511,11 @@ def _start_sweep(args: argparse.Namespace, command: str, base: dict, axes, outpu
 
 
 def _run_sweep_command(args: argparse.Namespace, base: dict, axes):
-    from .analysis.sweep import SweepError, run_sweep
+    """The sweep's `SweepResult` (its files written to --out)."""
+    from .analysis.sweep import SweepError, compute_sweep
 
     try:
-        return run_sweep(
+        return compute_sweep(
             base,
             axes,
             out_dir=args.out,
@@ -542,8 +543,8 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
         raise UsageError("sweep: give at least one --grid name=values")
     base = _sweep_base(args, axes)
     _start_sweep(args, "sweep", base, axes, SWEEP_OUTPUTS)
-    ds = _run_sweep_command(args, base, axes)
-    print(f"{ds['regime'].size} grid points; wrote {args.out}/sweep.nc and {args.out}/summary.csv")
+    result = _run_sweep_command(args, base, axes)
+    print(f"{result.size} grid points; wrote {args.out}/sweep.nc and {args.out}/summary.csv")
 
 
 DEFAULT_PHASE_GRIDS = {"eta": "eta=log:1e-3:1:48", "lag": "lag=0:12", "momentum": "momentum=0:0.99:34"}
@@ -583,7 +584,7 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
             "runs to the boundary), so the theory predicts no regime to compare with; give --beta > 0"
         )
     _start_sweep(args, "phase-diagram", base, axes, PHASE_OUTPUTS)
-    ds = _run_sweep_command(args, base, axes)
+    ds = _run_sweep_command(args, base, axes).to_dataset()
     kept = [a.name for a in ordered if a.size > 1]
     ds = ds.squeeze(drop=False)
     assert list(ds["regime"].dims) == kept, (ds["regime"].dims, kept)
@@ -607,7 +608,7 @@ def _write_phase_tables(out: str, ds, prediction, summary: dict) -> None:
     from .base.regimes import DISCRETE_REGIMES
 
     names = np.asarray(DISCRETE_REGIMES + ("none",))  # "none": no prediction (code -1)
-    table = ds.drop_vars("trajectory", errors="ignore")
+    table = ds.drop_vars(["trajectory", "step"], errors="ignore")  # one row a cell
     table["regime_name"] = (ds["regime"].dims, names[ds["regime"].values])
     for name in ("continuous", "discrete"):
         codes = np.where(prediction.valid, getattr(prediction, name), -1)

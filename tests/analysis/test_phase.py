@@ -51,6 +51,8 @@ def test_phase_diagram_command(tmp_path, capsys, monkeypatch):
         "0.9",
         "--steps",
         "600",
+        "--save-trajectories",
+        "100",
         "--quiet",
         "--out",
         str(tmp_path),
@@ -69,8 +71,9 @@ def test_phase_diagram_command(tmp_path, capsys, monkeypatch):
         assert 0.0 <= summary[key] <= 1.0
     for name in ("phase.png", "phase.pdf", "sweep.nc", "summary.csv"):
         assert (tmp_path / name).stat().st_size > 500
-    header = (tmp_path / "summary.csv").read_text().splitlines()[0]
+    header, *rows = (tmp_path / "summary.csv").read_text().splitlines()
     assert "predicted_continuous" in header and "regime_name" in header
+    assert len(rows) == 8 * 4 and "step" not in header.split(",")  # one row a cell, trajectories left out
     assert "agreement_continuous=" in capsys.readouterr().out
     assert summary["cells_without_prediction"] == 0 and summary["agreement_discrete"] > 0.5
     # the title names the swept axes as axes, not as the fixed values of their flags

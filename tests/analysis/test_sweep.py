@@ -12,7 +12,7 @@ import pytest
 
 import pgrpo_sim as ps
 from pgrpo_sim.analysis.summaries import FLIP, MONOTONE, OSCILLATORY, UNSTABLE, summarize_curve
-from pgrpo_sim.analysis.sweep import SweepError, load_sweep, parse_axis, run_sweep
+from pgrpo_sim.analysis.sweep import SweepError, compute_sweep, load_sweep, parse_axis, run_sweep
 
 BASE = dict(p_ref=0.2, beta=0.5, group_size=4, momentum=0.9, lag_model="stale")
 
@@ -76,6 +76,29 @@ def test_sweep_equals_direct_runs(tmp_path):
     saved = load_sweep(tmp_path)
     np.testing.assert_array_equal(saved.regime.values, ds.regime.values)
     assert (tmp_path / "summary.csv").read_text().count("\n") == 5
+
+
+def test_saved_files_are_what_xarray_and_pandas_write(tmp_path):
+    """`compute_sweep` writes sweep.nc and summary.csv without xarray: read back, they equal xarray's own
+    netCDF-3 file and pandas' table of the same Dataset (a static axis, an integer axis, trajectories)."""
+    import pandas as pd
+    import xarray as xr
+
+    axes = [parse_axis("eta=0.05,0.4"), parse_axis("group_size=2,8"), parse_axis("lag=0,2")]
+    base = {k: v for k, v in BASE.items() if k != "group_size"}
+    result = compute_sweep(base, axes, steps=40, decimate=10, out_dir=tmp_path / "ours", progress=False)
+    ds = result.to_dataset()
+    assert result.size == 8 and ds.trajectory.dims == ("group_size", "eta", "lag", "step")
+    ds.to_netcdf(tmp_path / "xarray.nc", engine="scipy")
+    ours = load_sweep(tmp_path / "ours")
+    xr.testing.assert_identical(ours, xr.load_dataset(tmp_path / "xarray.nc", engine="scipy"))
+    xr.testing.assert_identical(ours, ds)
+    table = pd.read_csv(tmp_path / "ours" / "summary.csv")
+    pd.testing.assert_frame_equal(
+        table, ds.drop_vars(["trajectory", "step"]).to_dataframe().reset_index(), check_dtype=False
+    )
+    run = ps.simulate(ps.bandit_config(**base, eta=0.4, group_size=2, lag=2, max_lag=2), 40)
+    np.testing.assert_array_equal(ds.trajectory.sel(eta=0.4, group_size=2, lag=2).values, run.reward[::10])
 
 
 def test_sampled_sweep_equals_direct_runs():

@@ -1,9 +1,13 @@
-"""`write_csv` against pandas' own writer: the same table read back."""
+"""`write_csv`, `grid_columns` and `write_netcdf3` against pandas' and xarray's own writers: the same data read
+back."""
 
 import numpy as np
 import pandas as pd
+import pytest
+import xarray as xr
 
-from pgrpo_sim.base.outputs import write_csv
+from pgrpo_sim.base.errors import PgrpoSimError
+from pgrpo_sim.base.outputs import grid_columns, write_csv, write_netcdf3
 
 
 def test_write_csv_reads_back_as_pandas_writes_it(tmp_path):
@@ -26,3 +30,48 @@ def test_write_csv_reads_back_as_pandas_writes_it(tmp_path):
     pd.testing.assert_frame_equal(ours, theirs)
     assert np.array_equal(ours["reward"].to_numpy(np.float32), frame["reward"].to_numpy(), equal_nan=True)
     assert (tmp_path / "arrow.csv").read_text().splitlines()[0] == "eta,momentum,reward,variance,step,regime"
+
+
+def _dataset() -> xr.Dataset:
+    """Float32 and int32 fields on an (η, lag) grid with NaN, a float64 and an int64 coordinate, attributes."""
+    reward = np.array([[0.25, np.nan, 1e-30], [1 / 3, -np.inf, 0.5]], np.float32)
+    step = np.array([[1, -1, 0], [7, 8, 9]], np.int32)
+    return xr.Dataset(
+        {"reward": (("eta", "lag"), reward, {"note": "per grid point"}), "step": (("eta", "lag"), step)},
+        coords={"eta": [0.001, 0.1], "lag": np.array([0, 2, 5])},
+        attrs={"spec": '{"steps": 10}'},
+    )
+
+
+def test_grid_columns_lay_out_rows_as_to_dataframe(tmp_path):
+    """The columns are the Dataset's table, and written as columns (NumPy, no pandas) or as that table (pandas)
+    they give the same file, NaN as an empty field."""
+    ds = _dataset()
+    columns = grid_columns({d: ds[d].values for d in ("eta", "lag")}, {k: ds[k].values for k in ("reward", "step")})
+    pd.testing.assert_frame_equal(pd.DataFrame(columns), ds.to_dataframe().reset_index())
+    write_csv(columns, tmp_path / "columns.csv")
+    write_csv(ds.to_dataframe(), tmp_path / "frame.csv")
+    text = (tmp_path / "columns.csv").read_text()
+    assert text == (tmp_path / "frame.csv").read_text() and "0.001,2,,-1\n" in text
+    with pytest.raises(PgrpoSimError, match="column name: a 1-D array of numbers"):
+        write_csv({"name": np.array(["a", "b"])}, tmp_path / "strings.csv")
+
+
+def test_write_netcdf3_reads_back_as_xarray_writes_it(tmp_path):
+    """Read back by xarray, the file equals the Dataset and the file xarray's scipy engine writes of it (NaN
+    fill values, the int64 coordinate stored as int32, attributes)."""
+    ds = _dataset()
+    variables = {k: (ds[k].dims, ds[k].values, ds[k].attrs) for k in ds.data_vars}
+    write_netcdf3(tmp_path / "ours.nc", {d: ds[d].values for d in ds.dims}, variables, ds.attrs)
+    ds.to_netcdf(tmp_path / "xarray.nc", engine="scipy")
+    ours = xr.load_dataset(tmp_path / "ours.nc", engine="scipy")
+    xr.testing.assert_identical(ours, xr.load_dataset(tmp_path / "xarray.nc", engine="scipy"))
+    xr.testing.assert_identical(ours, ds)
+
+
+def test_write_netcdf3_refuses_what_netcdf3_cannot_hold(tmp_path):
+    too_big = {"n": (("i",), np.array([0, 2**40]), {})}
+    with pytest.raises(PgrpoSimError, match="n: integers beyond the 32-bit range"):
+        write_netcdf3(tmp_path / "a.nc", {"i": np.arange(2)}, too_big, {})
+    with pytest.raises(PgrpoSimError, match="flag: dtype bool"):
+        write_netcdf3(tmp_path / "b.nc", {"i": np.arange(2)}, {"flag": (("i",), np.array([True, False]), {})}, {})
