@@ -255,10 +255,10 @@ def _measure_sweep_chunks(reps: int) -> dict:
         rng = np.random.default_rng(0)
         params = {"eta": 10 ** rng.uniform(-3, 0, n), "momentum": rng.uniform(0, 0.9, n)}
         params = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
-        keys = jax.random.split(jax.random.key(0), seeds)
-        fn = jax.jit(sweep._chunk, static_argnames=("steps", "mode", "decimate", "batch"))
-        lowered = fn.lower(config, params, keys, steps, mode, 0, min(n, sweep.VMAP_BATCH))
-        out[label] = _compile_and_time(lowered, (config, params, keys), reps)
+        seed = np.uint32(0)
+        fn = jax.jit(sweep._chunk, static_argnames=("steps", "mode", "decimate", "batch", "seeds"))
+        lowered = fn.lower(config, params, seed, steps, mode, 0, min(n, sweep.VMAP_BATCH), seeds)
+        out[label] = _compile_and_time(lowered, (config, params, seed), reps)
     return out
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base.checks import check_range, describe_range
+from .base.checks import check_range, check_seed, describe_range
 from .base.errors import PgrpoSimError
 from .base.outputs import check_output_dir, check_output_file, claim_output_dir, remove_outputs, write_csv
 from .logs.readers import FORMATS
@@ -300,7 +300,7 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
 
     check_range("steps", args.steps, 1, integer=True)
     check_range("seeds", args.seeds, 1, integer=True)
-    check_range("seed", args.seed, 0, integer=True)
+    check_seed(args.seed)
     config = _bandit_config(args)
     check_output_file(args.out, "--out")
     _check_plot(args.plot)
@@ -349,7 +349,7 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
     check_range("steps", args.steps, 1, integer=True)
     check_range("paths", args.paths, 1, integer=True)
     check_range("sample_paths", args.sample_paths, 0, integer=True)
-    check_range("seed", args.seed, 0, integer=True)
+    check_seed(args.seed)
     check_range("noise", args.noise, 0.0)
     check_range("group_size", args.group_size, 2.0)
     osc = (args.eta, args.momentum, args.lag, args.stiffness)
@@ -465,7 +465,7 @@ def _claim(args: argparse.Namespace, command: str, outputs: Sequence[str], *, re
 def _check_sweep_flags(args: argparse.Namespace) -> None:
     check_range("steps", args.steps, 1, integer=True)
     check_range("seeds", args.seeds, 1, integer=True)
-    check_range("seed", args.seed, 0, integer=True)
+    check_seed(args.seed)
     check_range("chunk_size", args.chunk_size, 1, integer=True)
     check_range("max_memory", args.max_memory, 0.0, low_open=True)
     check_range("save_trajectories", args.save_trajectories, 0, integer=True)
@@ -625,7 +625,7 @@ def _write_phase_tables(out: str, ds, prediction, summary: dict) -> None:
 def _cmd_validate(args: argparse.Namespace) -> None:
     from .reports.validate import validate
 
-    check_range("seed", args.seed, 0, integer=True)
+    check_seed(args.seed)
     _claim(args, "validate", VALIDATE_OUTPUTS)
     results = validate(args.out, quick=args.quick, seed=args.seed, log=lambda line: print(line, flush=True))
     held = sum(r["verdict"]["holds"] for r in results.values())

@@ -40,6 +40,7 @@ CASES = {
     "simulate negative eta": (SIMULATE + ["--eta", "-0.1"], "eta"),
     "simulate zero steps": (SIMULATE + ["--steps", "0"], "steps"),
     "simulate negative seeds": (SIMULATE + ["--mode", "sampled", "--seeds", "-1"], "seeds"),
+    "simulate seed beyond 32 bits": (SIMULATE + ["--seed", str(2**32)], "4294967295"),
     "simulate nan beta": (SIMULATE + ["--beta", "nan"], "--beta"),
     "simulate inf eta": (SIMULATE + ["--eta", "inf"], "--eta"),
     "simulate p_ref out of range": (SIMULATE + ["--p-ref", "1.5"], "p_ref"),
@@ -101,6 +102,7 @@ CASES = {
     "phase beta 0 has nothing to predict": (PHASE + ["--beta", "0"], "fixed point"),
     "phase negative beta": (PHASE + ["--beta", "-1"], "beta"),
     "phase zero steps": (PHASE + ["--steps", "0"], "steps"),
+    "sweep seed beyond 32 bits": (SWEEP + ["--seed", str(2**32)], "4294967295"),
     "phase nan momentum": (PHASE + ["--momentum", "nan"], "--momentum"),
     "phase inf max memory": (PHASE + ["--max-memory", "inf"], "--max-memory"),
     "phase grid out of range": (

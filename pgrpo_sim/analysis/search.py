@@ -24,7 +24,7 @@ import optax
 from jax import Array
 
 from ..base.autodiff import value_and_grad
-from ..base.checks import check_choice, check_range
+from ..base.checks import check_choice, check_range, check_seed
 from ..base.errors import PgrpoSimError
 from ..models import linear
 from ..models.bandit import simulate
@@ -436,7 +436,7 @@ def search(
     check_range("restarts", restarts, 1, integer=True)
     check_range("iterations", iterations, 1, integer=True)
     check_range("learning_rate", learning_rate, 0.0, low_open=True)
-    check_range("seed", seed, 0, integer=True)
+    check_seed(seed)
     runs = []
     for label, cfg in _outer_grid(config, lags, group_sizes):
         cfg2 = two_arm_reduction(cfg)

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base.checks import check_choice, check_range
+from ..base.checks import check_choice, check_range, check_seed
 from ..base.errors import PgrpoSimError
 from ..base.outputs import grid_columns, write_csv, write_netcdf3
 from ..base.regimes import DISCRETE_REGIMES
@@ -174,8 +174,10 @@ def _batch_curves(base: BanditConfig, params: dict, keys: jax.Array, steps: int,
     return curves, within, jnp.where(within, final.diverged_step, -1)
 
 
-def _chunk(base, params, keys, steps, mode, decimate, batch):
-    """Summaries of one chunk: `params` (configurations,) per traced name, `batch` configurations at a time."""
+def _chunk(base, params, seed, steps, mode, decimate, batch, seeds):
+    """Summaries of one chunk: `params` (configurations,) per traced name, `batch` configurations at a time;
+    `seeds` runs of each from the PRNG seed `seed` (split here: eager key ops would compile apart)."""
+    keys = jax.random.split(jax.random.key(seed), seeds)
 
     def one_batch(p):  # the batch's curves, then one pass over them for the summaries
         return _summarize_batch(*_batch_curves(base, p, keys, steps, mode), mode, decimate)
@@ -188,7 +190,9 @@ def _chunk(base, params, keys, steps, mode, decimate, batch):
     return jax.tree.map(lambda x: x.reshape(-1, *x.shape[3:]), out)
 
 
-_chunk_jit = jax.jit(_chunk, static_argnames=("steps", "mode", "decimate", "batch"), compiler_options=RUN_BOUND_OPTIONS)
+_chunk_jit = jax.jit(
+    _chunk, static_argnames=("steps", "mode", "decimate", "batch", "seeds"), compiler_options=RUN_BOUND_OPTIONS
+)
 
 
 def _bytes_per_run(config: BanditConfig, steps: int, seeds: int) -> int:
@@ -312,7 +316,6 @@ def compute_sweep(
         grid = np.stack(np.meshgrid(*[np.asarray(a.values) for a in traced], indexing="ij"), -1)
         grid = grid.reshape(-1, len(traced))
     n_traced = grid.shape[0] if traced else 1
-    keys = jax.random.split(jax.random.key(seed), seeds)
     groups = []
     bar = _progress(n_traced * len(configs), progress)
     try:
@@ -341,8 +344,8 @@ def compute_sweep(
                 index = todo[start : start + size]
                 padded = np.concatenate([index, np.full(size - index.size, index[0])])
                 try:
-                    params = {k: shard_batch(jnp.asarray(v[padded], _dtype(k, config))) for k, v in params_all.items()}
-                    launched = (index, _chunk_jit(config, params, keys, steps, mode, decimate, batch))
+                    params = {k: shard_batch(v[padded].astype(_dtype(k, config))) for k, v in params_all.items()}
+                    launched = (index, _chunk_jit(config, params, np.uint32(seed), steps, mode, decimate, batch, seeds))
                 except BaseException:  # an interrupt or error while dispatching: keep the chunk already done
                     if pending is not None:
                         finish(*pending)
@@ -388,7 +391,7 @@ def _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate
     Returns the spec, the traced and static axes and one configuration per static group."""
     check_range("steps", steps, 1, integer=True)
     check_range("seeds", seeds, 1, integer=True)
-    check_range("seed", seed, 0, integer=True)
+    check_seed(seed)
     check_range("decimate", decimate, 0, integer=True)
     check_choice("mode", mode, ("expected", "sampled"))
     check_range("chunk_size", chunk_size, 1, integer=True)
@@ -470,8 +473,9 @@ def _check_grid_values(traced: Sequence[Axis], config: BanditConfig) -> None:
             raise SweepError(f"grid axis {a.spec!r}: {exc}") from None
 
 
-def _dtype(name: str, config: BanditConfig):
-    return jnp.int32 if name == "lag" else config.rewards.dtype
+def _dtype(name: str, config: BanditConfig) -> np.dtype:
+    """The NumPy dtype of a traced axis's values (converted on the host: on the device each conversion compiles)."""
+    return np.dtype(np.int32 if name == "lag" else config.rewards.dtype)
 
 
 def _gather(x: jax.Array) -> np.ndarray:

@@ -84,12 +84,28 @@ def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
         raise PgrpoSimError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
 
 
+MAX_SEED = 2**32 - 1
+"""Largest PRNG seed: JAX's keys take 32 bits (without x64, larger seeds wrap around onto smaller ones)."""
+
+
+def check_seed(seed: Any) -> None:
+    """Raise `PgrpoSimError` unless `seed` is an integer in [0, `MAX_SEED`]."""
+    check_range("seed", seed, 0, integer=True)
+    if seed is not None and is_concrete(seed) and np.any(np.asarray(seed) > MAX_SEED):
+        raise PgrpoSimError(f"seed must be in [0, {MAX_SEED}] (32 bits), got {seed}")
+
+
 def as_float(x):
     """A float JAX array: float arrays keep their precision; lists, ints and Python scalars become the
-    default float dtype (float32, or float64 under x64), strongly typed so one jit signature serves all."""
-    if isinstance(x, (jax.Array, np.ndarray)) and jnp.issubdtype(x.dtype, jnp.floating):
-        return jnp.asarray(x)
-    return jnp.asarray(x, dtype=float)
+    default float dtype (float32, or float64 under x64), strongly typed so one jit signature serves all.
+    Host values are converted on the host and transferred (`jnp.asarray` of them compiles a program per shape)."""
+    if isinstance(x, jax.Array):
+        return jnp.asarray(x) if jnp.issubdtype(x.dtype, jnp.floating) else jnp.asarray(x, dtype=float)
+    if isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating):
+        return jax.device_put(x)
+    if not is_concrete(x):
+        return jnp.asarray(x, dtype=float)
+    return jax.device_put(np.asarray(x, dtype=jax.dtypes.canonicalize_dtype(float)))
 
 
 def nan_unless(ok, value):

@@ -9,6 +9,7 @@ rewards, initial logits, and the advantage kind as its int32 `advantage_code`) i
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import equinox as eqx
 import jax
@@ -38,7 +39,9 @@ def _as_float(x):
 
 
 def _as_int(x):
-    return x if isinstance(x, jax.Array) and x.dtype == jnp.int32 else jnp.asarray(x, dtype=jnp.int32)
+    if isinstance(x, jax.Array) and x.dtype == jnp.int32:
+        return x
+    return jax.device_put(np.asarray(x, np.int32)) if is_concrete(x) else jnp.asarray(x, dtype=jnp.int32)
 
 
 class BanditConfig(eqx.Module):
@@ -165,8 +168,13 @@ def class_symmetric_logits(n_arms: int, n_correct: int, p_ref: ArrayLike) -> Arr
     check_range("arms", n_arms, 2, integer=True)
     check_range("correct", n_correct, 1, n_arms - 1, integer=True)
     check_range("p_ref", p_ref, 0.0, 1.0, low_open=True, high_open=True)
-    p_ref = as_float(p_ref)[..., None]
+    return _symmetric_start(n_arms, n_correct, as_float(p_ref))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))  # one program, not an eager compilation per operation
+def _symmetric_start(n_arms: int, n_correct: int, p_ref: Array) -> Array:
     correct = jnp.arange(n_arms) < n_correct
+    p_ref = p_ref[..., None]
     return jnp.where(correct, jnp.log(p_ref / n_correct), jnp.log((1 - p_ref) / (n_arms - n_correct)))
 
 
@@ -250,7 +258,7 @@ def bandit_config(
     if rewards is None:
         check_range("arms", n_arms, 2, integer=True)
         check_range("correct", n_correct, 1, n_arms - 1, integer=True)
-        rewards = (jnp.arange(n_arms) < n_correct).astype(float)
+        rewards = (np.arange(n_arms) < n_correct).astype(float)
         if init_logits is None:
             init_logits = class_symmetric_logits(n_arms, n_correct, 0.2 if p_ref is None else p_ref)
     elif p_ref is not None:
@@ -270,10 +278,12 @@ def bandit_config(
         x = as_float(x).astype(dtype)
         if x.shape[-1] != shape[-1]:
             raise PgrpoSimError(f"{name} must have {shape[-1]} arms, got shape {x.shape}")
-        return jnp.broadcast_to(x, shape)
+        if x.shape == shape or not is_concrete(x):
+            return jnp.broadcast_to(x, shape)
+        return jax.device_put(np.broadcast_to(np.asarray(x), shape))  # on the host: eagerly, broadcasting compiles
 
     def scalar(x):
-        return None if x is None else jnp.asarray(x, dtype)
+        return None if x is None else as_float(x).astype(dtype)
 
     check_range("lag", lag, 0, integer=True)
     if max_lag is None:
@@ -290,7 +300,7 @@ def bandit_config(
         dual_clip=scalar(dual_clip),
         kl_clamp=scalar(kl_clamp),
         grad_clip=scalar(grad_clip),
-        lag=jnp.asarray(lag, jnp.int32),
+        lag=lag,
         adv_eps=scalar(adv_eps),
         group_size=group_size,
         advantage=advantage,
@@ -302,8 +312,8 @@ def bandit_config(
         dynamic_sampling=bool(dynamic_sampling),
         optimizer=optimizer,
         lr_schedule=lr_schedule,
-        warmup_steps=jnp.asarray(warmup_steps, jnp.int32),
-        decay_steps=jnp.asarray(decay_steps, jnp.int32),
+        warmup_steps=warmup_steps,
+        decay_steps=decay_steps,
         ref_sync_steps=ref_sync_steps,
         ref_sync_alpha=scalar(ref_sync_alpha),
         features=None if features is None else as_float(features).astype(dtype),

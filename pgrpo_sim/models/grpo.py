@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
@@ -29,7 +30,7 @@ def advantage_code(kind: str | ArrayLike) -> Array:
     traced (one compilation serves every kind) and vmapped. Names are checked; concrete codes range-checked."""
     if isinstance(kind, str):
         check_choice("advantage", kind, ADVANTAGES)
-        return jnp.asarray(ADVANTAGES.index(kind), jnp.int32)
+        return jax.device_put(np.int32(ADVANTAGES.index(kind)))  # no eager conversion program
     check_range(f"advantage (a code in ADVANTAGES = {ADVANTAGES})", kind, 0, len(ADVANTAGES) - 1, integer=True)
     return kind if isinstance(kind, jax.Array) and kind.dtype == jnp.int32 else jnp.asarray(kind, jnp.int32)
 
