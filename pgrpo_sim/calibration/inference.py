@@ -179,6 +179,7 @@ def _chi2_terms(theta, model: PopulationModel, data: dict) -> dict:
     return out
 
 
+@functools.partial(jax.jit, static_argnames="model")
 def _neg_log_post(theta, model: PopulationModel, data: dict, prior: tuple) -> jax.Array:
     nll = sum(0.5 * jnp.sum(c + lv) for c, lv in _chi2_terms(theta, model, data).values())
     return nll + 0.5 * jnp.sum(((theta - prior[0]) / prior[1]) ** 2)
