@@ -181,6 +181,8 @@ def _chi2_terms(theta, model: PopulationModel, data: dict) -> dict:
 
 @functools.partial(jax.jit, static_argnames="model")
 def _neg_log_post(theta, model: PopulationModel, data: dict, prior: tuple) -> jax.Array:
+    """−log posterior of θ (up to a constant); jitted, so `_fit`'s uses (grid, BFGS, optima, Hessian) transform
+    one trace of the population run instead of tracing it again each."""
     nll = sum(0.5 * jnp.sum(c + lv) for c, lv in _chi2_terms(theta, model, data).values())
     return nll + 0.5 * jnp.sum(((theta - prior[0]) / prior[1]) ** 2)
 
