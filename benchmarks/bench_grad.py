@@ -8,12 +8,15 @@ against the forward run alone:
 - one configuration (η, μ, β) = `POINT`;
 - vmapped over 10^3 configurations (bench_bandit's (η, μ, β) sweep, η scaled into [0.002, 0.2]), at 1000 steps
   and at 4000 (the tape's memory grows with the steps, the checkpointed gradient's with their square root).
+- vmapped over 2040 and 2048 configurations (`WIDE`), with XLA's CPU defaults and with reductions kept out of
+  YNNPACK (`YNN_REDUCE_OFF`), in the wide-batch table.
 Float32, jitted and compiled ahead of time, one XLA CPU device; each (case, side) runs in a fresh
 process, `reps` calls timed together, median over rounds.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import harness
@@ -23,6 +26,12 @@ STEPS = 1000
 POINT = (0.01, 0.5, 0.05)
 """(η, μ, β) of the single configuration: the late reward (0.974) still depends on all three."""
 SIDES = ("forward", "grad", "grad_checkpoint")
+WIDE = (2040, 2048)
+"""Batch widths either side of the width from which XLA's CPU backend (jaxlib 0.10) hands the reductions of a
+vmapped reverse-mode gradient (sums over the arms that transpose broadcasts) to YNNPACK library calls: between 2040
+and 2048 configurations, where the gradient's time per configuration jumps about 5-fold (measured)."""
+YNN_REDUCE_OFF = "--xla_cpu_experimental_ynn_fusion_type=-reduce"
+"""XLA flag that keeps reductions out of YNNPACK: XLA's own fused loops compute them."""
 
 
 def objective(steps: int = STEPS, checkpoint: bool = False):
@@ -133,6 +142,23 @@ def check() -> list[tuple[str, bool]]:
     return results
 
 
+def _best_ms(fn, args, reps: int) -> float:
+    """Milliseconds per call of `fn` (jitted, compiled ahead of time, one warm-up call): best of 3 rounds of
+    `reps` calls."""
+    import jax
+
+    compiled = jax.jit(fn).lower(*args).compile()
+    jax.block_until_ready(compiled(*args))
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(reps):
+            out = compiled(*args)
+        jax.block_until_ready(out)
+        best = min(best, (time.perf_counter() - start) / reps)
+    return 1e3 * best
+
+
 def measure_fused(steps: int, configs: int) -> dict:
     """In one process: milliseconds per call of forward, grad and jacfwd, for pgrpo-sim's objective and
     for the same objective on `profile_expected.fused_rewards` (the on-policy update written out in
@@ -146,25 +172,48 @@ def measure_fused(steps: int, configs: int) -> dict:
         )
         return reward[-((steps + 1) // 4) :].mean()
 
-    def best_ms(fn, args, reps):
-        compiled = jax.jit(fn).lower(*args).compile()
-        jax.block_until_ready(compiled(*args))
-        best = float("inf")
-        for _ in range(3):
-            start = time.perf_counter()
-            for _ in range(reps):
-                out = compiled(*args)
-            jax.block_until_ready(out)
-            best = min(best, (time.perf_counter() - start) / reps)
-        return 1e3 * best
-
     single, batch = tuple(np.float32(x) for x in POINT), sweep(configs)
     out = {}
     for name, f in (("pgrpo-sim", objective(steps)), ("hand-written jnp", fused)):
         for case, args, wrap, reps in (("one", single, lambda g: g, 50), ("vmap", batch, jax.vmap, 2)):
             variants = dict(forward=f, grad=jax.grad(f, argnums=(0, 1, 2)), jacfwd=jax.jacfwd(f, argnums=(0, 1, 2)))
-            out[f"{name}|{case}"] = {side: best_ms(wrap(g), args, reps) for side, g in variants.items()}
+            out[f"{name}|{case}"] = {side: _best_ms(wrap(g), args, reps) for side, g in variants.items()}
     return out
+
+
+def measure_wide(steps: int, configs: int) -> dict:
+    """In this process (its XLA_FLAGS decide where reductions go): milliseconds per call of the forward run,
+    `jax.grad` (full tape and checkpointed) and `jax.jacfwd`, vmapped over `configs` configurations; best of 3."""
+    import jax
+
+    args = sweep(configs)
+    return {side: _best_ms(jax.vmap(transformed(side, steps)), args, 1) for side in SIDES + ("jacfwd",)}
+
+
+def _wide_table(steps: int) -> list[str]:
+    """`measure_wide` either side of `WIDE`'s threshold, with XLA's defaults and with `YNN_REDUCE_OFF`, each in a
+    fresh process."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    envs = {"default": None, f"`{YNN_REDUCE_OFF}`": dict(os.environ, XLA_FLAGS=f"{flags} {YNN_REDUCE_OFF}".strip())}
+    lines = [
+        "",
+        f"Wide batches: the same objective vmapped over {' and '.join(map(str, WIDE))} configurations ({steps} "
+        "steps), with XLA's default CPU settings and with reductions kept out of YNNPACK, each in a fresh process "
+        "(best of 3; milliseconds per call). From 2048 configurations on, XLA's CPU backend (jaxlib 0.10) hands "
+        "the reductions of reverse mode (sums over the arms, the transposes of broadcasts of per-configuration "
+        "values) to YNNPACK library calls; forward mode has no such reductions.",
+        "",
+        "| Configurations | XLA flag | forward ms | grad / forward | checkpointed / forward | jacfwd / forward |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for label, env in envs.items():
+        for configs in WIDE:
+            ms = harness.run_measure(__file__, "wide", env, steps=steps, configs=configs)
+            lines.append(
+                f"| {configs} | {label} | {ms['forward']:.3g} | {ms['grad'] / ms['forward']:.1f}× | "
+                f"{ms['grad_checkpoint'] / ms['forward']:.1f}× | {ms['jacfwd'] / ms['forward']:.1f}× |"
+            )
+    return lines
 
 
 def report(quick: bool, rounds: int, out_dir) -> str:
@@ -219,9 +268,9 @@ def report(quick: bool, rounds: int, out_dir) -> str:
                 f"| {name} | {label} | {ms['forward']:.3g} | {ms['grad']:.3g} | {ms['grad'] / ms['forward']:.1f}× | "
                 f"{ms['jacfwd']:.3g} | {ms['jacfwd'] / ms['forward']:.1f}× |"
             )
-    return "\n".join(lines)
+    return "\n".join(lines + _wide_table(cases[0]["steps"]))
 
 
 if __name__ == "__main__":
     harness.use_all_cores()
-    harness.side_main(prepare_side, dict(fused=measure_fused))
+    harness.side_main(prepare_side, dict(fused=measure_fused, wide=measure_wide))
