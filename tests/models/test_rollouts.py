@@ -23,15 +23,20 @@ def test_reuse_equals_a_hand_written_loop_over_one_rollout():
     opt = ps.make_optimizer(config)
     theta, state = config.init_logits, opt.init(config.init_logits)
     drawn = []
-    loss_grad = jax.jit(jax.grad(lambda t, old, arms, rewards: ps.sampled_loss(t, old, arms, rewards, config)[0]))
+
+    @jax.jit  # one compilation, not op by op
+    def inner(theta, state, old, arms, rewards):
+        grad = jax.grad(lambda t: ps.sampled_loss(t, old, arms, rewards, config)[0])(theta)
+        update, state = opt.update(grad, state, theta)
+        return optax.apply_updates(theta, update), state
+
+    draw = jax.jit(lambda old, key: ps.draw_rollout(config, old, key))
     for n in range(steps):
         if n % 3 == 0:  # refresh: π_old ← π, one rollout from it
             old = theta
-            arms, rewards = ps.draw_rollout(config, old, keys[n])
+            arms, rewards = draw(old, keys[n])
             drawn.append((arms, rewards))
-        grad = loss_grad(theta, old, arms, rewards)
-        update, state = opt.update(grad, state, theta)
-        theta = optax.apply_updates(theta, update)
+        theta, state = inner(theta, state, old, arms, rewards)
     # same arithmetic in another XLA fusion: a few ulp in float64
     np.testing.assert_allclose(run.final_logits, theta, rtol=1e-12, atol=1e-14)
     assert len(drawn) == 3 and not np.array_equal(drawn[0][0], drawn[1][0])  # fresh draws at each refresh
