@@ -268,8 +268,9 @@ def floquet_radius(config2: BanditConfig, x: Array) -> Array:
     The state that the dynamics use (logits, optimiser trace, and π_old for "refresh_fresh" or the history for
     "stale") is taken in difference coordinates (arm 0 − arm 1): common shifts of the logits are neutral. With
     rollout reuse ("refresh") the map is the rollout-averaged cycle (`bandit.reuse_branch_step`), taken at its
-    own fixed point; its rollouts are enumerated for binary rewards (`two_arm_reduction`'s are 1 and 0): 9
-    multisets of arms at G = 8 instead of 165 of (arm, reward), the same map (radii equal to ~1e-16), 6× faster.
+    own fixed point; its rollouts are enumerated for binary rewards (`two_arm_reduction`'s are 1 and 0; other
+    concrete rewards are refused by `bandit.rollout_outcomes`): 9 multisets of arms at G = 8 instead of 165 of
+    (arm, reward), the same map (radii equal to ~1e-16), 6× faster.
     """
     optimizer = make_optimizer(config2)
     base = initial_state(config2, optimizer, _logits(x))

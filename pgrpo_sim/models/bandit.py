@@ -695,6 +695,18 @@ MAX_OUTCOMES = 4096
 """Largest number of distinct rollouts that expected mode enumerates for rollout reuse."""
 
 
+def _check_binary(config: BanditConfig, binary_rewards: bool | None) -> bool | None:
+    """Whether every reward is exactly 0 or 1 (None while the rewards are traced); raises `PgrpoSimError` if
+    `binary_rewards` asserts it and concrete rewards say otherwise."""
+    if not is_concrete(config.rewards):
+        return None
+    rewards = np.asarray(config.rewards)
+    binary = bool(np.all((rewards == 0) | (rewards == 1)))
+    if binary_rewards and not binary:
+        raise PgrpoSimError("binary_rewards=True needs every reward to be 0 or 1")
+    return binary
+
+
 def rollout_outcomes(config: BanditConfig, *, binary_rewards: bool = False) -> tuple[Array, Array, Array]:
     """Every distinct rollout of one prompt: multisets of G samples over the 2N outcomes (arm a, reward 0/1).
 
@@ -702,8 +714,10 @@ def rollout_outcomes(config: BanditConfig, *, binary_rewards: bool = False) -> t
     and counts (O, 2N) (category 2a + r). O = C(G + 2N − 1, 2N − 1), e.g. 165 for N = 2, G = 8. With
     `binary_rewards` (every arm's reward is exactly 0 or 1, so an arm's reward is known) only the multisets of
     arms can occur: O = C(G + N − 1, N − 1), e.g. 9 for N = 2, G = 8. Raises `PgrpoSimError` for several
-    prompts or more than `MAX_OUTCOMES` outcomes (use sampled mode).
+    prompts or more than `MAX_OUTCOMES` outcomes (use sampled mode), and for `binary_rewards` with concrete rewards
+    that are not 0 or 1 (traced ones cannot be checked).
     """
+    _check_binary(config, binary_rewards)
     g, n = config.group_size, config.n_arms
     kinds = n if binary_rewards else 2 * n
     count = math.comb(g + kinds - 1, kinds - 1)
@@ -904,12 +918,9 @@ def simulate(
     check_range("seeds", seeds, 1, integer=True)
     check_mode(config, mode)
     key = jax.random.key(0) if key is None else key
-    is_binary = lambda r: bool(np.all((r == 0) | (r == 1)))  # noqa: E731
-    concrete = is_concrete(config.rewards)
-    if binary_rewards and concrete and not is_binary(np.asarray(config.rewards)):
-        raise PgrpoSimError("binary_rewards=True needs every reward to be 0 or 1")
+    known = _check_binary(config, binary_rewards)
     if binary_rewards is None:
-        binary_rewards = concrete and is_binary(np.asarray(config.rewards))
+        binary_rewards = bool(known)
     binary = mode == "expected" and config.lag_model == "refresh" and bool(binary_rewards)
     keep = STEP_READOUTS if readouts is None else tuple(name for name in STEP_READOUTS if name in readouts)
     return _simulate(

@@ -210,3 +210,21 @@ def test_binary_rewards_enumerate_fewer_rollouts_with_the_same_result(n_arms, gr
     )
     for name in ("reward", "clip_frac", "kl_ref", "zero_adv_frac", "group_reward_std"):
         np.testing.assert_allclose(getattr(fast, name), getattr(full, name), atol=1e-12, err_msg=name)
+
+
+def test_binary_rewards_are_refused_for_other_rewards():
+    """Asserting 0/1 rewards where a concrete reward is 0.5 is refused by `simulate` and by the enumeration of
+    rollouts, so a direct Floquet radius of rollout reuse for such a configuration fails instead of using the
+    binary enumeration; without the assertion every (arm, reward) multiset is enumerated."""
+    from pgrpo_sim.models.bandit import rollout_outcomes
+    from pgrpo_sim.prediction import floquet_radius
+
+    config = ps.bandit_config(rewards=[1.0, 0.5], group_size=4, lag_model="refresh", lag=3)
+    for call in (
+        lambda: ps.simulate(config, 5, binary_rewards=True),
+        lambda: rollout_outcomes(config, binary_rewards=True),
+        lambda: floquet_radius(config, jnp.asarray(0.3)),
+    ):
+        with pytest.raises(ValueError, match="binary_rewards=True needs every reward to be 0 or 1"):
+            call()
+    assert rollout_outcomes(config)[0].shape[0] == math.comb(4 + 3, 3)
