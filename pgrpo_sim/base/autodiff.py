@@ -44,8 +44,7 @@ def scan(f: Callable, init, xs, length: int, *, checkpoint: bool = False):
     block rematerialised on the backward pass (`jax.checkpoint`; Griewank & Walther, *Evaluating
     Derivatives*, 2008, §12.3). Forward runs and forward mode compute the same steps at the same speed;
     reverse mode recomputes each step once more, yet through a wide vmapped bandit run costs about what the
-    full tape costs, or less when the tape outgrows the cache (benchmarks/RESULTS.md, "Gradients through a
-    run"). Lengths with no divisor near √length
+    full tape costs (benchmarks/RESULTS.md, "Gradients through a run"). Lengths with no divisor near √length
     run their last steps (fewer than a block) as a plain scan, which traces `f` a second time. The nested
     loops compile more slowly (about 0.2 s more for a bandit run, 0.5–1 s more for its gradient), hence
     opt-in."""
