@@ -256,8 +256,8 @@ def _measure_sweep_chunks(reps: int) -> dict:
         params = {"eta": 10 ** rng.uniform(-3, 0, n), "momentum": rng.uniform(0, 0.9, n)}
         params = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
         seed = np.uint32(0)
-        fn = jax.jit(sweep._chunk, static_argnames=("steps", "mode", "decimate", "batch", "seeds"))
-        lowered = fn.lower(config, params, seed, steps, mode, 0, min(n, sweep.VMAP_BATCH), seeds)
+        fn = jax.jit(sweep._chunk, static_argnames=("steps", "mode", "decimate", "batch", "seeds", "binary"))
+        lowered = fn.lower(config, params, seed, steps, mode, 0, min(n, sweep.VMAP_BATCH), seeds, False)
         out[label] = _compile_and_time(lowered, (config, params, seed), reps)
     return out
 

@@ -193,14 +193,15 @@ def _rollout_args(args: argparse.Namespace) -> dict:
     """Lag model, lag, mini-batches and reference sync from the flags: `--num-iterations E` and
     `--steps-per-generation M` mean rollout reuse with K = E × M optimiser steps per rollout; `--lag-model refresh
     --lag K` alone means K epochs of one mini-batch."""
-    lag_model, lag, m = args.lag_model, args.lag, args.steps_per_generation or 1
+    lag_model, lag = args.lag_model, args.lag
+    m = 1 if args.steps_per_generation is None else args.steps_per_generation
     if args.num_iterations is not None or args.steps_per_generation is not None:
         if lag_model not in ("none", "refresh"):
             raise UsageError(f"--num-iterations and --steps-per-generation need --lag-model refresh, got {lag_model}")
-        epochs = args.num_iterations if args.num_iterations is not None else max(args.lag // m, 1)
-        for flag, value in (("--num-iterations", epochs), ("--steps-per-generation", m)):
-            if value < 1:
+        for flag, value in (("--num-iterations", args.num_iterations), ("--steps-per-generation", m)):
+            if value is not None and value < 1:
                 raise UsageError(f"{flag} must be >= 1, got {value}")
+        epochs = args.num_iterations if args.num_iterations is not None else max(args.lag // m, 1)
         if args.lag not in (0, epochs * m):
             raise UsageError(
                 f"--lag {args.lag} disagrees with --num-iterations × --steps-per-generation = {epochs * m}"

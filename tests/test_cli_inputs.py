@@ -93,6 +93,21 @@ CASES = {
     "sweep zero steps": (SWEEP + ["--steps", "0"], "steps"),
     "sweep negative save trajectories": (SWEEP + ["--save-trajectories", "-1"], "save_trajectories"),
     "sweep unknown mode": (SWEEP + ["--mode", "exact"], "--mode"),
+    "sweep zero steps per generation": (SWEEP + ["--steps-per-generation", "0"], "--steps-per-generation"),
+    "sweep zero iterations": (SWEEP + ["--num-iterations", "0"], "--num-iterations"),
+    "sweep lag grid not a multiple of mini-batches": (
+        SWEEP + ["--grid", "lag=2:4", "--lag-model", "refresh", "--lag", "2", "--steps-per-generation", "2"]
+        + ["--prompts", "4", "--mode", "sampled", "--seeds", "2"],
+        "multiple of minibatches",
+    ),
+    "sweep expected-mode reuse of several prompts": (
+        SWEEP + ["--lag-model", "refresh", "--lag", "2", "--prompts", "4"],
+        "one prompt",
+    ),
+    "sweep expected-mode reuse of too many rollouts": (
+        SWEEP + ["--lag-model", "refresh", "--lag", "2", "--arms", "6", "--group-size", "16"],
+        "4096",
+    ),
     "sweep unknown grid name": (SWEEP + ["--grid", "temperature=1,2"], "temperature"),
     "sweep unwritable out": (SWEEP + ["--out", "FILE/d"], "--out"),
     "sweep foreign out": (SWEEP + ["--out", "FOREIGN"], "--overwrite"),

@@ -31,7 +31,7 @@ from ..base.outputs import grid_columns, write_csv, write_netcdf3
 from ..base.regimes import DISCRETE_REGIMES
 from ..base.runtime import RUN_BOUND_OPTIONS
 from ..base.sharding import shard_batch
-from ..models.bandit import check_mode, initial_state, make_optimizer, run, step
+from ..models.bandit import check_mode, initial_state, make_optimizer, rewards_are_binary, rollout_count, run, step
 from ..models.config import BanditConfig, bandit_config
 from ..models.hyperparameters import STATIC, TRACED, hyperparameter, set_hyperparameters
 from .summaries import summarize_curves
@@ -134,13 +134,14 @@ def _summarize_batch(curves, diverged, diverged_step, mode: str, decimate: int):
     return summary
 
 
-def _batch_curves(base: BanditConfig, params: dict, keys: jax.Array, steps: int, mode: str):
+def _batch_curves(base: BanditConfig, params: dict, keys: jax.Array, steps: int, mode: str, binary: bool):
     """Reward curves of a batch of configurations (`params`: (B,) per traced name), time-major, (T+1, B) or
     (T+1, B, seeds), with each run's divergence flag and step: the loop of `models.bandit.run` with the
     batch inside it, so each step writes one row of the curves in place (vmapping `run` itself writes them
-    configuration-major, and transposing them back costs as much as a third of the kernel)."""
+    configuration-major, and transposing them back costs as much as a third of the kernel). `binary`: every
+    reward is 0 or 1 (`models.bandit.rewards_are_binary`), so expected-mode reuse enumerates fewer rollouts."""
     if mode == "expected" and base.lag_model == "refresh":  # rollout reuse runs by branches: `run` itself
-        one = lambda c: run(c, keys[0], steps, mode)  # noqa: E731
+        one = lambda c: run(c, keys[0], steps, mode, binary_rewards=binary)  # noqa: E731
         result = jax.vmap(lambda p: one(set_hyperparameters(base, p)))(params)
         return result.reward.T, result.diverged, result.diverged_step
 
@@ -174,13 +175,13 @@ def _batch_curves(base: BanditConfig, params: dict, keys: jax.Array, steps: int,
     return curves, within, jnp.where(within, final.diverged_step, -1)
 
 
-def _chunk(base, params, seed, steps, mode, decimate, batch, seeds):
+def _chunk(base, params, seed, steps, mode, decimate, batch, seeds, binary):
     """Summaries of one chunk: `params` (configurations,) per traced name, `batch` configurations at a time;
     `seeds` runs of each from the PRNG seed `seed` (split here: eager key ops would compile apart)."""
     keys = jax.random.split(jax.random.key(seed), seeds)
 
     def one_batch(p):  # the batch's curves, then one pass over them for the summaries
-        return _summarize_batch(*_batch_curves(base, p, keys, steps, mode), mode, decimate)
+        return _summarize_batch(*_batch_curves(base, p, keys, steps, mode, binary), mode, decimate)
 
     # (devices, batches per device, batch): vmap over the sharded device axis, and on each device a loop over
     # batches, whose state and curves stay in cache (a plain vmap over thousands of configurations is slower)
@@ -191,28 +192,41 @@ def _chunk(base, params, seed, steps, mode, decimate, batch, seeds):
 
 
 _chunk_jit = jax.jit(
-    _chunk, static_argnames=("steps", "mode", "decimate", "batch", "seeds"), compiler_options=RUN_BOUND_OPTIONS
+    _chunk,
+    static_argnames=("steps", "mode", "decimate", "batch", "seeds", "binary"),
+    compiler_options=RUN_BOUND_OPTIONS,
 )
 
 
-def _bytes_per_run(config: BanditConfig, steps: int, seeds: int) -> int:
+def _reuse_rollouts(config: BanditConfig, mode: str) -> tuple[bool, int]:
+    """(binary, branches): expected-mode rollout reuse runs one branch per distinct rollout of its prompt
+    (`models.bandit.rollout_count`), fewer when every reward is 0 or 1; every other run is one branch."""
+    if mode != "expected" or config.lag_model != "refresh":
+        return False, 1
+    binary = rewards_are_binary(config)
+    return binary, rollout_count(config, binary)
+
+
+def _bytes_per_run(config: BanditConfig, steps: int, seeds: int, branches: int) -> int:
     """Peak memory of one configuration while its batch runs (bytes): its reward curves (all seeds) and
-    their summaries' temporaries, plus its state."""
+    their summaries' temporaries, plus its state (one per seed, or per branch of expected-mode reuse)."""
     itemsize = np.dtype(config.rewards.dtype).itemsize
-    return int((steps + 1) * seeds * itemsize * 4 + config.rewards.size * (config.max_lag + 4) * itemsize * seeds)
+    state = config.rewards.size * (config.max_lag + 4) * itemsize * seeds * branches
+    return int((steps + 1) * seeds * itemsize * 4 + state)
 
 
-def _chunk_shape(n: int, config: BanditConfig, steps: int, seeds: int, decimate: int, chunk_size, max_memory):
+def _chunk_shape(n: int, config: BanditConfig, steps: int, seeds: int, decimate: int, chunk_size, max_memory, branches):
     """(configurations per chunk, configurations per vmapped batch) for a static group of n configurations.
     A chunk is a whole number of batches on every device; both depend on n, not on what is left to do, so a
     resumed sweep computes every chunk exactly as an uninterrupted one. Memory: a batch's curves and a chunk's
-    summaries (and trajectories) within `max_memory`; a chunk holds at most `MAX_CHUNK_WORK` run-steps, so
-    that finished work is saved (and the progress bar moves) every few seconds."""
+    summaries (and trajectories) within `max_memory`; a chunk holds at most `MAX_CHUNK_WORK` run-steps (a step
+    of expected-mode reuse counts once per branch), so that finished work is saved (and the progress bar moves)
+    every few seconds."""
     n_dev = jax.device_count()
     itemsize = np.dtype(config.rewards.dtype).itemsize
-    batch_cap = max(1, int(max_memory // (n_dev * _bytes_per_run(config, steps, seeds))))
+    batch_cap = max(1, int(max_memory // (n_dev * _bytes_per_run(config, steps, seeds, branches))))
     out_bytes = 16 * 8 + ((steps // decimate + 1) * itemsize * 2 if decimate else 0)
-    size = chunk_size or max(1, min(int(max_memory // out_bytes), MAX_CHUNK_WORK // (steps * seeds)))
+    size = chunk_size or max(1, min(int(max_memory // out_bytes), MAX_CHUNK_WORK // (steps * seeds * branches)))
     per_device = math.ceil(min(size, n) / n_dev)
     batches = math.ceil(per_device / min(VMAP_BATCH, batch_cap))
     batch = math.ceil(per_device / batches)
@@ -232,7 +246,15 @@ class SweepSpec:
     decimate: int
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+        """The spec as canonical JSON (sorted keys; arrays in `base`, e.g. prompt features, as nested lists):
+        what the output directory records and a resumed sweep must match. `TypeError` for other objects."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True, default=_json_array)
+
+
+def _json_array(value):
+    if isinstance(value, (np.ndarray, np.generic, jax.Array)):
+        return np.asarray(value).tolist()
+    raise TypeError(f"{type(value).__name__} is not a number, string or array")
 
 
 class SweepResult(NamedTuple):
@@ -330,7 +352,8 @@ def compute_sweep(
                     results.put(index, chunk)
             todo = np.flatnonzero(~results.filled)
             bar.update(n_traced - todo.size)
-            size, batch = _chunk_shape(n_traced, config, steps, seeds, decimate, chunk_size, max_memory)
+            binary, branches = _reuse_rollouts(config, mode)
+            size, batch = _chunk_shape(n_traced, config, steps, seeds, decimate, chunk_size, max_memory, branches)
             pending = None  # the chunk in flight: the next one is dispatched before it is saved
 
             def finish(done, out):
@@ -345,7 +368,10 @@ def compute_sweep(
                 padded = np.concatenate([index, np.full(size - index.size, index[0])])
                 try:
                     params = {k: shard_batch(v[padded].astype(_dtype(k, config))) for k, v in params_all.items()}
-                    launched = (index, _chunk_jit(config, params, np.uint32(seed), steps, mode, decimate, batch, seeds))
+                    launched = (
+                        index,
+                        _chunk_jit(config, params, np.uint32(seed), steps, mode, decimate, batch, seeds, binary),
+                    )
                 except BaseException:  # an interrupt or error while dispatching: keep the chunk already done
                     if pending is not None:
                         finish(*pending)
@@ -412,6 +438,12 @@ def _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate
     spec = SweepSpec(
         base=dict(base), axes=[a.spec for a in axes], steps=steps, mode=mode, seeds=seeds, seed=seed, decimate=decimate
     )
+    try:
+        spec.to_json()
+    except TypeError as exc:
+        raise SweepError(
+            f"the fixed settings must be numbers, strings or arrays to be saved with the sweep: {exc}"
+        ) from None
     traced = [a for a in axes if a.name in TRACED_AXES]
     static = [a for a in axes if a.name in STATIC_AXES]
     configs = _group_configs(base, traced, static)
@@ -462,12 +494,14 @@ class _Results:
 
 def _check_grid_values(traced: Sequence[Axis], config: BanditConfig) -> None:
     """Validate every grid value eagerly: its range from the hyperparameter table (all values at once), and
-    the configuration's cross-field rules (e.g. lag 0 without a lag model) at each axis's extremes."""
+    the configuration's cross-field rules (e.g. lag 0 without a lag model) at each float axis's extremes and at
+    every value of an integer axis (a lag must be a multiple of the mini-batches)."""
     for a in traced:
         values = np.asarray(a.values)
+        row = hyperparameter(a.name)
         try:
-            hyperparameter(a.name).check(values)
-            for v in {values.min().item(), values.max().item()}:
+            row.check(values)
+            for v in np.unique(values).tolist() if row.integer else {values.min().item(), values.max().item()}:
                 set_hyperparameters(config, {a.name: v})
         except PgrpoSimError as exc:
             raise SweepError(f"grid axis {a.spec!r}: {exc}") from None

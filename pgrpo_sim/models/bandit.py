@@ -157,8 +157,10 @@ def make_optimizer(config: BanditConfig) -> optax.GradientTransformation:
 
 def check_mode(config: BanditConfig, mode: str) -> None:
     """Raise `PgrpoSimError` if `mode` has no exact form for `config`: expected mode refuses dynamic sampling and
-    batch-scaled advantages, which couple the groups of a batch. Entry points call it on concrete configurations;
-    a traced "batch" advantage code cannot be refused, so `advantage_table` makes its expected run NaN."""
+    batch-scaled advantages, which couple the groups of a batch, and rollout reuse (lag model "refresh") of
+    several prompts or of more than `MAX_OUTCOMES` distinct rollouts, which it would enumerate. Entry points call
+    it on concrete configurations; a traced "batch" advantage code cannot be refused, so `advantage_table` makes
+    its expected run NaN (and traced rewards are counted as binary, the smaller enumeration)."""
     check_choice("mode", mode, MODES)
     if mode != "expected":
         return
@@ -168,6 +170,8 @@ def check_mode(config: BanditConfig, mode: str) -> None:
             "dynamic sampling and batch-scaled advantages couple the groups of a batch: expected mode has no "
             "exact form for them; use mode 'sampled'"
         )
+    if config.lag_model == "refresh":  # rollout reuse: enumerated, so one prompt and a bounded count
+        rollout_count(config, rewards_are_binary(config) or not is_concrete(config.rewards))
 
 
 def advantage_table(config: BanditConfig) -> Array:
@@ -695,29 +699,24 @@ MAX_OUTCOMES = 4096
 """Largest number of distinct rollouts that expected mode enumerates for rollout reuse."""
 
 
-def _check_binary(config: BanditConfig, binary_rewards: bool | None) -> bool | None:
-    """Whether every reward is exactly 0 or 1 (None while the rewards are traced); raises `PgrpoSimError` if
-    `binary_rewards` asserts it and concrete rewards say otherwise."""
+def rewards_are_binary(config: BanditConfig, binary_rewards: bool | None = None) -> bool:
+    """Whether expected-mode rollout reuse may enumerate multisets of arms alone: every reward exactly 0 or 1.
+
+    None detects it from concrete rewards (False while they are traced); True asserts it, checked against
+    concrete rewards (`PgrpoSimError` if one is not 0 or 1); False enumerates every (arm, reward) multiset."""
     if not is_concrete(config.rewards):
-        return None
+        return bool(binary_rewards)
     rewards = np.asarray(config.rewards)
     binary = bool(np.all((rewards == 0) | (rewards == 1)))
     if binary_rewards and not binary:
         raise PgrpoSimError("binary_rewards=True needs every reward to be 0 or 1")
-    return binary
+    return binary if binary_rewards is None else bool(binary_rewards)
 
 
-def rollout_outcomes(config: BanditConfig, *, binary_rewards: bool = False) -> tuple[Array, Array, Array]:
-    """Every distinct rollout of one prompt: multisets of G samples over the 2N outcomes (arm a, reward 0/1).
-
-    Returns arms and rewards (O, G) (sorted within the group; the GRPO loss does not depend on the order)
-    and counts (O, 2N) (category 2a + r). O = C(G + 2N − 1, 2N − 1), e.g. 165 for N = 2, G = 8. With
-    `binary_rewards` (every arm's reward is exactly 0 or 1, so an arm's reward is known) only the multisets of
-    arms can occur: O = C(G + N − 1, N − 1), e.g. 9 for N = 2, G = 8. Raises `PgrpoSimError` for several
-    prompts or more than `MAX_OUTCOMES` outcomes (use sampled mode), and for `binary_rewards` with concrete rewards
-    that are not 0 or 1 (traced ones cannot be checked).
-    """
-    _check_binary(config, binary_rewards)
+def rollout_count(config: BanditConfig, binary_rewards: bool) -> int:
+    """The number of distinct rollouts of one prompt that expected-mode reuse enumerates (`rollout_outcomes`),
+    C(G + k − 1, k − 1) with k = N kinds of sample for binary rewards, else 2N; `PgrpoSimError` for several
+    prompts or more than `MAX_OUTCOMES`."""
     g, n = config.group_size, config.n_arms
     kinds = n if binary_rewards else 2 * n
     count = math.comb(g + kinds - 1, kinds - 1)
@@ -731,6 +730,23 @@ def rollout_outcomes(config: BanditConfig, *, binary_rewards: bool = False) -> t
             f"expected mode with rollout reuse would enumerate {count} rollouts (N = {n} arms, G = {g}), more "
             f"than {MAX_OUTCOMES}: use mode 'sampled'"
         )
+    return count
+
+
+def rollout_outcomes(config: BanditConfig, *, binary_rewards: bool = False) -> tuple[Array, Array, Array]:
+    """Every distinct rollout of one prompt: multisets of G samples over the 2N outcomes (arm a, reward 0/1).
+
+    Returns arms and rewards (O, G) (sorted within the group; the GRPO loss does not depend on the order)
+    and counts (O, 2N) (category 2a + r). O = C(G + 2N − 1, 2N − 1), e.g. 165 for N = 2, G = 8. With
+    `binary_rewards` (every arm's reward is exactly 0 or 1, so an arm's reward is known) only the multisets of
+    arms can occur: O = C(G + N − 1, N − 1), e.g. 9 for N = 2, G = 8. Raises `PgrpoSimError` for several
+    prompts or more than `MAX_OUTCOMES` outcomes (use sampled mode), and for `binary_rewards` with concrete rewards
+    that are not 0 or 1 (traced ones cannot be checked).
+    """
+    binary_rewards = rewards_are_binary(config, binary_rewards) if binary_rewards else False
+    rollout_count(config, binary_rewards)
+    g, n = config.group_size, config.n_arms
+    kinds = n if binary_rewards else 2 * n
     table = np.asarray(list(itertools.combinations_with_replacement(range(kinds), g)), np.int32)
     dtype = config.rewards.dtype
     if binary_rewards:
@@ -917,10 +933,7 @@ def simulate(
     check_range("seeds", seeds, 1, integer=True)
     check_mode(config, mode)
     key = jax.random.key(0) if key is None else key
-    known = _check_binary(config, binary_rewards)
-    if binary_rewards is None:
-        binary_rewards = bool(known)
-    binary = mode == "expected" and config.lag_model == "refresh" and bool(binary_rewards)
+    binary = rewards_are_binary(config, binary_rewards) and mode == "expected" and config.lag_model == "refresh"
     keep = STEP_READOUTS if readouts is None else tuple(name for name in STEP_READOUTS if name in readouts)
     return _simulate(
         config,

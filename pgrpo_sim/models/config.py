@@ -186,7 +186,7 @@ def bandit_config(
     rewards: ArrayLike | None = None,
     init_logits: ArrayLike | None = None,
     true_rewards: ArrayLike | None = None,
-    n_prompts: int = 1,
+    n_prompts: int | None = None,
     eta: ArrayLike = 0.1,
     momentum: ArrayLike = 0.0,
     beta: ArrayLike = 0.0,
@@ -212,13 +212,14 @@ def bandit_config(
     features: ArrayLike | None = None,
     lr_schedule: str = "constant",
     warmup_steps: ArrayLike = 0,
-    decay_steps: ArrayLike = 1,
+    decay_steps: ArrayLike | None = None,
 ) -> BanditConfig:
     """Build and validate a `BanditConfig`.
 
     Rewards: either `n_correct` binary-correct arms out of `n_arms` (the first ones), with a
-    class-symmetric start of correct mass `p_ref` (default 0.2), or an explicit `rewards` vector of
-    Bernoulli means in [0, 1] (shape (N,) or (P, N)) with `init_logits` (default uniform).
+    class-symmetric start of correct mass `p_ref` (default 0.2) or the start `init_logits`, or an explicit `rewards`
+    vector of Bernoulli means in [0, 1] (shape (N,), or (P, N): one row per prompt, P = `n_prompts`) with
+    `init_logits` (default uniform).
     `clip` is ε_low, `clip_high` ε_high (default = ε_low); `None` disables dual clip, KL clamp and
     gradient clipping. `max_lag` (static, default = `lag`) sizes the stale-lag buffer so that `lag`
     itself can be swept with `vmap`.
@@ -239,10 +240,21 @@ def bandit_config(
 
     Learning-rate schedule (`LR_SCHEDULES`, as Hugging Face's `get_scheduler`): the step is η times a factor that
     rises linearly from 0 over `warmup_steps` optimiser steps, then stays at 1 ("constant_with_warmup"), falls
-    linearly ("linear") or along a half cosine ("cosine") to 0 at `decay_steps` (the run's total steps).
-    "constant" is no schedule at all.
+    linearly ("linear") or along a half cosine ("cosine") to 0 at `decay_steps` (the run's total optimiser
+    steps; required by those two, and at least `warmup_steps`). "constant" is no schedule at all.
     """
+    if rewards is not None and np.ndim(rewards) == 2:  # one row of rewards per prompt
+        if n_prompts not in (None, np.shape(rewards)[0]):
+            raise PgrpoSimError(f"n_prompts ({n_prompts}) must equal the rows of rewards ({np.shape(rewards)[0]})")
+        n_prompts = np.shape(rewards)[0]
+    n_prompts = 1 if n_prompts is None else n_prompts
     check_range("prompts", n_prompts, 1, integer=True)
+    if lr_schedule in ("linear", "cosine"):
+        if decay_steps is None:
+            raise PgrpoSimError(f"lr_schedule {lr_schedule!r} decays to 0 at decay_steps: give it (>= 1 steps)")
+        if is_concrete([warmup_steps, decay_steps]) and np.any(np.asarray(warmup_steps) > np.asarray(decay_steps)):
+            raise PgrpoSimError(f"warmup_steps must be <= decay_steps ({decay_steps}), got {warmup_steps}")
+    decay_steps = 1 if decay_steps is None else decay_steps
     if difficulty is not None:
         if p_ref is not None:
             raise PgrpoSimError("give either p_ref (a list of per-prompt success probabilities) or difficulty")
@@ -261,6 +273,8 @@ def bandit_config(
         rewards = (np.arange(n_arms) < n_correct).astype(float)
         if init_logits is None:
             init_logits = class_symmetric_logits(n_arms, n_correct, 0.2 if p_ref is None else p_ref)
+        elif p_ref is not None:
+            raise PgrpoSimError("give either p_ref (or difficulty), which builds the start, or init_logits")
     elif p_ref is not None:
         raise PgrpoSimError(
             "p_ref builds a class-symmetric start from n_correct; with explicit rewards give init_logits"

@@ -78,6 +78,32 @@ def test_sweep_equals_direct_runs(tmp_path):
     assert (tmp_path / "summary.csv").read_text().count("\n") == 5
 
 
+def test_expected_reuse_sweep_enumerates_arms_only_and_equals_direct_runs():
+    """Expected-mode rollout reuse in a sweep enumerates multisets of arms only, as binary rewards allow
+    (C(G + N − 1, N − 1) = 5 rollouts at N = 2, G = 4, not C(G + 2N − 1, 2N − 1) = 35), and equals `simulate`
+    enumerating every (arm, reward) multiset (float64: rel 1e-10 leaves room for the other summation order)."""
+    base = dict(p_ref=0.2, beta=0.5, group_size=4, lag_model="refresh")
+    ds = run_sweep(base, [parse_axis("eta=0.2,1.0"), parse_axis("lag=1,3")], steps=60, progress=False)
+    for eta in (0.2, 1.0):
+        for lag in (1, 3):
+            config = ps.bandit_config(**base, eta=eta, lag=lag, max_lag=3)
+            assert (ps.rollout_count(config, True), ps.rollout_count(config, False)) == (5, 35)
+            run = ps.simulate(config, 60, binary_rewards=False)
+            assert float(ds.sel(eta=eta, lag=lag).final_reward) == pytest.approx(float(run.reward[-1]), rel=1e-10)
+
+
+def test_sweep_with_prompt_features_saves_and_resumes(tmp_path):
+    """Array-valued settings (shared-parameter prompt features) are saved with the spec, and a rerun resumes."""
+    features = np.random.default_rng(0).standard_normal((3, 2))
+    base = dict(p_ref=0.2, beta=0.5, group_size=4, n_prompts=3, features=features)
+    axes = [parse_axis("eta=0.1,0.3")]
+    ds = run_sweep(base, axes, steps=20, mode="sampled", seeds=2, out_dir=tmp_path, progress=False)
+    again = run_sweep(base, axes, steps=20, mode="sampled", seeds=2, out_dir=tmp_path, progress=False)
+    np.testing.assert_array_equal(again.final_reward.values, ds.final_reward.values)
+    with pytest.raises(SweepError, match="holds a different sweep"):  # other features: another sweep
+        run_sweep({**base, "features": features + 1}, axes, steps=20, mode="sampled", seeds=2, out_dir=tmp_path)
+
+
 def test_saved_files_are_what_xarray_and_pandas_write(tmp_path):
     """`compute_sweep` writes sweep.nc and summary.csv without xarray: read back, they equal xarray's own
     netCDF-3 file and pandas' table of the same Dataset (a static axis, an integer axis, trajectories)."""

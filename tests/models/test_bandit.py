@@ -402,6 +402,11 @@ def test_true_reward_and_output_shapes():
         (dict(advantage="gae"), "advantage"),
         (dict(advantage=7), "advantage"),
         (dict(lag_model="stale", lag=1.5), "lag"),
+        (dict(lr_schedule="linear"), "decay_steps"),  # a decay needs its end (default: η 0 from step 1)
+        (dict(lr_schedule="cosine", warmup_steps=20, decay_steps=10), "warmup_steps"),
+        (dict(init_logits=[0.0, 1.0], p_ref=0.3), "p_ref"),  # one start, not two
+        (dict(difficulty=(1.0, 2.0), n_prompts=2, init_logits=[0.0, 1.0]), "difficulty"),
+        (dict(rewards=[[1.0, 0.0], [0.0, 1.0]], n_prompts=3), "n_prompts"),
     ],
 )
 def test_bad_config_raises(kwargs, name):
