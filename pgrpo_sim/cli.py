@@ -952,7 +952,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--process-id", type=_integer, default=None)
 
     p = sub.add_parser("validate", help="the theory's claims against exact bandit runs, in one report")
-    p.add_argument("--quick", action="store_true", help="lower resolution (under 3 minutes on 2 CPU cores)")
+    p.add_argument(
+        "--quick", action="store_true", help="lower resolution (under a minute on 2 CPU cores: benchmarks/RESULTS.md)"
+    )
     p.add_argument("--seed", type=_integer, default=0, help="PRNG seed (>= 0)")
     p.add_argument("--out", default="validation", help="output directory (default: validation)")
     p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")

@@ -6,9 +6,6 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pgrpo_sim"
-LAYERS = ("base", "models", "prediction", "analysis", "logs", "calibration", "viz", "reports", "cli")
-"""Lower layers first: a module may import from its own layer and lower ones only (analysis and logs are
-peers: logs may use prediction, analysis never reads logs)."""
 RANK = {
     "base": 0,
     "models": 1,
@@ -20,6 +17,8 @@ RANK = {
     "reports": 6,
     "cli": 7,
 }
+"""Layer ranks, lower first: a module may import from its own layer and lower ones only (analysis and logs are
+peers: logs may use prediction, analysis never reads logs)."""
 
 
 def _module_name(path: Path) -> str:

@@ -96,7 +96,8 @@ CASES = {
     "sweep zero steps per generation": (SWEEP + ["--steps-per-generation", "0"], "--steps-per-generation"),
     "sweep zero iterations": (SWEEP + ["--num-iterations", "0"], "--num-iterations"),
     "sweep lag grid not a multiple of mini-batches": (
-        SWEEP + ["--grid", "lag=2:4", "--lag-model", "refresh", "--lag", "2", "--steps-per-generation", "2"]
+        SWEEP
+        + ["--grid", "lag=2:4", "--lag-model", "refresh", "--lag", "2", "--steps-per-generation", "2"]
         + ["--prompts", "4", "--mode", "sampled", "--seeds", "2"],
         "multiple of minibatches",
     ),

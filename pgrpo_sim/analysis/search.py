@@ -73,8 +73,8 @@ class _Problem:
 
 
 def _values_from_unit(problem: _Problem, u: Array, numeric) -> Array:
-    """Box coordinates u ∈ [0, 1]^d → hyperparameter values (log-spaced where the hyperparameter table "
-    "says `log_scale`)."""
+    """Box coordinates u ∈ [0, 1]^d → hyperparameter values (log-spaced where the hyperparameter table says
+    `log_scale`)."""
     lo, hi = numeric["lo"], numeric["hi"]
     out = [
         lo[i] * (hi[i] / lo[i]) ** u[i] if log else lo[i] + (hi[i] - lo[i]) * u[i] for i, log in enumerate(problem.logs)
@@ -424,7 +424,7 @@ def search(
     in a box (`bounds`, default `DEFAULT_BOUNDS`) mapped to u ∈ (0, 1) — logarithmically for η, β, clip —
     and optimised as z = logit(u), unconstrained, by Adam (`learning_rate` in units of z, cosine decay) for
     `iterations` steps from `restarts` Latin-hypercube starts (`seed`), vmapped; the penalty weight is ramped up over
-    the first half of the iterations (continuation), so restarts reach the constraint from the unconstrained
+    the first 80 % of the iterations (continuation), so restarts reach the constraint from the unconstrained
     optimum instead of crawling along a stiff penalty wall. Lag and group size are integer: give `lags` /
     `group_sizes` for an outer grid, one search per combination. The best point over all evaluations (full
     penalty) wins. Evaluations whose loss or gradient is NaN are skipped (with a warning); if every one is

@@ -45,23 +45,6 @@ from ..base.checks import check_choice, check_range, in_range, is_concrete, nan_
 from ..base.errors import PgrpoSimError
 from ..base.regimes import DISCRETE_REGIMES, INVALID, Regime
 
-__all__ = [
-    "DISCRETE_REGIMES",
-    "FLIP",
-    "DISCRETE_LAG_MODELS",
-    "MONOTONE",
-    "OSCILLATORY",
-    "UNSTABLE",
-    "companion",
-    "companion_matrix",
-    "critical_eta",
-    "discrete_regime",
-    "discrete_regime_code",
-    "dominant_root",
-    "monodromy_matrix",
-    "spectral_radius",
-]
-
 MONOTONE, OSCILLATORY, FLIP, UNSTABLE = Regime.MONOTONE, Regime.OSCILLATORY, Regime.FLIP, Regime.UNSTABLE
 
 DISCRETE_LAG_MODELS = ("stale", "refresh")

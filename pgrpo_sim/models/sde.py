@@ -49,8 +49,8 @@ class Ensemble(NamedTuple):
 
 
 def _drift(t, y, args):
-    """(ė, ë) with ë = −(C ė + K e)/M; args = (M, C, K, noise scale). Module-level so diffrax caches it."""
-    m, c, k, _ = args
+    """(ė, ë) with ë = −(C ė + K e)/M; args = (M, C, K). Module-level so diffrax caches it."""
+    m, c, k = args
     e, v = y[..., 0], y[..., 1]
     return jnp.stack([v, -(c * v + k * e) / m], axis=-1)
 
@@ -88,7 +88,7 @@ def solve_deterministic(
         t1=ts[-1],
         dt0=None,
         y0=y0,
-        args=(*coef, jnp.zeros_like(coef.mass)),
+        args=tuple(coef),
         saveat=diffrax.SaveAt(ts=ts),
         stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
         max_steps=1_000_000,

@@ -25,8 +25,6 @@ from jax.typing import ArrayLike
 from ..base.checks import as_float, check_range, in_range, nan_unless
 from ..base.regimes import INVALID, REGIMES, Damping
 
-"""Names of `regime_code` values: index = code."""
-
 
 class Coefficients(NamedTuple):
     """Mass M (steps²·per unit e), damping C (steps), stiffness K of the reduced oscillator."""
@@ -107,9 +105,10 @@ def regime_code(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: 
 
 
 def regime(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike, tol: float = 1e-6):
-    """Regime name ('overdamped', 'critical', 'underdamped' or 'unstable'); a NumPy str array for array input."""
+    """Regime name ('overdamped', 'critical', 'underdamped', 'unstable', or 'invalid' where `regime_code` is
+    `INVALID`); a NumPy str array for array input."""
     codes = np.asarray(regime_code(eta, momentum, lag, stiffness, tol))
-    names = np.asarray(REGIMES)[codes]
+    names = np.asarray(REGIMES + ("invalid",))[codes]  # code −1 → "invalid"
     return str(names) if names.ndim == 0 else names
 
 
