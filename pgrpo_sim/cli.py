@@ -309,7 +309,8 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
     reward = np.atleast_2d(np.asarray(run.reward))
     diverged = np.atleast_1d(np.asarray(run.diverged))
     with np.errstate(all="ignore"):
-        table = {"step": np.arange(args.steps + 1), "reward": reward.mean(0), "reward_std": reward.std(0)}
+        spread = reward.std(0, ddof=1) if reward.shape[0] > 1 else np.zeros(reward.shape[1])  # as `from_run`
+        table = {"step": np.arange(args.steps + 1), "reward": reward.mean(0), "reward_std": spread}
         for name in SIMULATE_COLUMNS[3:]:
             table[name] = np.atleast_2d(np.asarray(getattr(run, name))).mean(0)
     _write_csv(args.out, SIMULATE_COLUMNS, np.column_stack([table[c] for c in SIMULATE_COLUMNS]), integer_first=True)
@@ -492,15 +493,18 @@ def _sweep_kwargs(args: argparse.Namespace) -> dict:
     )
 
 
-def _start_sweep(args: argparse.Namespace, command: str, base: dict, axes, outputs: Sequence[str]) -> None:
-    """Everything a sweep command does before its first chunk: validate the whole sweep (nothing created on
-    failure), then claim --out."""
+def _check_sweep(args: argparse.Namespace, base: dict, axes) -> None:
+    """Validate the whole sweep as it will run (every setting and grid value), creating nothing."""
     from .analysis.sweep import SweepError, check_sweep
 
     try:
         check_sweep(base, axes, **_sweep_kwargs(args))
     except SweepError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _claim_sweep(args: argparse.Namespace, command: str, outputs: Sequence[str]) -> None:
+    """Claim --out for a checked sweep (`_check_sweep`): the last step before its first chunk."""
     check_output_dir(args.out, command, overwrite=args.overwrite)
     if args.coordinator:
         import jax
@@ -543,7 +547,8 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     if not axes:
         raise UsageError("sweep: give at least one --grid name=values")
     base = _sweep_base(args, axes)
-    _start_sweep(args, "sweep", base, axes, SWEEP_OUTPUTS)
+    _check_sweep(args, base, axes)
+    _claim_sweep(args, "sweep", SWEEP_OUTPUTS)
     result = _run_sweep_command(args, base, axes)
     print(f"{result.size} grid points; wrote {args.out}/sweep.nc and {args.out}/summary.csv")
 
@@ -570,12 +575,7 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
     if {a.name for a in axes if a.size > 1} != {args.x, args.y} or args.x == args.y:
         raise UsageError("phase-diagram: the grid must vary exactly --x and --y")
     base = _sweep_base(args, axes)
-    from .analysis.sweep import SweepError, check_sweep
-
-    try:
-        check_sweep(base, axes, **_sweep_kwargs(args))
-    except SweepError as exc:
-        raise UsageError(str(exc)) from None
+    _check_sweep(args, base, axes)
     # the predictions first: a configuration the theory cannot describe is refused before the sweep runs
     ordered = grid_axes(axes)
     prediction = predict_cells(base, {a.name: np.asarray(a.values) for a in ordered})
@@ -584,7 +584,7 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
             "phase-diagram: no cell of the grid has an interior fixed point with K > 0 (at beta = 0 the policy "
             "runs to the boundary), so the theory predicts no regime to compare with; give --beta > 0"
         )
-    _start_sweep(args, "phase-diagram", base, axes, PHASE_OUTPUTS)
+    _claim_sweep(args, "phase-diagram", PHASE_OUTPUTS)
     ds = _run_sweep_command(args, base, axes).to_dataset()
     kept = [a.name for a in ordered if a.size > 1]
     ds = ds.squeeze(drop=False)
@@ -633,16 +633,23 @@ def _cmd_validate(args: argparse.Namespace) -> None:
     print(f"{held} of {len(results)} claims hold; wrote {args.out}/report.md and {args.out}/results.json")
 
 
+def _read_log(args: argparse.Namespace):
+    """The log named by the command line (`--format`, `--column`); its skipped records are counted in the reports
+    and summary lines, so the reader's warning about them is not repeated."""
+    from .logs.readers import parse_column_map, read_log
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*skipped .* record", category=UserWarning)
+        return read_log(args.log, args.format, parse_column_map(args.column))
+
+
 def _cmd_fit(args: argparse.Namespace) -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)  # least-squares normal equations in float64
-    from .logs.readers import parse_column_map, read_log
     from .reports.log_report import analyse_log, check_analysis, write_analysis
 
-    with warnings.catch_warnings():  # skipped records are counted in the report and the summary line
-        warnings.filterwarnings("ignore", message=".*skipped .* record", category=UserWarning)
-        log = read_log(args.log, args.format, parse_column_map(args.column))
+    log = _read_log(args)
     check_analysis(log, metric=args.metric, n_samples=args.samples_per_step)
     check_output_dir(args.out, "fit", overwrite=args.overwrite)
     analysis = analyse_log(log, metric=args.metric, n_samples=args.samples_per_step)
@@ -666,11 +673,8 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
     """Read the log and run config, check every flag and --out (creating nothing), and return (log, run,
     fit_until)."""
     from .calibration.run_config import log_settings, read_run_config, resolve_run_config
-    from .logs.readers import parse_column_map, read_log
 
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*skipped .* record", category=UserWarning)
-        log = read_log(args.log, args.format, parse_column_map(args.column))
+    log = _read_log(args)
     given = read_run_config(args.run_config) if args.run_config else None
     run = resolve_run_config(given, log_settings(log))
     steps = log.series("reward")[0] if "reward" in log else np.array([])

@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 
+import jax
+import numpy as np
 import pytest
 
 import pgrpo_sim as ps
@@ -58,7 +60,11 @@ def test_simulate_writes_csv_and_plot(tmp_path, capsys):
     rows = list(csv.DictReader(open(out)))
     assert tuple(rows[0]) == SIMULATE_COLUMNS and len(rows) == 31
     assert float(rows[0]["reward"]) == pytest.approx(0.2, abs=1e-6)
-    assert any(float(r["reward_std"]) > 0 for r in rows)
+    config = ps.bandit_config(beta=0.5)
+    run = ps.simulate(config, 30, mode="sampled", seeds=4, key=jax.random.key(0))
+    spread = np.std(np.asarray(run.reward), 0, ddof=1)  # the sample std across seeds, as `from_run` reports it
+    np.testing.assert_allclose([float(r["reward_std"]) for r in rows], spread, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(ps.from_run(run).data["reward_std"], spread, rtol=1e-12)
     assert png.stat().st_size > 1000
     assert "0 of 4 run(s) diverged" in capsys.readouterr().out
 

@@ -66,8 +66,9 @@ def predict_cells(base: Mapping, coords: Mapping[str, np.ndarray]) -> PhasePredi
     for cell in cells:
         values = {d: int(v) if HYPERPARAMETERS[d].integer else float(v) for d, v in zip(dims, cell)}
         cfg = set_hyperparameters(config, values)
-        _, found, k = fixed_point_stiffness(two_arm_reduction(cfg))
-        eta_eff = 2 * float(two_arm_reduction(cfg).eta)
+        reduced = two_arm_reduction(cfg)
+        _, found, k = fixed_point_stiffness(reduced)
+        eta_eff = 2 * float(reduced.eta)
         k = float(k) if bool(found) else np.nan
         osc = (eta_eff, float(cfg.momentum), float(continuous_lag(cfg.lag, cfg.lag_model)), k)
         lag, model = discrete_lag(cfg.lag, cfg.lag_model)

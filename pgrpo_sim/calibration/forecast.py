@@ -160,13 +160,11 @@ def what_if(
 ) -> tuple[dict, dict[str, Band]]:
     """whatif.json's content and the bands: the calibrated run itself (`baseline`) and one entry per scenario."""
     base_run = calibration.model.run
-    for changes in scenarios:
-        check_scenario(base_run, changes)
+    runs = [check_scenario(base_run, changes) for changes in scenarios]  # every scenario checked before any runs
     bands = {"baseline": predictive_band(extend(calibration, until), level=level, seed=seed)}
     out = {"band": level, "baseline": dict(**scenario_summary(bands["baseline"]), **band_dict(bands["baseline"]))}
     entries = []
-    for i, changes in enumerate(scenarios):
-        run = base_run.replace(**changes)
+    for i, (changes, run) in enumerate(zip(scenarios, runs)):
         band = predictive_band(extend(calibration, until, run), level=level, seed=seed)
         bands[f"scenario {i + 1}"] = band
         entries.append(dict(set=changes, **scenario_summary(band), **band_dict(band)))

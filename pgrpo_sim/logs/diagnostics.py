@@ -3,11 +3,11 @@
 Each read-out is a time series with a threshold and a flag; a flag fires when its condition holds on
 `PERSIST` consecutive points (its `first_step` is the first of them), except a non-finite value, which
 fires at once. Series are smoothed by a trailing (causal) moving average, or median, of w points (default
-`fit.smoothing_window(n)`, about n/25), so that a flag's onset barely depends on later data (only the noise
+`laws.smoothing_window(n)`, about n/25), so that a flag's onset barely depends on later data (only the noise
 scale and the reward range are whole-run quantities); "baseline" is the mean (median for gradient norm and
 policy KL) of the first w points. Thresholds are fixed, not tuned per run: the module constants below.
 
-- reward hacking: coupling ρ(t) = Δeval/Δtrain (`fit.coupling_ratio`, window: the larger of w train steps
+- reward hacking: coupling ρ(t) = Δeval/Δtrain (`laws.coupling_ratio`, window: the larger of w train steps
   and 8 eval intervals) between the eval (or true) reward and the trained reward. Fires where the trained
   reward rises (slope > 2 standard errors and by ≥ 2 % of its range over the window) while
   ρ + 2·se(ρ) < `HACKING_FRACTION` × the best coupling seen so far (or < 0 if ρ was never positive): the
@@ -36,12 +36,15 @@ per-step noise.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..models.bandit import BanditRun
 from .laws import coupling_ratio, smooth, smoothing_window
 from .readers import TrainingLog, from_run
+
+if TYPE_CHECKING:  # a run is converted by `from_run`, which reads it by name: no need to load the bandit (optax)
+    from ..models.bandit import BanditRun
 
 PERSIST = 3
 """Consecutive points a condition must hold for to fire."""
@@ -126,7 +129,7 @@ class Diagnosis:
 
 def diagnose(source: TrainingLog | BanditRun, *, window: int | None = None) -> Diagnosis:
     """All four read-outs of a `TrainingLog` or a `BanditRun` (converted by `logs.from_run`), smoothing over
-    `window` points (default `fit.smoothing_window` of the number of rows)."""
+    `window` points (default `laws.smoothing_window` of the number of rows)."""
     log = source if isinstance(source, TrainingLog) else from_run(source)
     w = window or smoothing_window(len(log))
     readouts = (reward_hacking, advantage_degeneracy, policy_concentration, dynamical_instability)

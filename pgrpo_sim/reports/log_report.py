@@ -3,8 +3,8 @@
 `analyse_log` does the work (a `LogAnalysis`, with the JSON-ready summary); `write_report` also writes the
 files (what `pgrpo-sim fit` runs). Noise: when the log has `reward_std` and the number of rewards averaged per step
 (`n_samples`, from the log or given) the fits are weighted by the per-step standard error
-`fit.reward_stderr` and the reduced χ² uses it; otherwise the reduced χ² uses the short-lag residual
-variance (`fit.short_lag_variance`).
+`laws.reward_stderr` and the reduced χ² uses it; otherwise the reduced χ² uses the short-lag residual
+variance (`laws.short_lag_variance`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..base.errors import PgrpoSimError
-from ..logs import laws as fitting
+from ..logs import laws
 from ..logs.diagnostics import Diagnosis, diagnose
 from ..logs.readers import TrainingLog
 
@@ -34,7 +34,7 @@ def _reward_stderr(log: TrainingLog, metric: str, n_samples: float | None) -> tu
     if n is None or std is None or not (np.all(np.isfinite(std)) and np.all(np.isfinite(n))):
         why = "no reward_std" if std is None else "no samples per step (n_samples)" if n is None else "gaps"
         return None, dict(source="residuals", note=f"short-lag residual variance ({why})")
-    sigma = fitting.reward_stderr(std, n)
+    sigma = laws.reward_stderr(std, n)
     if not np.all(sigma > 0):
         return None, dict(source="residuals", note="short-lag residual variance (reward_std is 0 throughout)")
     note = "reward_std/√n_samples pooled over the smoothing window; a lower bound when prompts differ in difficulty"
@@ -42,10 +42,10 @@ def _reward_stderr(log: TrainingLog, metric: str, n_samples: float | None) -> tu
     return sigma, dict(source="reward_std", **summary)
 
 
-def _summary(fits: dict[str, fitting.LawFit]) -> dict:
+def _summary(fits: dict[str, laws.LawFit]) -> dict:
     osc = fits["oscillator"]
     num = lambda v: float(v) if np.isfinite(v) else None  # noqa: E731
-    regime = fitting.fitted_regime(osc)
+    regime = laws.fitted_regime(osc)
     zeta, z_err = num(osc["zeta"]), num(osc.stderr[1])
     if regime != "undetermined":
         why = None
@@ -56,7 +56,7 @@ def _summary(fits: dict[str, fitting.LawFit]) -> dict:
     else:
         lo, hi = zeta - 2 * z_err, zeta + 2 * z_err
         why = (
-            f"ζ ± 2 s.e. = [{lo:.3g}, {hi:.3g}] contains 1 but is wider than 1 ± {fitting.CRITICAL_BAND:g}: "
+            f"ζ ± 2 s.e. = [{lo:.3g}, {hi:.3g}] contains 1 but is wider than 1 ± {laws.CRITICAL_BAND:g}: "
             "the data do not tell the regimes apart"
         )
     finite = {law: f.bic for law, f in fits.items() if np.isfinite(f.bic)}
@@ -85,9 +85,9 @@ class LogAnalysis(NamedTuple):
     train/eval `coupling` (None without an eval reward)."""
 
     summary: dict
-    fits: dict[str, fitting.LawFit]
+    fits: dict[str, laws.LawFit]
     diagnosis: Diagnosis
-    coupling: fitting.Coupling | None
+    coupling: laws.Coupling | None
 
 
 def check_analysis(log: TrainingLog, *, metric: str = "reward", n_samples: float | None = None) -> None:
@@ -98,7 +98,7 @@ def check_analysis(log: TrainingLog, *, metric: str = "reward", n_samples: float
     if n_samples is not None and not (np.isfinite(n_samples) and n_samples >= 1):
         raise PgrpoSimError(f"samples per step must be >= 1, got {n_samples:g}")
     n = log.series(metric)[0].size
-    need = max(len(p) for p in fitting.LAW_PARAMS.values()) + 2
+    need = max(len(p) for p in laws.LAW_PARAMS.values()) + 2
     if n < need:
         raise PgrpoSimError(f"metric {metric!r} has {n} finite points; the fits need at least {need}")
 
@@ -119,17 +119,17 @@ def rows_without_value(log: TrainingLog, metric: str) -> dict:
 
 
 def analyse_log(log: TrainingLog, *, metric: str = "reward", n_samples: float | None = None) -> LogAnalysis:
-    """Fit every law in `fit.LAWS` to `metric` (weighted by the per-step error when `reward_std` and the
+    """Fit every law in `laws.LAWS` to `metric` (weighted by the per-step error when `reward_std` and the
     samples per step are known; `n_samples` overrides the log's), read out the four diagnostics and, when the
     log has an eval reward, the train/eval coupling."""
     check_analysis(log, metric=metric, n_samples=n_samples)
     steps, values = log.series(metric)
     sigma, noise = _reward_stderr(log, metric, n_samples)
-    fits = fitting.fit_laws(steps, values, sigma=sigma)
+    fits = laws.fit_laws(steps, values, sigma=sigma)
     diagnosis = diagnose(log)
     coupling = None
     if "eval_reward" in log and log.series("eval_reward")[0].size >= 5:
-        coupling = fitting.coupling_ratio(*log.series("reward"), *log.series("eval_reward"))
+        coupling = laws.coupling_ratio(*log.series("reward"), *log.series("eval_reward"))
     summary = dict(
         log=log.summary(),
         metric=metric,
@@ -146,7 +146,7 @@ def analyse_log(log: TrainingLog, *, metric: str = "reward", n_samples: float | 
     return LogAnalysis(summary, fits, diagnosis, coupling)
 
 
-def _coupling_dict(c: fitting.Coupling) -> dict:
+def _coupling_dict(c: laws.Coupling) -> dict:
     clean = lambda a: [float(v) if math.isfinite(v) else None for v in a]  # noqa: E731
     return dict(window=c.window, steps=clean(c.steps), ratio=clean(c.ratio), stderr=clean(c.stderr))
 
