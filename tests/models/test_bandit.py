@@ -186,8 +186,11 @@ def test_class_symmetric_reduction_holds_off_policy():
 
 
 def _reference_run(config, steps):
-    """Python-loop reference of the lag models, one expected-loss gradient per step."""
+    """Python-loop reference of the lag models, one expected-loss gradient per step (its pieces jitted: run op by op
+    they took most of the test's time)."""
     opt = ps.make_optimizer(config)
+    loss_grad = jax.jit(jax.grad(lambda t, b: expected_loss(t, b, config)[0]))
+    update = jax.jit(opt.update)
     theta = np.asarray(config.init_logits)
     state, history, old = opt.init(theta), [theta], theta
     for n in range(steps):
@@ -199,8 +202,7 @@ def _reference_run(config, steps):
             "refresh_fresh": (theta, old),
             "stale": (history[max(n - lag, 0)], history[max(n - lag, 0)]),
         }[config.lag_model]
-        grad = jax.grad(lambda t: expected_loss(t, behaviour, config)[0])(at)
-        upd, state = opt.update(grad, state, theta)
+        upd, state = update(loss_grad(at, behaviour), state, theta)
         theta = np.asarray(theta + upd)
         history.append(theta)
     return theta
