@@ -138,3 +138,25 @@ def test_dependencies_point_down_the_layers():
             elif RANK[_layer(dep)] > RANK[_layer(module)] or {_layer(module), _layer(dep)} == {"analysis", "logs"}:
                 bad.append(f"{module} ({_layer(module)}) imports {dep} ({_layer(dep)})")
     assert not bad, "\n".join(bad)
+
+
+def test_public_api_is_the_stub_and_loads_lazily():
+    """Every `X as X` of `__init__.pyi` resolves to that object of the module it names, and `import pgrpo_sim`
+    alone loads none of them (JAX stays unloaded until a name is used)."""
+    import importlib
+    import subprocess
+    import sys
+
+    import pgrpo_sim
+
+    probe = "import sys, pgrpo_sim; print(sorted(m for m in ('jax', 'pgrpo_sim.models') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "[]"
+    names = []
+    for node in ast.parse((PACKAGE / "__init__.pyi").read_text()).body:
+        if isinstance(node, ast.ImportFrom):
+            module = importlib.import_module(f"pgrpo_sim.{node.module}")
+            for alias in node.names:
+                assert alias.asname == alias.name, alias.name  # X as X: a re-export, not a rename
+                assert getattr(pgrpo_sim, alias.name) is getattr(module, alias.name), alias.name
+                names.append(alias.name)
+    assert sorted(names) == sorted(pgrpo_sim.__all__) and len(set(names)) == len(names)
