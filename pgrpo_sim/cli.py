@@ -928,7 +928,12 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--steps", type=_integer, default=2000, help="optimiser steps per run (>= 1)")
         p.add_argument("--mode", choices=("expected", "sampled"), default="expected")
-        p.add_argument("--seeds", type=_integer, default=1, help="seeds per grid point in sampled mode")
+        p.add_argument(
+            "--seeds",
+            type=_integer,
+            default=1,
+            help="seeds per grid point in sampled mode (>= 2 there: regimes are judged against their standard error)",
+        )
         p.add_argument("--seed", type=_integer, default=0, help="PRNG seed (>= 0)")
         p.add_argument(
             "--chunk-size", type=_integer, default=None, help="configurations per chunk (overrides --max-memory)"
