@@ -109,6 +109,10 @@ CASES = {
         SWEEP + ["--lag-model", "refresh", "--lag", "2", "--arms", "6", "--group-size", "16"],
         "4096",
     ),
+    "sweep expected-mode reuse of too many rollouts at one group size": (
+        SWEEP + ["--lag-model", "refresh", "--lag", "2", "--arms", "5", "--grid", "group_size=4,16"],
+        "G = 16",
+    ),
     "sweep unknown grid name": (SWEEP + ["--grid", "temperature=1,2"], "temperature"),
     "sweep unwritable out": (SWEEP + ["--out", "FILE/d"], "--out"),
     "sweep foreign out": (SWEEP + ["--out", "FOREIGN"], "--overwrite"),

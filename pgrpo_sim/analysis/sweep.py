@@ -2,9 +2,9 @@
 resumable on-disk results and a labelled xarray dataset.
 
 A grid is a list of axes (`parse_axis("eta=log:1e-3:1:48")`). Traced hyperparameters (η, μ, β, p_ref,
-clip ranges, lag) are flattened into one configuration axis and run with `vmap` in fixed-size chunks
-(one compilation per static structure); `group_size` sets array shapes, so each of its values is its
-own static group. The configuration axis of a chunk is sharded over `jax.devices()`. Every finished
+clip ranges, lag, ref_sync_alpha) are flattened into one configuration axis and run with `vmap` in fixed-size
+chunks (one compilation per static structure); `group_size` and `minibatches` set array shapes, so each of their
+values is its own static group. The configuration axis of a chunk is sharded over `jax.devices()`. Every finished
 chunk is written to `DIR/chunks/` at once (atomic rename); a rerun with the same spec skips the
 configurations already done, so an interrupted sweep resumes and ends with identical results.
 Sampled mode uses the same seeds at every grid point (common random numbers).
@@ -448,7 +448,8 @@ def _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate
     static = [a for a in axes if a.name in STATIC_AXES]
     configs = _group_configs(base, traced, static)
     try:
-        check_mode(configs[0], mode)  # static groups differ in group size only
+        for config in configs:  # static groups differ in group size, mini-batches: so may the rollouts enumerated
+            check_mode(config, mode)
     except PgrpoSimError as exc:
         raise SweepError(str(exc)) from None
     return spec, traced, static, configs
