@@ -288,9 +288,9 @@ SIMULATE_COLUMNS = (
 )
 
 
-def _check_plot(path: str | None) -> None:
-    if path is not None:
-        check_output_file(path, "--plot", IMAGE_SUFFIXES)
+def _check_plot(args: argparse.Namespace) -> None:
+    if args.plot is not None:
+        check_output_file(args.plot, "--plot", IMAGE_SUFFIXES, overwrite=args.overwrite)
 
 
 def _cmd_simulate(args: argparse.Namespace) -> None:
@@ -303,8 +303,8 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
     check_range("seeds", args.seeds, 1, integer=True)
     check_seed(args.seed)
     config = _bandit_config(args)
-    check_output_file(args.out, "--out")
-    _check_plot(args.plot)
+    check_output_file(args.out, "--out", overwrite=args.overwrite)
+    _check_plot(args)
     run = simulate(config, args.steps, mode=args.mode, seeds=args.seeds, key=jax.random.key(args.seed))
     reward = np.atleast_2d(np.asarray(run.reward))
     diverged = np.atleast_1d(np.asarray(run.diverged))
@@ -368,8 +368,8 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
                 f"frequency by more than 10 %), got {args.dt:g}"
             )
         dt = args.dt
-    check_output_file(args.out, "--out")
-    _check_plot(args.plot)
+    check_output_file(args.out, "--out", overwrite=args.overwrite)
+    _check_plot(args)
     ts = np.arange(args.steps + 1, dtype=float)
     ens = sde.solve_ensemble(
         ts,
@@ -904,6 +904,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_integer, default=0, help="PRNG seed (>= 0)")
     p.add_argument("--out", required=True, help="CSV file, one row per step")
     p.add_argument("--plot", default=None, help="figure of the reward curve (mean ± std band): .png, .pdf or .svg")
+    p.add_argument("--overwrite", action="store_true", help="replace existing --out and --plot files")
     p.set_defaults(func=_cmd_simulate)
 
     for name, help_text in (
@@ -995,6 +996,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--plot", default=None, help="figure (.png, .pdf or .svg): mean ± std, sample paths and the closed form"
     )
+    p.add_argument("--overwrite", action="store_true", help="replace existing --out and --plot files")
     p.set_defaults(func=_cmd_oscillator)
     p = sub.add_parser("fit", help="fit the closed-form laws to a training log and diagnose its failure modes")
     p.add_argument("log", help="TRL trainer_state.json, verl JSONL or console log, JSONL or CSV")

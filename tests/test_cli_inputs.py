@@ -51,6 +51,9 @@ CASES = {
     "simulate unwritable plot": (SIMULATE + ["--plot", "FILE/x.png"], "--plot"),
     "simulate plot is a directory": (SIMULATE + ["--plot", "FOREIGN"], "--plot"),
     "simulate plot without image suffix": (SIMULATE + ["--plot", "curve"], "--plot"),
+    "simulate existing out": (SIMULATE + ["--out", "FILE"], "--overwrite"),
+    "simulate out inside another command's directory": (SIMULATE + ["--out", "OTHER/report.md"], "--overwrite"),
+    "simulate existing plot": (SIMULATE + ["--plot", "PLOT.png"], "--overwrite"),
     # predict
     "predict zero eta": (PREDICT + ["--eta", "0"], "eta"),
     "predict negative beta": (PREDICT + ["--beta", "-1"], "beta"),
@@ -72,6 +75,8 @@ CASES = {
     "oscillator unwritable out": (OSCILLATOR + ["--out", "FILE/osc.csv"], "--out"),
     "oscillator unwritable plot": (OSCILLATOR + ["--plot", "FILE/osc.png"], "--plot"),
     "oscillator plot is a directory": (OSCILLATOR + ["--plot", "FOREIGN"], "--plot"),
+    "oscillator existing out": (OSCILLATOR + ["--out", "FILE"], "--overwrite"),
+    "oscillator existing plot": (OSCILLATOR + ["--plot", "PLOT.png"], "--overwrite"),
     # sweep
     "sweep negative chunk size": (SWEEP + ["--chunk-size", "-1"], "chunk_size"),
     "sweep zero chunk size": (SWEEP + ["--chunk-size", "0"], "chunk_size"),
@@ -174,6 +179,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 def workdir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Path("FILE").write_text("a file, not a directory\n")
+    Path("PLOT.png").write_bytes(b"a user's figure")
     Path("FOREIGN").mkdir()
     Path("FOREIGN/notes.txt").write_text("mine\n")
     for name, command in (("OTHER", "validate"), ("FIT", "fit")):

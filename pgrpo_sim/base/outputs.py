@@ -95,12 +95,17 @@ def remove_outputs(path: str | os.PathLike, patterns: Iterable[str]) -> None:
                 item.unlink(missing_ok=True)
 
 
-def check_output_file(path: str | os.PathLike, flag: str, suffixes: Iterable[str] | None = None) -> None:
-    """Raise `PgrpoSimError` (creating nothing) unless file `path` can be written: not a directory, its
-    directory exists and accepts a new file, and (given `suffixes`) its suffix is one of them."""
+def check_output_file(
+    path: str | os.PathLike, flag: str, suffixes: Iterable[str] | None = None, *, overwrite: bool = False
+) -> None:
+    """Raise `PgrpoSimError` (creating nothing) unless file `path` can be written: not a directory, not an
+    existing file (unless `overwrite`), its directory exists and accepts a new file, and (given `suffixes`) its
+    suffix is one of them."""
     out = Path(path)
     if out.is_dir():
         raise PgrpoSimError(f"{flag} {out} is a directory; give a file name")
+    if out.exists() and not overwrite:
+        raise PgrpoSimError(f"{flag} {out} exists; give another file name or --overwrite to replace it")
     if suffixes is not None:
         allowed = sorted(suffixes)
         if out.suffix.lower().lstrip(".") not in allowed:
