@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import os
 import re
@@ -18,7 +17,7 @@ import numpy as np
 
 from .base.checks import check_range, check_seed, describe_range
 from .base.errors import PgrpoSimError
-from .base.outputs import check_output_dir, check_output_file, claim_output_dir, remove_outputs, write_csv
+from .base.outputs import check_output_dir, check_output_file, claim_output_dir, json_text, remove_outputs, write_csv
 from .logs.readers import FORMATS
 from .models.hyperparameters import HYPERPARAMETERS
 
@@ -264,7 +263,7 @@ def _cmd_theory(args: argparse.Namespace) -> None:
     if args.noise is not None:
         out["stationary_variance"] = float(theory.stationary_variance(*osc, args.noise, args.group_size))
     if args.json:
-        print(json.dumps({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}))
+        print(json_text(out))
     else:
         _print_table(out)
 
@@ -337,7 +336,7 @@ def _cmd_predict(args: argparse.Namespace) -> None:
 
     out = predict(_bandit_config(args)).as_dict()
     if args.json:
-        print(json.dumps(out))
+        print(json_text(out))
     else:
         _print_table(out)
 
@@ -618,7 +617,7 @@ def _write_phase_tables(out: str, ds, prediction, summary: dict) -> None:
     table["spectral_radius_predicted"] = (ds["regime"].dims, prediction.radius)
     try:
         write_csv(table.to_dataframe(), Path(out) / "summary.csv")
-        (Path(out) / "summary.json").write_text(json.dumps(summary, indent=2))
+        (Path(out) / "summary.json").write_text(json_text(summary, indent=2))
     except OSError as exc:
         raise UsageError(f"cannot write to {out}: {exc.strerror}") from None
 
@@ -816,7 +815,7 @@ def _cmd_tune(args: argparse.Namespace) -> None:
     )
     out = _claim(args, "tune", TUNE_OUTPUTS)
     try:
-        (out / "summary.json").write_text(json.dumps(result.summary(), indent=2))
+        (out / "summary.json").write_text(json_text(result.summary(), indent=2))
         plot_convergence(result, str(out / "convergence.png"))
     except OSError as exc:
         raise UsageError(f"cannot write to {args.out}: {exc.strerror}") from None

@@ -29,10 +29,10 @@ import numpy as np
 import optimistix as optx
 from jax import Array
 
-from .base.checks import is_concrete
+from .base.checks import check_range, is_concrete
 from .base.errors import PgrpoSimError
 from .base.regimes import REGIMES, Damping
-from .models import theory
+from .models import linear, theory
 from .models.bandit import (
     binomial_pmf,
     check_mode,
@@ -432,4 +432,6 @@ def predict(config: BanditConfig) -> Prediction:
     configuration (SGD or Nesterov); vmappable over its hyperparameter leaves. See the module docstring.
     """
     check_mode(config, "expected")
+    if config.lag_model == "stale":  # the Floquet map carries the lag buffer: its Jacobian grows as max_lag²
+        check_range("max_lag (the stale lag buffer; lag unless given)", config.max_lag, 0, linear.MAX_LAG, integer=True)
     return _predict(two_arm_reduction(config))

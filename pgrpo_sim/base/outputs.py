@@ -11,6 +11,7 @@ same command may always reuse its own directory (a sweep resumes there).
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
@@ -198,3 +199,19 @@ def _netcdf3_values(name: str, values: np.ndarray) -> np.ndarray:
     if values.dtype not in (np.float32, np.float64, np.int32, np.int16, np.int8):
         raise PgrpoSimError(f"{name}: dtype {values.dtype} is not written to netCDF-3 (floats and integers only)")
     return values
+
+
+def json_text(data, *, indent: int | None = None) -> str:
+    """`data` as strict JSON: NaN and ±∞ (a quantity that does not exist, e.g. the stationary variance of an
+    unstable oscillator) become null; NumPy scalars and arrays become numbers and lists."""
+
+    def clean(value):
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple, np.ndarray)):
+            return [clean(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
+        if isinstance(value, np.generic):
+            value = value.item()
+        return None if isinstance(value, float) and not math.isfinite(value) else value
+
+    return json.dumps(clean(data), indent=indent, allow_nan=False)

@@ -62,12 +62,17 @@ _A_LO, _A_HI, _N_GRID, _MAX_BISECT = 1e-8, 5.0, 96, 128
 # validation and dtype
 
 
+MAX_LAG = 1000
+"""Largest lag of the exact map (steps): its companion matrix has lag + 1 rows (2(lag + 1) for "refresh"), and
+their eigenvalues cost O(lag³) — about 10 s at 1000 on 2 CPU cores, minutes at 3000."""
+
+
 def _static_lag(lag) -> int:
     if not is_concrete(lag):
         raise TypeError("lag must be a static Python int (it sets a matrix shape), got a tracer")
     if np.ndim(lag) != 0:
         raise PgrpoSimError(f"lag must be a scalar integer >= 0, got shape {np.shape(lag)}")
-    check_range("lag", lag, 0, integer=True)
+    check_range("lag", lag, 0, MAX_LAG, integer=True)
     return int(lag)
 
 
@@ -165,6 +170,10 @@ def _root_and_radius(a, mu, lag: int, lag_model: str):
         ev = jnp.linalg.eigvals(companion(a, mu, lag))
         root = ev[jnp.argmax(jnp.abs(ev))]
         root = jax.lax.complex(jnp.real(root), jnp.abs(jnp.imag(root)))
+        # the roots' moduli multiply to a (the monic polynomial's constant term), so the largest is at least
+        # a^(1/(lag+1)); eig loses that when a overflows its balancing (a ~ 1e300 gave radius 1e-62): use the bound
+        bound = a ** (1.0 / (lag + 1))
+        root = jnp.where(jnp.abs(root) < bound * (1 - 1e-6), jax.lax.complex(bound, jnp.zeros_like(bound)), root)
     return root, jnp.abs(root)
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from ..base.outputs import json_text
 from ..calibration.forecast import extend
 from ..calibration.inference import Calibration, predictive_band
 from ..calibration.model import PARAMETERS
@@ -64,7 +64,7 @@ def calibration_markdown(log: TrainingLog, cal: Calibration) -> list[str]:
 
 
 def write_json(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, indent=2, allow_nan=False))
+    path.write_text(json_text(data, indent=2))
 
 
 def write_calibration(log: TrainingLog, cal: Calibration, out: Path, *, level: float = 0.8) -> dict:

@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 
 from pgrpo_sim.base.errors import PgrpoSimError
-from pgrpo_sim.base.outputs import grid_columns, write_csv, write_netcdf3
+from pgrpo_sim.base.outputs import grid_columns, json_text, write_csv, write_netcdf3
 
 
 def test_write_csv_reads_back_as_pandas_writes_it(tmp_path):
@@ -75,3 +75,14 @@ def test_write_netcdf3_refuses_what_netcdf3_cannot_hold(tmp_path):
         write_netcdf3(tmp_path / "a.nc", {"i": np.arange(2)}, too_big, {})
     with pytest.raises(PgrpoSimError, match="flag: dtype bool"):
         write_netcdf3(tmp_path / "b.nc", {"i": np.arange(2)}, {"flag": (("i",), np.array([True, False]), {})}, {})
+
+
+def test_json_text_is_strict_json_with_null_for_what_does_not_exist():
+    """NaN and ±∞ (e.g. the stationary variance of an unstable oscillator) become null, as the README says; NumPy
+    scalars and arrays become numbers and lists; the text parses under a strict parser (no NaN/Infinity)."""
+    import json
+
+    data = {"a": float("nan"), "b": np.float32(np.inf), "c": [1.5, -np.inf], "d": np.arange(2), "e": {"f": np.nan}}
+    text = json_text(data)
+    strict = json.loads(text, parse_constant=lambda name: pytest.fail(f"non-standard JSON constant {name}"))
+    assert strict == {"a": None, "b": None, "c": [1.5, None], "d": [0, 1], "e": {"f": None}}

@@ -288,6 +288,7 @@ def test_float32_critical_eta_matches_float64():
         ({"momentum": -0.1}, "momentum"),
         ({"lag": -1}, "lag"),
         ({"lag": 1.5}, "lag"),
+        ({"lag": L.MAX_LAG + 1}, "lag"),  # eig of a (lag + 1)-row matrix: minutes at a few thousand
         ({"stiffness": 0.0}, "stiffness"),
         ({"lag_model": "bogus"}, "lag_model"),
     ],
@@ -313,6 +314,15 @@ def test_bad_input_other_entries():
         L.discrete_regime([0.1, -0.1], 0.5, 2, 1.0)
     with pytest.raises(TypeError, match="discrete_regime_code"):
         jax.jit(lambda e: L.discrete_regime(e, 0.5, 2, 1.0))(0.1)
+
+
+@pytest.mark.parametrize("eta", [1e200, 1e300])
+def test_huge_steps_are_unstable_not_tiny(eta):
+    """Where a = ηK overflows eig's balancing, the radius is the exact lower bound a^(1/(lag+1)) (the roots' moduli
+    multiply to a; at this size all three are about that large), never the tiny radius eig returned (1e-62)."""
+    radius = float(L.spectral_radius(eta, 0.9, 2, 0.3))
+    assert radius == pytest.approx((0.3 * eta) ** (1 / 3), rel=1e-6)
+    assert L.discrete_regime(eta, 0.9, 2, 0.3) == "unstable"
 
 
 def test_invalid_under_jit_gives_nan():
