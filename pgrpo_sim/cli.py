@@ -690,7 +690,7 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
         check_range("fit-until", fit_until, float(steps[0]), float(steps[-1]))
     until = getattr(args, "until", None)
     if until is not None:
-        check_range("until", until, float(steps[0]), low_open=True)
+        check_range("until", until, float(steps[0]) if fit_until is None else fit_until, low_open=True)
     check_range("band", args.band, 0.0, 1.0, low_open=True, high_open=True)
     check_output_dir(args.out, command, overwrite=args.overwrite)
     return log, run, fit_until
@@ -891,7 +891,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("theory", help="closed-form oscillator and exact discrete map for one setting")
     _add_oscillator_args(p)
     p.add_argument("--noise", type=_finite_float, default=None, help="noise scale D (>= 0)")
-    p.add_argument("--group-size", type=_finite_float, default=None, help="group size G (>= 2)")
+    p.add_argument("--group-size", type=_integer, default=None, help="group size G (>= 2)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_theory)
 
@@ -977,7 +977,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("oscillator", help="ensemble of the reduced SDE M ë + C ė + K e = √(D/G) ξ")
     _add_oscillator_args(p)
     p.add_argument("--noise", type=_finite_float, required=True, help="noise scale D (>= 0)")
-    p.add_argument("--group-size", type=_finite_float, required=True, help="group size G (>= 2)")
+    p.add_argument("--group-size", type=_integer, required=True, help="group size G (>= 2)")
     p.add_argument("--e0", type=_finite_float, default=-0.5, help="initial deviation e(0) = p0 - p*")
     p.add_argument("--v0", type=_finite_float, default=0.0, help="initial velocity de/dt(0) per step")
     p.add_argument("--steps", type=_integer, default=500, help="length in optimiser steps (>= 1)")
@@ -1058,7 +1058,9 @@ def build_parser() -> argparse.ArgumentParser:
             )
             p.add_argument("--steps", type=_integer, default=None, help="logged steps to simulate (default: the log's)")
         p.add_argument(
-            "--out", required=True, help=f"output directory ({name}.json / calibration.json, report.md, figure)"
+            "--out",
+            required=True,
+            help=f"output directory ({name.replace('-', '')}.json / calibration.json, report.md, figure)",
         )
         p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
         p.set_defaults(func=func)

@@ -24,6 +24,7 @@ VALIDATE = ["validate", "--quick", "--out", "d"]
 FIT = ["fit", LOG, "--column", "reward=my_reward", "--out", "d"]
 TUNE = ["tune", "--objective", "damping-ratio", "--target", "1", "--beta", "0.5", "--restarts", "1"]
 TUNE += ["--iterations", "1", "--out", "d"]
+FORECAST = ["forecast", LOG, "--column", "reward=my_reward", "--out", "d"]
 
 # (argv, a word the one-line message must contain); "FOREIGN" and "OTHER" are output directories prepared below:
 # FOREIGN holds a file pgrpo-sim did not write, OTHER holds another command's marked output
@@ -36,6 +37,7 @@ CASES = {
     "theory momentum out of range": (THEORY + ["--momentum", "1"], "momentum"),
     "theory negative lag": (THEORY + ["--lag", "-1"], "lag"),
     "theory group size out of range": (THEORY + ["--noise", "0.1", "--group-size", "1"], "group_size"),
+    "theory fractional group size": (THEORY + ["--noise", "0.1", "--group-size", "2.5"], "--group-size"),
     # simulate
     "simulate negative eta": (SIMULATE + ["--eta", "-0.1"], "eta"),
     "simulate zero steps": (SIMULATE + ["--steps", "0"], "steps"),
@@ -156,12 +158,16 @@ CASES = {
     "fit unwritable out": (FIT + ["--out", "FILE/d"], "--out"),
     "fit foreign out": (FIT + ["--out", "FOREIGN"], "--overwrite"),
     "fit another command's out": (FIT + ["--out", "OTHER"], "validate"),
+    # forecast
+    "forecast until before the fit window ends": (FORECAST + ["--fit-until", "10", "--until", "5"], "until"),
+    "forecast fit window beyond the log": (FORECAST + ["--fit-until", "1e6"], "fit-until"),
     # tune
     "tune negative lag, space-separated": (TUNE + ["--lag-model", "stale", "--lags", "-1,2"], "lags must be >= 0"),
     "tune group size out of range": (TUNE + ["--group-sizes", "1,2"], "group_sizes"),
     "tune zero restarts": (TUNE + ["--restarts", "0"], "restarts"),
     "tune negative iterations": (TUNE + ["--iterations", "-1"], "iterations"),
     "tune nan learning rate": (TUNE + ["--learning-rate", "nan"], "--learning-rate"),
+    "tune negative damping-ratio bound": (TUNE + ["--min-damping-ratio", "-1"], "min_damping_ratio"),
     "tune inf radius margin": (TUNE + ["--radius-margin", "inf"], "--radius-margin"),
     "tune zero eta": (TUNE + ["--eta", "0"], "eta"),
     "tune unknown objective": (TUNE + ["--objective", "speed"], "--objective"),

@@ -255,7 +255,7 @@ def _setup(
         )
     check_range("steps", steps, 1, integer=True)
     check_range("smoothing", smoothing, 0.0, low_open=True)
-    check_range("min_damping_ratio", min_damping_ratio)
+    check_range("min_damping_ratio", min_damping_ratio, 0.0)
     check_range("radius_margin", radius_margin, 0.0, 1.0, high_open=True)
     check_range("penalty", penalty, 0.0)
     bounds = dict(bounds or {})
