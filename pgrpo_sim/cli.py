@@ -390,10 +390,11 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
         closed = np.asarray(theory.trajectory(ts, args.e0, args.v0, *osc))
         _plot(plot_ensemble, ts, np.asarray(ens.mean), np.asarray(ens.std), paths[:shown], closed, args.plot)
     var = float(theory.stationary_variance(*osc, args.noise, args.group_size))
-    print(
-        f"{args.paths} paths (Euler step {dt:g}); late std {paths[:, -1].std():.4g} (stationary {np.sqrt(var):.4g}); "
-        f"wrote {args.out}"
-    )
+    if theory.regime(*osc) == "unstable" or not np.all(np.isfinite(paths)):  # growing without bound: no number
+        late = "diverged (unstable: damping C <= 0 at this lag)" if np.isinf(var) else "diverged (overflow)"
+    else:
+        late = f"late std {paths[:, -1].std():.4g} (stationary {np.sqrt(var):.4g})"
+    print(f"{args.paths} paths (Euler step {dt:g}); {late}; wrote {args.out}")
 
 
 def _sweep_base(args: argparse.Namespace, axes) -> dict:

@@ -167,6 +167,13 @@ def test_oscillator_writes_paths(tmp_path, capsys):
     )
     assert float(rows[0]["mean"]) == pytest.approx(-0.4) and float(rows[-1]["std"]) > 0
     assert png.stat().st_size > 1000
+    assert "late std" in capsys.readouterr().out
+    # past the critical lag (τ* = (1 − μ)/(ηK) = 0.1/0.3 < 2 at η = 1) the oscillator is unstable: reported as
+    # diverged, not as a late standard deviation
+    unstable = [*argv[:2], "1.0", *argv[3:-4], "--out", str(tmp_path / "unstable.csv")]
+    assert main(unstable) == 0
+    printed = capsys.readouterr().out
+    assert "diverged (unstable" in printed and "late std" not in printed
 
 
 @pytest.mark.parametrize(
