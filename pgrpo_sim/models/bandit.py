@@ -340,7 +340,8 @@ def on_policy_grad(logits: Array, config: BanditConfig) -> tuple[Array, UpdateSt
         kl_grad = pi * (slope - jnp.sum(pi * slope, axis=-1, keepdims=True))
     grad = (pi * (w - axis_sum(pi * w, keepdims=True)) + config.beta * kl_grad) / config.n_prompts
     one = jnp.ones((), logits.dtype)
-    if config.kl == "exact":
+    if config.kl == "exact" or config.kl == "k1" or (config.kl == "k3" and config.kl_clamp is None):
+        # E_π[k1] = E_π[k3] = KL(π‖π_ref) exactly; summed as π·k3 an arm with π = 0 gave 0·∞ = NaN
         kl = kl_divergence(logits, config.init_logits)
     else:  # E_π[k(log π − log π_ref)]
         d = jax.nn.log_softmax(logits) - jax.nn.log_softmax(config.init_logits)

@@ -606,3 +606,13 @@ def test_scheduled_run_takes_scaled_steps():
     logit = lambda p: np.log(p / (1 - p))  # noqa: E731
     half = (logit(float(run.reward[2])) - logit(float(run.reward[1]))) / (logit(float(ref.reward[1])) - logit(0.2))
     assert half == pytest.approx(0.5, rel=1e-5)
+
+
+@pytest.mark.parametrize("kl", ["k1", "k3"])
+def test_kl_readout_is_finite_when_an_arm_probability_underflows(kl):
+    """E_π[k1] = E_π[k3] = KL(π‖π_ref): the on-policy read-out equals the exact KL of the policy (`kl_ref`) even when
+    a huge step sends an arm's probability to 0 (summed as π·k3 that gave 0·∞ = NaN in a run not diverged)."""
+    config = ps.bandit_config(eta=1e6, momentum=0.99, beta=0.5, kl=kl)
+    run = ps.simulate(config, 20)
+    assert not bool(run.diverged) and float(np.min(run.entropy)) == 0.0  # a probability did underflow
+    np.testing.assert_allclose(run.kl, run.kl_ref, rtol=1e-12, atol=0)
