@@ -23,7 +23,8 @@ policy KL) of the first w points. Thresholds are fixed, not tuned per run: the m
   counting a reversal when it moves against its direction by more than a quarter of its range so far and
   more than `REVERSAL_NOISE` noise standard errors of that average (on white noise of 250–1000 points this
   never reached 3 reversals in 300 trials per length; at 6 standard errors it did in ~1 %). A non-finite
-  reward (a skipped step) or an infinite gradient norm fires at once. The KL to the reference is not used:
+  reward (NaN or ±inf: `TrainingLog.blowup_steps`; text such as "n/a" is missing data) or an infinite gradient
+  norm fires at once. The KL to the reference is not used:
   it grows in every run that learns.
 
 Limits, stated: a run that leaves a vanishing-gradient start (a degenerate one, once it takes off) can show a
@@ -209,7 +210,7 @@ def dynamical_instability(log: TrainingLog, window: int) -> Readout:
         score = np.nanmax(np.where(np.isnan(stacked), -np.inf, stacked), axis=0)
     score[~np.isfinite(score) & (score < 0)] = np.nan
     now = np.where(np.isinf(log["grad_norm"]))[0] if "grad_norm" in log else np.zeros(0, int)
-    skipped = log.skipped_steps
+    skipped = log.blowup_steps  # a NaN or infinite reward, not a text cell ("n/a"): that is missing data
     fired = score >= 1
     out = _readout("instability", steps, score, np.ones(steps.size), fired, rule, "")
     immediate = [float(steps[now[0]])] if now.size else []

@@ -143,7 +143,8 @@ class TrainingLog:
     `sources`: canonical name → source column; `other`: unmapped numeric columns by source name; `format` and
     `path` of the file (None for a simulation); `skipped_steps`: steps dropped for a non-finite reward;
     `settings`: the run settings the log states (`SETTINGS` names, e.g. `{"num_generations": 8}`; empty when it
-    states none).
+    states none); `blowup_steps`: the skipped steps whose reward was a non-finite number (NaN, ±inf, null), not
+    text such as "n/a" in a CSV cell (what the instability diagnostic reads as a blow-up).
     """
 
     data: dict[str, np.ndarray]
@@ -153,6 +154,7 @@ class TrainingLog:
     path: str | None
     skipped_steps: np.ndarray
     settings: dict = dataclasses.field(default_factory=dict)
+    blowup_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
 
     def __contains__(self, name: str) -> bool:
         return name in self.data
@@ -367,7 +369,7 @@ def tidy(
         )
     step_key = sources.get("step")
     merged: dict[float, dict[str, float]] = {}
-    last_step, skipped = -math.inf, []
+    last_step, skipped, blowups = -math.inf, [], []
     for i, record in enumerate(records):
         if step_key and step_key not in record:
             raise PgrpoSimError(f"record {i + 1} of {_name(path)} has no {step_key!r}")
@@ -383,6 +385,8 @@ def tidy(
         reward = record.get(sources["reward"])
         if reward is not None and not math.isfinite(reward):
             skipped.append(step)
+            if reward is not _TEXT:
+                blowups.append(step)
             continue
         row = merged.setdefault(step, {})
         for key, value in record.items():
@@ -411,7 +415,7 @@ def tidy(
         lr = data["learning_rate"][np.isfinite(data["learning_rate"])]
         if lr.size > 1 and lr[0] > 0 and np.all(lr == lr[0]):
             settings["learning_rate"] = float(lr[0])
-    return TrainingLog(data, sources, other, format, path, np.array(skipped, float), settings)
+    return TrainingLog(data, sources, other, format, path, np.array(skipped, float), settings, np.array(blowups, float))
 
 
 # ---------------------------------------------------------------------------------------------- parsers
@@ -537,6 +541,10 @@ def _csv_rows(text: str, path) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+_TEXT = float("nan")  # a NaN object of its own (not `math.nan`, which JSON null becomes)
+"""A CSV cell that is text, not a number ("n/a"): NaN, told apart from a logged NaN by identity (`is _TEXT`)."""
+
+
 def _csv_records(header: Sequence[str | None], rows: Sequence[Sequence[str]]) -> list[dict[str, float]]:
     """One record per row; columns whose header is None are left out."""
     records = []
@@ -548,7 +556,7 @@ def _csv_records(header: Sequence[str | None], rows: Sequence[Sequence[str]]) ->
             try:
                 record[key] = float(cell)
             except ValueError:
-                record[key] = math.nan  # logged, but not a number ("n/a"): a skipped reward is counted
+                record[key] = _TEXT  # logged, but not a number ("n/a"): a skipped reward is counted
         records.append(record)
     return records
 

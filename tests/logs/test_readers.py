@@ -149,6 +149,18 @@ def test_non_numeric_csv_rewards_are_skipped_and_counted(tmp_path):
     assert np.isnan(log["kl"][0])
 
 
+def test_a_text_cell_is_missing_data_and_a_nan_reward_a_blow_up(tmp_path):
+    """Both are skipped and counted, but only the logged NaN is a blow-up that fires the instability diagnostic at
+    once; one "n/a" in a smooth curve used to flag instability at its step."""
+    rows = [f"{i},{0.8 - 0.6 * 0.9**i}" for i in range(30)]
+    for cell, blowup in (("n/a", False), ("nan", True)):
+        text = "step,reward\n" + "\n".join(rows[:12] + [f"12,{cell}"] + rows[13:]) + "\n"
+        with pytest.warns(UserWarning, match="skipped 1 record"):
+            log = logs.read_log(_write(tmp_path, f"{cell.replace('/', '')}.csv", text))
+        assert list(log.skipped_steps) == [12] and list(log.blowup_steps) == ([12] if blowup else [])
+        assert ps.diagnose(log).instability.first_step == (12 if blowup else None)
+
+
 def test_a_text_reward_column_is_named(tmp_path):
     with pytest.raises(ValueError, match="column 'reward' holds no finite number") as info, warnings.catch_warnings():
         warnings.simplefilter("ignore")
