@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
+from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
 from ..base.sharding import pad_to_devices, shard_batch
 from ..logs.readers import TrainingLog
@@ -290,9 +291,10 @@ def _observables(thetas, config: BanditConfig, readout: Readout):
 
 
 def predictive_band(calibration: Calibration, *, level: float = 0.8, seed: int = 0, observable: str = "reward") -> Band:
-    """The band of `observable` over the calibration's model (parameter draws + one batch's noise per draw)."""
-    if not 0 < level < 1:
-        raise PgrpoSimError(f"band must be in (0, 1), got {level}")
+    """The band of `observable` over the calibration's model (parameter draws + one batch's noise per draw, the
+    noise Gaussian, so its draws are clipped to [0, 1], where a batch's reward fraction, zero-std fraction and
+    within-group std lie)."""
+    check_range("level", level, 0.0, 1.0, low_open=True, high_open=True)
     model, theta = calibration.model, calibration.theta
     rng = np.random.default_rng(seed)
     draws = rng.multivariate_normal(theta, calibration.covariance, size=DRAWS)
@@ -303,9 +305,8 @@ def predictive_band(calibration: Calibration, *, level: float = 0.8, seed: int =
     diverged = np.asarray(obs.diverged) | ~np.all(np.isfinite(mean), axis=1)
     scale = calibration.model.run.reward_scale if observable != "zero_std_frac" else 1.0
     ok = ~diverged[1:]
-    samples = mean[1:][ok] + np.sqrt(calibration.overdispersion * var[1:][ok]) * rng.standard_normal(
-        (int(ok.sum()), mean.shape[1])
-    )
+    noise = np.sqrt(calibration.overdispersion * var[1:][ok]) * rng.standard_normal((int(ok.sum()), mean.shape[1]))
+    samples = np.clip(mean[1:][ok] + noise, 0.0, 1.0)
     if samples.shape[0] < 2:
         nan = np.full(mean.shape[1], np.nan)
         lo = hi = center = nan

@@ -113,3 +113,16 @@ def test_synthetic_log_with_minibatches_reuses_each_rollout():
     reward = log.data["reward"]
     assert reward.shape == (81,) and np.all((reward >= 0) & (reward <= 1))
     assert reward[-10:].mean() - reward[:10].mean() > 0.2
+
+
+def test_band_of_a_fraction_stays_within_zero_and_one():
+    """The band adds one batch's Gaussian noise to each draw; a batch's reward fraction lies in [0, 1], so the band
+    does too, even with noise far larger than the curve's range (overdispersion 1e4: sd ~ 10 here)."""
+    from pgrpo_sim.calibration.inference import Calibration, predictive_band
+
+    model = population_model(RUN, 20, log_format="jsonl")
+    theta = np.array([-1.0, 0.0, math.log(0.1 / 1e-5), -2.0])
+    cal = Calibration(model, theta, 1e-20 * np.eye(4), 1e4, ("reward",), {}, 1.0, 10.0, 10, "jsonl", 0.0)
+    band = predictive_band(cal)
+    assert np.all(band.lo >= 0) and np.all(band.hi <= 1) and np.all(band.lo < band.hi)
+    assert np.all(band.lo[1:] == 0) and np.all(band.hi[1:] == 1)  # noise that large fills the whole range
