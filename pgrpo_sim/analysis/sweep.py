@@ -27,7 +27,7 @@ import numpy as np
 
 from ..base.checks import check_choice, check_range, check_seed
 from ..base.errors import PgrpoSimError
-from ..base.outputs import grid_columns, write_csv, write_netcdf3
+from ..base.outputs import grid_columns, json_text, write_csv, write_netcdf3
 from ..base.regimes import DISCRETE_REGIMES
 from ..base.runtime import RUN_BOUND_OPTIONS
 from ..base.sharding import shard_batch
@@ -248,13 +248,7 @@ class SweepSpec:
     def to_json(self) -> str:
         """The spec as canonical JSON (sorted keys; arrays in `base`, e.g. prompt features, as nested lists):
         what the output directory records and a resumed sweep must match. `TypeError` for other objects."""
-        return json.dumps(dataclasses.asdict(self), sort_keys=True, default=_json_array)
-
-
-def _json_array(value):
-    if isinstance(value, (np.ndarray, np.generic, jax.Array)):
-        return np.asarray(value).tolist()
-    raise TypeError(f"{type(value).__name__} is not a number, string or array")
+        return json_text(dataclasses.asdict(self), sort_keys=True)
 
 
 class SweepResult(NamedTuple):

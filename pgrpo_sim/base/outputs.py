@@ -201,17 +201,21 @@ def _netcdf3_values(name: str, values: np.ndarray) -> np.ndarray:
     return values
 
 
-def json_text(data, *, indent: int | None = None) -> str:
+def json_text(data, *, indent: int | None = None, sort_keys: bool = False) -> str:
     """`data` as strict JSON: NaN and ±∞ (a quantity that does not exist, e.g. the stationary variance of an
-    unstable oscillator) become null; NumPy scalars and arrays become numbers and lists."""
+    unstable oscillator) become null; NumPy (and JAX) scalars and arrays become numbers and lists. `TypeError`
+    for other objects."""
 
     def clean(value):
         if isinstance(value, dict):
             return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple, np.ndarray)):
-            return [clean(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
+        if hasattr(value, "__array__") and not isinstance(value, np.generic):  # NumPy or JAX arrays
+            value = np.asarray(value)
+            return clean(value.tolist()) if value.ndim else clean(value.item())
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
         if isinstance(value, np.generic):
             value = value.item()
         return None if isinstance(value, float) and not math.isfinite(value) else value
 
-    return json.dumps(clean(data), indent=indent, allow_nan=False)
+    return json.dumps(clean(data), indent=indent, sort_keys=sort_keys, allow_nan=False)

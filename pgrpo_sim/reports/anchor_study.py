@@ -14,7 +14,6 @@ what-if"), written as a generated block in the README — never typed by hand:
 
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..base.outputs import json_text
 from ..calibration.forecast import forecast, what_if
 from ..calibration.inference import calibrate
 from ..calibration.run_config import log_settings, read_run_config, resolve_run_config
@@ -233,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         replicates=replicates(anchors),
     )
     if results is not None:
-        results.write_text(json.dumps(study, indent=2))
+        results.write_text(json_text(study, indent=2))
     readme.write_text(replace_block(readme.read_text(), BEGIN, END, study_markdown(study)))
     return 0
 

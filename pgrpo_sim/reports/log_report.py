@@ -9,7 +9,6 @@ variance (`laws.short_lag_variance`).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import NamedTuple
@@ -17,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..base.errors import PgrpoSimError
+from ..base.outputs import json_text
 from ..logs import laws
 from ..logs.diagnostics import Diagnosis, diagnose
 from ..logs.readers import TrainingLog
@@ -169,7 +169,7 @@ def write_analysis(analysis: LogAnalysis, log: TrainingLog, out_dir: str | Path)
         out.mkdir(parents=True, exist_ok=True)
         plot_fits(*log.series(result["metric"]), analysis.fits, out / "fit.png", ylabel=result["source"])
         plot_diagnostics(analysis.diagnosis, out / "diagnostics.png")
-        (out / "fit.json").write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
+        (out / "fit.json").write_text(json_text(result, indent=2) + "\n")
         (out / "report.md").write_text(_markdown(result))
     except OSError as exc:
         raise PgrpoSimError(f"cannot write to output directory {out}: {exc.strerror}") from None

@@ -15,7 +15,6 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import functools
-import json
 import math
 import threading
 import time
@@ -28,6 +27,7 @@ import numpy as np
 
 from ..analysis.summaries import UNSTABLE
 from ..analysis.sweep import parse_axis, run_sweep
+from ..base.outputs import json_text
 from ..base.runtime import cpu_cores
 from ..logs.diagnostics import PROVOKED, READOUTS, diagnose
 from ..logs.laws import fit_laws, identify_stiffness
@@ -724,15 +724,9 @@ def validate(
             raise
     pool.shutdown()
     if out is not None:
-        (out / "results.json").write_text(json.dumps(results, indent=2, default=_json_default))
+        (out / "results.json").write_text(json_text(results, indent=2))
         (out / "report.md").write_text(report_markdown(results, quick=quick, seed=seed))
     return results
-
-
-def _json_default(value):
-    if isinstance(value, (np.floating, np.integer)):
-        return value.item()
-    raise TypeError(f"cannot serialise {type(value)}")
 
 
 def report_markdown(results: dict, *, quick: bool, seed: int) -> str:

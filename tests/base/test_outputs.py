@@ -86,3 +86,14 @@ def test_json_text_is_strict_json_with_null_for_what_does_not_exist():
     text = json_text(data)
     strict = json.loads(text, parse_constant=lambda name: pytest.fail(f"non-standard JSON constant {name}"))
     assert strict == {"a": None, "b": None, "c": [1.5, None], "d": [0, 1], "e": {"f": None}}
+
+
+def test_json_text_takes_jax_arrays_and_sorts_keys_on_request():
+    """JAX arrays (a sweep spec's prompt features) become lists, a NaN inside one null; `sort_keys` gives the
+    canonical text a resumed sweep compares; other objects are refused."""
+    import jax.numpy as jnp
+
+    data = {"z": jnp.asarray([[1.0, jnp.nan]]), "a": jnp.int32(3), "m": np.float64(0.25)}
+    assert json_text(data, sort_keys=True) == '{"a": 3, "m": 0.25, "z": [[1.0, null]]}'
+    with pytest.raises(TypeError):
+        json_text({"x": object()})
