@@ -35,6 +35,25 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's own errors: one line, exit 2
         raise UsageError(message)
 
+    def parse_known_args(self, args=None, namespace=None):
+        """argparse's, and a command's parser also records the options given on the command line as `explicit`
+        (their dests; a default is not a choice the user made): parsed again into a namespace that already holds
+        a placeholder for every option, which argparse leaves where no value was given."""
+        parsed, rest = super().parse_known_args(args, namespace)
+        if self._subparsers is None:
+            unset = {
+                a.dest: None if a.nargs == 0 or "append" in type(a).__name__.lower() else _UNSET for a in self._actions
+            }
+            unset.pop(argparse.SUPPRESS, None)
+            probe = argparse.Namespace(**unset)  # None where argparse adds to the value (append, count)
+            super().parse_known_args(args, probe)
+            parsed.explicit = frozenset(dest for dest, value in unset.items() if getattr(probe, dest) is not value)
+        return parsed, rest
+
+
+_UNSET = object()
+"""Placeholder of an option not given on the command line (`_Parser.parse_known_args`)."""
+
 
 def _integer(text: str) -> int:
     try:
@@ -397,6 +416,10 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
     print(f"{args.paths} paths (Euler step {dt:g}); {late}; wrote {args.out}")
 
 
+GRID_FLAGS = {"lag": ("lag", "num_iterations"), "minibatches": ("steps_per_generation",)}
+"""The flags that set a grid axis's parameter, where they are not the flag of the same name."""
+
+
 def _sweep_base(args: argparse.Namespace, axes) -> dict:
     """bandit_config keyword arguments for the parameters that are not grid axes (explicit flags only for
     optional ones)."""
@@ -422,6 +445,11 @@ def _sweep_base(args: argparse.Namespace, axes) -> dict:
     }
     base.update({k: v for k, v in optional.items() if v is not None})
     for axis in axes:
+        for dest in GRID_FLAGS.get(axis.name, (axis.name,)):
+            if dest in getattr(args, "explicit", ()):
+                raise UsageError(
+                    f"--{dest.replace('_', '-')} sets {axis.name}, a grid axis here ({axis.spec}): drop one"
+                )
         base.pop(axis.name, None)
     if any(a.name == "lag" for a in axes):
         base.pop("lag", None)

@@ -104,7 +104,7 @@ CASES = {
     "sweep zero iterations": (SWEEP + ["--num-iterations", "0"], "--num-iterations"),
     "sweep lag grid not a multiple of mini-batches": (
         SWEEP
-        + ["--grid", "lag=2:4", "--lag-model", "refresh", "--lag", "2", "--steps-per-generation", "2"]
+        + ["--grid", "lag=2:4", "--lag-model", "refresh", "--steps-per-generation", "2"]
         + ["--prompts", "4", "--mode", "sampled", "--seeds", "2"],
         "multiple of minibatches",
     ),
@@ -121,6 +121,17 @@ CASES = {
         "G = 16",
     ),
     "sweep unknown grid name": (SWEEP + ["--grid", "temperature=1,2"], "temperature"),
+    "sweep flag and grid set eta": (SWEEP + ["--eta", "0.3"], "--eta"),
+    "sweep flag equal to its default and grid set eta": (SWEEP + ["--eta", "0.1"], "--eta"),
+    "sweep --num-iterations and a lag grid": (
+        SWEEP + ["--lag-model", "refresh", "--num-iterations", "2", "--grid", "lag=1:2"],
+        "--num-iterations",
+    ),
+    "sweep --steps-per-generation and a minibatches grid": (
+        SWEEP + ["--lag-model", "refresh", "--steps-per-generation", "2", "--grid", "minibatches=1,2"],
+        "--steps-per-generation",
+    ),
+    "phase-diagram flag on a default axis": (["phase-diagram", "--eta", "0.2", "--grid", "lag=0:1", "--out", "d"], "--eta"),
     "sweep unwritable out": (SWEEP + ["--out", "FILE/d"], "--out"),
     "sweep foreign out": (SWEEP + ["--out", "FOREIGN"], "--overwrite"),
     "sweep another command's out": (SWEEP + ["--out", "OTHER"], "validate"),
