@@ -24,20 +24,16 @@ from .analysis.sweep import (
     run_sweep as run_sweep,
 )
 from .base.errors import PgrpoSimError as PgrpoSimError
-from .base.outputs import (
-    MARK as MARK,
-    check_output_dir as check_output_dir,
-    claim_output_dir as claim_output_dir,
-    read_mark as read_mark,
-)
 from .base.regimes import DISCRETE_REGIMES as DISCRETE_REGIMES, REGIMES as REGIMES, Damping as Damping, Regime as Regime
 from .calibration import (
+    MAX_HORIZON as MAX_HORIZON,
     Band as Band,
     Calibration as Calibration,
     PopulationModel as PopulationModel,
     RunConfig as RunConfig,
     calibrate as calibrate,
     forecast as forecast,
+    horizon_limit as horizon_limit,
     log_settings as log_settings,
     parse_scenario as parse_scenario,
     population_model as population_model,

@@ -700,6 +700,7 @@ def _cmd_fit(args: argparse.Namespace) -> None:
 def _calibration_inputs(args: argparse.Namespace, command: str):
     """Read the log and run config, check every flag and --out (creating nothing), and return (log, run,
     fit_until)."""
+    from .calibration.forecast import horizon_limit
     from .calibration.run_config import log_settings, read_run_config, resolve_run_config
 
     log = _read_log(args)
@@ -717,9 +718,12 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
         fit_until = float(steps[max(int(math.ceil(fraction * steps.size)) - 1, 0)])
     if fit_until is not None:
         check_range("fit-until", fit_until, float(steps[0]), float(steps[-1]))
+    limit = horizon_limit(float(steps[0]), float(steps[-1]) if fit_until is None else fit_until)
     until = getattr(args, "until", None)
     if until is not None:
-        check_range("until", until, float(steps[0]) if fit_until is None else fit_until, low_open=True)
+        check_range("until", until, float(steps[0]) if fit_until is None else fit_until, limit, low_open=True)
+    if getattr(args, "steps", None) is not None:  # what-if
+        check_range("steps", args.steps, 1, limit - float(steps[0]), integer=True)
     check_range("band", args.band, 0.0, 1.0, low_open=True, high_open=True)
     check_output_dir(args.out, command, overwrite=args.overwrite)
     return log, run, fit_until
@@ -784,8 +788,6 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
     steps = log.series("reward")[0]
     first = float(steps[0])
     until = first + (args.steps if args.steps is not None else float(steps[-1]) - first)
-    if args.steps is not None:
-        check_range("steps", args.steps, 1, integer=True)
     cal = calibrate(log, run, fit_until=fit_until, horizon=int(until - first) + 1)
     result, bands = what_if(cal, scenarios, until=until, level=args.band, seed=args.seed)
     out = _claim(args, "what-if", WHATIF_OUTPUTS)

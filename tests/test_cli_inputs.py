@@ -131,7 +131,7 @@ CASES = {
         SWEEP + ["--lag-model", "refresh", "--steps-per-generation", "2", "--grid", "minibatches=1,2"],
         "--steps-per-generation",
     ),
-    "phase-diagram flag on a default axis": (["phase-diagram", "--eta", "0.2", "--grid", "lag=0:1", "--out", "d"], "--eta"),
+    "phase-diagram flag on a default axis": (PHASE[:1] + ["--eta", "0.2", "--grid", "lag=0:1", "--out", "d"], "--eta"),
     "sweep unwritable out": (SWEEP + ["--out", "FILE/d"], "--out"),
     "sweep foreign out": (SWEEP + ["--out", "FOREIGN"], "--overwrite"),
     "sweep another command's out": (SWEEP + ["--out", "OTHER"], "validate"),
@@ -172,6 +172,12 @@ CASES = {
     # forecast
     "forecast until before the fit window ends": (FORECAST + ["--fit-until", "10", "--until", "5"], "until"),
     "forecast fit window beyond the log": (FORECAST + ["--fit-until", "1e6"], "fit-until"),
+    "forecast beyond ten fit windows": (FORECAST + ["--fit-until", "10", "--until", "101"], "until must be in"),
+    "what-if beyond ten fit windows": (
+        ["what-if", LOG, "--column", "reward=my_reward", "--scenario", "learning_rate=0.5"]
+        + ["--steps", "241", "--out", "d"],
+        "steps must be in",
+    ),
     # tune
     "tune negative lag, space-separated": (TUNE + ["--lag-model", "stale", "--lags", "-1,2"], "lags must be >= 0"),
     "tune group size out of range": (TUNE + ["--group-sizes", "1,2"], "group_sizes"),

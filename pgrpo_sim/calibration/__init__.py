@@ -4,7 +4,14 @@ Layers: `run_config` (TRL GRPOConfig names → the bandit) → `model` (the popu
 `inference` (`calibrate`: MAP + Laplace, predictive bands) → `forecast` (held-out scores, baselines, what-if verdicts).
 """
 
-from .forecast import VERDICTS as VERDICTS, forecast as forecast, verdict as verdict, what_if as what_if
+from .forecast import (
+    MAX_HORIZON as MAX_HORIZON,
+    VERDICTS as VERDICTS,
+    forecast as forecast,
+    horizon_limit as horizon_limit,
+    verdict as verdict,
+    what_if as what_if,
+)
 from .inference import (
     Band as Band,
     Calibration as Calibration,

@@ -34,11 +34,27 @@ BASELINE_LAWS = tuple(law for law in KNOWN_LAWS)
 """Law baselines of a held-out score (besides persistence)."""
 
 
+MAX_HORIZON = 10
+"""A forecast or what-if reaches at most this many fit windows past the log's first step: further out, the model
+would predict more than ten times what it was calibrated on (and a run of 10⁵ steps takes minutes)."""
+
+
+def horizon_limit(first_step: float, fit_until: float) -> float:
+    """The last step a forecast or what-if may reach for a fit on the log's steps `first_step`…`fit_until`."""
+    return first_step + MAX_HORIZON * max(fit_until - first_step, 1.0)
+
+
 def extend(calibration: Calibration, until_step: float, run: RunConfig | None = None) -> Calibration:
-    """The calibration's model simulated up to the log's step `until_step` (and with another run config)."""
+    """The calibration's model simulated up to the log's step `until_step` (and with another run config), at most
+    `horizon_limit`."""
     steps = int(round(until_step - calibration.first_step))
     if steps < 1:
         raise PgrpoSimError(f"until must be after the log's first step {calibration.first_step:g}, got {until_step:g}")
+    limit = horizon_limit(calibration.first_step, calibration.fit_until)
+    if until_step > limit:
+        raise PgrpoSimError(
+            f"until must be <= {limit:g} ({MAX_HORIZON} fit windows past the log's first step), got {until_step:g}"
+        )
     model = dataclasses.replace(calibration.model, steps=steps, run=run or calibration.model.run)
     return calibration.with_model(model)
 

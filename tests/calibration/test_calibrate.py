@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pgrpo_sim.calibration import PARAMETERS, VERDICTS, calibrate, forecast, synthetic_log
+from pgrpo_sim.calibration import PARAMETERS, VERDICTS, calibrate, forecast, horizon_limit, synthetic_log
 from pgrpo_sim.calibration.run_config import RunConfig
 
 pytestmark = pytest.mark.slow
@@ -46,6 +46,9 @@ def test_band_coverage_of_held_out_steps_is_nominal():
         assert result["heldout"]["n"] == 141  # steps 101…241
         coverage.append(result["heldout"]["coverage"])
     assert abs(np.mean(coverage) - 0.8) <= 0.1, coverage
+    beyond = horizon_limit(1, 100) + 1  # 10 fit windows of steps 1…100 past step 1
+    with pytest.raises(ValueError, match=f"until must be <= {beyond - 1:g}"):
+        forecast(log, cal, until=beyond)
 
 
 @pytest.mark.skipif(not ANCHORS.is_dir(), reason="shared/anchors not present")
