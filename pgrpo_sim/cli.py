@@ -326,8 +326,10 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
     run = simulate(config, args.steps, mode=args.mode, seeds=args.seeds, key=jax.random.key(args.seed))
     reward = np.atleast_2d(np.asarray(run.reward))
     diverged = np.atleast_1d(np.asarray(run.diverged))
-    with np.errstate(all="ignore"):
-        spread = reward.std(0, ddof=1) if reward.shape[0] > 1 else np.zeros(reward.shape[1])  # as `from_run`
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # one seed: no degrees of freedom
+        # across seeds, as `from_run`: undefined (NaN) for one sampled seed; 0 for the exact expected-mode run
+        spread = reward.std(0, ddof=1) if args.mode == "sampled" else np.where(np.isnan(reward[0]), np.nan, 0.0)
         table = {"step": np.arange(args.steps + 1), "reward": reward.mean(0), "reward_std": spread}
         for name in SIMULATE_COLUMNS[3:]:
             table[name] = np.atleast_2d(np.asarray(getattr(run, name))).mean(0)

@@ -75,6 +75,22 @@ def test_simulate_defaults_run(tmp_path):
     assert all(float(r["reward_std"]) == 0 for r in rows)  # expected mode: no seed spread
 
 
+def test_simulate_reward_std_is_nan_where_undefined(tmp_path):
+    """reward_std is NaN for one sampled seed (no spread to measure) and after an expected-mode run diverged
+    (without KL, μ = 0.9 and η = 1e308 overflow float64 within a few steps); the read-outs of the steps before the
+    divergence are finite, though one arm's probability underflowed to 0 (0·log 0 = 0 in entropy and KL)."""
+    one = tmp_path / "one.csv"
+    assert main(["simulate", "--steps", "3", "--mode", "sampled", "--seeds", "1", "--out", str(one)]) == 0
+    assert all(np.isnan(float(r["reward_std"])) for r in csv.DictReader(open(one)))
+    div = tmp_path / "div.csv"
+    assert main(["simulate", "--steps", "30", "--momentum", "0.9", "--eta", "1e308", "--out", str(div)]) == 0
+    rows = list(csv.DictReader(open(div)))
+    last = max(i for i, r in enumerate(rows) if np.isfinite(float(r["reward"])))
+    assert last < len(rows) - 1  # it diverged
+    assert all(np.isnan(float(r["reward_std"])) for r in rows[last + 1 :])
+    assert all(np.isfinite(float(r[c])) for r in rows[: last + 1] for c in ("reward_std", "entropy", "kl_ref", "kl"))
+
+
 @pytest.mark.parametrize(
     "argv, word",
     [

@@ -319,7 +319,7 @@ def from_run(run: BanditRun, *, index: int | None = None) -> TrainingLog:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns after every seed diverged
             arrays = {k: np.nanmean(v, 0) if k != "reward" else np.mean(v, 0) for k, v in arrays.items()}
-            arrays["reward_std"] = np.std(reward, 0, ddof=1) if reward.shape[0] > 1 else np.zeros(reward.shape[1])
+            arrays["reward_std"] = np.std(reward, 0, ddof=1)  # NaN for one seed: no spread to measure
         arrays["n_samples"] = np.full(reward.shape[1], float(reward.shape[0]))
     steps = np.arange(arrays["reward"].size, dtype=float)
     records = [{"step": float(s), **{k: float(v[i]) for k, v in arrays.items()}} for i, s in enumerate(steps)]

@@ -119,14 +119,22 @@ def kl_estimate(logp: ArrayLike, logp_ref: ArrayLike, kind: str = "k3", clamp: A
     return k3 if clamp is None else jnp.clip(k3, -clamp, clamp)
 
 
+def _p_log_ratio(logp: Array, log_ratio: Array) -> Array:
+    """Σ p·log_ratio over the last axis with p = exp(logp), where an arm of probability 0 adds 0 (0·log 0 = 0),
+    also when its log_ratio is −∞ or NaN — a finite logit gap beyond the float range gives logp = −∞ — with
+    finite gradients."""
+    p = jnp.exp(logp)
+    return jnp.sum(p * jnp.where(p > 0, log_ratio, 0.0), axis=-1)
+
+
 def entropy(logits: ArrayLike) -> Array:
-    """Entropy H(softmax(z)) = logsumexp(z) − Σ softmax(z)·z over the last axis (nats)."""
+    """Entropy H(softmax(z)) = −Σ p log p over the last axis (nats); arms of probability 0 add 0."""
     logp = jax.nn.log_softmax(as_float(logits), axis=-1)
-    return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
+    return -_p_log_ratio(logp, logp)
 
 
 def kl_divergence(logits: ArrayLike, logits_ref: ArrayLike) -> Array:
-    """Exact KL(softmax(z) ‖ softmax(z_ref)) over the last axis (nats)."""
+    """Exact KL(softmax(z) ‖ softmax(z_ref)) over the last axis (nats); arms of probability 0 under π add 0."""
     logp = jax.nn.log_softmax(as_float(logits), axis=-1)
     logq = jax.nn.log_softmax(as_float(logits_ref).astype(logp.dtype), axis=-1)
-    return jnp.sum(jnp.exp(logp) * (logp - logq), axis=-1)
+    return _p_log_ratio(logp, logp - logq)

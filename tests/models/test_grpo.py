@@ -109,6 +109,17 @@ def test_entropy_and_kl_divergence():
     assert float(ps.kl_divergence(z, z_ref)) == pytest.approx(np.sum(p * np.log(p / q)), rel=1e-12)
 
 
+def test_entropy_and_kl_of_a_logit_gap_beyond_the_float_range():
+    """Finite float32 logits ±3e38 give log π = −∞ for the losing arm (its gap overflows): 0·log 0 counts as 0, so
+    the policy is one-hot with entropy 0 and KL = −log π_ref(winner) — not NaN in a run that has not diverged —
+    and gradients stay finite."""
+    z = jnp.array([3e38, -3e38], jnp.float32)
+    z_ref = jnp.array([0.0, np.log(4.0)], jnp.float32)  # π_ref = (0.2, 0.8)
+    assert float(ps.entropy(z)) == 0.0
+    assert float(ps.kl_divergence(z, z_ref)) == pytest.approx(-np.log(0.2), rel=1e-6)
+    assert np.all(np.isfinite(jax.grad(lambda t: ps.entropy(t) + ps.kl_divergence(t, z_ref))(z)))
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="advantage"):
         ps.group_advantages(REWARDS, "gauss")
