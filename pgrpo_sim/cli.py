@@ -761,12 +761,15 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
     out = _claim(args, "forecast", FORECAST_OUTPUTS)
     write_forecast(log, cal, result, band, out)
     held = result.get("heldout")
-    score = (
-        f"held-out MAE {held['mae']:.4f} over {held['n']} steps, coverage {held['coverage']:.2f} of a "
-        f"{args.band:.0%} band (persistence MAE {held['baselines']['persistence']:.4f})"
-        if held
-        else "no held-out steps to score"
-    )
+    if held is None:
+        score = "no held-out steps to score"
+    elif held["mae"] is None:
+        score = f"diverged, no score on {held['n']} held-out steps"
+    else:
+        score = (
+            f"held-out MAE {held['mae']:.4f} over {held['n']} steps, coverage {held['coverage']:.2f} of a "
+            f"{args.band:.0%} band (persistence MAE {held['baselines']['persistence']:.4f})"
+        )
     print(f"forecast to step {result['steps'][-1]:g} from a fit up to step {cal.fit_until:g}: {score}; wrote {out}")
 
 

@@ -9,13 +9,11 @@ on the scenario's mean curve m over its steps, r0 = m at the first step, final =
 - `diverges`: the MAP run diverged (non-finite logits);
 - `collapses`: final < ½ r0 (the reward fell and stayed down);
 - `oscillates`: the curve's regime is unstable (sustained or growing oscillation; `summarize_curve`);
-- `plateaus`: the last 20 % of the steps gain less than 10 % of (final − r0) and less than 0.01;
+- `plateaus`: the last 20 % of the steps gain at most 10 % of (final − r0) and less than 0.01;
 - `learns`: otherwise (still rising at the end).
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 import jax
 import numpy as np
@@ -25,6 +23,7 @@ from ..base.errors import PgrpoSimError
 from ..logs.laws import KNOWN_LAWS, fit_law
 from ..logs.readers import TrainingLog
 from .inference import Band, Calibration, predictive_band
+from .model import population_model
 from .run_config import RunConfig
 
 VERDICTS = ("learns", "plateaus", "oscillates", "collapses", "diverges")
@@ -55,13 +54,18 @@ def extend(calibration: Calibration, until_step: float, run: RunConfig | None = 
         raise PgrpoSimError(
             f"until must be <= {limit:g} ({MAX_HORIZON} fit windows past the log's first step), got {until_step:g}"
         )
-    model = dataclasses.replace(calibration.model, steps=steps, run=run or calibration.model.run)
+    # rebuilt, not replaced: another run config can change the schedule's length (max_steps), the optimiser steps
+    # per logged step (num_iterations, steps_per_generation) and the number of prompts
+    model = population_model(
+        run or calibration.model.run, steps, log_format=calibration.log_format, horizon=calibration.model.horizon
+    )
     return calibration.with_model(model)
 
 
 def heldout_score(log: TrainingLog, calibration: Calibration, band: Band) -> dict | None:
     """MAE and band coverage of the forecast on the log's rewards after the fit window, with the baselines' MAE;
-    None when the log has no steps after it (within the band's range)."""
+    None when the log has no steps after it (within the band's range). A diverged forecast has no MAE and no
+    coverage (None): it is not a number to compare."""
     steps, reward = log.series("reward")
     fit = steps <= calibration.fit_until
     held = (steps > calibration.fit_until) & (steps <= band.steps[-1])
@@ -79,8 +83,8 @@ def heldout_score(log: TrainingLog, calibration: Calibration, band: Band) -> dic
         except PgrpoSimError:
             baselines[law] = None
     return dict(
-        mae=float(np.mean(np.abs(y - mean))),
-        coverage=float(np.mean((y >= lo) & (y <= hi))),
+        mae=None if band.diverged else float(np.mean(np.abs(y - mean))),
+        coverage=None if band.diverged else float(np.mean((y >= lo) & (y <= hi))),
         n=int(held.sum()),
         baselines=baselines,
     )
@@ -116,7 +120,7 @@ def verdict(mean: np.ndarray, diverged: bool) -> str:
     if int(_regime(mean)) == UNSTABLE:
         return "oscillates"
     gain_late = float(mean[-1] - mean[int(0.8 * (n - 1))])
-    if gain_late < 0.1 * abs(final - r0) and gain_late < 0.01:
+    if gain_late <= 0.1 * abs(final - r0) and gain_late < 0.01:  # "at most": a flat curve plateaus
         return "plateaus"
     return "learns"
 

@@ -1,0 +1,84 @@
+"""Forecast pieces that need no calibration: a scenario's model, the verdict rule, the held-out score."""
+
+import importlib
+
+import numpy as np
+import pytest
+
+from pgrpo_sim.calibration import Band, Calibration, horizon_limit, verdict
+from pgrpo_sim.calibration.forecast import extend, heldout_score
+from pgrpo_sim.calibration.model import population_model
+from pgrpo_sim.calibration.run_config import RunConfig
+from pgrpo_sim.logs.readers import tidy
+
+forecast_module = importlib.import_module("pgrpo_sim.calibration.forecast")  # the package's `forecast` is the function
+RUN = RunConfig(learning_rate=1e-5, num_generations=8, prompts_per_step=32, lr_scheduler_type="linear")
+
+
+def _calibration(run: RunConfig, steps: int, log_format: str) -> Calibration:
+    """A calibration as `calibrate` builds it (θ and covariance are not read here)."""
+    model = population_model(run, steps, log_format=log_format, horizon=steps + 1)
+    return Calibration(
+        model=model,
+        theta=np.zeros(4),
+        covariance=np.eye(4),
+        overdispersion=1.0,
+        used=("reward",),
+        skipped={},
+        first_step=1.0,
+        fit_until=float(steps + 1),
+        n_points=steps + 1,
+        log_format=log_format,
+        map_offset=0.0,
+    )
+
+
+@pytest.mark.parametrize("log_format", ["jsonl", "trl"])
+def test_a_scenario_gets_the_model_its_run_config_implies(log_format):
+    """`extend` with another run config gives the model `population_model` builds for it at the calibration's
+    horizon: its schedule length (max_steps), optimiser steps per logged step and number of prompts — not the
+    calibrated run's with only the run swapped."""
+    cal = _calibration(RUN, 50, log_format)
+    for changes in (dict(max_steps=400), dict(num_iterations=2), dict(steps_per_generation=2)):
+        run = RUN.replace(**changes)
+        got = extend(cal, 81.0, run).model
+        want = population_model(run, 80, log_format=log_format, horizon=51)
+        assert got == want, changes
+    assert extend(cal, 81.0, RUN.replace(max_steps=400)).model.config().decay_steps == 400
+    assert extend(cal, 81.0).model == population_model(RUN, 80, log_format=log_format, horizon=51)
+
+
+def test_extend_refuses_a_horizon_beyond_ten_fit_windows():
+    cal = _calibration(RUN, 50, "jsonl")
+    limit = horizon_limit(1.0, 51.0)
+    assert limit == 501.0
+    assert extend(cal, limit).model.steps == 500
+    with pytest.raises(ValueError, match="until must be <= 501"):
+        extend(cal, limit + 1)
+
+
+def test_verdicts_of_flat_falling_and_rising_curves():
+    """A flat curve plateaus (it gains nothing, which is at most 10 % of nothing); one that halves collapses; one
+    still rising by more than 0.01 over its last 20 % learns; a non-finite one diverges."""
+    assert verdict(np.full(50, 0.3), False) == "plateaus"
+    assert verdict(np.zeros(50), False) == "plateaus"
+    assert verdict(np.linspace(0.6, 0.2, 50), False) == "collapses"
+    assert verdict(np.linspace(0.2, 0.6, 50), False) == "learns"
+    assert verdict(np.r_[np.full(49, 0.3), np.nan], False) == "diverges"
+
+
+def test_a_diverged_forecast_has_no_heldout_score(monkeypatch):
+    """The held-out MAE and coverage of a forecast whose MAP run diverged are None, not a coverage of 0 (the law
+    baselines, fitted to the window whatever the forecast did, are left out: they compile for seconds)."""
+    monkeypatch.setattr(forecast_module, "BASELINE_LAWS", ())
+    steps = np.arange(1.0, 31.0)
+    log = tidy([{"step": s, "reward": 0.3 + 0.01 * s} for s in steps], format="jsonl", path=None, columns={})
+    cal = _calibration(RUN, 19, "jsonl")  # fit window: steps 1…20
+    nan = np.full(30, np.nan)
+    band = Band(steps=steps, mean=nan, lo=nan, hi=nan, level=0.8, diverged=True, diverged_fraction=1.0)
+    score = heldout_score(log, cal, band)
+    assert score["n"] == 10 and score["mae"] is None and score["coverage"] is None
+    finite = Band(steps=steps, mean=0.3 + 0.01 * steps, lo=0.2 + 0.01 * steps, hi=0.4 + 0.01 * steps, level=0.8,
+                  diverged=False, diverged_fraction=0.0)  # fmt: skip
+    score = heldout_score(log, cal, finite)
+    assert score["mae"] == pytest.approx(0.0, abs=1e-12) and score["coverage"] == 1.0
