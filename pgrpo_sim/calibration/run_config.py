@@ -108,10 +108,13 @@ class RunConfig:
         return math.ceil(self.warmup_ratio * max_steps)
 
     def replace(self, **changes) -> RunConfig:
-        """A copy with keys changed (validated), their source marked "scenario"."""
+        """A copy with keys changed (validated), their source marked "scenario". A change to a loss without a clip
+        (`NO_CLIP_LOSSES`) also removes the clip, unless it sets epsilon too."""
         unknown = sorted(set(changes) - set(KEYS))
         if unknown:
             raise PgrpoSimError(f"unknown run-config key {unknown[0]!r} (known: {', '.join(KEYS)})")
+        if changes.get("loss_type") in NO_CLIP_LOSSES and "epsilon" not in changes:
+            changes["epsilon"] = None
         return dataclasses.replace(self, **changes, sources={**self.sources, **dict.fromkeys(changes, "scenario")})
 
     def as_dict(self) -> dict:
@@ -224,6 +227,6 @@ def resolve_run_config(given: Mapping[str, Any] | None = None, settings: Mapping
             values[key], sources[key] = _coerce(key, settings[key]), "log"
         else:
             sources[key] = "default"
-    if sources["epsilon"] == "default" and values.get("loss_type") in NO_CLIP_LOSSES:
+    if sources["epsilon"] != "run-config" and values.get("loss_type") in NO_CLIP_LOSSES:  # unless given explicitly
         values["epsilon"], sources["epsilon"] = None, sources["loss_type"]
     return RunConfig(**values, sources=sources)

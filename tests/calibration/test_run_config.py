@@ -32,6 +32,10 @@ def test_no_clip_losses_have_no_clip_unless_given():
     assert resolve_run_config(None, {"loss_type": "grpo_no_clip"}).clip is None
     assert resolve_run_config({"epsilon": 0.3}, {"loss_type": "grpo_no_clip"}).clip == (0.3, 0.3)
     assert RunConfig(epsilon=0.2, epsilon_high=0.28).clip == (0.2, 0.28)
+    assert resolve_run_config({"loss_type": "grpo_no_clip"}, {"epsilon": 0.2}).clip is None  # the log's ε is moot
+    clipped = resolve_run_config(None, {"epsilon": 0.2, "loss_type": "grpo_clip"})
+    assert clipped.replace(loss_type="grpo_no_clip").clip is None  # a what-if to a loss without a clip
+    assert clipped.replace(loss_type="grpo_no_clip", epsilon=0.3).clip == (0.3, 0.3)
 
 
 def test_yaml_and_json_files(tmp_path):
