@@ -22,7 +22,7 @@ from ..analysis.summaries import UNSTABLE, summarize_curve
 from ..base.errors import PgrpoSimError
 from ..logs.laws import KNOWN_LAWS, fit_law
 from ..logs.readers import TrainingLog
-from .inference import Band, Calibration, predictive_band
+from .inference import Band, Calibration, model_steps, predictive_band
 from .model import population_model
 from .run_config import RunConfig
 
@@ -71,7 +71,7 @@ def heldout_score(log: TrainingLog, calibration: Calibration, band: Band) -> dic
     held = (steps > calibration.fit_until) & (steps <= band.steps[-1])
     if not held.any():
         return None
-    idx = np.round(steps[held] - calibration.first_step).astype(int)
+    idx = model_steps(steps[held], calibration.first_step)
     y = reward[held]
     mean, lo, hi = band.mean[idx], band.lo[idx], band.hi[idx]
     t_fit, y_fit = steps[fit], reward[fit]

@@ -131,7 +131,20 @@ class Calibration:
         )
 
 
-def _data(log: TrainingLog, run: RunConfig, fit_until: float | None):
+def model_steps(steps: np.ndarray, first_step: float) -> np.ndarray:
+    """The model's step indices of the log's `steps` (≥ `first_step`, model step 0): one per logged step, so the
+    steps must lie a whole number of steps apart (`PgrpoSimError` otherwise: fractional steps have no model step)."""
+    offset = np.asarray(steps, float) - first_step
+    whole = np.round(offset)
+    if np.any(np.abs(offset - whole) > 1e-6):
+        bad = np.asarray(steps)[np.abs(offset - whole) > 1e-6][0]
+        raise PgrpoSimError(
+            f"the log's step {bad:g} is not a whole number of steps after its first step {first_step:g}"
+        )
+    return whole.astype(int)
+
+
+def fit_data(log: TrainingLog, run: RunConfig, fit_until: float | None):
     """The fit window's observables as {name: (model step index, value)} and which were skipped, why."""
     if "reward" not in log or log.series("reward")[0].size == 0:
         raise PgrpoSimError("the log has no reward to calibrate on")
@@ -147,12 +160,12 @@ def _data(log: TrainingLog, run: RunConfig, fit_until: float | None):
             skipped[name] = "this format's reward_std is not TRL's mean within-group std"
             continue
         t, v = log.series(name)
-        keep = t <= until
+        keep = (t >= first) & (t <= until)  # a value logged before the first reward has no model step
         t, v = t[keep], v[keep]
         if name != "zero_std_frac":
             v = v / run.reward_scale
         if t.size:
-            used[name] = ((t - first).astype(int), v)
+            used[name] = (model_steps(t, first), v)
     for name in ("entropy", "kl", "clip_frac"):
         if name in log:
             skipped[name] = "an LLM's per-token value has no scale in the bandit"
@@ -225,7 +238,7 @@ def calibrate(
     log: TrainingLog, run: RunConfig, *, fit_until: float | None = None, horizon: int | None = None
 ) -> Calibration:
     """Fit θ to the log's steps ≤ `fit_until` (default: all) by MAP + Laplace (module doc)."""
-    first, until, data, skipped = _data(log, run, fit_until)
+    first, until, data, skipped = fit_data(log, run, fit_until)
     last = int(max(int(idx.max()) for idx, _ in data.values()))
     model = population_model(run, last, log_format=log.format, horizon=horizon or int(log["step"][-1] - first) + 1)
     dtype = jnp.result_type(float)

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..base.outputs import json_text
 from ..calibration.forecast import forecast, what_if
-from ..calibration.inference import calibrate
+from ..calibration.inference import calibrate, model_steps
 from ..calibration.run_config import log_settings, read_run_config, resolve_run_config
 from ..logs.readers import parse_column_map, read_log
 from .findings import replace_block
@@ -153,7 +153,7 @@ def replicates(anchors: Path, log_fn=print) -> dict:
     for f, log in zip(files[1:], logs[1:]):
         steps, reward = log.series("reward")
         held = steps > cal.fit_until
-        idx = np.round(steps[held] - cal.first_step).astype(int)
+        idx = model_steps(steps[held], cal.first_step)
         ok = idx < band.mean.size
         coverage[f.name] = float(
             np.mean((reward[held][ok] >= band.lo[idx[ok]]) & (reward[held][ok] <= band.hi[idx[ok]]))

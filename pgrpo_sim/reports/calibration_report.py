@@ -90,7 +90,8 @@ def write_forecast(log: TrainingLog, cal: Calibration, result: dict, band, out: 
     if held is None:
         lines.append("No logged steps after the fit window: nothing to score the forecast on.")
     elif held["mae"] is None:
-        lines.append(f"The forecast diverged: no score on the {held['n']} held-out steps after {result['fit_until']:g}.")
+        after = f"{held['n']} held-out steps after {result['fit_until']:g}"
+        lines.append(f"The forecast diverged: no score on the {after}.")
     else:
         lines += [
             f"Held-out steps after {result['fit_until']:g}: {held['n']}. Band coverage {held['coverage']:.2f} "

@@ -1,4 +1,5 @@
-"""Forecast pieces that need no calibration: a scenario's model, the verdict rule, the held-out score."""
+"""Forecast pieces that need no calibration: a scenario's model, the verdict rule, the held-out score, the map from
+logged steps to model steps."""
 
 import importlib
 
@@ -7,6 +8,7 @@ import pytest
 
 from pgrpo_sim.calibration import Band, Calibration, horizon_limit, verdict
 from pgrpo_sim.calibration.forecast import extend, heldout_score
+from pgrpo_sim.calibration.inference import fit_data, model_steps
 from pgrpo_sim.calibration.model import population_model
 from pgrpo_sim.calibration.run_config import RunConfig
 from pgrpo_sim.logs.readers import tidy
@@ -82,3 +84,22 @@ def test_a_diverged_forecast_has_no_heldout_score(monkeypatch):
                   diverged=False, diverged_fraction=0.0)  # fmt: skip
     score = heldout_score(log, cal, finite)
     assert score["mae"] == pytest.approx(0.0, abs=1e-12) and score["coverage"] == 1.0
+
+
+def test_model_steps_of_a_log():
+    """Logged steps map to model steps by their distance from the first rewarded step; a fractional distance has
+    no model step and is refused, naming the step."""
+    np.testing.assert_array_equal(model_steps(np.array([3.0, 4.0, 7.0]), 3.0), [0, 1, 4])
+    with pytest.raises(ValueError, match="step 3.5 is not a whole number of steps after its first step 3"):
+        model_steps(np.array([3.0, 3.5, 4.0]), 3.0)
+
+
+def test_calibration_data_drop_values_logged_before_the_first_reward():
+    """A zero-std fraction logged at step 0, before the first reward at step 1, has no model step (it used to get
+    index −1, the model's last step)."""
+    records = [{"step": 0.0, "zero_std_frac": 0.5}] + [
+        {"step": float(s), "reward": 0.3, "zero_std_frac": 0.4} for s in range(1, 13)
+    ]
+    log = tidy(records, format="jsonl", path=None, columns={})
+    first, _, used, _ = fit_data(log, RUN, None)
+    assert first == 1.0 and used["zero_std_frac"][0].min() == 0 and used["zero_std_frac"][0].size == 12
