@@ -88,11 +88,9 @@ def _plateau(rewards: Array, fraction: float = 0.1) -> Array:
     return jnp.mean(rewards[..., -tail:], axis=-1)
 
 
-def stiffness_from_slope(
-    rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike, *, early_steps: int = 5, p_star: ArrayLike | None = None
-) -> Array:
+def stiffness_from_slope(rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike, *, early_steps: int = 5) -> Array:
     """(b) K = C·ṗ(0)/(p* − p0) with C = (1−μ)/η, ṗ(0) the least-squares slope over the first `early_steps`
-    steps and p* the plateau (mean of the last 10 % of the curve) unless given.
+    steps and p* the plateau (mean of the last 10 % of the curve).
 
     This is the first-order (overdamped, C ė = −K e) reading of the start of the curve. It is biased
     low with momentum (heavy ball starts at rest; its velocity builds up over ~1/(1−μ) steps, so the
@@ -104,46 +102,27 @@ def stiffness_from_slope(
     n = jnp.arange(early_steps, dtype=r.dtype)
     y = r[..., :early_steps]
     slope = jnp.sum((n - n.mean()) * (y - y.mean(-1, keepdims=True)), -1) / jnp.sum((n - n.mean()) ** 2)
-    plateau = _plateau(r) if p_star is None else as_float(p_star)
-    return (1 - as_float(momentum)) / as_float(eta) * slope / (plateau - r[..., 0])
+    return (1 - as_float(momentum)) / as_float(eta) * slope / (_plateau(r) - r[..., 0])
 
 
 def stiffness_from_fit(
-    rewards: ArrayLike,
-    eta: ArrayLike,
-    momentum: ArrayLike,
-    lag: ArrayLike = 0.0,
-    *,
-    start: int = 0,
-    p_star: ArrayLike | None = None,
-    fit_velocity: bool = True,
-    k0: ArrayLike = 0.1,
+    rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike = 0.0, *, k0: ArrayLike = 0.1
 ) -> LeastSquares:
-    """(c) Fit p(t) = p* + e(t − start) with e the closed-form oscillator (`theory.trajectory`) to
-    `rewards[start:]`; free parameters log K, then p* (unless given) and ė(start) (if `fit_velocity`);
-    e(start) = rewards[start] − p*. Returns the `LeastSquares` result with params (K, p*, ė0) — K
-    transformed back from log and its standard error by the delta method."""
-    r = as_float(rewards)[start:]
+    """(c) Fit p(t) = p* + e(t) with e the closed-form oscillator (`theory.trajectory`) to `rewards`; free
+    parameters log K (from `k0`), p* and ė(0); e(0) = rewards[0] − p*. Returns the `LeastSquares` result with
+    params (K, p*, ė0) — K transformed back from log and its standard error by the delta method."""
+    r = as_float(rewards)
     t = jnp.arange(r.shape[-1], dtype=r.dtype)
-    fixed_p = p_star is not None
-    p_init = as_float(p_star) if fixed_p else _plateau(r)
     v_init = r[1] - r[0] if r.shape[-1] > 1 else jnp.zeros((), r.dtype)
 
-    def unpack(x):
-        k = jnp.exp(x[0])
-        p = p_init if fixed_p else x[1]
-        v = x[-1] if fit_velocity else jnp.zeros((), r.dtype)
-        return k, p, v
-
     def residuals(x):
-        k, p, v = unpack(x)
+        k, p, v = jnp.exp(x[0]), x[1], x[2]
         return p + theory.trajectory(t, r[0] - p, v, eta, momentum, lag, k) - r
 
-    x0 = [jnp.log(as_float(k0))] + ([] if fixed_p else [p_init]) + ([v_init] if fit_velocity else [])
-    res = least_squares(residuals, jnp.stack([jnp.asarray(v, r.dtype) for v in x0]))
-    k, p, v = unpack(res.params)
-    stderr = res.stderr.at[0].multiply(k)
-    return res._replace(params=jnp.stack([k, p, v]), stderr=stderr)
+    x0 = jnp.stack([jnp.log(jnp.asarray(as_float(k0), r.dtype)), _plateau(r), v_init])
+    res = least_squares(residuals, x0)
+    k = jnp.exp(res.params[0])
+    return res._replace(params=res.params.at[0].set(k), stderr=res.stderr.at[0].multiply(k))
 
 
 def identify_stiffness(
