@@ -288,6 +288,9 @@ def _outer_grid(config: BanditConfig, lags, group_sizes) -> list[tuple[dict[str,
     """One configuration per combination of the integer outer grid (or just `config`)."""
     if lags is not None and config.lag_model == "none":
         raise PgrpoSimError("an outer grid of lags needs lag_model 'stale' or 'refresh'")
+    for name, values in (("lags", lags), ("group_sizes", group_sizes)):
+        if values is not None and len(values) == 0:
+            raise PgrpoSimError(f"{name} must hold at least one value (or be None: no outer grid)")
     combos = []
     for lag in lags if lags is not None else [None]:
         for g in group_sizes if group_sizes is not None else [None]:

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from ..base.checks import check_range
 from ..logs.readers import TrainingLog, tidy
 from ..models.bandit import simulate
 from ..models.config import BanditConfig, bandit_config
@@ -184,6 +185,8 @@ def population_observables(config: BanditConfig, readout: Readout, theta: Array)
 def population_model(run: RunConfig, steps: int, *, log_format: str = "jsonl", horizon: int | None = None):
     """The `PopulationModel` of a run read from a log of `log_format`, simulated over `steps` logged steps after
     the first. The schedule's length (logged steps) is `run.max_steps`, else `horizon`, else `steps`."""
+    check_range("steps", steps, 1, integer=True)
+    check_range("horizon", horizon, 1, integer=True)
     per = run.steps_per_rollout if log_format not in TRL_FORMATS else 1
     horizon = run.max_steps or horizon or steps
     default = PROMPTS if run.num_iterations == 1 else REUSE_PROMPTS

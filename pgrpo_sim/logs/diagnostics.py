@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..base.checks import check_range
 from .laws import coupling_ratio, smooth, smoothing_window
 from .readers import TrainingLog, from_run
 
@@ -131,8 +132,9 @@ class Diagnosis:
 def diagnose(source: TrainingLog | BanditRun, *, window: int | None = None) -> Diagnosis:
     """All four read-outs of a `TrainingLog` or a `BanditRun` (converted by `logs.from_run`), smoothing over
     `window` points (default `laws.smoothing_window` of the number of rows)."""
+    check_range("window", window, 1, integer=True)
     log = source if isinstance(source, TrainingLog) else from_run(source)
-    w = window or smoothing_window(len(log))
+    w = int(window) if window is not None else smoothing_window(len(log))
     readouts = (reward_hacking, advantage_degeneracy, policy_concentration, dynamical_instability)
     return Diagnosis(*(readout(log, w) for readout in readouts))
 

@@ -97,8 +97,8 @@ def stiffness_from_slope(rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike
     early slope is smaller than C ė would give), with stale lag (the first τ updates all use θ_0), and
     whenever the early part is not in the linear range (|p0 − p*| large: curvature of the drive).
     """
-    check_range("early_steps", early_steps, 2, integer=True)
     r = as_float(rewards)
+    check_range("early_steps", early_steps, 2, r.shape[-1], integer=True)
     n = jnp.arange(early_steps, dtype=r.dtype)
     y = r[..., :early_steps]
     slope = jnp.sum((n - n.mean()) * (y - y.mean(-1, keepdims=True)), -1) / jnp.sum((n - n.mean()) ** 2)
@@ -300,6 +300,8 @@ def smooth(values: ArrayLike, window: int, *, trailing: bool = False) -> np.ndar
     """Moving average over `window` points: centred (window odd; near the ends, the mean of the points
     available) or, with `trailing`, over the window that ends at each point (causal)."""
     check_range("window", window, 1, integer=True)
+    if not trailing and int(window) % 2 == 0:
+        raise PgrpoSimError(f"window must be odd for a centred moving average, got {window}")
     v = np.asarray(values, float)
     before = int(window) - 1 if trailing else int(window) // 2
     after = 0 if trailing else int(window) // 2
@@ -523,6 +525,10 @@ def coupling_ratio(
     """
     ts, tr = np.asarray(train_steps, float), np.asarray(train, float)
     es, ev = np.asarray(eval_steps, float), np.asarray(eval_values, float)
+    if ts.shape != tr.shape or es.shape != ev.shape or ts.ndim != 1 or es.ndim != 1:
+        raise PgrpoSimError("train_steps and train, eval_steps and eval_values must be 1-D and of equal lengths")
+    if ts.size == 0 or es.size == 0:
+        raise PgrpoSimError("coupling_ratio needs at least one train and one eval point")
     if window is None:
         spacing = np.median(np.diff(es)) if es.size > 1 else 1.0
         window = max(0.1 * (max(ts[-1], es[-1]) - min(ts[0], es[0])), 8 * spacing)

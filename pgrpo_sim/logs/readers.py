@@ -313,6 +313,9 @@ def from_run(run: BanditRun, *, index: int | None = None) -> TrainingLog:
     therefore skipped (see `TrainingLog.skipped_steps`)."""
     arrays = {k: np.asarray(getattr(run, v), float) for k, v in RUN_COLUMNS.items() if getattr(run, v) is not None}
     if index is not None:
+        seeds = np.atleast_2d(arrays["reward"]).shape[0]
+        if not isinstance(index, (int, np.integer)) or not 0 <= index < seeds:  # (base.checks would import JAX)
+            raise PgrpoSimError(f"index must be an integer in [0, {seeds - 1}] (a seed of the run), got {index!r}")
         arrays = {k: np.atleast_2d(v)[index] for k, v in arrays.items()}
     elif arrays["reward"].ndim == 2:
         reward = arrays["reward"]

@@ -77,6 +77,8 @@ def test_constrained_time_to_threshold_is_as_good_as_the_grid():
         (dict(config=dict(beta=0.0)), "no interior fixed point"),
         (dict(target=None), "needs a target"),
         (dict(search=("temperature",)), "unknown hyperparameter"),
+        (dict(lags=[]), "lags must hold at least one value"),
+        (dict(group_sizes=[]), "group_sizes must hold at least one value"),
     ],
 )
 def test_search_refuses_bad_input_with_a_clear_message(kwargs, words):

@@ -6,7 +6,7 @@ import importlib
 import numpy as np
 import pytest
 
-from pgrpo_sim.calibration import Band, Calibration, horizon_limit, verdict
+from pgrpo_sim.calibration import Band, Calibration, horizon_limit, predictive_band, verdict
 from pgrpo_sim.calibration.forecast import extend, heldout_score
 from pgrpo_sim.calibration.inference import fit_data, model_steps
 from pgrpo_sim.calibration.model import population_model
@@ -103,3 +103,12 @@ def test_calibration_data_drop_values_logged_before_the_first_reward():
     log = tidy(records, format="jsonl", path=None, columns={})
     first, _, used, _ = fit_data(log, RUN, None)
     assert first == 1.0 and used["zero_std_frac"][0].min() == 0 and used["zero_std_frac"][0].size == 12
+
+
+def test_population_model_and_band_refuse_bad_arguments():
+    with pytest.raises(ValueError, match="steps must be"):
+        population_model(RUN, -3)
+    with pytest.raises(ValueError, match="horizon must be"):
+        population_model(RUN, 50, horizon=-5)
+    with pytest.raises(ValueError, match="observable must be one of"):
+        predictive_band(_calibration(RUN, 20, "jsonl"), observable="rewards")

@@ -110,3 +110,11 @@ def test_countdown_anchor_degeneracy():
     assert d.first() == "degeneracy"
     assert d.flags() == dict(hacking=False, degeneracy=True, concentration=False, instability=False)
     assert not d.concentration.available
+
+
+@pytest.mark.parametrize("window", [0, -3, 2.5])
+def test_diagnose_refuses_a_window_that_is_not_a_positive_integer(window):
+    """A negative window used to return flags from all-NaN medians; 2.5 a TypeError."""
+    log = logs.from_run(ps.simulate(ps.bandit_config(p_ref=0.2, eta=0.1, group_size=4), 40))
+    with pytest.raises(ValueError, match="window must be"):
+        diag.diagnose(log, window=window)

@@ -151,6 +151,23 @@ def test_smooth_centred_and_trailing():
     np.testing.assert_allclose(fit.smooth(v, 3), [0.5, 1, 2, 3, 4, 4.5])
     np.testing.assert_allclose(fit.smooth(v, 3, trailing=True), [0, 0.5, 1, 2, 3, 4])
     assert fit.smoothing_window(100) == 5 and fit.smoothing_window(500) == 21
+    np.testing.assert_allclose(fit.smooth(v, 2, trailing=True), [0, 0.5, 1.5, 2.5, 3.5, 4.5])
+    with pytest.raises(ValueError, match="window must be odd"):  # a centred window of 2 averaged 3 points
+        fit.smooth(v, 2)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: fit.coupling_ratio([], [], [], []), "at least one train and one eval point"),
+        (lambda: fit.coupling_ratio([0, 1, 2], [0.1, 0.2], [0, 1], [0.1, 0.2]), "equal lengths"),
+        (lambda: fit.stiffness_from_slope(np.linspace(0.2, 0.8, 4), 0.1, 0.0, early_steps=5), "early_steps"),
+    ],
+)
+def test_law_helpers_refuse_inconsistent_input(call, match):
+    """One-line ValueErrors where an IndexError or a shape error came from deep inside."""
+    with pytest.raises(ValueError, match=match):
+        call()
 
 
 def test_coupling_ratio_recovers_the_slope_ratio():

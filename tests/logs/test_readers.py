@@ -96,6 +96,8 @@ def test_from_run_expected_and_sampled():
     np.testing.assert_allclose(log["zero_std_frac"], fields["zero_adv_frac"].mean(0))
     assert np.all(log["n_samples"] == 5) and "true_reward" not in log
     np.testing.assert_allclose(logs.from_run(sampled, index=2)["reward"], fields["reward"][2])
+    with pytest.raises(ValueError, match=r"index must be an integer in \[0, 4\]"):
+        logs.from_run(sampled, index=5)
     one_seed = SimpleNamespace(**{f: v[:1] for f, v in fields.items()} | dict(true_reward=None))
     assert np.all(np.isnan(logs.from_run(one_seed).data["reward_std"]))  # one seed has no spread, not a spread of 0
 
