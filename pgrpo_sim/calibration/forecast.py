@@ -5,7 +5,8 @@ held-out steps score it (MAE, band coverage) beside five baselines fitted to the
 of the last 10 % of the window), the saturation, critical and oscillator laws, and ScaleRL's sigmoid.
 
 `what_if`: the calibrated θ (and its uncertainty) rerun with changed run-config keys. Verdict rule (`verdict`),
-on the scenario's mean curve m over its steps, r0 = m at the first step, final = mean of the last 10 %:
+on the scenario's mean curve m over its steps, r0 = m at the first step, final = its plateau (`summarize_curve`:
+the mean of the last 10 %):
 - `diverges`: the MAP run diverged (non-finite logits);
 - `collapses`: final < ½ r0 (the reward fell and stayed down);
 - `oscillates`: the curve's regime is unstable (sustained or growing oscillation; `summarize_curve`);
@@ -27,8 +28,8 @@ from .model import population_model
 from .run_config import RunConfig
 
 VERDICTS = ("learns", "plateaus", "oscillates", "collapses", "diverges")
-_regime = jax.jit(lambda curve: summarize_curve(curve).regime)
-"""`summarize_curve`'s regime code, compiled once per curve length (op by op it costs ~0.3 s a scenario)."""
+_summarize = jax.jit(summarize_curve)
+"""`summarize_curve`, compiled once per curve length (op by op it costs ~0.3 s a scenario)."""
 BASELINE_LAWS = tuple(law for law in KNOWN_LAWS)
 """Law baselines of a held-out score (besides persistence)."""
 
@@ -113,11 +114,11 @@ def verdict(mean: np.ndarray, diverged: bool) -> str:
     """The documented verdict of a scenario's mean curve (module doc)."""
     if diverged or not np.all(np.isfinite(mean)):
         return "diverges"
-    n = mean.size
-    r0, final = float(mean[0]), float(np.mean(mean[-max(n // 10, 1) :]))
+    n, summary = mean.size, _summarize(mean)
+    r0, final = float(mean[0]), float(summary.plateau)
     if final < 0.5 * r0:
         return "collapses"
-    if int(_regime(mean)) == UNSTABLE:
+    if int(summary.regime) == UNSTABLE:
         return "oscillates"
     gain_late = float(mean[-1] - mean[int(0.8 * (n - 1))])
     if gain_late <= 0.1 * abs(final - r0) and gain_late < 0.01:  # "at most": a flat curve plateaus
@@ -126,7 +127,8 @@ def verdict(mean: np.ndarray, diverged: bool) -> str:
 
 
 def scenario_summary(band: Band) -> dict:
-    """Verdict, final reward with its band, plateau, time to 90 % of the way from the start to the plateau. A
+    """Verdict, final reward with its band, plateau, and the log's step at which the mean has covered 90 % of the
+    way from its start to the plateau (`summarize_curve`'s plateau and time_to_90, which counts from the start). A
     scenario whose calibrated (MAP) run diverges has no numbers (None): the surviving draws would be a biased few."""
     if band.diverged:
         return dict(
@@ -139,13 +141,11 @@ def scenario_summary(band: Band) -> dict:
             diverged_fraction=band.diverged_fraction,
         )
     mean = band.mean
-    tail = max(mean.size // 10, 1)
-    plateau = float(np.mean(mean[-tail:])) if np.all(np.isfinite(mean)) else None
-    reached = None
-    if plateau is not None and abs(plateau - mean[0]) > 1e-9:
-        covered = (mean - mean[0]) / (plateau - mean[0])
-        hits = np.nonzero(covered >= 0.9)[0]
-        reached = float(band.steps[hits[0]]) if hits.size else None
+    plateau, reached = None, None
+    if np.all(np.isfinite(mean)):  # the plateau and time to 90 % of `summarize_curve`, the latter as a log step
+        summary = _summarize(mean)
+        plateau, step = float(summary.plateau), int(summary.time_to_90)
+        reached = float(band.steps[step]) if step >= 0 else None
     num = lambda v: float(v) if np.isfinite(v) else None  # noqa: E731
     return dict(
         verdict=verdict(mean, band.diverged),
