@@ -15,10 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..base.checks import check_choice, check_range
 from ..base.errors import PgrpoSimError
+from ..logs.readers import constant_learning_rate
 
 SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
 SCALE_REWARDS = ("group", "batch", "none")
@@ -207,11 +206,10 @@ def log_settings(log) -> dict[str, Any]:
     """What a `TrainingLog` says about its run: its recorded `settings`, plus `lr_scheduler_type` "constant" and the
     `learning_rate` when its logged learning rate never changes (at least 3 finite values)."""
     settings = dict(log.settings)
-    if "learning_rate" in log:
-        lr = log.series("learning_rate")[1]
-        if lr.size >= 3 and np.all(lr == lr[0]) and lr[0] > 0:
-            settings.setdefault("learning_rate", float(lr[0]))
-            settings.setdefault("lr_scheduler_type", "constant")
+    lr = constant_learning_rate(log.series("learning_rate")[1]) if "learning_rate" in log else None
+    if lr is not None:
+        settings.setdefault("learning_rate", lr)
+        settings.setdefault("lr_scheduler_type", "constant")
     return settings
 
 

@@ -329,6 +329,14 @@ def from_run(run: BanditRun, *, index: int | None = None) -> TrainingLog:
     return tidy(records, format="simulation", path=None, columns={k: k for k in arrays})
 
 
+def constant_learning_rate(values: Sequence[float] | np.ndarray) -> float | None:
+    """The learning rate of a logged series that never changes (at least 3 finite values, all equal and > 0),
+    else None: a schedule may hold its value for two steps."""
+    lr = np.asarray(values, float)
+    lr = lr[np.isfinite(lr)]
+    return float(lr[0]) if lr.size >= 3 and lr[0] > 0 and np.all(lr == lr[0]) else None
+
+
 def tidy(
     records: Sequence[Mapping[str, float]],
     *,
@@ -415,9 +423,9 @@ def tidy(
         sources["step"] = step_key
     settings = {k: v for k, v in (settings or {}).items() if v is not None}
     if "learning_rate" in data and "learning_rate" not in settings:
-        lr = data["learning_rate"][np.isfinite(data["learning_rate"])]
-        if lr.size > 1 and lr[0] > 0 and np.all(lr == lr[0]):
-            settings["learning_rate"] = float(lr[0])
+        lr = constant_learning_rate(data["learning_rate"])
+        if lr is not None:
+            settings["learning_rate"] = lr
     return TrainingLog(data, sources, other, format, path, np.array(skipped, float), settings, np.array(blowups, float))
 
 
