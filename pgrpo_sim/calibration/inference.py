@@ -36,8 +36,8 @@ from .model import (
     OBSERVABLES,
     PARAMETERS,
     TRL_FORMATS,
+    LogReading,
     PopulationModel,
-    Readout,
     population_model,
     population_observables,
 )
@@ -296,11 +296,11 @@ class Band:
     diverged_fraction: float
 
 
-@functools.partial(jax.jit, static_argnames="readout")
-def _observables(thetas, config: BanditConfig, readout: Readout):
+@functools.partial(jax.jit, static_argnames="reading")
+def _observables(thetas, config: BanditConfig, reading: LogReading):
     """`population_observables` of each θ; the bandit is traced, so scenarios that change only its float leaves
     (learning rate, β, clip) share one compilation."""
-    return jax.vmap(lambda theta: population_observables(config, readout, theta))(thetas)
+    return jax.vmap(lambda theta: population_observables(config, reading, theta))(thetas)
 
 
 def predictive_band(calibration: Calibration, *, level: float = 0.8, seed: int = 0, observable: str = "reward") -> Band:
@@ -313,7 +313,7 @@ def predictive_band(calibration: Calibration, *, level: float = 0.8, seed: int =
     rng = np.random.default_rng(seed)
     draws = rng.multivariate_normal(theta, calibration.covariance, size=DRAWS)
     thetas = np.vstack([theta, draws]).astype(jnp.result_type(float))
-    obs = _observables(shard_batch(pad_to_devices(thetas)), model.config(), model.readout())
+    obs = _observables(shard_batch(pad_to_devices(thetas)), model.config(), model.reading())
     obs = jax.tree.map(lambda x: np.asarray(x)[: len(thetas)], obs)
     mean, var = np.asarray(obs.mean(observable), float), np.asarray(obs.var(observable), float)
     diverged = np.asarray(obs.diverged) | ~np.all(np.isfinite(mean), axis=1)

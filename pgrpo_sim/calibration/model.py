@@ -72,7 +72,7 @@ class Observables(NamedTuple):
         return getattr(self, f"{name}_var")
 
 
-class Readout(NamedTuple):
+class LogReading(NamedTuple):
     """What `population_observables` needs besides the bandit, all static (hashable, a compilation's key):
     `read` the model step read at each logged step, `prompts` D, `batch` P prompts per logged batch, `fpc` the
     finite-population correction (module doc)."""
@@ -130,16 +130,16 @@ class PopulationModel:
             decay_steps=max(int(np.ceil(rollouts(self.horizon))) * epochs, 1),
         )
 
-    def readout(self) -> Readout:
+    def reading(self) -> LogReading:
         """The static rest of the model: how its steps map to the log's, and the batch the observables describe."""
         run = self.run
         n, batch = run.dataset_size, run.prompts_per_step
         fpc = 1.0 if n is None else (n - batch) / max(n - 1, 1)
-        return Readout(tuple(int(r) for r in self.read_steps()), self.prompts, batch, float(fpc))
+        return LogReading(tuple(int(r) for r in self.read_steps()), self.prompts, batch, float(fpc))
 
     def observables(self, theta: Array) -> Observables:
         """Means and batch sampling variances of the observables at model steps 0…steps (see module doc)."""
-        return population_observables(self.config(), self.readout(), theta)
+        return population_observables(self.config(), self.reading(), theta)
 
 
 def prompt_starts(prompts: int, theta: Array) -> Array:
@@ -151,16 +151,16 @@ def prompt_starts(prompts: int, theta: Array) -> Array:
     return jnp.stack([jax.nn.log_sigmoid(x), jax.nn.log_sigmoid(-x)], -1)[:, None, :]
 
 
-def population_observables(config: BanditConfig, readout: Readout, theta: Array) -> Observables:
+def population_observables(config: BanditConfig, reading: LogReading, theta: Array) -> Observables:
     """`PopulationModel.observables` from its parts: `config` (`PopulationModel.config()`, whose float leaves —
     learning rate, β, clip, schedule lengths — may be traced, so run configs that differ only there share a
-    compilation) and `readout`."""
+    compilation) and `reading`."""
     theta = jnp.asarray(theta)
-    read = np.asarray(readout.read)
+    read = np.asarray(reading.read)
     config = config.replace(eta=jnp.exp(theta[2]) * config.eta)
     steps = max(int(read[-1]), 1)
     runs = jax.vmap(lambda logits: simulate(config.replace(init_logits=logits), steps, binary_rewards=True))(
-        prompt_starts(readout.prompts, theta)
+        prompt_starts(reading.prompts, theta)
     )
     per_prompt = lambda x: x[:, read]  # noqa: E731  (D, T+1)
     p = per_prompt(runs.reward)
@@ -170,10 +170,10 @@ def population_observables(config: BanditConfig, readout: Readout, theta: Array)
     spread2 = solvable * jnp.mean(p**2, 0) - mean**2
     zero = 1 - solvable * (1 - jnp.mean(per_prompt(runs.zero_adv_frac), 0))
     std = solvable * jnp.mean(per_prompt(runs.group_reward_std), 0)
-    g, batch = config.group_size, readout.batch
+    g, batch = config.group_size, reading.batch
     return Observables(
         reward=mean,
-        reward_var=(within / g + readout.fpc * spread2) / batch,
+        reward_var=(within / g + reading.fpc * spread2) / batch,
         zero_std_frac=zero,
         zero_std_frac_var=zero * (1 - zero) / batch,
         reward_std=std,
