@@ -452,6 +452,11 @@ def search(
     return _collect(objective, runs, numeric, restarts * iterations, steps)
 
 
+MAX_GRID_POINTS = 2**20
+"""Largest `grid_search` grid: 10⁶ evaluations of a few hundred steps take minutes on a CPU; 64 points for each of
+5 hyperparameters (10⁹) would need tens of GB and hours."""
+
+
 def grid_search(
     objective: str,
     config: BanditConfig,
@@ -473,6 +478,11 @@ def grid_search(
         objective, search, target, bounds, steps, smoothing, min_damping_ratio, radius_margin, penalty
     )
     check_range("num", num, 2, integer=True)
+    if int(num) ** len(names) > MAX_GRID_POINTS:
+        raise PgrpoSimError(
+            f"num = {num} per hyperparameter gives {int(num) ** len(names):.3g} grid points over {len(names)} "
+            f"hyperparameters; at most MAX_GRID_POINTS = {MAX_GRID_POINTS} (lower num or search fewer names)"
+        )
     cfg2 = two_arm_reduction(config)
     problem = _problem(objective, names, config, eta_scale(config), steps, numeric)
     num_arrays = _numeric_arrays(numeric, cfg2, names)

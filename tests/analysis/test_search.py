@@ -89,6 +89,14 @@ def test_search_refuses_bad_input_with_a_clear_message(kwargs, words):
         search.search("damping-ratio", cfg, **args)
 
 
+def test_grid_search_refuses_a_grid_beyond_max_grid_points():
+    """64 points for each of 5 hyperparameters is 1.1e9 evaluations: refused before anything is built."""
+    cfg = ps.bandit_config(**BASE, lag_model="stale", lag=2)
+    names = ("eta", "momentum", "beta", "clip", "p_ref")
+    with pytest.raises(ValueError, match="1.07e\\+09 grid points over 5 hyperparameters"):
+        search.grid_search("damping-ratio", cfg, target=1.0, search=names, num=64)
+
+
 def test_all_nan_objective_is_an_error_not_a_number():
     # without KL a one-hot policy feels no force, so in 100 steps the logits coast to η·g·(1 − μ¹⁰⁰)/(1 − μ),
     # ≥ 1e307 · 0.3 · 79 for every μ in the box: past the float64 maximum, so every final reward is NaN
