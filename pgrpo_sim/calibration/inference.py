@@ -183,9 +183,9 @@ def fit_data(log: TrainingLog, run: RunConfig, fit_until: float | None):
     return first, until, used, skipped
 
 
-def _chi2_terms(theta, model: PopulationModel, data: dict) -> dict:
+def _chi2_terms(theta, config: BanditConfig, reading: LogReading, data: dict) -> dict:
     """Per observable: (weighted squared standardised residuals, weighted log variances); weight 0 is padding."""
-    obs = model.observables(theta)
+    obs = population_observables(config, reading, theta)
     out = {}
     for name, (idx, value, weight) in data.items():
         var = jnp.maximum(obs.var(name)[idx], 1e-8)
@@ -193,26 +193,27 @@ def _chi2_terms(theta, model: PopulationModel, data: dict) -> dict:
     return out
 
 
-@functools.partial(jax.jit, static_argnames="model")
-def _neg_log_post(theta, model: PopulationModel, data: dict, prior: tuple) -> jax.Array:
+@functools.partial(jax.jit, static_argnames="reading")
+def _neg_log_post(theta, config: BanditConfig, reading: LogReading, data: dict, prior: tuple) -> jax.Array:
     """−log posterior of θ (up to a constant); jitted, so `_fit`'s uses (grid, BFGS, optima, Hessian) transform
     one trace of the population run instead of tracing it again each."""
-    nll = sum(0.5 * jnp.sum(c + lv) for c, lv in _chi2_terms(theta, model, data).values())
+    nll = sum(0.5 * jnp.sum(c + lv) for c, lv in _chi2_terms(theta, config, reading, data).values())
     return nll + 0.5 * jnp.sum(((theta - prior[0]) / prior[1]) ** 2)
 
 
-@functools.partial(jax.jit, static_argnames="model")
-def _fit(grid, model: PopulationModel, data: dict, prior: tuple):
+@functools.partial(jax.jit, static_argnames="reading")
+def _fit(grid, config: BanditConfig, reading: LogReading, data: dict, prior: tuple):
     """Score the grid by forward runs, run BFGS from its best `STARTS` points; (MAP, Hessian and gradient there,
-    χ² terms, whether every grid point diverged)."""
-    objective = lambda theta, args=None: _neg_log_post(theta, model, data, prior)  # noqa: E731
+    χ² terms, whether every grid point diverged). The bandit is traced: runs that differ only in float keys
+    (learning rate, β, ε, schedule lengths) share a compilation."""
+    objective = lambda theta, args=None: _neg_log_post(theta, config, reading, data, prior)  # noqa: E731
     scores = jax.vmap(objective)(grid)
     starts = grid[jnp.argsort(jnp.where(jnp.isfinite(scores), scores, jnp.inf))[:STARTS]]
     solver = optx.BFGS(rtol=1e-5, atol=1e-5)
     values = jax.vmap(lambda x0: optx.minimise(objective, solver, x0, max_steps=MAX_STEPS, throw=False).value)(starts)
     losses = jax.vmap(objective)(values)
     theta = values[jnp.argmin(jnp.where(jnp.isfinite(losses), losses, jnp.inf))]
-    chi2 = sum(jnp.sum(c) for c, _ in _chi2_terms(theta, model, data).values())
+    chi2 = sum(jnp.sum(c) for c, _ in _chi2_terms(theta, config, reading, data).values())
 
     def gradient_twice(t):  # jacfwd of the gradient is `jax.hessian`; the aux output is the gradient itself
         g = jax.grad(objective)(t)
@@ -220,6 +221,11 @@ def _fit(grid, model: PopulationModel, data: dict, prior: tuple):
 
     hessian, gradient = jax.jacfwd(gradient_twice, has_aux=True)(theta)
     return theta, hessian, gradient, chi2, jnp.all(~jnp.isfinite(scores))
+
+
+STEP_BUCKET = 32
+"""The fit simulates the model to the next multiple of this many steps past the window's last (at most 31 more):
+with the observations padded to a power of two (`_padded`), logs of similar length share a compilation."""
 
 
 def _padded(idx: np.ndarray, value: np.ndarray) -> tuple:
@@ -256,7 +262,8 @@ def calibrate(
     )
     padded = {name: _padded(idx, value) for name, (idx, value) in data.items()}
     prior = (jnp.asarray(mean0, dtype), jnp.asarray(sd0, dtype))
-    theta, hessian, gradient, chi2, failed = _fit(grid, model, padded, prior)
+    fitted = population_model(run, -(-last // STEP_BUCKET) * STEP_BUCKET, log_format=log.format, horizon=model.horizon)
+    theta, hessian, gradient, chi2, failed = _fit(grid, fitted.config(), fitted.reading(), padded, prior)
     theta, hessian, gradient = (np.asarray(x, np.float64) for x in (theta, hessian, gradient))
     if bool(failed) or not np.all(np.isfinite(theta)) or not np.all(np.isfinite(hessian)):
         raise PgrpoSimError("calibration failed: the model diverged from every start")

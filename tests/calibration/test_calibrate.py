@@ -35,6 +35,17 @@ def test_recovers_known_parameters(seed):
     assert cal.stationary, cal.map_offset  # an on-policy (smooth) posterior: BFGS ends at its mode
 
 
+def test_logs_of_similar_length_and_other_float_keys_share_the_fit_compilation(backend_compiles):
+    """A second log 10 steps longer (the same 32-step bucket), from a run with another learning rate and β, is
+    fitted by the same compiled program: the bandit is traced and the model's steps bucketed."""
+    calibrate(synthetic_log(RUN, TRUTH, 100, seed=3), RUN)
+    backend_compiles.clear()
+    other = RUN.replace(learning_rate=2e-5, beta=0.01)
+    cal = calibrate(synthetic_log(other, TRUTH, 110, seed=4), other)
+    assert "_fit" not in " ".join(backend_compiles), backend_compiles
+    assert cal.model.steps == 110 and np.all(np.isfinite(cal.theta))  # the calibration keeps the log's own length
+
+
 def test_band_coverage_of_held_out_steps_is_nominal():
     """Over 10 logs, the 80 % band covers the held-out steps 80 % of the time within ±0.1 (the issue's tolerance;
     the seed-to-seed s.e. of the mean coverage is about 0.02 here)."""
