@@ -195,19 +195,18 @@ def test_cli_rollout_flags_refuse_bad_input(extra, words, tmp_path, capsys):
 @pytest.mark.parametrize("n_arms, group_size", [(2, 8), (3, 4)])
 def test_binary_rewards_enumerate_fewer_rollouts_with_the_same_result(n_arms, group_size):
     """With 0/1 rewards only multisets of arms occur (C(G+N−1, N−1) instead of C(G+2N−1, 2N−1)); the expected
-    reuse run is the same to rounding (1e-12 in float64)."""
-    from pgrpo_sim.models.bandit import _simulate, rollout_outcomes
+    reuse run is the same to rounding (1e-12 in float64) as the full enumeration, which `simulate` takes for
+    rewards that are not all 0 or 1: here a wrong arm's reward of 1e-300, which moves no number by 1e-12."""
+    from pgrpo_sim.models.bandit import rollout_outcomes
 
-    config = ps.bandit_config(
-        n_arms=n_arms, p_ref=0.3, eta=0.8, beta=0.1, group_size=group_size, lag_model="refresh", lag=3
-    )
+    kw = dict(n_arms=n_arms, p_ref=0.3, eta=0.8, beta=0.1, group_size=group_size, lag_model="refresh", lag=3)
+    config = ps.bandit_config(**kw)
     arms, _, counts = rollout_outcomes(config, binary_rewards=True)
     assert arms.shape[0] == math.comb(group_size + n_arms - 1, n_arms - 1)
     assert np.all(np.asarray(counts).sum(1) == group_size)
-    full, fast = (
-        _simulate(config, jax.random.key(0), steps=40, mode="expected", seeds=1, binary_rewards=b)
-        for b in (False, True)
-    )
+    almost = config.replace(rewards=config.rewards.at[..., 1].set(1e-300))
+    assert ps.rewards_are_binary(config) and not ps.rewards_are_binary(almost)
+    full, fast = (ps.simulate(c, 40) for c in (almost, config))
     for name in ("reward", "clip_frac", "kl_ref", "zero_adv_frac", "group_reward_std"):
         np.testing.assert_allclose(getattr(fast, name), getattr(full, name), atol=1e-12, err_msg=name)
 
