@@ -387,8 +387,8 @@ def test_true_reward_and_output_shapes():
 @pytest.mark.parametrize(
     "kwargs, name",
     [
-        (dict(n_arms=1), "arms"),
-        (dict(n_correct=2), "correct"),
+        (dict(n_arms=1), "n_arms"),
+        (dict(n_correct=2), "n_correct"),
         (dict(p_ref=1.0), "p_ref"),
         (dict(group_size=1), "group_size"),
         (dict(eta=0.0), "eta"),
