@@ -25,7 +25,7 @@ class Outcomes(NamedTuple):
 
     final_reward: p_steps. time_to_threshold (steps): the smooth time spent short of the threshold,
     T = ∫₀^steps σ((f − u(t))/s) dt, with u(t) = (p(t) − p_0)/(p* − p_0) the fraction of the way to p*
-    (linearly interpolated between steps), f = `fraction`, s = `smoothing` and σ(x) = ½(1 + x/√(1+x²)). As
+    (linearly interpolated between steps; u = 1 for a start at p*), f = `fraction`, s = `smoothing` and σ(x) = ½(1 + x/√(1+x²)). As
     s → 0, T → the time u spends below f, which for a monotone curve is its (interpolated) first-passage
     time; an oscillating curve also counts its later dips below f. Two choices keep T usable by a gradient:
     integrating over the interpolated curve (a plain Σ_t σ((f − u_t)/s) is a staircase in the
@@ -62,7 +62,8 @@ def _time_short_of(u: Array, f, s) -> Array:
 def read_outcomes(reward: Array, q: dict[str, Array], fraction, smoothing) -> Outcomes:
     """`Outcomes` of a reward curve p_0 … p_steps given its oscillator quantities `q` (`prediction.oscillator`)."""
     p0, p_star = reward[0], q["p_star"]
-    progress = (reward - p0) / (p_star - p0)
+    there = p_star == p0  # a start at p*: no way to go, all of it covered (u = 1), not 0/0
+    progress = jnp.where(there, 1.0, (reward - p0) / jnp.where(there, 1.0, p_star - p0))
     return Outcomes(
         final_reward=reward[-1],
         time_to_threshold=_time_short_of(progress, fraction, smoothing),

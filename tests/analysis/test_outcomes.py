@@ -75,3 +75,17 @@ def test_time_to_threshold_is_the_interpolated_first_passage_time():
     crossing = n - 1 + (0.9 - u[n - 1]) / (u[n] - u[n - 1])
     # the smoothing 1e-4 blurs the crossing by ~1e-4 of the way to p*, i.e. < 0.05 step at this slope (~3e-3/step)
     assert float(out.time_to_threshold) == pytest.approx(crossing, abs=0.05)
+
+
+def test_a_start_at_the_fixed_point_has_covered_the_way():
+    """p_0 = p*: the fraction of the way u is 1 at every step (not 0/0), so the smooth time short of 90 % is
+    Σ σ((0.9 − 1)/s) over the steps, σ(x) = ½(1 + x/√(1+x²)); gradients stay finite."""
+    from pgrpo_sim.analysis.outcomes import read_outcomes
+
+    def time(p):
+        reward = jnp.full(101, p)
+        return read_outcomes(reward, {"p_star": p, "stationary_variance": 0.0}, 0.9, 0.02).time_to_threshold
+
+    x = (0.9 - 1.0) / 0.02
+    assert float(time(0.4)) == pytest.approx(100 * 0.5 * (1 + x / np.sqrt(1 + x * x)), rel=1e-12)
+    assert np.isfinite(float(jax.grad(time)(0.4)))
