@@ -177,7 +177,8 @@ def _fig_onset(mus, changes, measured, continuous, discrete):
         discrete, color=PALETTE[2], ls="-", lw=6, alpha=0.45, label=f"discrete complex-root onset {discrete:.4f}"
     )
     ax.axvline(continuous, color=PALETTE[3], ls="--", lw=1.3, label=f"continuous ζ = 1 at {continuous:.4f}")
-    ax.axvline(measured, color="k", ls=":", lw=1.3, label=f"measured onset {measured:.3f}")
+    if measured is not None:  # None: no run on the grid oscillates
+        ax.axvline(measured, color="k", ls=":", lw=1.3, label=f"measured onset {measured:.3f}")
     ax.set_yscale("symlog")
     ax.set_xlabel("momentum μ")
     ax.set_ylabel("sign changes of p − p*")

@@ -1,12 +1,22 @@
 """`validate` at tiny resolution: every section runs, numbers are finite or marked missing, verdicts follow."""
 
+import dataclasses
 import json
 import math
 
 import pytest
 
 from pgrpo_sim.reports.rollout_claims import RolloutResolution
-from pgrpo_sim.reports.validate import BIC_DECISIVE, SECTIONS, VERDICT_Z, Resolution, fluctuations, validate
+from pgrpo_sim.reports.validate import (
+    BIC_DECISIVE,
+    SECTIONS,
+    VERDICT_Z,
+    Resolution,
+    fluctuations,
+    oscillation_onset,
+    validate,
+)
+from pgrpo_sim.viz.figures import validation_figure
 
 TINY = Resolution(
     group_sizes=(2, 4),
@@ -131,3 +141,13 @@ def test_sections_in_threads_give_the_numbers_of_one_thread(report):
     alone = validate(None, resolution=TINY, log=lambda line: None, workers=1)
     strip = lambda results: {k: {f: v for f, v in r.items() if f != "figure"} for k, r in results.items()}  # noqa: E731
     assert json.dumps(strip(alone), default=str) == json.dumps(strip(threaded), default=str)
+
+
+def test_an_onset_grid_without_oscillation_fails_the_claim_instead_of_crashing(tmp_path):
+    """μ up to 0.5 stays below the onset (≈ 0.72): no measured onset, a failed verdict saying so, a figure
+    without the measured line, and the missing number marked (it raised RuntimeError and stopped validate)."""
+    res = dataclasses.replace(TINY, onset_points=3, onset_max=0.5)
+    out = oscillation_onset(res, 0, lambda name, *data: validation_figure(name, tmp_path, *data))
+    assert not out["verdict"]["holds"] and "no measured onset" in out["verdict"]["text"]
+    assert out["measured_onset"] is None and out["measured_onset_missing_reason"]
+    assert (tmp_path / out["figure"]).stat().st_size > 1000
