@@ -26,12 +26,12 @@ class Outcomes(NamedTuple):
     final_reward: p_steps. time_to_threshold (steps): the smooth time spent short of the threshold,
     T = ∫₀^steps σ((f − u(t))/s) dt, with u(t) = (p(t) − p_0)/(p* − p_0) the fraction of the way to p*
     (linearly interpolated between steps; u = 1 for a start at p*), f = `fraction`, s = `smoothing` and
-    σ(x) = ½(1 + x/√(1+x²)). As s → 0, T → the time u spends below f, which for a monotone curve is its (interpolated) first-passage
-    time; an oscillating curve also counts its later dips below f. Two choices keep T usable by a gradient:
-    integrating over the interpolated curve (a plain Σ_t σ((f − u_t)/s) is a staircase in the
-    hyperparameters when one step moves u by much more than s), and an algebraic sigmoid, whose tails decay
-    as 1/x² rather than e^{−x}, so a run that stays far short of the threshold still has a gradient towards
-    it. overshoot: max(0, max_t sign(p* − p_0)(p_t − p*)), reward units.
+    σ(x) = ½(1 + x/√(1+x²)). As s → 0, T → the time u spends below f, which for a monotone curve is its
+    (interpolated) first-passage time; an oscillating curve also counts its later dips below f. Two choices
+    keep T usable by a gradient: integrating over the interpolated curve (a plain Σ_t σ((f − u_t)/s) is a
+    staircase in the hyperparameters when one step moves u by much more than s), and an algebraic sigmoid,
+    whose tails decay as 1/x² rather than e^{−x}, so a run that stays far short of the threshold still has a
+    gradient towards it. overshoot: max(0, max_t sign(p* − p_0)(p_t − p*)), reward units.
     area: trapezoidal ∫ p dt over the run (reward × steps). late_variance: the predicted stationary Var(p) of
     sampled training, D/(2GCK) (reward²). p_star: the fixed point. reward: the curve itself.
     """
