@@ -220,7 +220,7 @@ def parse_column_map(items: Sequence[str]) -> dict[str, str]:
 def detect_format(path: str | Path) -> str:
     """The format of a log, from its content: a TensorBoard event file (by name or its first record) or a folder
     holding event files is "tensorboard"; a JSON object with `log_history` is "trl"; JSON lines with a `rollout`
-    record (`"type": "rollout"`) "typed_jsonl"; JSON lines with verl-style keys (`actor/…`, `critic/…`,
+    record (`"type": "rollout"`), or opening with a record that has `type` and `grpo_step`, "typed_jsonl"; JSON lines with verl-style keys (`actor/…`, `critic/…`,
     `val-core/…`, or a `data` object) or console lines `step:N - key:value - …` are "verl"; other JSON lines
     "jsonl"; text holding TRL's printed dicts (`{'loss': …, 'reward': …}`) "trl_console"; a table with W&B
     columns (`…__MIN`/`…__MAX`, `_step`, `trainer/global_step`, `<run> - <metric>`) "wandb"; anything else
@@ -247,8 +247,8 @@ def _detect(text: str, path) -> str:
             if _has_trl_console_dicts(text):
                 return "trl_console"
             raise PgrpoSimError(f"{_name(path)} is not valid JSON (line {error.lineno}: {error.msg})") from None
-        if _TYPED_ROLLOUT.search(text):
-            return "typed_jsonl"
+        if _TYPED_ROLLOUT.search(text) or (isinstance(first, dict) and {"type", "grpo_step"} <= set(first)):
+            return "typed_jsonl"  # typed records without a rollout (e.g. eval only) have no training reward
         data = first.get("data") if isinstance(first, dict) else None
         keys = set(first) | set(data) if isinstance(data, dict) else set(first)
         if isinstance(data, dict) or any(str(k).split("/")[0] in ("actor", "critic", "val-core") for k in keys):
@@ -820,6 +820,10 @@ def _event_source(path) -> Path:
     if not p.exists():
         raise PgrpoSimError(f"log file not found: {path}")
     if p.is_file() and "tfevents" not in p.name:
+        if not _is_tensorboard(p):  # e.g. a CSV read with --format tensorboard
+            raise PgrpoSimError(
+                f"{_name(path)} is not a TensorBoard event file (events.out.tfevents.*, or a folder of them)"
+            )
         raise PgrpoSimError(
             f"{_name(path)} is a TensorBoard event file under another name; TensorBoard's reader takes only files "
             "named events.out.tfevents.*: rename it"

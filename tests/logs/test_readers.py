@@ -374,6 +374,10 @@ def test_typed_jsonl_settings_and_errors(tmp_path):
         logs.read_log(_write(tmp_path, "resumed.jsonl", text + json.dumps(rows[0]) + "\n"))
     with pytest.raises(ValueError, match="record 2 of nostep.jsonl \\(rollout\\) has no grpo_step"):
         logs.read_log(_write(tmp_path, "nostep.jsonl", text[: text.index("\n") + 1] + '{"type": "rollout"}\n'))
+    evals = "".join(json.dumps(dict(type="eval", grpo_step=s, reward=0.1 * s)) + "\n" for s in range(1, 4))
+    assert logs.detect_format(_write(tmp_path, "eval.jsonl", evals)) == "typed_jsonl"
+    with pytest.raises(ValueError, match="no reward column"):  # an eval reward never stands in for the training one
+        logs.read_log(tmp_path / "eval.jsonl")
 
 
 def test_wandb_panel_and_history_exports(tmp_path):
@@ -461,6 +465,10 @@ def test_tensorboard_event_file_and_folder(tmp_path):
     assert logs.detect_format(renamed) == "tensorboard"
     with pytest.raises(ValueError, match="event file under another name; .*: rename it"):
         logs.read_log(renamed)
+    text = tmp_path / "log.csv"
+    text.write_text("step,reward\n1,0.5\n")
+    with pytest.raises(ValueError, match="log.csv is not a TensorBoard event file"):  # not "under another name"
+        logs.read_log(text, format="tensorboard")
 
 
 def test_tensorboard_errors(tmp_path, monkeypatch):
