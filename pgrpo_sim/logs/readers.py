@@ -220,11 +220,11 @@ def parse_column_map(items: Sequence[str]) -> dict[str, str]:
 def detect_format(path: str | Path) -> str:
     """The format of a log, from its content: a TensorBoard event file (by name or its first record) or a folder
     holding event files is "tensorboard"; a JSON object with `log_history` is "trl"; JSON lines with a `rollout`
-    record (`"type": "rollout"`), or opening with a record that has `type` and `grpo_step`, "typed_jsonl"; JSON lines with verl-style keys (`actor/…`, `critic/…`,
-    `val-core/…`, or a `data` object) or console lines `step:N - key:value - …` are "verl"; other JSON lines
-    "jsonl"; text holding TRL's printed dicts (`{'loss': …, 'reward': …}`) "trl_console"; a table with W&B
-    columns (`…__MIN`/`…__MAX`, `_step`, `trainer/global_step`, `<run> - <metric>`) "wandb"; anything else
-    "csv"."""
+    record (`"type": "rollout"`), or opening with a record that has `type` and `grpo_step`, "typed_jsonl"; JSON
+    lines with verl-style keys (`actor/…`, `critic/…`, `val-core/…`, or a `data` object) or console lines
+    `step:N - key:value - …` are "verl"; other JSON lines "jsonl"; text holding TRL's printed dicts
+    (`{'loss': …, 'reward': …}`) "trl_console"; a table with W&B columns (`…__MIN`/`…__MAX`, `_step`,
+    `trainer/global_step`, `<run> - <metric>`) "wandb"; anything else "csv"."""
     if _is_tensorboard(path):
         return "tensorboard"
     return _detect(_read_text(path), path)
