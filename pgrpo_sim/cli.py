@@ -727,6 +727,7 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
     if getattr(args, "steps", None) is not None:  # what-if
         check_range("steps", args.steps, 1, limit - float(steps[0]), integer=True)
     check_range("band", args.band, 0.0, 1.0, low_open=True, high_open=True)
+    check_seed(args.seed)
     check_output_dir(args.out, command, overwrite=args.overwrite)
     return log, run, fit_until
 
@@ -738,7 +739,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> None:
     log, run, fit_until = _calibration_inputs(args, "calibrate")
     cal = calibrate(log, run, fit_until=fit_until)
     out = _claim(args, "calibrate", CALIBRATE_OUTPUTS)
-    data = write_calibration(log, cal, out, level=args.band)
+    data = write_calibration(log, cal, out, level=args.band, seed=args.seed)
     undetermined = [k for k, v in data["parameters"].items() if v["undetermined"]]
     print(
         f"calibrated on {cal.n_points} steps of {args.log}: "

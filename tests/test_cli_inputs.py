@@ -172,6 +172,8 @@ CASES = {
     # forecast
     "forecast until before the fit window ends": (FORECAST + ["--fit-until", "10", "--until", "5"], "until"),
     "forecast fit window beyond the log": (FORECAST + ["--fit-until", "1e6"], "fit-until"),
+    "forecast negative seed": (FORECAST + ["--seed", "-1"], "seed"),
+    "calibrate negative seed": (["calibrate"] + FORECAST[1:] + ["--seed", "-1"], "seed"),
     "forecast beyond ten fit windows": (FORECAST + ["--fit-until", "10", "--until", "101"], "until must be in"),
     "what-if beyond ten fit windows": (
         ["what-if", LOG, "--column", "reward=my_reward", "--scenario", "learning_rate=0.5"]

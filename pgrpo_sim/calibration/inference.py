@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
-from ..base.checks import check_choice, check_range
+from ..base.checks import check_choice, check_range, check_seed
 from ..base.errors import PgrpoSimError
 from ..base.sharding import pad_to_devices, shard_batch
 from ..logs.readers import TrainingLog
@@ -316,6 +316,7 @@ def predictive_band(calibration: Calibration, *, level: float = 0.8, seed: int =
     within-group std lie)."""
     check_range("level", level, 0.0, 1.0, low_open=True, high_open=True)
     check_choice("observable", observable, OBSERVABLES)
+    check_seed(seed)
     model, theta = calibration.model, calibration.theta
     rng = np.random.default_rng(seed)
     draws = rng.multivariate_normal(theta, calibration.covariance, size=DRAWS)

@@ -67,11 +67,12 @@ def write_json(path: Path, data: dict) -> None:
     path.write_text(json_text(data, indent=2))
 
 
-def write_calibration(log: TrainingLog, cal: Calibration, out: Path, *, level: float = 0.8) -> dict:
-    """calibration.json, report.md and calibration.png (the fitted model over the whole log, with its band)."""
+def write_calibration(log: TrainingLog, cal: Calibration, out: Path, *, level: float = 0.8, seed: int = 0) -> dict:
+    """calibration.json, report.md and calibration.png (the fitted model over the whole log, with its band drawn
+    with `seed`)."""
     data = cal.as_dict()
     write_json(out / "calibration.json", data)
-    band = predictive_band(extend(cal, float(log["step"][-1])), level=level)
+    band = predictive_band(extend(cal, float(log["step"][-1])), level=level, seed=seed)
     steps, reward = log.series("reward")
     plot_bands(steps, reward, {"calibrated model": band}, out / "calibration.png", fit_until=cal.fit_until)
     lines = ["# pgrpo-sim calibration", "", *calibration_markdown(log, cal), "", "![calibration](calibration.png)"]

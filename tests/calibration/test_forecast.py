@@ -112,3 +112,5 @@ def test_population_model_and_band_refuse_bad_arguments():
         population_model(RUN, 50, horizon=-5)
     with pytest.raises(ValueError, match="observable must be one of"):
         predictive_band(_calibration(RUN, 20, "jsonl"), observable="rewards")
+    with pytest.raises(ValueError, match="seed must be"):
+        predictive_band(_calibration(RUN, 20, "jsonl"), seed=-1)
