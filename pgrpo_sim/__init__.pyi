@@ -23,6 +23,7 @@ from .analysis.sweep import (
     parse_axis as parse_axis,
     run_sweep as run_sweep,
 )
+from .base.checks import MAX_SEED as MAX_SEED, MAX_STEPS as MAX_STEPS
 from .base.errors import PgrpoSimError as PgrpoSimError
 from .base.regimes import DISCRETE_REGIMES as DISCRETE_REGIMES, REGIMES as REGIMES, Damping as Damping, Regime as Regime
 from .calibration import (
@@ -100,6 +101,7 @@ from .models.config import (
     KL_KINDS as KL_KINDS,
     LAG_MODELS as LAG_MODELS,
     LR_SCHEDULES as LR_SCHEDULES,
+    MAX_GROUP_SIZE as MAX_GROUP_SIZE,
     OPTIMIZERS as OPTIMIZERS,
     BanditConfig as BanditConfig,
     bandit_config as bandit_config,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base.checks import check_range, check_seed, describe_range
+from .base.checks import check_range, check_seed, check_steps, describe_range
 from .base.errors import PgrpoSimError
 from .base.outputs import check_output_dir, check_output_file, claim_output_dir, json_text, remove_outputs, write_csv
 from .logs.readers import FORMATS
@@ -317,7 +317,7 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
     from .models.bandit import simulate
     from .viz.figures import plot_reward_curve
 
-    check_range("steps", args.steps, 1, integer=True)
+    check_steps(args.steps)
     check_range("seeds", args.seeds, 1, integer=True)
     check_seed(args.seed)
     config = _bandit_config(args)
@@ -368,7 +368,7 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
     from .models import sde, theory
     from .viz.figures import plot_ensemble
 
-    check_range("steps", args.steps, 1, integer=True)
+    check_steps(args.steps)
     check_range("paths", args.paths, 1, integer=True)
     check_range("sample_paths", args.sample_paths, 0, integer=True)
     check_seed(args.seed)
@@ -495,7 +495,7 @@ def _claim(args: argparse.Namespace, command: str, outputs: Sequence[str], *, re
 
 
 def _check_sweep_flags(args: argparse.Namespace) -> None:
-    check_range("steps", args.steps, 1, integer=True)
+    check_steps(args.steps)
     check_range("seeds", args.seeds, 1, integer=True)
     check_seed(args.seed)
     check_range("chunk_size", args.chunk_size, 1, integer=True)

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from ..base.checks import check_range
+from ..base.checks import check_range, check_steps
 from ..models.bandit import simulate
 from ..models.config import BanditConfig
 from ..prediction import constant_fixed_point, continuous_lag, oscillator, two_arm_reduction
@@ -92,7 +92,7 @@ def outcomes(
     way from p_0 to p*. A run that diverges gives NaN, never a number. `checkpoint=True` for `jax.grad` through
     long runs: memory grows with √steps, not steps (`simulate`'s `checkpoint`).
     """
-    check_range("steps", steps, 1, integer=True)
+    check_steps(steps)
     check_range("fraction", fraction, 0.0, 1.0, low_open=True, high_open=True)
     check_range("smoothing", smoothing, 0.0, low_open=True)
     cfg2 = two_arm_reduction(config)

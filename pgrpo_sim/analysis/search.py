@@ -24,7 +24,7 @@ import optax
 from jax import Array
 
 from ..base.autodiff import value_and_grad
-from ..base.checks import check_choice, check_range, check_seed
+from ..base.checks import check_choice, check_range, check_seed, check_steps
 from ..base.errors import PgrpoSimError
 from ..models import linear
 from ..models.bandit import simulate
@@ -253,7 +253,7 @@ def _setup(
         raise PgrpoSimError(
             "objective final-reward takes no target (the step budget is steps; --steps on the command line)"
         )
-    check_range("steps", steps, 1, integer=True)
+    check_steps(steps)
     check_range("smoothing", smoothing, 0.0, low_open=True)
     check_range("min_damping_ratio", min_damping_ratio, 0.0)
     check_range("radius_margin", radius_margin, 0.0, 1.0, high_open=True)

@@ -84,8 +84,16 @@ def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
         raise PgrpoSimError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
 
 
+MAX_STEPS = 10**8
+"""Longest run, in steps: at ~10⁷ steps/s a single run of this length takes seconds to minutes, and step counters
+are int32 (2³¹ − 1 ≈ 2·10⁹ overflowed with a traceback)."""
 MAX_SEED = 2**32 - 1
 """Largest PRNG seed: JAX's keys take 32 bits (without x64, larger seeds wrap around onto smaller ones)."""
+
+
+def check_steps(steps: Any) -> None:
+    """Raise `PgrpoSimError` unless `steps` is an integer in [1, `MAX_STEPS`]."""
+    check_range("steps", steps, 1, MAX_STEPS, integer=True)
 
 
 def check_seed(seed: Any) -> None:

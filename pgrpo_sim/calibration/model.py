@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ..base.checks import check_range
+from ..base.checks import check_range, check_steps
 from ..logs.readers import TrainingLog, tidy
 from ..models.bandit import simulate
 from ..models.config import BanditConfig, bandit_config
@@ -185,7 +185,7 @@ def population_observables(config: BanditConfig, reading: LogReading, theta: Arr
 def population_model(run: RunConfig, steps: int, *, log_format: str = "jsonl", horizon: int | None = None):
     """The `PopulationModel` of a run read from a log of `log_format`, simulated over `steps` logged steps after
     the first. The schedule's length (logged steps) is `run.max_steps`, else `horizon`, else `steps`."""
-    check_range("steps", steps, 1, integer=True)
+    check_steps(steps)
     check_range("horizon", horizon, 1, integer=True)
     per = run.steps_per_rollout if log_format not in TRL_FORMATS else 1
     horizon = run.max_steps or horizon or steps

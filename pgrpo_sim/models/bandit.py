@@ -34,7 +34,7 @@ from jax.scipy.special import gammaln, xlog1py, xlogy
 
 from ..base import threefry as _random
 from ..base.autodiff import scan
-from ..base.checks import check_choice, check_range, is_concrete
+from ..base.checks import check_choice, check_range, check_steps, is_concrete
 from ..base.errors import PgrpoSimError
 from ..base.small_axes import UNROLL_MAX, axis_sum, softmax
 from .config import BanditConfig
@@ -927,7 +927,7 @@ def simulate(
     wide `vmap` it takes about as long as the full tape (benchmarks/RESULTS.md, "Gradients through a run"). It
     compiles a little more slowly. Values and forward-mode derivatives are the same either way.
     """
-    check_range("steps", steps, 1, integer=True)
+    check_steps(steps)
     if readouts is not None:
         for name in readouts:
             check_choice("readouts", name, STEP_READOUTS)

@@ -29,6 +29,9 @@ refresh); stale: gradient computed at θ_{n−lag}, applied at step n."""
 KL_KINDS = ("k1", "k2", "k3", "exact")
 OPTIMIZERS = ("sgd", "nesterov", "adam")
 LR_SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
+MAX_GROUP_SIZE = 4096
+"""Largest group G: real GRPO groups hold a few to a few hundred completions, and the enumerations' int32 index
+arithmetic overflows from G ≈ 46341 (G² > 2³¹)."""
 """Learning-rate schedules under Hugging Face's `SchedulerType` names (TRL `lr_scheduler_type`): linear warm-up
 over `warmup_steps`, then constant, linear decay to 0 or cosine decay to 0 at `decay_steps`."""
 
@@ -93,7 +96,7 @@ class BanditConfig(eqx.Module):
         check_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)
         check_range("warmup_steps", self.warmup_steps, 0, integer=True)
         check_range("decay_steps", self.decay_steps, 1, integer=True)
-        check_range("group_size", self.group_size, 2, integer=True)
+        check_range("group_size", self.group_size, 2, MAX_GROUP_SIZE, integer=True)
         check_range("max_lag", self.max_lag, 0, integer=True)
         check_range("batch_prompts", self.batch_prompts, 1, self.rewards.shape[0], integer=True)
         per_rollout = self.prompts_per_rollout

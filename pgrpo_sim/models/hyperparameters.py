@@ -16,7 +16,7 @@ import numpy as np
 
 from ..base.checks import check_range, is_concrete
 from ..base.errors import PgrpoSimError
-from .config import BanditConfig
+from .config import MAX_GROUP_SIZE, BanditConfig
 
 
 class Hyperparameter(NamedTuple):
@@ -68,7 +68,9 @@ _ROWS = (
     Hyperparameter(
         "lag", True, True, False, False, 0.0, None, False, False, "lag", "off-policy lag τ (optimiser steps)"
     ),
-    Hyperparameter("group_size", False, True, False, True, 2.0, None, False, False, "group_size", "group size G"),
+    Hyperparameter(
+        "group_size", False, True, False, True, 2.0, MAX_GROUP_SIZE, False, False, "group_size", "group size G"
+    ),
     Hyperparameter(
         "minibatches",
         False,
