@@ -75,7 +75,8 @@ class Prediction(NamedTuple):
 
     `regime` is a `base.regimes.Damping` code (names in `REGIMES`), `reason` a code into `REASONS`; `stable` is
     True when an interior fixed point exists, C > 0 and the exact spectral radius is below 1. Quantities that do
-    not exist (no interior fixed point) are NaN and flagged by `stable`/`reason`, never to be read as numbers.
+    not exist (no interior fixed point; the stationary variance of a configuration not `stable`) are NaN and
+    flagged by `stable`/`reason`, never to be read as numbers.
     """
 
     p_star: Array
@@ -419,7 +420,7 @@ def _predict(config2: BanditConfig) -> Prediction:
         natural_frequency=q["natural_frequency"],
         regime=jnp.where(found, theory.regime_code(*osc), Damping.UNSTABLE),
         critical_lag=q["critical_lag"],
-        stationary_variance=q["stationary_variance"],
+        stationary_variance=jnp.where(reason == 0, q["stationary_variance"], jnp.nan),  # no stationary state
         spectral_radius=jnp.where(found, radius, jnp.nan),
         stable=reason == 0,
         reason=reason,

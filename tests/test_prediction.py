@@ -82,6 +82,9 @@ def test_lag_beyond_critical_is_unstable_with_reason():
     d = pred.as_dict()
     assert not d["stable"] and d["regime"] == "unstable" and d["reason"].startswith("damping C <= 0")
     assert d["critical_lag"] < 8
+    assert d["stationary_variance"] is None  # an unstable run has no stationary state
+    wild = ps.predict(ps.bandit_config(**BASE, eta=10.0, momentum=0.9)).as_dict()  # C > 0, exact map unstable
+    assert wild["reason"].startswith("exact discrete map unstable") and wild["stationary_variance"] is None
 
 
 def test_predict_vmaps_over_hyperparameters():

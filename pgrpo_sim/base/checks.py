@@ -69,7 +69,9 @@ def check_range(
         raise PgrpoSimError(f"{name} must be a number, got {value!r}")
     bad_finite = ~np.isfinite(arr) & ~(allow_inf & (arr == np.inf))
     if bad_finite.any():
-        raise PgrpoSimError(f"{name} must be finite, got {_show(arr[bad_finite])}")
+        # a finite number beyond float32's range arrives here as ±inf (from `as_float`): say where the range ends
+        span = f" (|x| <= {np.finfo(arr.dtype).max:.3g} in {arr.dtype})" if arr.dtype == np.float32 else ""
+        raise PgrpoSimError(f"{name} must be finite{span}, got {_show(arr[bad_finite])}")
     span = describe_range(low, high, low_open, high_open)
     ok = in_range(arr, low, high, low_open, high_open, allow_inf, xp=np)
     if not ok.all():
@@ -113,7 +115,8 @@ def as_float(x):
         return jax.device_put(x)
     if not is_concrete(x):
         return jnp.asarray(x, dtype=float)
-    return jax.device_put(np.asarray(x, dtype=jax.dtypes.canonicalize_dtype(float)))
+    with np.errstate(over="ignore"):  # beyond float32's range: ±inf, which the range checks then refuse
+        return jax.device_put(np.asarray(x, dtype=jax.dtypes.canonicalize_dtype(float)))
 
 
 def nan_unless(ok, value):
