@@ -720,12 +720,13 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
         fit_until = float(steps[max(int(math.ceil(fraction * steps.size)) - 1, 0)])
     if fit_until is not None:
         check_range("fit-until", fit_until, float(steps[0]), float(steps[-1]))
-    limit = horizon_limit(float(steps[0]), float(steps[-1]) if fit_until is None else fit_until)
+    window_end = float(steps[-1]) if fit_until is None else fit_until
+    limit = horizon_limit(float(steps[0]), window_end)
     until = getattr(args, "until", None)
-    if until is not None:
-        check_range("until", until, float(steps[0]) if fit_until is None else fit_until, limit, low_open=True)
-    if getattr(args, "steps", None) is not None:  # what-if
-        check_range("steps", args.steps, 1, limit - float(steps[0]), integer=True)
+    if until is not None:  # a logged step, from the fit window's end on
+        check_range("until", until, window_end, limit, integer=True)
+    if getattr(args, "steps", None) is not None:  # what-if: N logged steps from the first, itself included
+        check_range("steps", args.steps, 2, limit - float(steps[0]) + 1, integer=True)
     check_range("band", args.band, 0.0, 1.0, low_open=True, high_open=True)
     check_seed(args.seed)
     check_output_dir(args.out, command, overwrite=args.overwrite)
@@ -793,7 +794,7 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
         check_scenario(run, changes)  # every scenario is checked before the calibration starts
     steps = log.series("reward")[0]
     first = float(steps[0])
-    until = first + (args.steps if args.steps is not None else float(steps[-1]) - first)
+    until = float(steps[-1]) if args.steps is None else first + args.steps - 1
     cal = calibrate(log, run, fit_until=fit_until, horizon=int(until - first) + 1)
     result, bands = what_if(cal, scenarios, until=until, level=args.band, seed=args.seed)
     out = _claim(args, "what-if", WHATIF_OUTPUTS)
@@ -1093,7 +1094,12 @@ def build_parser() -> argparse.ArgumentParser:
                 metavar="KEY=VALUE[,KEY=VALUE…]",
                 help="run-config keys to change (repeatable: one scenario each)",
             )
-            p.add_argument("--steps", type=_integer, default=None, help="logged steps to simulate (default: the log's)")
+            p.add_argument(
+                "--steps",
+                type=_integer,
+                default=None,
+                help="logged steps to simulate, the first one included (>= 2; default: to the log's last)",
+            )
         p.add_argument(
             "--out",
             required=True,

@@ -180,9 +180,11 @@ CASES = {
     "forecast negative seed": (FORECAST + ["--seed", "-1"], "seed"),
     "calibrate negative seed": (["calibrate"] + FORECAST[1:] + ["--seed", "-1"], "seed"),
     "forecast beyond ten fit windows": (FORECAST + ["--fit-until", "10", "--until", "101"], "until must be in"),
+    "forecast until inside the whole-log fit window": (FORECAST + ["--until", "10"], "until must be in [25, "),
+    "forecast until not a step": (FORECAST + ["--fit-until", "10", "--until", "20.5"], "until must be an integer"),
     "what-if beyond ten fit windows": (
         ["what-if", LOG, "--column", "reward=my_reward", "--scenario", "learning_rate=0.5"]
-        + ["--steps", "241", "--out", "d"],
+        + ["--steps", "242", "--out", "d"],
         "steps must be in",
     ),
     # tune

@@ -20,6 +20,7 @@ import jax
 import numpy as np
 
 from ..analysis.summaries import UNSTABLE, summarize_curve
+from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
 from ..logs.laws import KNOWN_LAWS, fit_law
 from ..logs.readers import TrainingLog
@@ -47,6 +48,7 @@ def horizon_limit(first_step: float, fit_until: float) -> float:
 def extend(calibration: Calibration, until_step: float, run: RunConfig | None = None) -> Calibration:
     """The calibration's model simulated up to the log's step `until_step` (and with another run config), at most
     `horizon_limit`."""
+    check_range("until", until_step)
     steps = int(round(until_step - calibration.first_step))
     if steps < 1:
         raise PgrpoSimError(f"until must be after the log's first step {calibration.first_step:g}, got {until_step:g}")

@@ -83,7 +83,7 @@ def test_commands_end_to_end_on_a_real_log(tmp_path):
     w = json.loads((out / "whatif.json").read_text())
     assert [s["set"] for s in w["scenarios"]] == [{"learning_rate": 8e-5}, {"num_iterations": 4}]
     for entry in [w["baseline"], *w["scenarios"]]:
-        assert entry["verdict"] in VERDICTS and len(entry["steps"]) == 201
+        assert entry["verdict"] in VERDICTS and len(entry["steps"]) == 200  # --steps N: N logged steps
     assert (out / "whatif.png").stat().st_size > 1000 and (out / "report.md").read_text().count("| ") > 10
     proc = cli("calibrate", str(log), "--out", str(out))  # what-if's directory: refused without --overwrite
     assert proc.returncode == 2 and "--overwrite" in proc.stderr

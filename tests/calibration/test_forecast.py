@@ -57,6 +57,8 @@ def test_extend_refuses_a_horizon_beyond_ten_fit_windows():
     assert extend(cal, limit).model.steps == 500
     with pytest.raises(ValueError, match="until must be <= 501"):
         extend(cal, limit + 1)
+    with pytest.raises(ValueError, match="until must be finite"):
+        extend(cal, float("nan"))
 
 
 def test_verdicts_of_flat_falling_and_rising_curves():
