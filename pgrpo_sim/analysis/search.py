@@ -291,6 +291,8 @@ def _outer_grid(config: BanditConfig, lags, group_sizes) -> list[tuple[dict[str,
     for name, values in (("lags", lags), ("group_sizes", group_sizes)):
         if values is not None and len(values) == 0:
             raise PgrpoSimError(f"{name} must hold at least one value (or be None: no outer grid)")
+        if values is not None and len(set(map(float, values))) < len(values):
+            raise PgrpoSimError(f"{name} holds a value twice: each is one search, give it once")
     combos = []
     for lag in lags if lags is not None else [None]:
         for g in group_sizes if group_sizes is not None else [None]:

@@ -196,6 +196,8 @@ def parse_scenario(text: str) -> dict[str, Any]:
             raise PgrpoSimError(f"scenario item {item!r} must be KEY=VALUE")
         if key not in KEYS:
             raise PgrpoSimError(f"unknown run-config key {key!r} in scenario (known: {', '.join(KEYS)})")
+        if key in changes:
+            raise PgrpoSimError(f"scenario {text!r} sets {key} twice: give each key once")
         changes[key] = _coerce(key, value.strip())
     if not changes:
         raise PgrpoSimError(f"scenario {text!r} changes nothing: give KEY=VALUE[,KEY=VALUE…]")

@@ -79,6 +79,7 @@ def test_constrained_time_to_threshold_is_as_good_as_the_grid():
         (dict(search=("temperature",)), "unknown hyperparameter"),
         (dict(lags=[]), "lags must hold at least one value"),
         (dict(group_sizes=[]), "group_sizes must hold at least one value"),
+        (dict(group_sizes=[4, 4]), "group_sizes holds a value twice"),
     ],
 )
 def test_search_refuses_bad_input_with_a_clear_message(kwargs, words):

@@ -71,7 +71,13 @@ def test_bad_run_configs_are_one_line_errors(tmp_path, text, match):
 def test_scenarios_parse_and_check():
     assert parse_scenario("learning_rate=2e-5, num_iterations=4") == {"learning_rate": 2e-5, "num_iterations": 4}
     assert parse_scenario("epsilon=none") == {"epsilon": None}
-    for bad, match in (("lr=1", "unknown run-config key 'lr'"), ("beta", "KEY=VALUE"), ("", "changes nothing")):
+    bad_scenarios = (
+        ("lr=1", "unknown run-config key 'lr'"),
+        ("beta", "KEY=VALUE"),
+        ("", "changes nothing"),
+        ("learning_rate=1e-5,learning_rate=2e-5", "sets learning_rate twice"),  # the last one silently won
+    )
+    for bad, match in bad_scenarios:
         with pytest.raises(PgrpoSimError, match=match):
             parse_scenario(bad)
     run = RunConfig()
