@@ -10,7 +10,8 @@ the mean of the last 10 %):
 - `diverges`: the MAP run diverged (non-finite logits);
 - `collapses`: final < ½ r0 (the reward fell and stayed down);
 - `oscillates`: the curve's regime is unstable (sustained or growing oscillation; `summarize_curve`);
-- `plateaus`: the last 20 % of the steps gain at most 10 % of (final − r0) and less than 0.01;
+- `plateaus`: the last 20 % of the steps gain less than 0.01, and at most 10 % of (final − r0) or less than 0.001
+  (a curve that barely moves does not learn);
 - `learns`: otherwise (still rising at the end).
 """
 
@@ -123,7 +124,7 @@ def verdict(mean: np.ndarray, diverged: bool) -> str:
     if int(summary.regime) == UNSTABLE:
         return "oscillates"
     gain_late = float(mean[-1] - mean[int(0.8 * (n - 1))])
-    if gain_late <= 0.1 * abs(final - r0) and gain_late < 0.01:  # "at most": a flat curve plateaus
+    if gain_late < 0.01 and (gain_late <= 0.1 * abs(final - r0) or gain_late < 0.001):  # a flat curve plateaus
         return "plateaus"
     return "learns"
 
