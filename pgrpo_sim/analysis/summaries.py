@@ -28,6 +28,7 @@ from jax import Array
 from jax.typing import ArrayLike
 
 from ..base.checks import as_float
+from ..base.errors import PgrpoSimError
 from ..base.regimes import Regime
 
 MONOTONE, OSCILLATORY, FLIP, UNSTABLE = Regime.MONOTONE, Regime.OSCILLATORY, Regime.FLIP, Regime.UNSTABLE
@@ -83,6 +84,8 @@ def summarize_curve(rewards: ArrayLike, diverged: ArrayLike = False, stderr: Arr
     `stderr`: the standard error of each point (shape (T+1,) or scalar) for a noisy curve such as a seed-mean;
     deviations within `NOISE_Z` standard errors are noise (see the module docstring). None: an exact curve."""
     p = as_float(rewards)
+    if p.ndim != 1 or p.shape[0] < 2:
+        raise PgrpoSimError(f"rewards must be one curve of at least 2 steps, got shape {p.shape}")
     diverged = jnp.asarray(diverged) | ~jnp.all(jnp.isfinite(p))
     n = p.shape[-1]
     plateau = jnp.mean(_window(p, 0.9, 1.0))

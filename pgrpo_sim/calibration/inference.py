@@ -150,6 +150,7 @@ def fit_data(log: TrainingLog, run: RunConfig, fit_until: float | None):
         raise PgrpoSimError("the log has no reward to calibrate on")
     steps = log.series("reward")[0]
     first = float(steps[0])  # the first rewarded step is the start θ_0 (a log may open with an eval-only row)
+    check_range("fit_until", fit_until, float(steps[0]), float(steps[-1]))
     until = float(steps[-1]) if fit_until is None else float(fit_until)
     used, skipped = {}, {}
     for name in OBSERVABLES:
@@ -244,6 +245,9 @@ def calibrate(
     log: TrainingLog, run: RunConfig, *, fit_until: float | None = None, horizon: int | None = None
 ) -> Calibration:
     """Fit θ to the log's steps ≤ `fit_until` (default: all) by MAP + Laplace (module doc)."""
+    if not isinstance(run, RunConfig):
+        raise PgrpoSimError(f"run must be a RunConfig (resolve_run_config builds one from a dict), got {run!r}")
+    check_range("horizon", horizon, 1, integer=True)
     first, until, data, skipped = fit_data(log, run, fit_until)
     last = int(max(int(idx.max()) for idx, _ in data.values()))
     model = population_model(run, last, log_format=log.format, horizon=horizon or int(log["step"][-1] - first) + 1)

@@ -109,6 +109,21 @@ def test_calibration_data_drop_values_logged_before_the_first_reward():
     assert first == 1.0 and used["zero_std_frac"][0].min() == 0 and used["zero_std_frac"][0].size == 12
 
 
+def test_calibrate_refuses_bad_arguments_before_fitting():
+    """Checked before any fit: a dict for the run config (it raised AttributeError), horizon 0 (silently the log's
+    length), a fit window beyond the log (silently the whole log)."""
+    from pgrpo_sim.calibration import calibrate
+
+    log = tidy([{"step": float(s), "reward": 0.3} for s in range(1, 31)], format="jsonl", path=None, columns={})
+    for kwargs, match in (
+        (dict(run={"learning_rate": 1e-6}), "run must be a RunConfig"),
+        (dict(horizon=0), "horizon must be"),
+        (dict(fit_until=1e9), "fit_until must be in \\[1, 30\\]"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            calibrate(log, **(dict(run=RUN) | kwargs))
+
+
 def test_population_model_and_band_refuse_bad_arguments():
     with pytest.raises(ValueError, match="steps must be"):
         population_model(RUN, -3)

@@ -162,6 +162,9 @@ def test_smooth_centred_and_trailing():
         (lambda: fit.coupling_ratio([], [], [], []), "at least one train and one eval point"),
         (lambda: fit.coupling_ratio([0, 1, 2], [0.1, 0.2], [0, 1], [0.1, 0.2]), "equal lengths"),
         (lambda: fit.stiffness_from_slope(np.linspace(0.2, 0.8, 4), 0.1, 0.0, early_steps=5), "early_steps"),
+        (lambda: fit.fit_law("saturation", np.arange(20.0), np.linspace(0, 1, 20), smooth_window=0), "smooth_window"),
+        (lambda: fit.fit_law("saturation", np.arange(20.0), np.linspace(0, 1, 20), smooth_window=4), "must be odd"),
+        (lambda: ps.summarize_curve(np.array([])), "at least 2 steps"),
     ],
 )
 def test_law_helpers_refuse_inconsistent_input(call, match):
