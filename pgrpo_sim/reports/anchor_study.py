@@ -193,7 +193,8 @@ def study_markdown(study: dict) -> str:
         f"{min(cov):.2f}–{max(cov):.2f} of the held-out steps (mean {np.mean(cov):.2f}).",
         "",
         f"Clip ablation: the (0.2, 0.2) run calibrated up to step {study['clip']['fit_until']:g}, then changed "
-        "(final reward = mean of the last 10 % of steps; actual = what the logged run did):",
+        "(final reward = the model's mean at the last step, with its 80 % band; actual = what the logged run did, the "
+        "mean of its last 10 % of steps):",
         "",
         "| scenario | verdict | final reward [80 % band] | actual |",
         "|---|---|---|---|",
