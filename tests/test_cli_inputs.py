@@ -95,6 +95,7 @@ CASES = {
     "sweep grid inf": (SWEEP + ["--grid", "beta=0.1,inf"], "beta"),
     "sweep grid group size 1": (SWEEP + ["--grid", "group_size=1,2"], "group_size"),
     "sweep grid group size beyond MAX_GROUP_SIZE": (SWEEP + ["--grid", "group_size=8,100000"], "[2, 4096]"),
+    "sweep seed beyond 64 bits": (SWEEP + ["--seed", "99999999999999999999"], "seed must be in [0, 4294967295]"),
     "sweep steps beyond MAX_STEPS": (SWEEP + ["--steps", "100000000000"], "steps must be in [1, 1e+08]"),
     "simulate group size beyond MAX_GROUP_SIZE": (SIMULATE + ["--group-size", "100000"], "[2, 4096]"),
     "predict group size beyond MAX_GROUP_SIZE": (PREDICT + ["--group-size", "100000"], "[2, 4096]"),

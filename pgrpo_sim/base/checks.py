@@ -100,6 +100,8 @@ def check_steps(steps: Any) -> None:
 
 def check_seed(seed: Any) -> None:
     """Raise `PgrpoSimError` unless `seed` is an integer in [0, `MAX_SEED`]."""
+    if isinstance(seed, int) and not isinstance(seed, bool) and not 0 <= seed <= MAX_SEED:  # also beyond int64
+        raise PgrpoSimError(f"seed must be in [0, {MAX_SEED}] (32 bits), got {seed}")
     check_range("seed", seed, 0, integer=True)
     if seed is not None and is_concrete(seed) and np.any(np.asarray(seed) > MAX_SEED):
         raise PgrpoSimError(f"seed must be in [0, {MAX_SEED}] (32 bits), got {seed}")

@@ -147,6 +147,8 @@ def _coerce(key: str, value: Any) -> Any:
     default = RunConfig.__dataclass_fields__[key].default
     if isinstance(default, str):
         return str(value)
+    if isinstance(value, bool):  # YAML's true/false is not a number (float(True) would read as 1)
+        raise PgrpoSimError(f"run-config {key} must be a number, got {value!r}")
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -56,6 +56,7 @@ def test_yaml_and_json_files(tmp_path):
         ("num_genrations: 8\n", "unknown key 'num_genrations'"),
         ("- 1\n- 2\n", "mapping"),
         ("num_generations: 2.5\n", "integer"),
+        ("num_generations: true\n", "num_generations must be a number, got True"),
         ("prompts_per_step: 6\nsteps_per_generation: 4\n", "must divide"),
         ("lr_scheduler_type: exponential\n", "lr_scheduler_type"),
     ],
