@@ -26,6 +26,7 @@ from jax import Array
 from ..base.autodiff import value_and_grad
 from ..base.checks import check_choice, check_range, check_seed, check_steps
 from ..base.errors import PgrpoSimError
+from ..base.outputs import finite_or_none
 from ..models import linear
 from ..models.bandit import simulate
 from ..models.config import BanditConfig
@@ -376,7 +377,7 @@ def _curve(problem: _Problem, cfg2, values: dict[str, float], steps: int) -> np.
 
 def _constraint_report(aux_at_best: dict, numeric) -> dict[str, Any]:
     zeta, radius = float(aux_at_best["damping_ratio"]), float(aux_at_best["spectral_radius"])
-    out: dict[str, Any] = {"damping_ratio": _json_float(zeta), "spectral_radius": _json_float(radius)}
+    out: dict[str, Any] = {"damping_ratio": finite_or_none(zeta), "spectral_radius": finite_or_none(radius)}
     feasible = True
     if not math.isnan(numeric["min_zeta"]):
         out["min_damping_ratio"] = numeric["min_zeta"]
@@ -387,10 +388,6 @@ def _constraint_report(aux_at_best: dict, numeric) -> dict[str, Any]:
     out["violation"] = float(aux_at_best["violation"])
     out["feasible"] = bool(feasible)
     return out
-
-
-def _json_float(x: float) -> float | None:
-    return None if math.isnan(x) else x
 
 
 def search(

@@ -201,6 +201,11 @@ def _netcdf3_values(name: str, values: np.ndarray) -> np.ndarray:
     return values
 
 
+def finite_or_none(value) -> float | None:
+    """`value` as a float, or None when it is None, NaN or ±∞ (a number that does not exist, for JSON and tables)."""
+    return None if value is None or not math.isfinite(float(value)) else float(value)
+
+
 def json_text(data, *, indent: int | None = None, sort_keys: bool = False) -> str:
     """`data` as strict JSON: NaN and ±∞ (a quantity that does not exist, e.g. the stationary variance of an
     unstable oscillator) become null; NumPy (and JAX) scalars and arrays become numbers and lists. `TypeError`

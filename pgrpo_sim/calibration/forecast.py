@@ -23,6 +23,7 @@ import numpy as np
 from ..analysis.summaries import UNSTABLE, summarize_curve
 from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
+from ..base.outputs import finite_or_none
 from ..logs.laws import KNOWN_LAWS, fit_law
 from ..logs.readers import TrainingLog
 from .inference import Band, Calibration, model_steps, predictive_band
@@ -149,12 +150,11 @@ def scenario_summary(band: Band) -> dict:
         summary = _summarize(mean)
         plateau, step = float(summary.plateau), int(summary.time_to_90)
         reached = float(band.steps[step]) if step >= 0 else None
-    num = lambda v: float(v) if np.isfinite(v) else None  # noqa: E731
     return dict(
         verdict=verdict(mean, band.diverged),
-        final_reward=num(mean[-1]),
-        final_lo=num(band.lo[-1]),
-        final_hi=num(band.hi[-1]),
+        final_reward=finite_or_none(mean[-1]),
+        final_lo=finite_or_none(band.lo[-1]),
+        final_hi=finite_or_none(band.hi[-1]),
         plateau=plateau,
         time_to_90=reached,
         diverged_fraction=band.diverged_fraction,

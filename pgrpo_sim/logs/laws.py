@@ -29,6 +29,7 @@ from jax.typing import ArrayLike
 
 from ..base.checks import as_float, check_choice, check_range
 from ..base.errors import PgrpoSimError
+from ..base.outputs import finite_or_none
 from ..models import theory
 
 
@@ -378,17 +379,17 @@ class LawFit:
 
     def as_dict(self) -> dict:
         """JSON-ready: params by name as {value, stderr} (None for non-finite), goodness of fit."""
-        num = lambda v: float(v) if v is not None and np.isfinite(v) else None  # noqa: E731
+        values = zip(self.names, self.params, self.stderr)
         return dict(
-            params={k: dict(value=num(v), stderr=num(s)) for k, v, s in zip(self.names, self.params, self.stderr)},
+            params={k: dict(value=finite_or_none(v), stderr=finite_or_none(s)) for k, v, s in values},
             origin=self.origin,
             n=self.n,
-            r2=num(self.r2),
-            r2_smoothed=num(self.r2_smoothed),
+            r2=finite_or_none(self.r2),
+            r2_smoothed=finite_or_none(self.r2_smoothed),
             smooth_window=self.smooth_window,
-            aic=num(self.aic),
-            bic=num(self.bic),
-            reduced_chi2=num(self.reduced_chi2),
+            aic=finite_or_none(self.aic),
+            bic=finite_or_none(self.bic),
+            reduced_chi2=finite_or_none(self.reduced_chi2),
             noise_source=self.noise_source,
         )
 

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..base.errors import PgrpoSimError
-from ..base.outputs import json_text
+from ..base.outputs import finite_or_none, json_text
 from ..logs import laws
 from ..logs.diagnostics import Diagnosis, diagnose
 from ..logs.readers import TrainingLog
@@ -44,9 +44,8 @@ def _reward_stderr(log: TrainingLog, metric: str, n_samples: float | None) -> tu
 
 def _summary(fits: dict[str, laws.LawFit]) -> dict:
     osc = fits["oscillator"]
-    num = lambda v: float(v) if np.isfinite(v) else None  # noqa: E731
     regime = laws.fitted_regime(osc)
-    zeta, z_err = num(osc["zeta"]), num(osc.stderr[1])
+    zeta, z_err = finite_or_none(osc["zeta"]), finite_or_none(osc.stderr[1])
     if regime != "undetermined":
         why = None
     elif z_err is None:
@@ -61,11 +60,11 @@ def _summary(fits: dict[str, laws.LawFit]) -> dict:
         )
     finite = {law: f.bic for law, f in fits.items() if np.isfinite(f.bic)}
     out = dict(
-        plateau=num(osc["p_star"]),
-        plateau_stderr=num(osc.stderr[0]),
+        plateau=finite_or_none(osc["p_star"]),
+        plateau_stderr=finite_or_none(osc.stderr[0]),
         damping_ratio=zeta,
         damping_ratio_stderr=z_err,
-        natural_frequency=num(osc["omega_n"]),
+        natural_frequency=finite_or_none(osc["omega_n"]),
         regime=regime,
         preferred_law=min(finite, key=finite.get) if len(finite) == len(fits) else None,
     )
