@@ -506,13 +506,14 @@ def test_bad_simulate_arguments():
 @pytest.mark.parametrize("means", [[0.9, 0.3, 0.0, 0.6], [0.9, 0.3, 0.0, 0.6, 1.0, 0.1, 0.5, 0.2, 0.7, 0.4, 0.8, 0.05]])
 def test_draw_frequencies_match_policy_and_reward_means(means):
     """One uniform per sample gives arms ~ π_old and rewards ~ Bernoulli(r_arm) independently (4 SE), with
-    per-arm selects (4 arms) and gathers (12 arms)."""
+    per-arm selects (4 arms) and gathers (12 arms); 12 groups of `MAX_GROUP_SIZE` = 4096 samples."""
     from pgrpo_sim.models.bandit import draw_rollout
 
     n = len(means)
-    config = ps.bandit_config(rewards=means, init_logits=np.linspace(0.5, -1.0, n), group_size=50000)
-    arms, rewards = draw_rollout(config, config.init_logits, jax.random.key(5))
-    arms, rewards = np.asarray(arms[0]), np.asarray(rewards[0])
+    config = ps.bandit_config(rewards=means, init_logits=np.linspace(0.5, -1.0, n), group_size=ps.MAX_GROUP_SIZE)
+    keys = jax.random.split(jax.random.key(5), 12)
+    arms, rewards = jax.vmap(lambda k: draw_rollout(config, config.init_logits, k))(keys)
+    arms, rewards = np.asarray(arms).ravel(), np.asarray(rewards).ravel()
     pi = np.asarray(jax.nn.softmax(config.init_logits[0]))
     freq = np.bincount(arms, minlength=n) / arms.size
     assert np.all(np.abs(freq - pi) < 4 * np.sqrt(pi * (1 - pi) / arms.size))
