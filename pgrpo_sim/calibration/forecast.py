@@ -114,11 +114,12 @@ def forecast(
     return out, band
 
 
-def verdict(mean: np.ndarray, diverged: bool) -> str:
-    """The documented verdict of a scenario's mean curve (module doc)."""
+def verdict(mean: np.ndarray, diverged: bool, summary=None) -> str:
+    """The documented verdict of a scenario's mean curve (module doc); `summary`: its `summarize_curve`, when the
+    caller has it already."""
     if diverged or not np.all(np.isfinite(mean)):
         return "diverges"
-    n, summary = mean.size, _summarize(mean)
+    n, summary = mean.size, _summarize(mean) if summary is None else summary
     r0, final = float(mean[0]), float(summary.plateau)
     if final < 0.5 * r0:
         return "collapses"
@@ -145,13 +146,13 @@ def scenario_summary(band: Band) -> dict:
             diverged_fraction=band.diverged_fraction,
         )
     mean = band.mean
-    plateau, reached = None, None
+    plateau, reached, summary = None, None, None
     if np.all(np.isfinite(mean)):  # the plateau and time to 90 % of `summarize_curve`, the latter as a log step
         summary = _summarize(mean)
         plateau, step = float(summary.plateau), int(summary.time_to_90)
         reached = float(band.steps[step]) if step >= 0 else None
     return dict(
-        verdict=verdict(mean, band.diverged),
+        verdict=verdict(mean, band.diverged, summary),
         final_reward=finite_or_none(mean[-1]),
         final_lo=finite_or_none(band.lo[-1]),
         final_hi=finite_or_none(band.hi[-1]),
