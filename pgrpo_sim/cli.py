@@ -1005,7 +1005,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_integer, default=0, help="PRNG seed (>= 0)")
     p.add_argument("--out", default="validation", help="output directory (default: validation)")
     p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
-    p.set_defaults(func=_cmd_validate, concurrent_compiles=True)  # its sections compile in threads, one per core
+    p.set_defaults(func=_cmd_validate, compile_bound=True)  # its sections compile in threads, one per core
 
     p = sub.add_parser("predict", help="fixed point, stiffness, noise and oscillator of a bandit configuration")
     _add_bandit_args(p)
@@ -1165,9 +1165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         from .base.runtime import configure_jax
 
-        configure_jax(
-            compile_cache=not args.no_compile_cache, concurrent_compiles=getattr(args, "concurrent_compiles", False)
-        )
+        configure_jax(compile_cache=not args.no_compile_cache, compile_bound=getattr(args, "compile_bound", False))
         args.func(args)
     except PgrpoSimError as exc:
         print(f"pgrpo-sim: error: {exc}", file=sys.stderr)

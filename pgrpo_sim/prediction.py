@@ -171,6 +171,12 @@ def two_arm_reduction(config: BanditConfig) -> BanditConfig:
     )
 
 
+def effective_eta(config2: BanditConfig) -> Array:
+    """η_eff = 2η of a 2-arm configuration: the step that logit(p) takes per unit of the drive X (its two
+    logits move by ∓η·∂L/∂θ, and X is half their difference's gradient)."""
+    return 2 * config2.eta
+
+
 def _logits(x: Array) -> Array:
     return jnp.stack([x, jnp.zeros_like(x)])[None]
 
@@ -381,7 +387,7 @@ def oscillator(config2: BanditConfig, tau, fixed: tuple[Array, Array] | None = N
     differentiable in every float leaf. `fixed`: (x*, found) when p* is known not to move (skips the search)."""
     x, found = fixed if fixed is not None else fixed_point(config2)[:2]
     k = stiffness(config2, x)
-    eta_eff = 2 * config2.eta
+    eta_eff = effective_eta(config2)
     osc = (eta_eff, config2.momentum, tau, k)
     noise = noise_scale(config2, x)
     out = dict(
@@ -398,7 +404,7 @@ def oscillator(config2: BanditConfig, tau, fixed: tuple[Array, Array] | None = N
 
 @jax.jit
 def _predict(config2: BanditConfig) -> Prediction:
-    eta_eff = 2 * config2.eta
+    eta_eff = effective_eta(config2)
     x, found, unique = fixed_point(config2)
     lag_eff = continuous_lag(config2.lag, config2.lag_model).astype(eta_eff.dtype)
     q = oscillator(config2, lag_eff, (x, found))

@@ -23,7 +23,7 @@ from ..base.regimes import DAMPING_TO_REGIME, Regime
 from ..models import linear, theory
 from ..models.config import bandit_config
 from ..models.hyperparameters import HYPERPARAMETERS, set_hyperparameters
-from ..prediction import continuous_lag, discrete_lag, fixed_point_stiffness, two_arm_reduction
+from ..prediction import continuous_lag, discrete_lag, effective_eta, fixed_point_stiffness, two_arm_reduction
 
 
 class PhasePrediction(NamedTuple):
@@ -68,7 +68,7 @@ def predict_cells(base: Mapping, coords: Mapping[str, np.ndarray]) -> PhasePredi
         cfg = set_hyperparameters(config, values)
         reduced = two_arm_reduction(cfg)
         _, found, k = fixed_point_stiffness(reduced)
-        eta_eff = 2 * float(reduced.eta)
+        eta_eff = float(effective_eta(reduced))
         k = float(k) if bool(found) else np.nan
         osc = (eta_eff, float(cfg.momentum), float(continuous_lag(cfg.lag, cfg.lag_model)), k)
         lag, model = discrete_lag(cfg.lag, cfg.lag_model)

@@ -95,6 +95,14 @@ once, one per core (`validate`): XLA's own split of each compilation over thread
 (`validate --quick` on 2 cores: 40 s and 62 s of CPU with it, 44 s and 68 s without)."""
 
 
+UNOPTIMIZED_CODEGEN_FLAG = "--xla_backend_optimization_level=0"
+"""XLA flag: generate CPU machine code without LLVM's optimisation passes. For commands that compile many programs
+which then run for milliseconds (`validate`): `validate --quick` on 2 cores took 73 and 75 s with it, 86 and 91 s
+without (user CPU 108–111 s against 141–147 s, a slow machine, 2026-12-01), its numbers equal to the last few
+digits (optimiser stopping points move by ~1e-9 relative). Long runs would run slower, so no other command sets
+it; a sweep's chunks in such a command are compiled with it too."""
+
+
 def _add_flag(flag: str, env: dict) -> bool:
     """Append `flag` to `XLA_FLAGS` unless the user set that option; returns whether it did."""
     flags = env.get("XLA_FLAGS", "")
@@ -104,22 +112,24 @@ def _add_flag(flag: str, env: dict) -> bool:
     return True
 
 
-def fast_cpu_compilation(environ: dict | None = None, *, concurrent: bool = False) -> bool:
-    """Add `CPU_FUSION_FLAG` (and with `concurrent`, for commands that compile one program per core at once,
-    `SERIAL_CODEGEN_FLAG`) to `XLA_FLAGS`, never over a choice the user made there; returns whether it added the
-    fusion flag. XLA reads its flags when JAX's backend starts, so this acts only before JAX's first operation."""
+def fast_cpu_compilation(environ: dict | None = None, *, compile_bound: bool = False) -> bool:
+    """Add `CPU_FUSION_FLAG` (and with `compile_bound`, for commands that compile many short-running programs, one
+    per core at once: `SERIAL_CODEGEN_FLAG` and `UNOPTIMIZED_CODEGEN_FLAG`) to `XLA_FLAGS`, never over a choice the
+    user made there; returns whether it added the fusion flag. XLA reads its flags when JAX's backend starts, so
+    this acts only before JAX's first operation."""
     env = os.environ if environ is None else environ
-    if concurrent:
+    if compile_bound:
         _add_flag(SERIAL_CODEGEN_FLAG, env)
+        _add_flag(UNOPTIMIZED_CODEGEN_FLAG, env)
     return _add_flag(CPU_FUSION_FLAG, env)
 
 
-def configure_jax(*, compile_cache: bool = True, concurrent_compiles: bool = False) -> Path | None:
-    """The command line's JAX settings: `fast_cpu_compilation` (`concurrent_compiles`: the command compiles one
-    program per core at once), all CPU cores (`use_all_cpu_cores`) and, unless `compile_cache` is False or
-    `PGRPO_SIM_NO_COMPILE_CACHE` is set, the persistent compilation cache. Returns its directory (None: no
-    cache). Call it before JAX's first operation."""
-    fast_cpu_compilation(concurrent=concurrent_compiles)
+def configure_jax(*, compile_cache: bool = True, compile_bound: bool = False) -> Path | None:
+    """The command line's JAX settings: `fast_cpu_compilation` (`compile_bound`: the command compiles many
+    short-running programs, one per core at once), all CPU cores (`use_all_cpu_cores`) and, unless `compile_cache`
+    is False or `PGRPO_SIM_NO_COMPILE_CACHE` is set, the persistent compilation cache. Returns its directory (None:
+    no cache). Call it before JAX's first operation."""
+    fast_cpu_compilation(compile_bound=compile_bound)
     use_all_cpu_cores()
     if not compile_cache or cache_disabled_by_env():
         return None

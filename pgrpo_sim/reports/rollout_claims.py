@@ -17,12 +17,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..analysis.summaries import UNSTABLE, summarize_curve
+from ..analysis.summaries import UNSTABLE, summarize_curves
 from ..logs.laws import fit_law
 from ..models.bandit import simulate
 from ..models.config import bandit_config
 from ..models.hyperparameters import set_hyperparameters
-from ..prediction import predict
+from ..prediction import effective_eta, fixed_point_stiffness, predict, two_arm_reduction
 
 BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
 
@@ -58,11 +58,9 @@ def _first_unstable(config, epochs: np.ndarray, cycles: int) -> int | None:
     runs = jax.vmap(lambda k: simulate(set_hyperparameters(config, {"lag": k}), steps, readouts=("reward",)))(
         jnp.asarray(epochs)
     )
-    for i, k in enumerate(epochs):
-        strobe = np.asarray(runs.reward[i])[: cycles * k + 1 : k]
-        if int(summarize_curve(strobe, runs.diverged[i]).regime) == UNSTABLE:
-            return int(k)
-    return None
+    strobes = np.stack([np.asarray(runs.reward[i])[: cycles * k + 1 : k] for i, k in enumerate(epochs)], -1)
+    unstable = np.asarray(summarize_curves(strobes, runs.diverged).regime) == UNSTABLE  # one pass, all counts
+    return int(epochs[np.argmax(unstable)]) if unstable.any() else None
 
 
 def _floquet_onset(config, epochs: np.ndarray) -> tuple[int | None, int]:
@@ -90,8 +88,9 @@ def rollout_reuse(res: RolloutResolution, plot: Callable | None) -> dict:
             for model in ("refresh", "refresh_fresh"):
                 config = bandit_config(**BASE, eta=eta, clip=clip, lag_model=model, lag=1)
                 row[model] = _first_unstable(config, epochs, res.cycles)
-            pred = predict(bandit_config(**BASE, eta=eta, clip=clip))
-            row["paper"] = float(1.0 / (pred.eta_eff * pred.stiffness))
+            reduced = two_arm_reduction(bandit_config(**BASE, eta=eta, clip=clip))
+            _, found, stiffness = fixed_point_stiffness(reduced)  # K alone: no Floquet map to compile
+            row["paper"] = float(1.0 / (effective_eta(reduced) * stiffness)) if found else float("nan")
             reuse = bandit_config(**BASE, eta=eta, clip=clip, lag_model="refresh", lag=1)
             row["floquet"], row["floquet_undetermined"] = _floquet_onset(reuse, epochs)
             for key in ("refresh", "refresh_fresh", "floquet"):

@@ -12,6 +12,7 @@ from pgrpo_sim.base.runtime import (
     CPU_FUSION_FLAG,
     NO_CACHE_ENV,
     SERIAL_CODEGEN_FLAG,
+    UNOPTIMIZED_CODEGEN_FLAG,
     cache_disabled_by_env,
     configure_jax,
     default_cache_dir,
@@ -45,12 +46,28 @@ def test_fusion_flag_never_over_the_users():
     assert env["XLA_FLAGS"] == f"--xla_dump_to=/tmp/x {CPU_FUSION_FLAG}"
     mine = {"XLA_FLAGS": "--xla_cpu_use_fusion_emitters=true"}
     assert fast_cpu_compilation(mine) is False and mine["XLA_FLAGS"] == "--xla_cpu_use_fusion_emitters=true"
-    concurrent = {}
-    assert fast_cpu_compilation(concurrent, concurrent=True) is True
-    assert concurrent["XLA_FLAGS"] == f"{SERIAL_CODEGEN_FLAG} {CPU_FUSION_FLAG}"
-    split = {"XLA_FLAGS": "--xla_cpu_parallel_codegen_split_count=4"}
-    assert fast_cpu_compilation(split, concurrent=True) is True
-    assert split["XLA_FLAGS"] == f"--xla_cpu_parallel_codegen_split_count=4 {CPU_FUSION_FLAG}"
+    bound = {}
+    assert fast_cpu_compilation(bound, compile_bound=True) is True
+    assert bound["XLA_FLAGS"] == f"{SERIAL_CODEGEN_FLAG} {UNOPTIMIZED_CODEGEN_FLAG} {CPU_FUSION_FLAG}"
+    split = {"XLA_FLAGS": "--xla_cpu_parallel_codegen_split_count=4 --xla_backend_optimization_level=3"}
+    assert fast_cpu_compilation(split, compile_bound=True) is True
+    assert split["XLA_FLAGS"] == (
+        f"--xla_cpu_parallel_codegen_split_count=4 --xla_backend_optimization_level=3 {CPU_FUSION_FLAG}"
+    )
+
+
+def test_only_validate_is_compile_bound():
+    """`validate` compiles many programs that run for milliseconds; the other commands keep optimised code."""
+    from pgrpo_sim.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["validate", "--quick", "--out", "v"]).compile_bound is True
+    for argv in (
+        ["simulate", "--out", "r.csv"],
+        ["sweep", "--grid", "eta=0.1", "--out", "s"],
+        ["phase-diagram", "--out", "p"],
+    ):
+        assert getattr(parser.parse_args(argv), "compile_bound", False) is False
 
 
 def test_cli_process_uses_every_core_and_the_flag():
