@@ -51,6 +51,9 @@ def _verdict(holds: bool, text: str) -> dict:
     return {"holds": bool(holds), "text": f"{'holds' if holds else 'fails'}: {text}"}
 
 
+_summarize = jax.jit(summarize_curves)  # op by op, its scan and checks took 0.2 s a call
+
+
 def _first_unstable(config, epochs: np.ndarray, cycles: int) -> int | None:
     """Smallest number of optimiser steps per rollout at which the expected run, read once per cycle (at the
     refreshes: within a cycle reuse has a periodic pattern of its own), is unstable; None if none is."""
@@ -59,7 +62,7 @@ def _first_unstable(config, epochs: np.ndarray, cycles: int) -> int | None:
         jnp.asarray(epochs)
     )
     strobes = np.stack([np.asarray(runs.reward[i])[: cycles * k + 1 : k] for i, k in enumerate(epochs)], -1)
-    unstable = np.asarray(summarize_curves(strobes, runs.diverged).regime) == UNSTABLE  # one pass, all counts
+    unstable = np.asarray(_summarize(strobes, runs.diverged).regime) == UNSTABLE  # one pass, all counts
     return int(epochs[np.argmax(unstable)]) if unstable.any() else None
 
 
