@@ -654,11 +654,13 @@ def _write_phase_tables(out: str, ds, prediction, summary: dict) -> None:
 
 
 def _cmd_validate(args: argparse.Namespace) -> None:
+    from .base.runtime import cpu_cores
     from .reports.validate import validate
 
     check_seed(args.seed)
     _claim(args, "validate", VALIDATE_OUTPUTS)
-    results = validate(args.out, quick=args.quick, seed=args.seed, log=lambda line: print(line, flush=True))
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    results = validate(args.out, quick=args.quick, seed=args.seed, log=log, workers=cpu_cores())
     held = sum(r["verdict"]["holds"] for r in results.values())
     print(f"{held} of {len(results)} claims hold; wrote {args.out}/report.md and {args.out}/results.json")
 
@@ -1005,7 +1007,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_integer, default=0, help="PRNG seed (>= 0)")
     p.add_argument("--out", default="validation", help="output directory (default: validation)")
     p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
-    p.set_defaults(func=_cmd_validate, compile_bound=True)  # its sections compile in threads, one per core
+    p.set_defaults(func=_cmd_validate, compile_bound=True)  # its sections compile in processes, one per core
 
     p = sub.add_parser("predict", help="fixed point, stiffness, noise and oscillator of a bandit configuration")
     _add_bandit_args(p)

@@ -516,10 +516,23 @@ def _gather(x: jax.Array) -> np.ndarray:
     return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
 
+class _Quiet:
+    """The progress bar of a quiet sweep. Not a disabled tqdm bar: tqdm's first bar creates a multiprocessing lock,
+    which a worker process stopped by its parent (`validate`) would leave behind, with a warning at exit."""
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 def _progress(total: int, enabled: bool):
+    if not enabled:
+        return _Quiet()
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="cfg", desc="sweep", disable=not enabled, smoothing=0.1)
+    return tqdm(total=total, unit="cfg", desc="sweep", smoothing=0.1)
 
 
 def _assemble(groups: list[dict[str, np.ndarray]], traced: Sequence[Axis], static: Sequence[Axis], spec: SweepSpec):

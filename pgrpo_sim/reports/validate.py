@@ -12,11 +12,10 @@ on-policy heavy-ball SGD; η_eff = η·N/(c(N−c)) = 2η is the oscillator's le
 
 from __future__ import annotations
 
-import concurrent.futures
+import contextlib
 import dataclasses
 import functools
 import math
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,8 +26,9 @@ import numpy as np
 
 from ..analysis.summaries import UNSTABLE
 from ..analysis.sweep import parse_axis, run_sweep
+from ..base.checks import check_range
 from ..base.outputs import json_text
-from ..base.runtime import cpu_cores
+from ..base.runtime import worker_pool
 from ..logs.diagnostics import PROVOKED, READOUTS, diagnose
 from ..logs.laws import fit_laws, identify_stiffness
 from ..logs.readers import RUN_COLUMNS
@@ -89,22 +89,13 @@ fraction (one program serves every advantage kind)."""
 
 
 @functools.lru_cache(maxsize=16)
-def _cached_run(steps: int, mode: str, seeds: int, seed: int, **setting) -> BanditRun:
+def _base_run(steps: int, mode: str, seeds: int, seed: int, **setting) -> BanditRun:
     """A run of the `BASE` setting with `setting` changed (keyword order matters to the cache). Sections 1 and 10
-    need the same sampled runs: cached, they are compiled and run once (deterministic, so sharing is safe)."""
+    need the same sampled runs: cached, and run in one job (`SCHEDULE`), they are compiled and run once
+    (deterministic, so sharing is safe)."""
     config = bandit_config(**BASE | setting)
     readouts = REWARD if mode == "expected" else GROUP_READOUTS
     return simulate(config, steps, mode=mode, seeds=seeds, key=jax.random.key(seed), readouts=readouts)
-
-
-_BASE_RUNS = threading.Lock()
-
-
-def _base_run(steps: int, mode: str, seeds: int, seed: int, **setting) -> BanditRun:
-    """`_cached_run`, one thread at a time: a section that needs a run another section is computing waits for it
-    instead of computing it again."""
-    with _BASE_RUNS:
-        return _cached_run(steps, mode, seeds, seed, **setting)
 
 
 # 1 ---------------------------------------------------------------------------------------------------
@@ -664,20 +655,47 @@ SECTIONS: dict[str, tuple[str, Callable]] = {
     "group_spread": ("10. Residual group-size dependence of the within-group spread", group_spread),
 }
 SCHEDULE = (
-    "rollout_reuse",
-    "saturation_law",
-    "lag_threshold",
-    "fluctuations",
-    "group_size_invariance",
-    "stiffness",
-    "failure_modes",
-    "mean_field",
-    "oscillation_onset",
-    "group_spread",
+    ("rollout_reuse",),
+    ("lag_threshold",),
+    ("fluctuations",),
+    ("saturation_law",),
+    ("group_size_invariance", "group_spread"),
+    ("mean_field",),
+    ("failure_modes",),
+    ("stiffness",),
+    ("oscillation_onset",),
 )
-"""The order sections start in: longest first (measured, quick resolution), so that the last to start are short
-and the workers finish together; section 10 last, after section 1, whose runs it reuses (sections not listed
-start after these)."""
+"""The jobs, in the order they start: longest first (measured, quick resolution), so that the last to start are
+short and the workers finish together. Section 10 runs after section 1 in one job: it reuses section 1's runs
+(`_base_run`). Sections not listed start after these, one job each."""
+
+
+def _host(value):
+    """`value` with the JAX arrays in its dicts, lists and tuples as NumPy arrays, keys in their order: what a worker
+    hands back (its parent need not run in float64)."""
+    if isinstance(value, dict):
+        return {k: _host(v) for k, v in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple
+        return type(value)(*map(_host, value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(map(_host, value))
+    return np.asarray(value) if isinstance(value, jax.Array) else value
+
+
+def _run_job(keys: tuple[str, ...], res: Resolution, seed: int, figures: bool) -> list[tuple]:
+    """Run the sections `keys` one after another in this process, in float64: per section (key, results,
+    seconds, (figure name, data) or None). The figures are drawn by the caller: a section's `plot(name, *data)`
+    is recorded here, and the caller puts the file it draws under the section's "figure"."""
+    done = []
+    for key in keys:
+        drawn = []
+        plot = (lambda name, *data: drawn.append((name, _host(data)))) if figures else None
+        with jax.enable_x64(True):
+            start = time.perf_counter()
+            result = SECTIONS[key][1](res, seed, plot)
+            seconds = time.perf_counter() - start
+        done.append((key, _host(result), seconds, drawn[0] if drawn else None))
+    return done
 
 
 def validate(
@@ -687,47 +705,42 @@ def validate(
     seed: int = 0,
     log: Callable[[str], None] = print,
     resolution: Resolution | None = None,
-    workers: int | None = None,
+    workers: int = 1,
 ) -> dict:
     """Run every section; with `out_dir`, write `report.md`, `results.json` and the figures there.
 
     Returns the results dictionary (one key per claim, each with its numbers and `verdict`). `resolution`
-    overrides the quick/full presets (tests use a tiny one). `workers` sections run at once, in threads
-    (default: one per CPU core): most of a section's time is XLA compiling its programs, which runs outside
-    Python's lock, and each section draws from its own fixed keys, so the numbers do not depend on it."""
-    from ..viz.figures import validation_figure
-
+    overrides the quick/full presets (tests use a tiny one). `workers` > 1 runs the sections in that many spawned
+    processes at once, with this process's JAX settings (`base.runtime.worker_pool`; a script then needs the
+    `if __name__ == "__main__":` guard), as the command line does with one per core: most of a section's time is
+    tracing and compiling its programs, which threads would take turns at under Python's lock. Each section draws
+    from its own fixed keys, so the numbers do not depend on the workers. Interrupted, or when a section fails,
+    the workers are stopped and nothing more is written; figures already drawn stay for the caller to remove."""
+    check_range("workers", workers, 1, integer=True)
     res = resolution or (QUICK if quick else FULL)
     out = Path(out_dir) if out_dir is not None else None
     if out is not None:
+        from ..viz.figures import validation_figure
+
         out.mkdir(parents=True, exist_ok=True)
-    pyplot = threading.Lock()  # matplotlib's pyplot is not thread-safe
-    stopped = threading.Event()  # set when a section fails or the run is interrupted: write no more figures
-
-    def plot(name, *data):
-        with pyplot:
-            return None if stopped.is_set() else validation_figure(name, out, *data)
-
-    def run(section):
-        with jax.enable_x64(True):  # a thread-local setting: each worker sets its own
-            start = time.perf_counter()
-            return section(res, seed, plot if out is not None else None), time.perf_counter() - start
-
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers or cpu_cores())
-    results = {}
-    try:
-        order = sorted(SECTIONS, key=lambda k: SCHEDULE.index(k) if k in SCHEDULE else len(SCHEDULE))
-        started = {key: pool.submit(run, SECTIONS[key][1]) for key in order}
-        futures = {key: started[key] for key in SECTIONS}
-        for key, future in futures.items():  # in section order, as each is done
-            results[key], seconds = future.result()
-            log(f"[{seconds:5.1f} s] {SECTIONS[key][0]}: {results[key]['verdict']['text']}")
-    except BaseException:  # Ctrl-C or a failed section: sections not started never start; running ones (they
-        stopped.set()  # cannot be stopped) finish without writing, so the caller may remove what was written
-        pool.shutdown(wait=False, cancel_futures=True)
-        with pyplot:  # a figure being written is complete before the caller cleans up
-            raise
-    pool.shutdown()
+    listed = {key for job in SCHEDULE for key in job}
+    jobs = list(SCHEDULE) + [(key,) for key in SECTIONS if key not in listed]
+    figures = out is not None
+    processes = min(workers, len(jobs))
+    with worker_pool(processes) if processes > 1 else contextlib.nullcontext() as pool:
+        if pool is not None:
+            pending = {job: pool.submit(_run_job, job, res, seed, figures).result for job in jobs}
+        else:
+            pending = {job: functools.partial(_run_job, job, res, seed, figures) for job in jobs}
+        results, seconds = {}, {}
+        for key in SECTIONS:  # in section order, as each is done
+            if key not in results:
+                for done, result, time_s, figure in pending[next(job for job in jobs if key in job)]():
+                    if figure is not None:
+                        result["figure"] = validation_figure(figure[0], out, *figure[1])
+                    results[done], seconds[done] = result, time_s
+            log(f"[{seconds[key]:5.1f} s] {SECTIONS[key][0]}: {results[key]['verdict']['text']}")
+    results = {key: results[key] for key in SECTIONS}
     if out is not None:
         (out / "results.json").write_text(json_text(results, indent=2))
         (out / "report.md").write_text(report_markdown(results, quick=quick, seed=seed))

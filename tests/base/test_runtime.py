@@ -1,8 +1,10 @@
 """The command line's JAX settings: where the compilation cache goes, and the ways to turn it off."""
 
+import multiprocessing
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jax
@@ -17,6 +19,8 @@ from pgrpo_sim.base.runtime import (
     configure_jax,
     default_cache_dir,
     fast_cpu_compilation,
+    shared_settings,
+    worker_pool,
 )
 
 
@@ -101,3 +105,17 @@ def test_cli_fills_the_cache_unless_told_not_to(tmp_path):
     assert any((on / "pgrpo-sim" / "jax").iterdir())  # the sweep's compiled chunk at least
     assert not _sweep(tmp_path, "flag", "--no-compile-cache").exists()
     assert not _sweep(tmp_path, "env", **{NO_CACHE_ENV: "1"}).exists()
+
+
+def test_workers_share_the_settings_and_stop_at_once():
+    """A worker has its parent's JAX settings and XLA_FLAGS; leaving the pool by an exception stops a running job
+    (an hour's sleep) at once and leaves no process behind."""
+    before = set(multiprocessing.active_children())
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt), worker_pool(2) as pool:
+        assert pool.submit(shared_settings).result() == shared_settings()
+        assert pool.submit(os.getenv, "XLA_FLAGS").result() == os.getenv("XLA_FLAGS")
+        pool.submit(time.sleep, 3600)
+        raise KeyboardInterrupt
+    assert time.monotonic() - start < 60
+    assert set(multiprocessing.active_children()) <= before
