@@ -19,6 +19,10 @@ import numpy as np
 
 from .errors import PgrpoSimError
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+"""The largest float32 (3.4e38): the bandit's hyperparameters are float32 unless x64 is on, so a real-valued
+setting that becomes one is refused beyond it where it is read, not later as a float32 infinity."""
+
 
 def is_concrete(*values: Any) -> bool:
     """True when no leaf of `values` is a JAX tracer (so it can be read on the host)."""

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..base.checks import check_choice, check_range
+from ..base.checks import FLOAT32_MAX, MAX_STEPS, check_choice, check_range
 from ..base.errors import PgrpoSimError
 from ..logs.readers import constant_learning_rate
+from ..models.config import MAX_GROUP_SIZE
 
 SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
 SCALE_REWARDS = ("group", "batch", "none")
@@ -62,26 +63,26 @@ class RunConfig:
     sources: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
 
     def __post_init__(self):
-        check_range("learning_rate", self.learning_rate, 0.0, low_open=True)
-        check_range("num_generations", self.num_generations, 2, integer=True)
+        check_range("learning_rate", self.learning_rate, 0.0, FLOAT32_MAX, low_open=True)
+        check_range("num_generations", self.num_generations, 2, MAX_GROUP_SIZE, integer=True)
         check_range("num_iterations", self.num_iterations, 1, integer=True)
         check_range("steps_per_generation", self.steps_per_generation, 1, integer=True)
-        check_range("beta", self.beta, 0.0)
+        check_range("beta", self.beta, 0.0, FLOAT32_MAX)
         if self.epsilon is not None:
             check_range("epsilon", self.epsilon, 0.0, 1.0, low_open=True, high_open=True)
         if self.epsilon_high is not None:
-            check_range("epsilon_high", self.epsilon_high, 0.0, low_open=True)
+            check_range("epsilon_high", self.epsilon_high, 0.0, FLOAT32_MAX, low_open=True)
         check_choice("scale_rewards", self.scale_rewards, SCALE_REWARDS)
         check_choice("loss_type", self.loss_type, LOSS_TYPES)
         if self.max_grad_norm is not None:
-            check_range("max_grad_norm", self.max_grad_norm, 0.0, low_open=True)
+            check_range("max_grad_norm", self.max_grad_norm, 0.0, FLOAT32_MAX, low_open=True)
         check_choice("lr_scheduler_type", self.lr_scheduler_type, SCHEDULES)
         check_range("warmup_ratio", self.warmup_ratio, 0.0, 1.0, high_open=True)
         if self.max_steps is not None:
-            check_range("max_steps", self.max_steps, 1, integer=True)
+            check_range("max_steps", self.max_steps, 1, MAX_STEPS, integer=True)
         check_range("prompts_per_step", self.prompts_per_step, 1, integer=True)
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        check_range("reward_scale", self.reward_scale, 0.0, low_open=True)
+        check_range("reward_scale", self.reward_scale, 0.0, FLOAT32_MAX, low_open=True)
         if self.dataset_size is not None:
             check_range("dataset_size", self.dataset_size, self.prompts_per_step, integer=True)
         if self.prompts_per_step % self.steps_per_generation:
