@@ -374,7 +374,7 @@ def report(quick: bool, rounds: int, out_dir) -> str:
                 f"JAX {imports['jax_s']:.1f} s, then pgrpo_sim {imports['pgrpo_sim_s']:.1f} s",
             )
         )
-        sim = cli(["simulate", "--steps", str(sim_steps), "--out", f"{tmp}/sim.csv"])
+        sim = cli(["simulate", "--steps", str(sim_steps), "--out", tmp + "/sim{}.csv"])
         rows.append((f"`pgrpo-sim simulate --steps {sim_steps}` (expected mode)", sim, ""))
         sweep = _median_runs(
             rounds, lambda: harness.run_measure(script, "sweep", env=env, n_eta=n_eta, max_lag=max_lag, steps=steps)
