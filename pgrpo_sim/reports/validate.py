@@ -723,8 +723,8 @@ def validate(
         from ..viz.figures import validation_figure
 
         out.mkdir(parents=True, exist_ok=True)
-    listed = {key for job in SCHEDULE for key in job}
-    jobs = list(SCHEDULE) + [(key,) for key in SECTIONS if key not in listed]
+    jobs = [job for job in SCHEDULE if set(job) <= set(SECTIONS)]
+    jobs += [(key,) for key in SECTIONS if not any(key in job for job in jobs)]
     figures = out is not None
     processes = min(workers, len(jobs))
     with worker_pool(processes) if processes > 1 else contextlib.nullcontext() as pool:
