@@ -189,6 +189,6 @@ def worker_pool(processes: int):
             worker.terminate()
         for worker in workers:
             worker.join()
-        pool.shutdown()  # joins the dead workers and frees the pool's queues (no leaked semaphore at exit)
+        pool.shutdown()  # joins the pool's manager thread, which has seen its workers die
         raise
     pool.shutdown()
