@@ -1050,7 +1050,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--samples-per-step",
-        type=_finite_float,
+        type=_integer,
         default=None,
         help="rewards averaged per step (prompts × group size), for the noise level of the fit",
     )

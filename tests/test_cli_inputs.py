@@ -169,6 +169,7 @@ CASES = {
     "fit negative samples per step": (FIT + ["--samples-per-step", "-1"], "samples per step"),
     "fit nan samples per step": (FIT + ["--samples-per-step", "nan"], "--samples-per-step"),
     "fit inf samples per step": (FIT + ["--samples-per-step", "inf"], "--samples-per-step"),
+    "fit fractional samples per step": (FIT + ["--samples-per-step", "1.5"], "--samples-per-step"),
     "fit unknown format": (FIT + ["--format", "xml"], "--format"),
     "fit unknown metric": (FIT + ["--metric", "loss"], "loss"),
     "fit missing log": (["fit", "no-such-log.csv", "--out", "d"], "not found"),

@@ -20,7 +20,8 @@ Formats (`FORMATS`; `detect_format` picks one from the file's content, or its na
 - "wandb": a Weights & Biases CSV export: a panel's (`Step`, `<run> - train/reward`, `..__MIN`, `..__MAX`;
   the min/max band columns are not metrics, a single run's name prefix is removed) or a run's history
   (`_step`, `_runtime`, `trainer/global_step`, ...; `trainer/global_step` is preferred to `_step`).
-- "jsonl": any other file of one JSON object per line.
+- "jsonl": any other file of one JSON object per line, or one JSON array of objects (pandas' `to_json(orient=
+  "records")`). Strings holding a number (`"0.125"`) are numbers in every JSON format.
 - "csv": any comma- (or tab-) separated table with a header row, including `pgrpo-sim simulate` output.
 
 Each canonical metric (`CANONICAL`) is looked up under its known source names (ignoring case), first match
@@ -36,7 +37,7 @@ they are never read as the training reward.
 guessed, so it is often empty.
 
 Records sharing a step are merged (TRL logs eval metrics as a separate record at the training step). A
-record whose reward is logged but not a finite number (NaN, inf, null, or a CSV cell such as "n/a") is
+record whose reward is logged but not a finite number (NaN, inf, null, or text such as "n/a") is
 dropped with a warning and counted in `TrainingLog.skipped_steps` (an empty CSV cell is "not logged");
 steps that go backwards and a metric logged twice at one step with different values are errors. Every error
 is a one-line `ValueError`.
@@ -232,6 +233,9 @@ def detect_format(path: str | Path) -> str:
 
 def _detect(text: str, path) -> str:
     stripped = text.strip()
+    if stripped.startswith("["):
+        _json_objects(text, path)  # a JSON array of records, or an error naming what it holds instead
+        return "jsonl"
     if stripped.startswith("{"):
         try:
             whole, error = json.loads(stripped), None
@@ -454,16 +458,27 @@ def _show(names: Sequence[str], limit: int = 12) -> str:
 
 
 def _numeric(value) -> float | None:
-    """A float for numbers, None (not a metric) for strings, booleans, lists and objects; null → NaN."""
+    """A float for numbers and for strings holding one ('0.125', 'nan': loggers that write values as text, e.g.
+    TRL's console); None (not a metric) for other strings, booleans, lists and objects; null → NaN."""
     if value is None:
         return math.nan
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
 
 
+_TEXT = float("nan")  # a NaN object of its own (not `math.nan`, which JSON null becomes)
+"""A CSV cell or JSON string that is text, not a number ("n/a"): NaN, told apart from a logged NaN by identity (`is _TEXT`)."""
+
+
 def _flat(obj: Mapping) -> dict[str, float]:
-    """Numeric fields of a record; a verl `data` object is merged into the top level."""
+    """Numeric fields of a record, text ones as `_TEXT` (a logged value that is not a number); a verl `data`
+    object is merged into the top level."""
     items = dict(obj)
     if isinstance(items.get("data"), dict):
         items.update(items.pop("data"))
@@ -472,6 +487,8 @@ def _flat(obj: Mapping) -> dict[str, float]:
         number = _numeric(value)
         if number is not None:
             out[str(key)] = number
+        elif isinstance(value, str):
+            out[str(key)] = _TEXT
     return out
 
 
@@ -490,8 +507,28 @@ def _parse_trl(text: str, path) -> Parsed:
     return [_flat(entry) for entry in history if isinstance(entry, dict)], {}
 
 
+_NOT_RECORDS = "a log needs records with named fields, e.g. {\"step\": 1, \"reward\": 0.5}"
+
+
 def _json_objects(text: str, path) -> list[dict]:
-    """The objects of a JSON lines file, blank lines skipped."""
+    """The objects of a JSON lines file, blank lines skipped, or of one JSON array of objects (the records
+    orientation of pandas' `to_json`)."""
+    if text.lstrip().startswith("["):
+        try:
+            whole = json.loads(text)
+        except json.JSONDecodeError as exc:
+            first = next(line for line in text.splitlines() if line.strip()).strip()
+            try:
+                json.loads(first)
+            except json.JSONDecodeError:
+                raise PgrpoSimError(f"{_name(path)} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+            raise PgrpoSimError(
+                f"{_name(path)} holds JSON arrays, not objects (first line {first[:40]!r}): {_NOT_RECORDS}"
+            ) from None
+        if not all(isinstance(obj, dict) for obj in whole):
+            kind = next(type(obj).__name__ for obj in whole if not isinstance(obj, dict))
+            raise PgrpoSimError(f"{_name(path)} is a JSON array of {kind} values, not of objects: {_NOT_RECORDS}")
+        return whole
     objects = []
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -550,10 +587,6 @@ def _csv_rows(text: str, path) -> tuple[list[str], list[list[str]]]:
             raise PgrpoSimError(f"{_name(path)}: row {i} has {len(row)} fields, the header has {len(header)}")
         rows.append(row)
     return header, rows
-
-
-_TEXT = float("nan")  # a NaN object of its own (not `math.nan`, which JSON null becomes)
-"""A CSV cell that is text, not a number ("n/a"): NaN, told apart from a logged NaN by identity (`is _TEXT`)."""
 
 
 def _csv_records(header: Sequence[str | None], rows: Sequence[Sequence[str]]) -> list[dict[str, float]]:
@@ -637,16 +670,6 @@ def _console_dicts(text: str):
             yield value
 
 
-def _console_number(value) -> float | None:
-    """A logged value: a number, or a string holding one ('0.125', 'nan'); None for anything else."""
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return _numeric(value)
-
-
 def _console_kind(record: Mapping[str, float]) -> str | None:
     keys = [k.lower() for k in record]
     if "train_runtime" in keys:
@@ -662,7 +685,7 @@ def _has_trl_console_dicts(text: str) -> bool:
     if "{'" not in text:
         return False
     for raw in _console_dicts(text):
-        record = {str(k): v for k, v in raw.items() if _console_number(v) is not None}
+        record = {str(k): v for k, v in raw.items() if _numeric(v) is not None}
         if _console_kind(record) == "train":
             return True
     return False
@@ -673,7 +696,7 @@ def _parse_trl_console(text: str, path) -> Parsed:
     to the latest step; other dicts and all other output are ignored."""
     records, step, finished = [], 0, None
     for raw in _console_dicts(text):
-        record = {str(k): n for k, v in raw.items() if (n := _console_number(v)) is not None}
+        record = {str(k): n for k, v in raw.items() if (n := _numeric(v)) is not None}
         kind = _console_kind(record)
         if kind is None:
             continue

@@ -89,13 +89,13 @@ class LogAnalysis(NamedTuple):
     coupling: laws.Coupling | None
 
 
-def check_analysis(log: TrainingLog, *, metric: str = "reward", n_samples: float | None = None) -> None:
+def check_analysis(log: TrainingLog, *, metric: str = "reward", n_samples: int | None = None) -> None:
     """Raise `PgrpoSimError` unless `analyse_log` can run on these inputs (checked before anything is written)."""
     if metric not in log:
         present = ", ".join(name for name in log.data if name != "step")
         raise PgrpoSimError(f"metric {metric!r} is not in the log (present: {present})")
-    if n_samples is not None and not (np.isfinite(n_samples) and n_samples >= 1):
-        raise PgrpoSimError(f"samples per step must be >= 1, got {n_samples:g}")
+    if n_samples is not None and not (np.isfinite(n_samples) and n_samples >= 1 and n_samples == int(n_samples)):
+        raise PgrpoSimError(f"samples per step must be an integer >= 1 (prompts × group size), got {n_samples:g}")
     n = log.series(metric)[0].size
     need = max(len(p) for p in laws.LAW_PARAMS.values()) + 2
     if n < need:
@@ -117,7 +117,7 @@ def rows_without_value(log: TrainingLog, metric: str) -> dict:
     )
 
 
-def analyse_log(log: TrainingLog, *, metric: str = "reward", n_samples: float | None = None) -> LogAnalysis:
+def analyse_log(log: TrainingLog, *, metric: str = "reward", n_samples: int | None = None) -> LogAnalysis:
     """Fit every law in `laws.LAWS` to `metric` (weighted by the per-step error when `reward_std` and the
     samples per step are known; `n_samples` overrides the log's), read out the four diagnostics and, when the
     log has an eval reward, the train/eval coupling."""
@@ -151,7 +151,7 @@ def _coupling_dict(c: laws.Coupling) -> dict:
 
 
 def write_report(
-    log: TrainingLog, out_dir: str | Path, *, metric: str = "reward", n_samples: float | None = None
+    log: TrainingLog, out_dir: str | Path, *, metric: str = "reward", n_samples: int | None = None
 ) -> dict:
     """`analyse_log`, then `write_analysis`. Returns the fit.json content."""
     return write_analysis(analyse_log(log, metric=metric, n_samples=n_samples), log, out_dir)

@@ -126,6 +126,9 @@ BAD = {
         '{"step": 1, "reward": NaN}\n{"step": 2, "reward": null, "eval_reward": 0.1}\n',
         "no record with a finite",
     ),
+    "arrays.json": ("[[1, 0.1], [2, 0.2]]", "JSON array of list values, not of objects"),
+    "arrays.jsonl": ("[1, 0.1]\n[2, 0.2]\n", "holds JSON arrays, not objects"),
+    "truncated_array.json": ('[{"step": 1,\n', "not valid JSON \\(line 2"),
     "ragged.csv": ("step,reward\n1,0.1\n2\n", "row 3 has 1 fields"),
     "header.csv": ("step,reward\n", "no data rows"),
     "noconsole.log": ("nothing to see\n", "no data rows"),
@@ -170,6 +173,22 @@ def test_a_text_reward_column_is_named(tmp_path):
         warnings.simplefilter("ignore")
         logs.read_log(_write(tmp_path, "text.csv", "step,reward\n1,good\n2,bad\n"))
     assert "no reward column" not in str(info.value)
+
+
+def test_json_arrays_of_records_and_numbers_as_strings(tmp_path):
+    """A JSON array of records reads as the same records in JSON lines; a string holding a number is that number
+    (the console's dicts are written so), and a text reward ("n/a") is skipped and counted as in a CSV."""
+    records = [dict(step=s, reward=0.5 + 0.01 * s, kl=0.1) for s in range(1, 20)]
+    lines = logs.read_log(_write(tmp_path, "lines.jsonl", "\n".join(json.dumps(r) for r in records)))
+    array = logs.read_log(_write(tmp_path, "array.json", json.dumps(records)))
+    texts = [{k: str(v) for k, v in r.items()} | (dict(reward="n/a") if r["step"] == 7 else {}) for r in records]
+    with pytest.warns(UserWarning, match="skipped 1 record"):
+        text = logs.read_log(_write(tmp_path, "text.jsonl", "\n".join(json.dumps(r) for r in texts)))
+    assert lines.format == array.format == "jsonl"
+    for name in ("step", "reward", "kl"):
+        np.testing.assert_array_equal(array[name], lines[name])
+        np.testing.assert_array_equal(text[name], np.delete(lines[name], 6))
+    assert list(text.skipped_steps) == [7]
 
 
 def test_nan_rows_are_skipped_and_counted(tmp_path):
@@ -249,7 +268,7 @@ def test_cli_fit_writes_report(tmp_path, capsys):
             ["fit", str(DATA / "simulate.csv"), "--metric", "eval_reward", "--out", "x"],
             "metric 'eval_reward' is not in",
         ),
-        (["fit", str(DATA / "simulate.csv"), "--samples-per-step", "0", "--out", "x"], "samples per step must be >= 1"),
+        (["fit", str(DATA / "simulate.csv"), "--samples-per-step", "0", "--out", "x"], "samples per step must be an integer >= 1"),
         (["fit", str(DATA / "simulate.csv"), "--format", "yaml", "--out", "x"], "--format"),
     ],
 )
