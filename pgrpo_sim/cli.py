@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base.checks import check_range, check_seed, check_steps, describe_range
+from .base.checks import check_range, check_seed, check_seeds, check_steps, describe_range
 from .base.errors import PgrpoSimError
 from .base.outputs import check_output_dir, check_output_file, claim_output_dir, json_text, remove_outputs, write_csv
 from .logs.readers import FORMATS
@@ -111,7 +111,7 @@ def _add_bandit_args(p: argparse.ArgumentParser) -> None:
         "--lag",
         type=_integer,
         default=0,
-        help=_help("lag", ": stale lag τ, or optimiser steps per rollout K = epochs × mini-batches"),
+        help=_help("lag", ": stale lag τ, or optimiser steps per rollout K = epochs × mini-batches (0 as 1)"),
     )
     a(
         "--num-iterations",
@@ -318,7 +318,7 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
     from .viz.figures import plot_reward_curve
 
     check_steps(args.steps)
-    check_range("seeds", args.seeds, 1, integer=True)
+    check_seeds(args.seeds)
     check_seed(args.seed)
     config = _bandit_config(args)
     check_output_file(args.out, "--out", overwrite=args.overwrite)
@@ -496,7 +496,7 @@ def _claim(args: argparse.Namespace, command: str, outputs: Sequence[str], *, re
 
 def _check_sweep_flags(args: argparse.Namespace) -> None:
     check_steps(args.steps)
-    check_range("seeds", args.seeds, 1, integer=True)
+    check_seeds(args.seeds)
     check_seed(args.seed)
     check_range("chunk_size", args.chunk_size, 1, integer=True)
     check_range("max_memory", args.max_memory, 0.0, low_open=True)
@@ -735,6 +735,11 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
     return log, run, fit_until
 
 
+def _not_stationary(cal) -> str:
+    """The command line's warning for a calibration whose MAP is not a stationary point (README: Outputs)."""
+    return f"not a stationary point ({cal.map_offset:.2g} s.e. off): ± unreliable"
+
+
 def _cmd_calibrate(args: argparse.Namespace) -> None:
     from .calibration.inference import calibrate
     from .reports.calibration_report import CALIBRATE_OUTPUTS, write_calibration
@@ -749,13 +754,13 @@ def _cmd_calibrate(args: argparse.Namespace) -> None:
         + ", ".join(f"{k} {v['value']:.3g} ± {v['stderr']:.2g}" for k, v in data["parameters"].items())
         + f"; overdispersion {cal.overdispersion:.3g}"
         + (f"; undetermined: {', '.join(undetermined)}" if undetermined else "")
-        + ("" if cal.stationary else f"; not a stationary point ({cal.map_offset:.2g} s.e. off): ± unreliable")
+        + ("" if cal.stationary else f"; {_not_stationary(cal)}")
         + f"; wrote {out}/calibration.json and report.md"
     )
 
 
 def _cmd_forecast(args: argparse.Namespace) -> None:
-    from .calibration.forecast import forecast
+    from .calibration.forecast import draws_note, forecast
     from .calibration.inference import calibrate
     from .reports.calibration_report import FORECAST_OUTPUTS, write_forecast
 
@@ -774,7 +779,12 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
             f"held-out MAE {held['mae']:.4f} over {held['n']} steps, coverage {held['coverage']:.2f} of a "
             f"{args.band:.0%} band (persistence MAE {held['baselines']['persistence']:.4f})"
         )
-    print(f"forecast to step {result['steps'][-1]:g} from a fit up to step {cal.fit_until:g}: {score}; wrote {out}")
+    notes = [draws_note(band)] + ([] if cal.stationary else [_not_stationary(cal)])
+    print(
+        f"forecast to step {result['steps'][-1]:g} from a fit up to step {cal.fit_until:g}: {score}"
+        + "".join(f"; {note}" for note in notes if note)
+        + f"; wrote {out}"
+    )
 
 
 def _horizon(args: argparse.Namespace, log) -> int:
@@ -785,7 +795,7 @@ def _horizon(args: argparse.Namespace, log) -> int:
 
 
 def _cmd_what_if(args: argparse.Namespace) -> None:
-    from .calibration.forecast import check_scenario, what_if
+    from .calibration.forecast import check_scenario, draws_note, what_if
     from .calibration.inference import calibrate
     from .calibration.run_config import parse_scenario
     from .reports.calibration_report import WHATIF_OUTPUTS, write_whatif
@@ -804,9 +814,12 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
     rows = [("calibrated run", result["baseline"])] + [
         (",".join(f"{k}={v}" for k, v in s["set"].items()), s) for s in result["scenarios"]
     ]
-    for label, entry in rows:
+    for (label, entry), band in zip(rows, bands.values()):
         final = "—" if entry["final_reward"] is None else f"{entry['final_reward']:.3f}"
-        print(f"{label}: {entry['verdict']}, final reward {final}")
+        note = draws_note(band)
+        print(f"{label}: {entry['verdict']}, final reward {final}" + (f" ({note})" if note else ""))
+    if not cal.stationary:
+        print(f"calibration: {_not_stationary(cal)}")
     print(f"wrote {out}/whatif.json and report.md")
 
 

@@ -42,6 +42,7 @@ CASES = {
     "simulate negative eta": (SIMULATE + ["--eta", "-0.1"], "eta"),
     "simulate zero steps": (SIMULATE + ["--steps", "0"], "steps"),
     "simulate negative seeds": (SIMULATE + ["--mode", "sampled", "--seeds", "-1"], "seeds"),
+    "simulate too many seeds": (SIMULATE + ["--mode", "sampled", "--seeds", "100000000000"], "seeds must be in"),
     "simulate seed beyond 32 bits": (SIMULATE + ["--seed", str(2**32)], "4294967295"),
     "simulate nan beta": (SIMULATE + ["--beta", "nan"], "--beta"),
     "simulate inf eta": (SIMULATE + ["--eta", "inf"], "--eta"),

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base.checks import check_choice, check_range, check_seed, check_steps
+from ..base.checks import check_choice, check_range, check_seed, check_seeds, check_steps
 from ..base.errors import PgrpoSimError
 from ..base.outputs import grid_columns, json_text, write_csv, write_netcdf3
 from ..base.regimes import DISCRETE_REGIMES
@@ -410,7 +410,7 @@ def _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate
     """Validate everything, before anything is created: a sweep that fails validation leaves no trace.
     Returns the spec, the traced and static axes and one configuration per static group."""
     check_steps(steps)
-    check_range("seeds", seeds, 1, integer=True)
+    check_seeds(seeds)
     check_seed(seed)
     check_range("decimate", decimate, 0, integer=True)
     check_choice("mode", mode, ("expected", "sampled"))

@@ -7,6 +7,7 @@ Layers: `run_config` (TRL GRPOConfig names → the bandit) → `model` (the popu
 from .forecast import (
     MAX_HORIZON as MAX_HORIZON,
     VERDICTS as VERDICTS,
+    draws_note as draws_note,
     forecast as forecast,
     horizon_limit as horizon_limit,
     verdict as verdict,

@@ -13,6 +13,8 @@ the mean of the last 10 %):
 - `plateaus`: the last 20 % of the steps gain less than 0.01, and at most 10 % of (final − r0) or less than 0.001
   (a curve that barely moves does not learn);
 - `learns`: otherwise (still rising at the end).
+A posterior draw that diverges has no curve: the mean and band are over the draws that did not, and the fraction
+that did (`diverged_fraction`) is reported beside them (`draws_note`).
 """
 
 from __future__ import annotations
@@ -107,11 +109,32 @@ def forecast(
     """forecast.json's content (keys of the README) and the band, from a calibration on the same log."""
     until = float(log["step"][-1]) if until is None else float(until)
     band = predictive_band(extend(calibration, until), level=level, seed=seed)
-    out = dict(fit_until=calibration.fit_until, band=level, **band_dict(band), diverged=band.diverged)
+    out = dict(
+        fit_until=calibration.fit_until,
+        band=level,
+        **band_dict(band),
+        diverged=band.diverged,
+        diverged_fraction=band.diverged_fraction,
+    )
     score = heldout_score(log, calibration, band)
     if score is not None:
         out["heldout"] = score
     return out, band
+
+
+def draws_note(band: Band) -> str | None:
+    """What a band leaves out, in words (None when every posterior draw ran): the fraction of draws that diverged,
+    over which the mean and band are not taken, and whether it is more than the band's own tail, (1 − level)/2,
+    so that the band is no central interval of all draws."""
+    if band.diverged_fraction == 0 or band.diverged:
+        return None
+    share, tail = f"{band.diverged_fraction:.0%} of the posterior draws diverge", (1 - band.level) / 2
+    if band.diverged_fraction <= tail:
+        return f"{share}; mean and band are over the others"
+    return (
+        f"{share}, more than the band's {tail:.0%} tail: mean and band are over the others, and the band is no "
+        f"central {band.level:.0%} interval of all draws"
+    )
 
 
 def verdict(mean: np.ndarray, diverged: bool, summary=None) -> str:

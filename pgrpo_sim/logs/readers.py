@@ -473,7 +473,8 @@ def _numeric(value) -> float | None:
 
 
 _TEXT = float("nan")  # a NaN object of its own (not `math.nan`, which JSON null becomes)
-"""A CSV cell or JSON string that is text, not a number ("n/a"): NaN, told apart from a logged NaN by identity (`is _TEXT`)."""
+"""A CSV cell or JSON string that is text, not a number ("n/a"): NaN, told apart from a logged NaN by identity
+(`is _TEXT`)."""
 
 
 def _flat(obj: Mapping) -> dict[str, float]:
@@ -507,7 +508,7 @@ def _parse_trl(text: str, path) -> Parsed:
     return [_flat(entry) for entry in history if isinstance(entry, dict)], {}
 
 
-_NOT_RECORDS = "a log needs records with named fields, e.g. {\"step\": 1, \"reward\": 0.5}"
+_NOT_RECORDS = 'a log needs records with named fields, e.g. {"step": 1, "reward": 0.5}'
 
 
 def _json_objects(text: str, path) -> list[dict]:

@@ -34,7 +34,7 @@ from jax.scipy.special import gammaln, xlog1py, xlogy
 
 from ..base import threefry as _random
 from ..base.autodiff import scan
-from ..base.checks import check_choice, check_range, check_steps, is_concrete
+from ..base.checks import check_choice, check_seeds, check_steps, is_concrete
 from ..base.errors import PgrpoSimError
 from ..base.small_axes import UNROLL_MAX, axis_sum, softmax
 from .config import BanditConfig
@@ -931,7 +931,7 @@ def simulate(
     if readouts is not None:
         for name in readouts:
             check_choice("readouts", name, STEP_READOUTS)
-    check_range("seeds", seeds, 1, integer=True)
+    check_seeds(seeds)
     check_mode(config, mode)
     key = jax.random.key(0) if key is None else key
     binary = rewards_are_binary(config, binary_rewards) and mode == "expected" and config.lag_model == "refresh"

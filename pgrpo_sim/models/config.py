@@ -229,8 +229,10 @@ def bandit_config(
 
     Rollouts (lag model "refresh", README "Rollouts"): `lag` optimiser steps per rollout = epochs (TRL
     `num_iterations`, verl `ppo_epochs`) × `minibatches` (TRL `steps_per_generation`; the rollout's prompts are
-    split into this many equal parts, one optimiser step each). KL reference sync (TRL `sync_ref_model`): every
-    `ref_sync_steps` steps π_ref ← α·π + (1 − α)·π_ref on the logits, α = `ref_sync_alpha` (None: never).
+    split into this many equal parts, one optimiser step each); lag 0 is read as 1 (one step per rollout: on
+    policy), in both refresh models, so that a lag axis from 0 serves every lag model. KL reference sync (TRL
+    `sync_ref_model`): every `ref_sync_steps` steps π_ref ← α·π + (1 − α)·π_ref on the logits, α =
+    `ref_sync_alpha` (None: never).
 
     Prompt populations (README "Prompt populations"): a dataset of `n_prompts` = D prompts, each a bandit with
     `n_correct` of `n_arms` correct and its own start: `p_ref` may be a list of D initial success probabilities,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.outputs import json_text
-from ..calibration.forecast import extend
+from ..calibration.forecast import draws_note, extend
 from ..calibration.inference import Calibration, predictive_band
 from ..calibration.model import PARAMETERS
 from ..logs.readers import TrainingLog
@@ -103,7 +103,8 @@ def write_forecast(log: TrainingLog, cal: Calibration, result: dict, band, out: 
             f"| calibrated bandit | {held['mae']:.4f} |",
         ]
         lines += [f"| {k} | {_fmt(v)} |" for k, v in held["baselines"].items()]
-    lines += ["", "![forecast](forecast.png)"]
+    note = draws_note(band)
+    lines += (["", f"{note[0].upper()}{note[1:]}."] if note else []) + ["", "![forecast](forecast.png)"]
     (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
@@ -122,15 +123,19 @@ def write_whatif(log: TrainingLog, cal: Calibration, result: dict, bands: dict, 
         "",
         *calibration_markdown(log, cal),
         "",
-        "| scenario | verdict | final reward | band | plateau | time to 90 % |",
-        "|---|---|---|---|---|---|",
+        "| scenario | verdict | final reward | band | plateau | time to 90 % | draws diverged |",
+        "|---|---|---|---|---|---|---|",
     ]
     for label, entry in [("calibrated run", result["baseline"])] + [
         (labels[f"scenario {i + 1}"], s) for i, s in enumerate(result["scenarios"])
     ]:
         lines.append(
             f"| {label} | {entry['verdict']} | {_fmt(entry['final_reward'])} | [{_fmt(entry['final_lo'])}, "
-            f"{_fmt(entry['final_hi'])}] | {_fmt(entry['plateau'])} | {_fmt(entry['time_to_90'])} |"
+            f"{_fmt(entry['final_hi'])}] | {_fmt(entry['plateau'])} | {_fmt(entry['time_to_90'])} | "
+            f"{entry['diverged_fraction']:.0%} |"
         )
+    notes = [f"- {labels[key]}: {note}." for key, band in bands.items() if (note := draws_note(band))]
+    if notes:
+        lines += ["", "A posterior draw that diverges has no curve:", *notes]
     lines += ["", "![what-if](whatif.png)"]
     (out / "report.md").write_text("\n".join(lines) + "\n")

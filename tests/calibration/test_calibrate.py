@@ -69,7 +69,8 @@ def test_commands_end_to_end_on_a_real_log(tmp_path):
     proc = cli("forecast", str(log), "--fit-fraction", "0.3", "--out", str(tmp_path / "f"))
     assert proc.returncode == 0, proc.stderr
     f = json.loads((tmp_path / "f" / "forecast.json").read_text())
-    assert {"fit_until", "band", "steps", "mean", "lo", "hi", "heldout"} <= set(f)
+    assert {"fit_until", "band", "steps", "mean", "lo", "hi", "heldout", "diverged_fraction"} <= set(f)
+    assert ("posterior draws diverge" in proc.stdout) == (f["diverged_fraction"] > 0), proc.stdout
     assert len(f["steps"]) == len(f["mean"]) == len(f["lo"]) == len(f["hi"])
     assert f["steps"][0] == 1.0  # the first rewarded step is θ_0 (step 0 of this log holds only an eval)
     held = f["heldout"]
@@ -84,6 +85,9 @@ def test_commands_end_to_end_on_a_real_log(tmp_path):
     assert [s["set"] for s in w["scenarios"]] == [{"learning_rate": 8e-5}, {"num_iterations": 4}]
     for entry in [w["baseline"], *w["scenarios"]]:
         assert entry["verdict"] in VERDICTS and len(entry["steps"]) == 200  # --steps N: N logged steps
+    lines = proc.stdout.splitlines()  # one per run; a share of diverged draws is said on its line
+    for line, entry in zip(lines, [w["baseline"], *w["scenarios"]]):
+        assert ("posterior draws diverge" in line) == (entry["diverged_fraction"] > 0), line
     assert (out / "whatif.png").stat().st_size > 1000 and (out / "report.md").read_text().count("| ") > 10
     proc = cli("calibrate", str(log), "--out", str(out))  # what-if's directory: refused without --overwrite
     assert proc.returncode == 2 and "--overwrite" in proc.stderr

@@ -6,7 +6,7 @@ import importlib
 import numpy as np
 import pytest
 
-from pgrpo_sim.calibration import Band, Calibration, horizon_limit, predictive_band, verdict
+from pgrpo_sim.calibration import Band, Calibration, draws_note, horizon_limit, predictive_band, verdict
 from pgrpo_sim.calibration.forecast import extend, heldout_score
 from pgrpo_sim.calibration.inference import fit_data, model_steps
 from pgrpo_sim.calibration.model import population_model
@@ -88,6 +88,21 @@ def test_a_diverged_forecast_has_no_heldout_score(monkeypatch):
                   diverged=False, diverged_fraction=0.0)  # fmt: skip
     score = heldout_score(log, cal, finite)
     assert score["mae"] == pytest.approx(0.0, abs=1e-12) and score["coverage"] == 1.0
+
+
+def test_a_band_says_how_many_draws_diverged():
+    """A band is over the draws that did not diverge: nothing to say when all ran (or the MAP run diverged, which
+    says it all); the share otherwise, and that the band is no central interval of all draws once the share
+    exceeds its tail, (1 − level)/2 = 10 % at level 0.8."""
+    steps = np.arange(1.0, 4.0)
+    band = lambda frac, diverged=False: Band(steps=steps, mean=steps, lo=steps, hi=steps, level=0.8,  # noqa: E731
+                                             diverged=diverged, diverged_fraction=frac)  # fmt: skip
+    assert draws_note(band(0.0)) is None and draws_note(band(1.0, diverged=True)) is None
+    assert draws_note(band(0.05)) == "5% of the posterior draws diverge; mean and band are over the others"
+    assert draws_note(band(0.335)) == (
+        "34% of the posterior draws diverge, more than the band's 10% tail: mean and band are over the others, and "
+        "the band is no central 80% interval of all draws"
+    )
 
 
 def test_model_steps_of_a_log():

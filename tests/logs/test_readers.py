@@ -268,7 +268,7 @@ def test_cli_fit_writes_report(tmp_path, capsys):
             ["fit", str(DATA / "simulate.csv"), "--metric", "eval_reward", "--out", "x"],
             "metric 'eval_reward' is not in",
         ),
-        (["fit", str(DATA / "simulate.csv"), "--samples-per-step", "0", "--out", "x"], "samples per step must be an integer >= 1"),
+        (["fit", str(DATA / "simulate.csv"), "--samples-per-step", "0", "--out", "x"], "must be an integer >= 1"),
         (["fit", str(DATA / "simulate.csv"), "--format", "yaml", "--out", "x"], "--format"),
     ],
 )
