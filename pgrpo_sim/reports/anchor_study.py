@@ -101,6 +101,7 @@ def forecasts(anchors: Path, calibrations: dict, log_fn=print) -> list[dict]:
                     fraction=fraction,
                     mae=held["mae"],
                     coverage=held["coverage"],
+                    diverged_fraction=result["diverged_fraction"],
                     n=held["n"],
                     baselines=held["baselines"],
                     undetermined=list(cal.undetermined),
@@ -139,7 +140,7 @@ def clip_ablation(anchors: Path, calibrations: dict, log_fn=print) -> dict:
 
 
 def _pick(entry: dict) -> dict:
-    return {k: entry[k] for k in ("verdict", "final_reward", "final_lo", "final_hi")}
+    return {k: entry[k] for k in ("verdict", "final_reward", "final_lo", "final_hi", "diverged_fraction")}
 
 
 def replicates(anchors: Path, log_fn=print) -> dict:
@@ -165,11 +166,12 @@ def replicates(anchors: Path, log_fn=print) -> dict:
 def study_markdown(study: dict) -> str:
     lines = [
         "Calibrated on the first 30 % or 50 % of each log's steps, forecast to its end; MAE of the reward on the "
-        "held-out steps (the model's, then each baseline's fitted to the same window) and the 80 % band's coverage:",
+        "held-out steps (the model's, then each baseline's fitted to the same window), the 80 % band's coverage and "
+        "the share of its posterior draws that diverged (the mean and band are over the others):",
         "",
         "| log | fit | model MAE | persistence | saturation | critical | oscillator | sigmoid | coverage "
-        "| undetermined | MAP stationary (Newton step, s.e.) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| draws diverged | undetermined | MAP stationary (Newton step, s.e.) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     num = lambda v: "—" if v is None else f"{v:.3f}"  # noqa: E731
     for r in study["forecasts"]:
@@ -182,7 +184,7 @@ def study_markdown(study: dict) -> str:
         cells = [f"**{c}**" if c == num(best) else c for c in cells]
         lines.append(
             f"| {r['log']} | {r['fraction']:.0%} | {' | '.join(cells)} | {r['coverage']:.2f} | "
-            f"{', '.join(r['undetermined']) or 'none'} | "
+            f"{r['diverged_fraction']:.0%} | {', '.join(r['undetermined']) or 'none'} | "
             f"{'yes' if r['stationary'] else '**no**'} ({r['map_offset']:.2g}) |"
         )
     wins = sum(r["mae"] <= min(v for v in r["baselines"].values() if v is not None) for r in study["forecasts"])
@@ -196,13 +198,13 @@ def study_markdown(study: dict) -> str:
         "(final reward = the model's mean at the last step, with its 80 % band; actual = what the logged run did, the "
         "mean of its last 10 % of steps):",
         "",
-        "| scenario | verdict | final reward [80 % band] | actual |",
-        "|---|---|---|---|",
+        "| scenario | verdict | final reward [80 % band] | draws diverged | actual |",
+        "|---|---|---|---|---|",
     ]
     for r in study["clip"]["rows"]:
         lines.append(
             f"| {r['scenario']} | {r['verdict']} | {num(r['final_reward'])} [{num(r['final_lo'])}, "
-            f"{num(r['final_hi'])}] | {r['actual']:.3f} |"
+            f"{num(r['final_hi'])}] | {r['diverged_fraction']:.0%} | {r['actual']:.3f} |"
         )
     rep = study["replicates"]
     lines += [
