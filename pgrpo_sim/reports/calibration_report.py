@@ -75,9 +75,16 @@ def write_calibration(log: TrainingLog, cal: Calibration, out: Path, *, level: f
     band = predictive_band(extend(cal, float(log["step"][-1])), level=level, seed=seed)
     steps, reward = log.series("reward")
     plot_bands(steps, reward, {"calibrated model": band}, out / "calibration.png", fit_until=cal.fit_until)
-    lines = ["# pgrpo-sim calibration", "", *calibration_markdown(log, cal), "", "![calibration](calibration.png)"]
+    lines = ["# pgrpo-sim calibration", "", *calibration_markdown(log, cal), *_draws_lines(band)]
+    lines += ["", "![calibration](calibration.png)"]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return data
+
+
+def _draws_lines(band) -> list[str]:
+    """A report's sentence on the band's diverged posterior draws (`draws_note`), or nothing."""
+    note = draws_note(band)
+    return ["", f"In the figure's band, {note}."] if note else []
 
 
 def write_forecast(log: TrainingLog, cal: Calibration, result: dict, band, out: Path) -> None:
@@ -103,8 +110,7 @@ def write_forecast(log: TrainingLog, cal: Calibration, result: dict, band, out: 
             f"| calibrated bandit | {held['mae']:.4f} |",
         ]
         lines += [f"| {k} | {_fmt(v)} |" for k, v in held["baselines"].items()]
-    note = draws_note(band)
-    lines += (["", f"{note[0].upper()}{note[1:]}."] if note else []) + ["", "![forecast](forecast.png)"]
+    lines += [*_draws_lines(band), "", "![forecast](forecast.png)"]
     (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
