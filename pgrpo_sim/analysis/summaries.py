@@ -40,9 +40,9 @@ class CurveSummary(NamedTuple):
     """Summary of one reward curve (NaN / −1 where undefined, e.g. after divergence).
 
     final_reward: p at the last step; plateau: mean of the last 10 %; time_to_90: first step at which p has
-    covered 90 % of the way from p_0 to the plateau (−1 if never); overshoot: max(p − plateau) over the
-    run, signed towards the direction of travel (≥ 0 means it went past); sign_changes: of significant
-    e; regime: code (see module docstring).
+    covered 90 % of the way from p_0 to the plateau (−1 if never); overshoot: max(p − plateau) before the
+    last 10 %, signed towards the direction of travel (≥ 0 means it went past; a curve still rising within
+    the plateau's own window has not); sign_changes: of significant e; regime: code (see module docstring).
     """
 
     final_reward: Array
@@ -118,7 +118,7 @@ def summarize_curve(rewards: ArrayLike, diverged: ArrayLike = False, stderr: Arr
     progress = (p - p[0]) / jnp.where(travel == 0, 1.0, travel)
     reached = progress >= 0.9
     time_to_90 = jnp.where(jnp.any(reached) & (travel != 0), jnp.argmax(reached), -1)
-    overshoot = jnp.max(jnp.sign(travel) * e)
+    overshoot = jnp.max(jnp.sign(travel) * e[: _bounds(n, 0.9, 1.0)[0]])
     return _summary(p[-1], plateau, time_to_90, overshoot, sign_changes, late_changes, flip_like, a_mid, a_late, tol,
                     diverged)  # fmt: skip
 
@@ -177,7 +177,7 @@ def summarize_curves(rewards: ArrayLike, diverged: ArrayLike = False, stderr: Ar
         a_mid = jnp.where((t >= mid[0]) & (t < mid[1]), jnp.maximum(a_mid, amplitude), a_mid)
         a_late = jnp.where((t >= late[0]) & (t < late[1]), jnp.maximum(a_late, amplitude), a_late)
         t90 = jnp.where((t90 < 0) & ((pt - p0) / scale >= 0.9), t, t90)
-        overshoot = jnp.maximum(overshoot, direction * e)
+        overshoot = jnp.where(t < start, jnp.maximum(overshoot, direction * e), overshoot)
         finite = finite & jnp.isfinite(pt)
         return (prev_sign, prev_t, changes, late_changes, adjacent, pairs, t90, a_mid, a_late, overshoot, finite), None
 

@@ -52,3 +52,26 @@ def test_batched_summaries_are_not_a_copy_of_the_first_curve():
     assert len(set(np.asarray(many.regime).tolist())) > 1
     np.testing.assert_array_equal(np.asarray(many.final_reward)[:7], curves[-1, :7])
     assert np.isnan(many.final_reward[7]) and int(many.regime[7]) == UNSTABLE  # the NaN curve counts as diverged
+
+
+def test_overshoot_is_read_before_the_plateau_window():
+    """A curve still rising through its last 10 % (the plateau's own window) did not go past its plateau: its
+    overshoot is the (negative) distance to it at the window's start, not p_T minus the window's mean, which
+    had read as a positive overshoot. A damped oscillation's first peak is its overshoot: for
+    p = 0.6 − 0.4 e^{−t/30} cos(t/10) the peak is at tan(t/10) = −1/3, t* = 10(π − atan(1/3)) (plateau 0.6 to
+    1e-4); the integer samples miss t* by ≤ ½, which lowers the peak by ≤ ½·0.4·(1/10)²·(½)² = 5e-4."""
+    t = np.arange(301.0)
+    rising = 0.6 - 0.4 * np.exp(-t / 200)
+    damped = 0.6 - 0.4 * np.exp(-t / 30) * np.cos(t / 10)
+    start = int(0.9 * t.size)
+    for curve, expected in (
+        (rising, rising[start - 1] - rising[start:].mean()),
+        (damped, np.max(damped) - damped[start:].mean()),
+    ):
+        one, batched = summarize_curve(curve), summarize_curves(curve[:, None])
+        assert float(one.overshoot) == pytest.approx(expected, abs=1e-6)  # float32 curves
+        assert float(batched.overshoot[0]) == float(one.overshoot)
+    assert float(summarize_curve(rising).overshoot) < 0
+    peak = 10 * (np.pi - np.arctan(1 / 3))
+    closed_form = -0.4 * np.exp(-peak / 30) * np.cos(peak / 10)
+    assert float(summarize_curve(damped).overshoot) == pytest.approx(closed_form, abs=1e-3)
