@@ -234,8 +234,7 @@ def detect_format(path: str | Path) -> str:
 def _detect(text: str, path) -> str:
     stripped = text.strip()
     if stripped.startswith("["):
-        _json_objects(text, path)  # a JSON array of records, or an error naming what it holds instead
-        return "jsonl"
+        return "jsonl"  # a JSON array of records (its reader names what it holds if not)
     if stripped.startswith("{"):
         try:
             whole, error = json.loads(stripped), None
