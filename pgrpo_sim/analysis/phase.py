@@ -19,10 +19,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..base.errors import PgrpoSimError
 from ..base.regimes import DAMPING_TO_REGIME, Regime
 from ..models import linear, theory
-from ..models.config import bandit_config
-from ..models.hyperparameters import HYPERPARAMETERS, set_hyperparameters
+from ..models.config import bandit_config, check_settings
+from ..models.hyperparameters import HYPERPARAMETERS, hyperparameter, set_hyperparameters
 from ..prediction import continuous_lag, discrete_lag, effective_eta, fixed_point_stiffness, two_arm_reduction
 
 
@@ -56,6 +57,11 @@ def predict_cells(base: Mapping, coords: Mapping[str, np.ndarray]) -> PhasePredi
     """Predicted regimes at every cell of the grid `coords` (name → values, in dimension order) around the
     `bandit_config` keyword arguments `base`; arrays shaped (len of each axis). Raises `PgrpoSimError` for a
     configuration the theory does not describe (e.g. Adam), before any sweep needs to run."""
+    check_settings(base)
+    if not isinstance(coords, Mapping) or not coords:
+        raise PgrpoSimError(f"coords must map at least one hyperparameter to its values, got {coords!r}")
+    for d in coords:
+        hyperparameter(d)  # a known name
     dims = list(coords)
     cells = np.stack(np.meshgrid(*[np.asarray(coords[d]) for d in dims], indexing="ij"), -1).reshape(-1, len(dims))
     base = dict(base)

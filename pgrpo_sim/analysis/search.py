@@ -236,10 +236,9 @@ def _setup(
     check_choice("objective", objective, OBJECTIVES)
     if search_names is None:
         search_names = ("eta",) if objective == "damping-ratio" else ("eta", "momentum")
-    search_names = tuple(search_names)
+    search_names = check_differentiable(search_names)
     if not search_names or len(set(search_names)) != len(search_names):
         raise PgrpoSimError(f"search needs distinct hyperparameter names, got {list(search_names)}")
-    check_differentiable(search_names)
     if objective == "damping-ratio":
         if target is None:
             raise PgrpoSimError("objective damping-ratio needs a target ζ (e.g. 1.0 for critical damping)")
@@ -265,7 +264,10 @@ def _setup(
             raise PgrpoSimError(f"bounds given for {name!r}, which is not searched ({', '.join(search_names)})")
     lo, hi = [], []
     for name in search_names:
-        a, b = (float(v) for v in bounds.get(name, DEFAULT_BOUNDS[name]))
+        pair = bounds.get(name, DEFAULT_BOUNDS[name])
+        if np.shape(pair) != (2,):
+            raise PgrpoSimError(f"bounds for {name} must be a pair (low, high), got {pair!r}")
+        a, b = (float(v) for v in pair)
         row = HYPERPARAMETERS[name]  # a log-scaled box needs low > 0
         low_open = row.low_open or row.log_scale
         check_range(f"bounds for {name}", [a, b], row.low, row.high, low_open=low_open, high_open=row.high_open)

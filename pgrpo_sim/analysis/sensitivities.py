@@ -24,9 +24,13 @@ PARAMETERS = DIFFERENTIABLE + ("lag",)
 """Columns of `sensitivities` ("lag" is the continuous lag τ of the oscillator)."""
 
 
-def check_differentiable(names: Sequence[str]) -> None:
-    """Refuse names that are not differentiated hyperparameters, pointing integer ones to an outer grid."""
+def check_differentiable(names: str | Sequence[str], *, lag: bool = False) -> tuple[str, ...]:
+    """`names` (one name or several) as a tuple; refuses names that are not differentiated hyperparameters,
+    pointing integer ones to an outer grid (`lag`: "lag" is allowed, the oscillator's continuous τ)."""
+    names = (names,) if isinstance(names, str) else tuple(names)
     for name in names:
+        if name == "lag" and lag:
+            continue
         if name in ("lag", "group_size"):
             flag = "lags" if name == "lag" else "group_sizes"
             raise PgrpoSimError(
@@ -35,6 +39,7 @@ def check_differentiable(names: Sequence[str]) -> None:
             )
         if name not in DIFFERENTIABLE:
             raise PgrpoSimError(f"unknown hyperparameter {name!r}; continuous ones are {', '.join(DIFFERENTIABLE)}")
+    return names
 
 
 class Sensitivities(NamedTuple):
@@ -77,8 +82,7 @@ def sensitivities(config: BanditConfig, wrt: Sequence[str] = PARAMETERS) -> Sens
     p* and K do not depend on η, μ or τ (the fixed point of the on-policy drive), nor on clip (the ratio is 1
     on-policy), so those entries are exactly 0: the table says so rather than leaving them out.
     """
-    wrt = tuple(wrt)
-    check_differentiable([n for n in wrt if n != "lag"])
+    wrt = check_differentiable(wrt, lag=True)
     cfg2, scale = two_arm_reduction(config), eta_scale(config)
     dtype = cfg2.eta.dtype
     current = dict(

@@ -32,7 +32,7 @@ from ..base.regimes import DISCRETE_REGIMES
 from ..base.runtime import RUN_BOUND_OPTIONS
 from ..base.sharding import shard_batch
 from ..models.bandit import check_mode, initial_state, make_optimizer, rewards_are_binary, rollout_count, run, step
-from ..models.config import BanditConfig, bandit_config
+from ..models.config import BanditConfig, bandit_config, check_settings
 from ..models.hyperparameters import STATIC, TRACED, hyperparameter, set_hyperparameters
 from .summaries import summarize_curves
 
@@ -421,6 +421,9 @@ def _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate
             "a sampled sweep needs seeds >= 2: its regimes are judged on the seed-mean curve against the "
             f"standard error across seeds; got seeds {seeds}"
         )
+    check_settings(base)
+    if isinstance(axes, (Axis, str)) or not all(isinstance(a, Axis) for a in axes):
+        raise SweepError("axes must be a list of Axis (parse_axis reads 'eta=log:0.001:1:50')")
     if not axes:
         raise SweepError("a sweep needs at least one grid axis")
     names = [a.name for a in axes]
@@ -602,4 +605,7 @@ def load_sweep(out_dir: str | os.PathLike):
     """The dataset a finished sweep saved in `out_dir` (`sweep.nc`)."""
     import xarray as xr
 
-    return xr.load_dataset(Path(out_dir) / "sweep.nc", engine="scipy")
+    path = Path(out_dir) / "sweep.nc"
+    if not path.is_file():
+        raise SweepError(f"no finished sweep in {out_dir}: {path.name} is missing (a sweep writes it when it ends)")
+    return xr.load_dataset(path, engine="scipy")

@@ -84,6 +84,23 @@ def check_range(
         raise PgrpoSimError(f"{name} must be an integer, got {_show(arr[arr != np.round(arr)])}")
 
 
+def check_scalar(name: str, value: Any, *, optional: bool = False) -> None:
+    """Raise `PgrpoSimError` unless `value` is one number (None too if `optional`): refuses None, text and, when
+    concrete, arrays of more than one value (sweep a setting with `vmap` or a sweep, not by an array in one
+    configuration). The range is `check_range`'s."""
+    if value is None:
+        if not optional:
+            raise PgrpoSimError(f"{name} must be a number, got None")
+        return
+    if isinstance(value, (str, bytes)):
+        raise PgrpoSimError(f"{name} must be a number, got {value!r}")
+    if is_concrete(value) and np.ndim(value) != 0:
+        raise PgrpoSimError(
+            f"{name} must be a single number, got shape {np.shape(value)} (to sweep it, vmap over configurations or "
+            "use run_sweep)"
+        )
+
+
 def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     """Raise `ValueError` unless `value` is one of `choices`."""
     if value not in choices:
@@ -119,6 +136,17 @@ def check_seed(seed: Any) -> None:
     check_range("seed", seed, 0, integer=True)
     if seed is not None and is_concrete(seed) and np.any(np.asarray(seed) > MAX_SEED):
         raise PgrpoSimError(f"seed must be in [0, {MAX_SEED}] (32 bits), got {seed}")
+
+
+def as_key(key: Any) -> jax.Array:
+    """A JAX PRNG key from `key`: a key (typed, or raw uint32 data) as it is, an int as the seed of
+    `jax.random.key` (checked by `check_seed`); anything else raises `PgrpoSimError`."""
+    if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
+        check_seed(key)
+        return jax.random.key(int(key))
+    if isinstance(key, (jax.Array, np.ndarray)):
+        return key
+    raise PgrpoSimError(f"key must be a JAX PRNG key (jax.random.key(seed)) or an int seed, got {type(key).__name__}")
 
 
 def as_float(x):

@@ -27,8 +27,8 @@ from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none
 from ..logs.laws import KNOWN_LAWS, fit_law
-from ..logs.readers import TrainingLog
-from .inference import Band, Calibration, model_steps, predictive_band
+from ..logs.readers import TrainingLog, check_log
+from .inference import Band, Calibration, check_calibration, model_steps, predictive_band
 from .model import population_model
 from .run_config import RunConfig
 
@@ -46,12 +46,15 @@ would predict more than ten times what it was calibrated on (and a run of 10⁵ 
 
 def horizon_limit(first_step: float, fit_until: float) -> float:
     """The last step a forecast or what-if may reach for a fit on the log's steps `first_step`…`fit_until`."""
+    check_range("first_step", first_step)
+    check_range("fit_until", fit_until, first_step)
     return first_step + MAX_HORIZON * max(fit_until - first_step, 1.0)
 
 
 def extend(calibration: Calibration, until_step: float, run: RunConfig | None = None) -> Calibration:
     """The calibration's model simulated up to the log's step `until_step` (and with another run config), at most
     `horizon_limit`."""
+    check_calibration(calibration)
     check_range("until", until_step)
     steps = int(round(until_step - calibration.first_step))
     if steps < 1:
@@ -107,6 +110,8 @@ def forecast(
     log: TrainingLog, calibration: Calibration, *, until: float | None = None, level: float = 0.8, seed: int = 0
 ) -> tuple[dict, Band]:
     """forecast.json's content (keys of the README) and the band, from a calibration on the same log."""
+    check_log(log)
+    check_calibration(calibration)
     until = float(log["step"][-1]) if until is None else float(until)
     band = predictive_band(extend(calibration, until), level=level, seed=seed)
     out = dict(
@@ -206,6 +211,7 @@ def what_if(
     seed: int = 0,
 ) -> tuple[dict, dict[str, Band]]:
     """whatif.json's content and the bands: the calibrated run itself (`baseline`) and one entry per scenario."""
+    check_calibration(calibration)
     base_run = calibration.model.run
     runs = [check_scenario(base_run, changes) for changes in scenarios]  # every scenario checked before any runs
     bands = {"baseline": predictive_band(extend(calibration, until), level=level, seed=seed)}

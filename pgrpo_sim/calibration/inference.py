@@ -30,7 +30,7 @@ import optimistix as optx
 from ..base.checks import check_choice, check_range, check_seed
 from ..base.errors import PgrpoSimError
 from ..base.sharding import pad_to_devices, shard_batch
-from ..logs.readers import TrainingLog
+from ..logs.readers import TrainingLog, check_log
 from ..models.config import BanditConfig
 from .model import (
     OBSERVABLES,
@@ -41,7 +41,7 @@ from .model import (
     population_model,
     population_observables,
 )
-from .run_config import RunConfig
+from .run_config import RunConfig, check_run_config
 
 PRIOR_SD = np.array([3.0, 1.5, 4.0, 2.0])
 """Prior sd of θ: μ (logit), log σ, log s (a factor e⁴ ≈ 55 per sd on the step scale), logit c."""
@@ -245,8 +245,8 @@ def calibrate(
     log: TrainingLog, run: RunConfig, *, fit_until: float | None = None, horizon: int | None = None
 ) -> Calibration:
     """Fit θ to the log's steps ≤ `fit_until` (default: all) by MAP + Laplace (module doc)."""
-    if not isinstance(run, RunConfig):
-        raise PgrpoSimError(f"run must be a RunConfig (resolve_run_config builds one from a dict), got {run!r}")
+    check_log(log)
+    check_run_config(run)
     check_range("horizon", horizon, 1, integer=True)
     first, until, data, skipped = fit_data(log, run, fit_until)
     last = int(max(int(idx.max()) for idx, _ in data.values()))
@@ -314,10 +314,17 @@ def _observables(thetas, config: BanditConfig, reading: LogReading):
     return jax.vmap(lambda theta: population_observables(config, reading, theta))(thetas)
 
 
+def check_calibration(calibration, name: str = "calibration") -> None:
+    """Raise `PgrpoSimError` unless `calibration` is a `Calibration` (from `calibrate`)."""
+    if not isinstance(calibration, Calibration):
+        raise PgrpoSimError(f"{name} must be a Calibration (from calibrate), got {type(calibration).__name__}")
+
+
 def predictive_band(calibration: Calibration, *, level: float = 0.8, seed: int = 0, observable: str = "reward") -> Band:
     """The band of `observable` over the calibration's model (parameter draws + one batch's noise per draw, the
     noise Gaussian, so its draws are clipped to [0, 1], where a batch's reward fraction, zero-std fraction and
     within-group std lie)."""
+    check_calibration(calibration)
     check_range("level", level, 0.0, 1.0, low_open=True, high_open=True)
     check_choice("observable", observable, OBSERVABLES)
     check_seed(seed)

@@ -30,11 +30,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ..base.checks import check_range, check_steps
-from ..logs.readers import TrainingLog, tidy
+from ..base.checks import check_choice, check_range, check_seed, check_steps
+from ..base.errors import PgrpoSimError
+from ..logs.readers import FORMATS, TrainingLog, tidy
 from ..models.bandit import simulate
 from ..models.config import BanditConfig, bandit_config
-from .run_config import RunConfig
+from .run_config import RunConfig, check_run_config
 
 PARAMETERS = ("difficulty_mean", "log_difficulty_spread", "log_step_scale", "unsolvable_logit")
 """Names of θ's entries, in order."""
@@ -43,6 +44,8 @@ OBSERVABLES = ("reward", "zero_std_frac", "reward_std")
 TRL_FORMATS = ("trl", "trl_console", "tensorboard", "wandb", "synthetic")
 """Formats TRL writes (and `synthetic_log`): a step is TRL's `global_step` (an optimiser step) and `reward_std` the
 mean within-group std. In the other formats a step is one rollout and `reward_std` is not used."""
+LOG_FORMATS = (*FORMATS, "synthetic", "simulation")
+"""The `TrainingLog.format`s a model reads: `read_log`'s, `synthetic_log`'s and `from_run`'s."""
 PROMPTS = 64
 """Quantile prompts that represent the difficulty distribution (D); a given `dataset_size` N is used instead
 (clipped to [8, 256])."""
@@ -185,6 +188,8 @@ def population_observables(config: BanditConfig, reading: LogReading, theta: Arr
 def population_model(run: RunConfig, steps: int, *, log_format: str = "jsonl", horizon: int | None = None):
     """The `PopulationModel` of a run read from a log of `log_format`, simulated over `steps` logged steps after
     the first. The schedule's length (logged steps) is `run.max_steps`, else `horizon`, else `steps`."""
+    check_run_config(run)
+    check_choice("log_format", log_format, LOG_FORMATS)
     check_steps(steps)
     check_range("horizon", horizon, 1, integer=True)
     per = run.steps_per_rollout if log_format not in TRL_FORMATS else 1
@@ -208,6 +213,12 @@ def synthetic_log(run: RunConfig, theta, steps: int, *, seed: int = 0, scale: fl
     with probability P/dataset and carries weight m/P there, so the run takes η = s·lr·dataset. `scale`
     multiplies the logged rewards (as a reward worth `scale` when correct)."""
     model = population_model(run, steps, log_format="synthetic")
+    check_seed(seed)
+    check_range("scale", scale, 0.0, low_open=True)
+    if np.shape(theta) != (len(PARAMETERS),):
+        raise PgrpoSimError(
+            f"theta must hold {len(PARAMETERS)} numbers ({', '.join(PARAMETERS)}), got shape {np.shape(theta)}"
+        )
     theta, dataset = np.asarray(theta, float), run.dataset_size or run.prompts_per_step
     unsolvable = int(round(dataset / (1 + np.exp(-theta[3]))))
     learnable = dataset - unsolvable

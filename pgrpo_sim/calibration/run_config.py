@@ -17,7 +17,7 @@ from typing import Any
 
 from ..base.checks import FLOAT32_MAX, MAX_STEPS, check_choice, check_range
 from ..base.errors import PgrpoSimError
-from ..logs.readers import constant_learning_rate
+from ..logs.readers import check_log, constant_learning_rate
 from ..models.config import MAX_GROUP_SIZE
 
 SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
@@ -135,6 +135,14 @@ _INTEGER = (
 _NULLABLE = ("epsilon", "epsilon_high", "max_grad_norm", "max_steps", "dataset_size")
 
 
+def check_run_config(run, name: str = "run") -> None:
+    """Raise `PgrpoSimError` unless `run` is a `RunConfig` (a dict is a common slip)."""
+    if not isinstance(run, RunConfig):
+        raise PgrpoSimError(
+            f"{name} must be a RunConfig (resolve_run_config builds one from a dict), got {type(run).__name__}"
+        )
+
+
 def _coerce(key: str, value: Any) -> Any:
     """A value from a file, a log or a scenario string, as the key's type; a one-line error otherwise."""
     if isinstance(value, str) and value.strip().lower() in ("none", "null") and key in _NULLABLE:
@@ -210,6 +218,7 @@ def parse_scenario(text: str) -> dict[str, Any]:
 def log_settings(log) -> dict[str, Any]:
     """What a `TrainingLog` says about its run: its recorded `settings`, plus `lr_scheduler_type` "constant" and the
     `learning_rate` when its logged learning rate never changes (at least 3 finite values)."""
+    check_log(log)
     settings = dict(log.settings)
     lr = constant_learning_rate(log.series("learning_rate")[1]) if "learning_rate" in log else None
     if lr is not None:
@@ -221,6 +230,15 @@ def log_settings(log) -> dict[str, Any]:
 def resolve_run_config(given: Mapping[str, Any] | None = None, settings: Mapping[str, Any] | None = None) -> RunConfig:
     """The run configuration: `given` (a run-config file) over `settings` (what the log records) over TRL's
     defaults; `sources` marks each key "run-config", "log" or "default"."""
+    for name, mapping in (("given", given), ("settings", settings)):
+        if mapping is not None and not isinstance(mapping, Mapping):
+            raise PgrpoSimError(
+                f"{name} must be a mapping of run-config keys (read_run_config reads a file), got "
+                f"{type(mapping).__name__}"
+            )
+    unknown = sorted(set(given or {}) - set(KEYS))
+    if unknown:
+        raise PgrpoSimError(f"unknown run-config key {unknown[0]!r} (known: {', '.join(KEYS)})")
     given, settings = dict(given or {}), {k: v for k, v in (settings or {}).items() if k in KEYS}
     values, sources = {}, {}
     for key in KEYS:

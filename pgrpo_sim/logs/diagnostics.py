@@ -37,11 +37,13 @@ per-step noise.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..base.checks import check_range
+from ..base.errors import PgrpoSimError
 from .laws import coupling_ratio, smooth, smoothing_window
 from .readers import TrainingLog, from_run
 
@@ -133,6 +135,11 @@ def diagnose(source: TrainingLog | BanditRun, *, window: int | None = None) -> D
     """All four read-outs of a `TrainingLog` or a `BanditRun` (converted by `logs.from_run`), smoothing over
     `window` points (default `laws.smoothing_window` of the number of rows)."""
     check_range("window", window, 1, integer=True)
+    if isinstance(source, (str, Path)) or source is None:
+        raise PgrpoSimError(
+            "source must be a TrainingLog or a BanditRun (read a file with read_log(path)), got "
+            f"{type(source).__name__}"
+        )
     log = source if isinstance(source, TrainingLog) else from_run(source)
     w = int(window) if window is not None else smoothing_window(len(log))
     readouts = (reward_hacking, advantage_degeneracy, policy_concentration, dynamical_instability)

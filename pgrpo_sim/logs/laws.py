@@ -142,7 +142,11 @@ def identify_stiffness(
     """
     check_range("eta", eta, 0.0, low_open=True)
     check_range("momentum", momentum, 0.0, 1.0, high_open=True)
+    check_range("lag", lag, 0.0)
     r = as_float(rewards)
+    if r.ndim != 1 or r.size < 3:
+        raise PgrpoSimError(f"rewards must be a curve of at least 3 points, got shape {r.shape}")
+    check_range("fit_start", fit_start, 0, r.size - 3, integer=True)
     exact = jnp.asarray(jnp.nan, r.dtype)
     if config is not None:
         from ..prediction import predict
@@ -197,6 +201,8 @@ def oscillator_curve(
     Evaluated with `theory.trajectory` in the rescaled time s = ζω_n·t, where the oscillator with η = 1,
     μ = 0, τ = 0 and K = 1/(2ζ²) has exactly damping rate 1 and natural frequency 1/ζ.
     """
+    check_range("zeta", zeta, 0.0, low_open=True)
+    check_range("omega_n", omega_n, 0.0, low_open=True)
     t, p_star, zeta, omega_n, e0, v0 = (as_float(x) for x in (t, p_star, zeta, omega_n, e0, v0))
     rate = zeta * omega_n
     return p_star + theory.trajectory(t * rate, e0, v0 / rate, 1.0, 0.0, 0.0, 1 / (2 * zeta**2))
@@ -205,6 +211,10 @@ def oscillator_curve(
 def oscillator_stiffness(omega_n: ArrayLike, eta: ArrayLike, momentum: ArrayLike = 0.0, lag: ArrayLike = 0.0) -> Array:
     """K from a fitted natural frequency: ω_n² = K/M with M = ((1+μ)+Kητ²)/(2η) gives
     K = ω_n²(1+μ)/(η(2 − ω_n²τ²)); NaN when ω_n τ ≥ √2 (no positive K has that frequency)."""
+    check_range("omega_n", omega_n, 0.0)
+    check_range("eta", eta, 0.0, low_open=True)
+    check_range("momentum", momentum, 0.0, 1.0, high_open=True)
+    check_range("lag", lag, 0.0)
     omega_n, eta, momentum, lag = (as_float(x) for x in (omega_n, eta, momentum, lag))
     denom = eta * (2 - omega_n**2 * lag**2)
     return jnp.where(denom > 0, omega_n**2 * (1 + momentum) / jnp.where(denom > 0, denom, 1.0), jnp.nan)
@@ -214,6 +224,10 @@ def law_curve(law: str, t: ArrayLike, params: ArrayLike) -> Array:
     """The law's curve at times t (steps since the first fitted step) for parameters in `LAW_PARAMS` order."""
     check_choice("law", law, KNOWN_LAWS)
     p = as_float(params)
+    if p.ndim < 1 or p.shape[0] != len(LAW_PARAMS[law]):
+        raise PgrpoSimError(
+            f"params of law {law} are {len(LAW_PARAMS[law])} numbers ({', '.join(LAW_PARAMS[law])}), got {p.shape}"
+        )
     if law == "sigmoid":
         return p[1] + (p[0] - p[1]) / (1 + (p[2] / (as_float(t) + 1)) ** p[3])
     if law == "saturation":

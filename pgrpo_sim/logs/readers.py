@@ -204,8 +204,33 @@ class TrainingLog:
         )
 
 
+def check_log(log, name: str = "log") -> None:
+    """Raise `PgrpoSimError` unless `log` is a `TrainingLog` (a path is a common slip: `read_log` reads it)."""
+    if not isinstance(log, TrainingLog):
+        hint = " (read the file with read_log(path))" if isinstance(log, (str, Path)) else ""
+        raise PgrpoSimError(f"{name} must be a TrainingLog{hint}, got {type(log).__name__}")
+
+
+def check_columns(columns) -> dict[str, str]:
+    """`columns` (canonical name → source column) as a dict; `PgrpoSimError` for a name not in `CANONICAL` or
+    something that is not a mapping (`parse_column_map` reads `NAME=SOURCE` strings)."""
+    if columns is None:
+        return {}
+    if not isinstance(columns, Mapping):
+        raise PgrpoSimError(
+            f"columns must map canonical names to source columns, e.g. {{'reward': 'train/reward'}}, got "
+            f"{type(columns).__name__} (parse_column_map reads NAME=SOURCE strings)"
+        )
+    for name in columns:
+        if name not in CANONICAL:
+            raise PgrpoSimError(f"unknown metric {name!r} in columns; known: {', '.join(CANONICAL)}")
+    return dict(columns)
+
+
 def parse_column_map(items: Sequence[str]) -> dict[str, str]:
-    """`["reward=train/reward", ...]` → `{"reward": "train/reward"}`; names must be in `CANONICAL`."""
+    """`["reward=train/reward", ...]` (or one such string) → `{"reward": "train/reward"}`; names must be in
+    `CANONICAL`."""
+    items = [items] if isinstance(items, str) else items
     out = {}
     for item in items:
         name, sep, source = item.partition("=")
@@ -273,8 +298,11 @@ def read_log(path: str | Path, format: str = "auto", columns: Mapping[str, str] 
     column names and overrides the built-in lookup. Raises a one-line `ValueError` for a missing or unreadable
     file, malformed content, no reward column, backwards steps or conflicting duplicates.
     """
+    if not isinstance(path, (str, Path)):
+        raise PgrpoSimError(f"path must be a file path (str or Path), got {type(path).__name__}")
     if format != "auto" and format not in FORMATS:
         raise PgrpoSimError(f"format must be auto or one of {', '.join(FORMATS)}; got {format!r}")
+    check_columns(columns)
     if format == "tensorboard" or (format == "auto" and _is_tensorboard(path)):
         records, settings = _parse_tensorboard(path)
         return tidy(records, format="tensorboard", path=str(path), columns=columns, settings=settings)
@@ -314,6 +342,8 @@ def from_run(run: BanditRun, *, index: int | None = None) -> TrainingLog:
     `reward_std` the spread across seeds and `n_samples` the number of seeds (so the per-step error of the
     mean is reward_std/√seeds); `index` picks a single seed instead. Steps after a divergence are NaN and
     therefore skipped (see `TrainingLog.skipped_steps`)."""
+    if not all(hasattr(run, v) for v in RUN_COLUMNS.values()):
+        raise PgrpoSimError(f"run must be a BanditRun (from simulate), got {type(run).__name__}")
     arrays = {k: np.asarray(getattr(run, v), float) for k, v in RUN_COLUMNS.items() if getattr(run, v) is not None}
     if index is not None:
         seeds = np.atleast_2d(arrays["reward"]).shape[0]
@@ -351,7 +381,7 @@ def tidy(
     """Merge flat numeric records (one dict per logged record, in file order) into a `TrainingLog`, by the
     rules of the module docstring; records without a step column are numbered from 0. `settings` are the run
     settings the parser read (`SETTINGS` names); a learning rate logged with one value throughout is added."""
-    columns = dict(columns or {})
+    columns = check_columns(columns)
     if not records:
         raise PgrpoSimError(f"{_name(path)} holds no numeric records")
     present = sorted({k for r in records for k in r})

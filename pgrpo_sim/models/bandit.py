@@ -34,10 +34,10 @@ from jax.scipy.special import gammaln, xlog1py, xlogy
 
 from ..base import threefry as _random
 from ..base.autodiff import scan
-from ..base.checks import check_choice, check_seeds, check_steps, is_concrete
+from ..base.checks import as_key, check_choice, check_seeds, check_steps, in_range, is_concrete, nan_unless
 from ..base.errors import PgrpoSimError
 from ..base.small_axes import UNROLL_MAX, axis_sum, softmax
-from .config import BanditConfig
+from .config import BanditConfig, check_config
 from .grpo import ADVANTAGES, clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
 
 MODES = ("expected", "sampled")
@@ -68,7 +68,11 @@ class BanditRun(NamedTuple):
     """Result of `simulate`. Per-step arrays have shape (steps+1,) in expected mode and
     (seeds, steps+1) in sampled mode; index n describes the policy θ_n (n = 0 is the start) and the
     update taken from it. After a run diverges (`diverged`, at update `diverged_step`, −1 if never)
-    its per-step values are NaN.
+    its per-step values are NaN. Expected-mode rollout reuse (lag model "refresh") follows one branch per
+    possible rollout of the current cycle: its read-outs are averages over the branches (the expected reward
+    E[p(θ_n)]), and at each refresh the branches collapse into their weighted mean state
+    (`collapse_branches`), from which the next cycle starts; so `final_logits` is that mean, and p(final_logits)
+    differs from the last `reward` by the branches' spread.
 
     reward: expected success probability p = Σ π_a r_a, mean over prompts; `true_reward` the same for
     the true reward vector (None if not given); entropy, kl_ref = KL(π‖π_ref) (nats); grad_norm (global
@@ -145,6 +149,7 @@ def learning_rate_factor(config: BanditConfig, count: Array) -> Array:
 def make_optimizer(config: BanditConfig) -> optax.GradientTransformation:
     """optax optimiser on the logits: optional global-norm clipping, then heavy-ball SGD (optax.sgd with momentum μ),
     Nesterov, or Adam (b1 = μ, b2 = 0.999), at step η × `learning_rate_factor` (a plain η for "constant")."""
+    check_config(config)
     eta = config.eta
     if config.lr_schedule != "constant":
         eta = lambda count: config.eta * learning_rate_factor(config, count)  # noqa: E731
@@ -161,6 +166,7 @@ def check_mode(config: BanditConfig, mode: str) -> None:
     several prompts or of more than `MAX_OUTCOMES` distinct rollouts, which it would enumerate. Entry points call
     it on concrete configurations; a traced "batch" advantage code cannot be refused, so `advantage_table` makes
     its expected run NaN (and traced rewards are counted as binary, the smaller enumeration)."""
+    check_config(config)
     check_choice("mode", mode, MODES)
     if mode != "expected":
         return
@@ -705,6 +711,7 @@ def rewards_are_binary(config: BanditConfig, binary_rewards: bool | None = None)
 
     None detects it from concrete rewards (False while they are traced); True asserts it, checked against
     concrete rewards (`PgrpoSimError` if one is not 0 or 1); False enumerates every (arm, reward) multiset."""
+    check_config(config)
     if not is_concrete(config.rewards):
         return bool(binary_rewards)
     rewards = np.asarray(config.rewards)
@@ -718,6 +725,7 @@ def rollout_count(config: BanditConfig, binary_rewards: bool) -> int:
     """The number of distinct rollouts of one prompt that expected-mode reuse enumerates (`rollout_outcomes`),
     C(G + k − 1, k − 1) with k = N kinds of sample for binary rewards, else 2N; `PgrpoSimError` for several
     prompts or more than `MAX_OUTCOMES`."""
+    check_config(config)
     g, n = config.group_size, config.n_arms
     kinds = n if binary_rewards else 2 * n
     count = math.comb(g + kinds - 1, kinds - 1)
@@ -840,13 +848,30 @@ def initial_state(config: BanditConfig, optimizer, logits: Array) -> BanditState
     )
 
 
+def valid_hyperparameters(config: BanditConfig) -> Array:
+    """Whether every hyperparameter leaf is in the range `BanditConfig` checks eagerly (a bool array): the in-jit
+    form of those checks, for traced values (a caller's `vmap` may hold an η ≤ 0, or a stale lag beyond the
+    `max_lag` its buffer holds, which would wrap around it)."""
+    ok = in_range(config.eta, 0.0, low_open=True) & in_range(config.momentum, 0.0, 1.0, high_open=True)
+    ok &= in_range(config.beta, 0.0) & in_range(config.clip_low, 0.0, 1.0, low_open=True, high_open=True)
+    ok &= in_range(config.clip_high, 0.0, low_open=True) & in_range(config.ref_sync_alpha, 0.0, 1.0)
+    ok &= in_range(config.adv_eps, 0.0)
+    ok &= in_range(config.lag, 0, config.max_lag if config.lag_model == "stale" else None)
+    for value, low in ((config.dual_clip, 1.0), (config.kl_clamp, 0.0), (config.grad_clip, 0.0)):
+        if value is not None:
+            ok &= in_range(value, low, low_open=True)
+    return ok
+
+
 def run(
     config: BanditConfig, key: Array, steps: int, mode: str, *, binary_rewards: bool = False, checkpoint: bool = False
 ) -> BanditRun:
     """(Low-level API) one run of `steps` updates (a single seed), unjitted and unchecked; pure, so it can be
     vmapped over configs and keys inside the caller's own jit (`simulate` is the checked, jitted entry).
     `binary_rewards`: every reward is exactly 0 or 1, which lets expected-mode reuse enumerate fewer rollouts.
-    `checkpoint`: reverse-mode derivatives keep O(√steps) states (`base.autodiff.scan`)."""
+    `checkpoint`: reverse-mode derivatives keep O(√steps) states (`base.autodiff.scan`). A run whose (traced)
+    hyperparameters are out of range (`valid_hyperparameters`) steps by a NaN η: diverged at step 0, NaN after."""
+    config = config.replace(eta=nan_unless(valid_hyperparameters(config), config.eta))
     optimizer = make_optimizer(config)
     state = initial_state(config, optimizer, config.init_logits)
     if mode == "expected" and config.lag_model == "refresh":
@@ -914,8 +939,8 @@ def simulate(
     """Run GRPO on the bandit for `steps` optimiser steps; see `BanditRun` for the outputs.
 
     `mode="expected"` is deterministic (one run; `seeds` and `key` are ignored); `mode="sampled"`
-    runs `seeds` independent seeds from `key` (default `jax.random.key(0)`). Jitted once per static
-    structure (config's static fields, steps, mode, seeds): other hyperparameter values reuse the
+    runs `seeds` independent seeds from `key`, a JAX PRNG key or an int seed (default `jax.random.key(0)`).
+    Jitted once per static structure (config's static fields, steps, mode, seeds): other hyperparameter values reuse the
     compiled code, and callers may `jax.vmap` over config leaves. `binary_rewards` (expected-mode reuse only):
     every reward is exactly 0 or 1, so fewer rollouts are enumerated; None detects it from concrete rewards (a
     caller whose rewards are traced, e.g. inside its own jit, may assert it; concrete rewards are checked).
@@ -928,12 +953,14 @@ def simulate(
     compiles a little more slowly. Values and forward-mode derivatives are the same either way.
     """
     check_steps(steps)
+    if isinstance(readouts, str):  # one name
+        readouts = (readouts,)
     if readouts is not None:
         for name in readouts:
             check_choice("readouts", name, STEP_READOUTS)
     check_seeds(seeds)
     check_mode(config, mode)
-    key = jax.random.key(0) if key is None else key
+    key = as_key(0 if key is None else key)
     binary = rewards_are_binary(config, binary_rewards) and mode == "expected" and config.lag_model == "refresh"
     keep = STEP_READOUTS if readouts is None else tuple(name for name in STEP_READOUTS if name in readouts)
     return _simulate(

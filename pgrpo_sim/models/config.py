@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
+from collections.abc import Mapping
 
 import equinox as eqx
 import jax
@@ -18,7 +20,7 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base.checks import as_float, check_choice, check_range, is_concrete
+from ..base.checks import as_float, check_choice, check_range, check_scalar, is_concrete
 from ..base.errors import PgrpoSimError
 from .grpo import ADVANTAGES, advantage_code
 
@@ -29,22 +31,49 @@ refresh); stale: gradient computed at θ_{n−lag}, applied at step n."""
 KL_KINDS = ("k1", "k2", "k3", "exact")
 OPTIMIZERS = ("sgd", "nesterov", "adam")
 LR_SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
+"""Learning-rate schedules under Hugging Face's `SchedulerType` names (TRL `lr_scheduler_type`): linear warm-up
+over `warmup_steps`, then constant, linear decay to 0 or cosine decay to 0 at `decay_steps`."""
 MAX_GROUP_SIZE = 4096
 """Largest group G: real GRPO groups hold a few to a few hundred completions, and the enumerations' int32 index
 arithmetic overflows from G ≈ 46341 (G² > 2³¹)."""
-"""Learning-rate schedules under Hugging Face's `SchedulerType` names (TRL `lr_scheduler_type`): linear warm-up
-over `warmup_steps`, then constant, linear decay to 0 or cosine decay to 0 at `decay_steps`."""
 
 
 def _as_float(x):
-    """Leaves become strongly typed float arrays, so Python scalars and arrays share one jit signature."""
-    return None if x is None else as_float(x)
+    """Leaves become strongly typed float arrays, so Python scalars and arrays share one jit signature (None and
+    text stay as they are, for `__check_init__` to refuse by name)."""
+    return x if x is None or isinstance(x, (str, bytes)) else as_float(x)
+
+
+def _integral(x) -> bool:
+    """Whether concrete `x` holds numbers (not booleans) that are all whole."""
+    arr = np.asarray(x)
+    return arr.dtype != bool and np.issubdtype(arr.dtype, np.number) and bool(np.all(arr == np.round(arr)))
 
 
 def _as_int(x):
+    """Integer leaves become int32 arrays; a value that is not whole is kept, for `__check_init__` to refuse (not
+    truncated)."""
     if isinstance(x, jax.Array) and x.dtype == jnp.int32:
         return x
-    return jax.device_put(np.asarray(x, np.int32)) if is_concrete(x) else jnp.asarray(x, dtype=jnp.int32)
+    if not is_concrete(x):
+        return jnp.asarray(x, dtype=jnp.int32)
+    return jax.device_put(np.asarray(x, np.int32)) if x is not None and _integral(x) else x
+
+
+def _static_int(x):
+    """Static integers (shapes, code paths) become Python ints, so 8.0 or np.int64(8) serve as 8; anything else is
+    kept, for `__check_init__` to refuse."""
+    return int(x) if x is not None and is_concrete(x) and np.ndim(x) == 0 and _integral(x) else x
+
+
+def _static_bool(x):
+    return bool(x) if isinstance(x, (bool, np.bool_)) else x
+
+
+SCALARS = ("eta", "momentum", "beta", "clip_low", "clip_high", "ref_sync_alpha", "adv_eps", "lag", "advantage")
+"""Leaves that hold one number each (per configuration: sweeps vmap over configurations)."""
+OPTIONAL_SCALARS = ("dual_clip", "kl_clamp", "grad_clip", "ref_sync_steps")
+"""Scalar leaves that may be None (off)."""
 
 
 class BanditConfig(eqx.Module):
@@ -71,7 +100,7 @@ class BanditConfig(eqx.Module):
     dual_clip: Array | None = eqx.field(converter=_as_float)
     kl_clamp: Array | None = eqx.field(converter=_as_float)
     grad_clip: Array | None = eqx.field(converter=_as_float)
-    ref_sync_steps: Array | None = eqx.field(converter=lambda x: None if x is None else _as_int(x))
+    ref_sync_steps: Array | None = eqx.field(converter=_as_int)
     ref_sync_alpha: Array = eqx.field(converter=_as_float)
     features: Array | None = eqx.field(converter=_as_float)
     lag: Array = eqx.field(converter=_as_int)
@@ -79,17 +108,26 @@ class BanditConfig(eqx.Module):
     advantage: Array = eqx.field(converter=advantage_code)
     warmup_steps: Array = eqx.field(converter=_as_int)
     decay_steps: Array = eqx.field(converter=_as_int)
-    group_size: int = eqx.field(static=True)
+    group_size: int = eqx.field(static=True, converter=_static_int)
     kl: str = eqx.field(static=True)
     lag_model: str = eqx.field(static=True)
-    max_lag: int = eqx.field(static=True)
-    minibatches: int = eqx.field(static=True)
-    batch_prompts: int | None = eqx.field(static=True)
-    dynamic_sampling: bool = eqx.field(static=True)
+    max_lag: int = eqx.field(static=True, converter=_static_int)
+    minibatches: int = eqx.field(static=True, converter=_static_int)
+    batch_prompts: int | None = eqx.field(static=True, converter=_static_int)
+    dynamic_sampling: bool = eqx.field(static=True, converter=_static_bool)
     optimizer: str = eqx.field(static=True)
     lr_schedule: str = eqx.field(static=True)
 
     def __check_init__(self):
+        for name in SCALARS + OPTIONAL_SCALARS + ("warmup_steps", "decay_steps"):
+            check_scalar(name, getattr(self, name), optional=name in OPTIONAL_SCALARS)
+        for name in ("group_size", "max_lag", "minibatches", "batch_prompts"):
+            check_scalar(name, getattr(self, name), optional=name == "batch_prompts")
+            check_range(name, getattr(self, name), integer=True)
+            if not isinstance(getattr(self, name), (int, type(None))):  # 2.5: refused above; a traced value here
+                raise PgrpoSimError(f"{name} sets array shapes: it must be a concrete integer")
+        if not isinstance(self.dynamic_sampling, bool):
+            raise PgrpoSimError(f"dynamic_sampling must be True or False, got {self.dynamic_sampling!r}")
         check_choice("kl", self.kl, KL_KINDS)
         check_choice("lag_model", self.lag_model, LAG_MODELS)
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
@@ -164,6 +202,22 @@ class BanditConfig(eqx.Module):
     def replace(self, **changes) -> BanditConfig:
         """A copy with fields changed (validated when the new values are concrete)."""
         return dataclasses.replace(self, **changes)
+
+
+def check_config(config, name: str = "config") -> None:
+    """Raise `PgrpoSimError` unless `config` is a `BanditConfig` (a dict or a number is a common slip)."""
+    if not isinstance(config, BanditConfig):
+        raise PgrpoSimError(f"{name} must be a BanditConfig (build it with bandit_config), got {type(config).__name__}")
+
+
+def check_settings(settings, name: str = "base") -> None:
+    """Raise `PgrpoSimError` unless `settings` is a mapping of `bandit_config`'s keyword arguments."""
+    if not isinstance(settings, Mapping):
+        raise PgrpoSimError(f"{name} must be a mapping of bandit_config settings, got {type(settings).__name__}")
+    known = inspect.signature(bandit_config).parameters
+    unknown = sorted(set(settings) - set(known))
+    if unknown:
+        raise PgrpoSimError(f"unknown bandit_config setting {unknown[0]!r} in {name} (known: {', '.join(known)})")
 
 
 def class_symmetric_logits(n_arms: int, n_correct: int, p_ref: ArrayLike) -> Array:
@@ -263,6 +317,8 @@ def bandit_config(
     if difficulty is not None:
         if p_ref is not None:
             raise PgrpoSimError("give either p_ref (a list of per-prompt success probabilities) or difficulty")
+        if np.shape(difficulty) != (2,):
+            raise PgrpoSimError(f"difficulty must be a pair (a, b) of Beta parameters, got {difficulty!r}")
         a, b = difficulty
         check_range("difficulty a", a, 0.0, low_open=True)
         check_range("difficulty b", b, 0.0, low_open=True)
@@ -301,9 +357,11 @@ def bandit_config(
             return jnp.broadcast_to(x, shape)
         return jax.device_put(np.broadcast_to(np.asarray(x), shape))  # on the host: eagerly, broadcasting compiles
 
-    def scalar(x):
-        return None if x is None else as_float(x).astype(dtype)
+    def scalar(x):  # None and text go through, for `BanditConfig` to refuse or accept by name
+        x = _as_float(x)
+        return x.astype(dtype) if isinstance(x, jax.Array) else x
 
+    check_scalar("lag", lag)
     check_range("lag", lag, 0, integer=True)
     if max_lag is None:
         max_lag = int(np.max(lag)) if is_concrete(lag) else 0
@@ -325,10 +383,10 @@ def bandit_config(
         advantage=advantage,
         kl=kl,
         lag_model=lag_model,
-        max_lag=int(max_lag),
+        max_lag=max_lag,
         minibatches=minibatches,
         batch_prompts=batch_prompts,
-        dynamic_sampling=bool(dynamic_sampling),
+        dynamic_sampling=dynamic_sampling,
         optimizer=optimizer,
         lr_schedule=lr_schedule,
         warmup_steps=warmup_steps,

@@ -28,7 +28,7 @@ LOG_RATIO_CLAMP = 20.0
 def advantage_code(kind: str | ArrayLike) -> Array:
     """The int32 code of an advantage kind, its index in `ADVANTAGES`: a jit-safe enumeration, so kinds can be
     traced (one compilation serves every kind) and vmapped. Names are checked; concrete codes range-checked."""
-    if isinstance(kind, str):
+    if kind is None or isinstance(kind, str):
         check_choice("advantage", kind, ADVANTAGES)
         return jax.device_put(np.int32(ADVANTAGES.index(kind)))  # no eager conversion program
     check_range(f"advantage (a code in ADVANTAGES = {ADVANTAGES})", kind, 0, len(ADVANTAGES) - 1, integer=True)
@@ -46,6 +46,7 @@ def group_advantages(rewards: ArrayLike, kind: str | ArrayLike = "std", eps: flo
       eps): the groups of one batch share the scale.
     """
     code = advantage_code(kind)
+    check_range("eps", eps, 0.0)
     rewards = as_float(rewards)
     g = rewards.shape[-1]
     if g < 2:
@@ -65,7 +66,9 @@ def group_advantages(rewards: ArrayLike, kind: str | ArrayLike = "std", eps: flo
     denominator = jnp.where(
         code == ADVANTAGES.index("std"), std + eps, jnp.where(code == ADVANTAGES.index("batch"), batch_std + eps, 1.0)
     )
-    return centred * factor / denominator
+    # eps = 0: an all-equal group has 0/0, its advantages 0 as documented (a safe division, for gradients too)
+    safe = denominator > 0
+    return jnp.where(safe, centred * factor / jnp.where(safe, denominator, 1.0), 0.0)
 
 
 class Surrogate(NamedTuple):
@@ -93,7 +96,8 @@ def clipped_surrogate(
     check_range("clip_low", clip_low, 0.0, low_open=True)
     check_range("clip_high", clip_high, 0.0, low_open=True)
     check_range("dual_clip", dual_clip, 1.0, low_open=True, allow_inf=True)
-    ratio = jnp.exp(jnp.clip(jnp.asarray(logp) - logp_old, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
+    logp, logp_old, advantages = as_float(logp), as_float(logp_old), as_float(advantages)
+    ratio = jnp.exp(jnp.clip(logp - logp_old, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
     unclipped = -advantages * ratio
     clipped = -advantages * jnp.clip(ratio, 1 - clip_low, 1 + clip_high)
     loss = jnp.maximum(unclipped, clipped)
@@ -110,7 +114,7 @@ def kl_estimate(logp: ArrayLike, logp_ref: ArrayLike, kind: str = "k3", clamp: A
     """
     check_choice("kl", kind, KL_ESTIMATORS)
     check_range("kl_clamp", clamp, 0.0, low_open=True, allow_inf=True)
-    d = jnp.asarray(logp) - logp_ref
+    d = as_float(logp) - as_float(logp_ref)
     if kind == "k1":
         return d
     if kind == "k2":

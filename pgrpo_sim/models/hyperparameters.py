@@ -14,9 +14,9 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from ..base.checks import check_range, is_concrete
+from ..base.checks import check_range, check_scalar, is_concrete
 from ..base.errors import PgrpoSimError
-from .config import MAX_GROUP_SIZE, BanditConfig
+from .config import MAX_GROUP_SIZE, BanditConfig, check_config
 
 
 class Hyperparameter(NamedTuple):
@@ -116,6 +116,7 @@ def hyperparameter(name: str) -> Hyperparameter:
 def reference_mass(config: BanditConfig):
     """p_ref: the correct mass of the start θ_0 (which is also the KL reference), averaged over prompts; arms
     with reward 1 count as correct. Works on tracers."""
+    check_config(config)
     pi = jnp.exp(config.init_logits - jnp.max(config.init_logits, axis=-1, keepdims=True))
     correct = (config.rewards == 1).astype(pi.dtype)
     return jnp.mean(jnp.sum(pi * correct, -1) / jnp.sum(pi, -1))
@@ -139,10 +140,14 @@ def set_hyperparameters(config: BanditConfig, values: Mapping[str, Any]) -> Band
     correct mass, which needs binary rewards; `lag` is stored as int32; `group_size`, `minibatches` (static) must be a
     concrete integer. Concrete values are range-checked (`Hyperparameter.check`).
     """
+    check_config(config)
+    if not isinstance(values, Mapping):
+        raise PgrpoSimError(f"values must be a mapping of hyperparameter names to values, got {type(values).__name__}")
     changes: dict[str, Any] = {}
     ordered = sorted(values, key=lambda n: n == "clip_high")  # clip_high after clip
     for name in ordered:
         row, value = hyperparameter(name), values[name]
+        check_scalar(name, value)
         row.check(value)
         if name == "clip":
             changes["clip_low"] = value

@@ -26,7 +26,8 @@ Numerics: float32 and float64 both work. For lag >= 2 (stale) roots come from th
 companion matrix; 2x2 cases (stale lag 0/1, refresh) use closed forms with cancellation-free
 discriminants. Roots cluster near z = 1 as momentum -> 1 (roots 1 and mu of the a = 0 problem), and
 eigenvalues of clustered roots are ill-conditioned: in float32 with momentum >= 0.99 and lag >= 10 the
-radius can be off by ~1e-3; use float64 there.
+radius can be off by ~1e-3; use float64 there. The radius of a slow, stable map is 1 − O(a/(1 − μ)), a = ηK:
+below a/(1 − μ) ≈ 3e-8 (LLM-sized steps) float32 rounds it to exactly 1, read as "unstable"; use float64 there too.
 """
 
 from __future__ import annotations

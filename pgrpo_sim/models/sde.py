@@ -31,7 +31,7 @@ from jax import Array
 from jax.typing import ArrayLike
 
 from ..base import threefry as _random
-from ..base.checks import as_float, check_choice, check_range
+from ..base.checks import as_float, as_key, check_choice, check_range
 from ..base.errors import PgrpoSimError
 from . import theory
 
@@ -78,6 +78,10 @@ def solve_deterministic(
 
     Differentiable in all arguments (reverse mode through `RecursiveCheckpointAdjoint`).
     """
+    check_range("rtol", rtol, 0.0, low_open=True)
+    check_range("atol", atol, 0.0, low_open=True)
+    check_range("e0", e0)
+    check_range("v0", v0)
     ts = _times(ts)
     coef = theory.coefficients(eta, momentum, lag, stiffness)
     y0 = jnp.stack(jnp.broadcast_arrays(as_float(e0), as_float(v0)), axis=-1).astype(ts.dtype)
@@ -231,9 +235,9 @@ def solve_ensemble(
 
     Fixed step `dt` (steps; choose it so that the saved times are multiples of it). All paths are
     solved together in one `diffeqsolve`: the state is (e, ė) with each component of shape (paths,),
-    driven by one Brownian path of shape (paths,) made from `key`; with "unsafe", each step draws one
-    block of `paths` normals (two blocks with "shark"/"sra1": the increment and the space-time Lévy
-    area). The paths are independent and share only the parameters. The same arguments (`key`,
+    driven by one Brownian path of shape (paths,) made from `key` (a JAX PRNG key or an int seed); with
+    "unsafe", each step draws one block of `paths` normals (two blocks with "shark"/"sra1": the increment and
+    the space-time Lévy area). The paths are independent and share only the parameters. The same arguments (`key`,
     `paths`, `ts`, `dt`, `solver`, `brownian`, `tree_tol`, dtype) give the same paths; an ensemble is
     not a prefix of a larger one from the same key. `tree_tol` (default dt/4) is the resolution of
     the "tree" Brownian path: keep it fixed across step sizes and every `dt` samples the same path.
@@ -244,12 +248,15 @@ def solve_ensemble(
     check_range("group_size", group_size, 2.0)
     check_choice("solver", solver, tuple(SOLVERS))
     check_choice("brownian", brownian, BROWNIAN)
+    check_range("tree_tol", tree_tol, 0.0, low_open=True)
+    check_range("e0", e0)
+    check_range("v0", v0)
     ts = _times(ts)
     coef = theory.coefficients(eta, momentum, lag, stiffness)
     scale = jnp.sqrt(as_float(noise) / as_float(group_size)) / coef.mass
     rates = tuple(jnp.asarray(x, ts.dtype) for x in (coef.damping / coef.mass, coef.stiffness / coef.mass, scale))
     y0 = tuple(jnp.asarray(x, ts.dtype) for x in (as_float(e0), as_float(v0)))
-    key = jax.random.key(0) if key is None else key
+    key = as_key(0 if key is None else key)
     # a power of two (at least 4096) so that nearby step sizes share one compilation
     max_steps = max(4096, 1 << math.ceil(math.log2(math.ceil(float(ts[-1] - ts[0]) / dt) + 1)))
     # static: a "tree" compiles once per resolution; "unsafe" ignores it, so one compilation serves all dt

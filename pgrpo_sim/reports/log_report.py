@@ -10,6 +10,7 @@ variance (`laws.short_lag_variance`).
 from __future__ import annotations
 
 import math
+import numbers
 from pathlib import Path
 from typing import NamedTuple
 
@@ -19,7 +20,7 @@ from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none, json_text
 from ..logs import laws
 from ..logs.diagnostics import Diagnosis, diagnose
-from ..logs.readers import TrainingLog
+from ..logs.readers import TrainingLog, check_log
 
 
 def _reward_stderr(log: TrainingLog, metric: str, n_samples: float | None) -> tuple[np.ndarray | None, dict]:
@@ -91,9 +92,9 @@ class LogAnalysis(NamedTuple):
 
 def check_analysis(log: TrainingLog, *, metric: str = "reward", n_samples: int | None = None) -> None:
     """Raise `PgrpoSimError` unless `analyse_log` can run on these inputs (checked before anything is written)."""
-    if metric not in log:
-        present = ", ".join(name for name in log.data if name != "step")
-        raise PgrpoSimError(f"metric {metric!r} is not in the log (present: {present})")
+    _check_metric(log, metric)
+    if n_samples is not None and (isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Real)):
+        raise PgrpoSimError(f"samples per step must be a number, got {n_samples!r}")
     if n_samples is not None and not (np.isfinite(n_samples) and n_samples >= 1 and n_samples == int(n_samples)):
         raise PgrpoSimError(f"samples per step must be an integer >= 1 (prompts × group size), got {n_samples:g}")
     n = log.series(metric)[0].size
@@ -102,9 +103,17 @@ def check_analysis(log: TrainingLog, *, metric: str = "reward", n_samples: int |
         raise PgrpoSimError(f"metric {metric!r} has {n} finite points; the fits need at least {need}")
 
 
+def _check_metric(log: TrainingLog, metric: str) -> None:
+    check_log(log)
+    if metric not in log:
+        present = ", ".join(name for name in log.data if name != "step")
+        raise PgrpoSimError(f"metric {metric!r} is not in the log (present: {present})")
+
+
 def rows_without_value(log: TrainingLog, metric: str) -> dict:
     """The log's rows that `metric`'s fit does not use: records whose reward was logged but is not a finite
     number (dropped by the reader) and rows where the metric was not logged (e.g. eval-only records)."""
+    _check_metric(log, metric)
     steps = log["step"]
     not_logged = steps[~np.isfinite(log[metric])]
     not_finite = log.skipped_steps if metric == "reward" else np.zeros(0)
@@ -162,6 +171,9 @@ def write_analysis(analysis: LogAnalysis, log: TrainingLog, out_dir: str | Path)
     (the four read-outs) of an `analyse_log` result. Returns the fit.json content."""
     from ..viz.log_figures import plot_diagnostics, plot_fits
 
+    if not isinstance(analysis, LogAnalysis):
+        raise PgrpoSimError(f"analysis must be a LogAnalysis (from analyse_log), got {type(analysis).__name__}")
+    check_log(log)
     out = Path(out_dir)
     result = analysis.summary
     try:

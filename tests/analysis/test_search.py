@@ -27,7 +27,7 @@ def _within_one_grid_step(found: dict, grid_best: dict, bounds: dict, num: int) 
 @pytest.mark.slow  # moved out of the default suite's 5-minute budget (~10 s on 2 cores)
 def test_search_solves_for_critical_damping_like_the_grid():
     cfg = ps.bandit_config(**BASE, lag_model="stale", lag=2)
-    kw = dict(target=1.0, search=("eta",), steps=100)  # steps: the length of the returned trajectory only
+    kw = dict(target=1.0, search=["eta"], steps=100)  # steps: the length of the returned trajectory only
     found = search.search("damping-ratio", cfg, restarts=4, iterations=50, **kw)
     grid = search.grid_search("damping-ratio", cfg, num=400, **kw)
     assert found.evaluations == 200 < grid.evaluations == 400
@@ -41,7 +41,7 @@ def test_search_solves_for_critical_damping_like_the_grid():
     assert found.constraints["feasible"] and found.trajectory.shape == (101,)
 
 
-FINAL_REWARD = dict(steps=100, search=("momentum",), radius_margin=None)
+FINAL_REWARD = dict(steps=100, search="momentum", radius_margin=None)  # one name, as a string
 
 
 def test_search_maximises_final_reward_like_the_grid():

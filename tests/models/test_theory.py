@@ -124,6 +124,20 @@ def test_trajectory_float32():
     assert ps.damping_ratio(*args).dtype == jnp.float32
 
 
+@pytest.mark.parametrize("momentum, lag", [(0.0, 0.0), (0.9, 2.0)])
+def test_trajectory_float32_slow_overdamped_decay(momentum, lag):
+    """At LLM-sized learning rates (η = 1e-7, K = 0.3: ζ ~ 10³) the slow mode's rate √Δ − γ is a difference of
+    nearly equal numbers; written as −(K/M)/(√Δ + γ) it keeps float32's precision: relative error ≤ 1e-5 (float32
+    eps 1.2e-7 times an exponent of order 10) against float64, out to e(t) ~ 1e-4 (it read 20× too small)."""
+    ts = np.array([0.0, 1e3, 1e5, 1e7, 3e7])
+    args = (1e-7, momentum, lag, 0.3)
+    e32 = ps.trajectory(jnp.float32(ts), jnp.float32(1.0), jnp.float32(0.0), *map(jnp.float32, args))
+    with jax.enable_x64(True):
+        e64 = np.asarray(ps.trajectory(ts, 1.0, 0.0, *args))
+    assert e64[-1] < 0.5  # the decay is well under way
+    np.testing.assert_allclose(e32, e64, rtol=1e-5)
+
+
 def test_empirical_laws():
     assert np.isclose(ps.saturation_law(10.0, 0.8, 10.0), 0.8 * (1 - np.exp(-1)), rtol=1e-14)
     assert ps.saturation_law(0.0, 0.8, 10.0) == 0.0

@@ -1,0 +1,166 @@
+"""Bad input to the Python API: one `PgrpoSimError` (a `ValueError`) naming the parameter, never an
+AttributeError or an error from deep inside JAX, and never a silent wrong run (a user review's findings)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pgrpo_sim as ps
+
+CONFIG = ps.bandit_config()
+
+
+def _bad_calls():
+    """(label, call, words the message must hold)."""
+    log = ps.from_run(ps.simulate(CONFIG, 5))
+    run = ps.resolve_run_config({})
+    return [
+        # an object of the wrong type where a config, log, run config or calibration is expected
+        ("simulate a dict", lambda: ps.simulate({"eta": 0.1}, 10), "config must be a BanditConfig"),
+        ("predict an int", lambda: ps.predict(2), "config must be a BanditConfig"),
+        ("rollout_count", lambda: ps.rollout_count(2, 4), "config must be a BanditConfig"),
+        ("outcomes", lambda: ps.outcomes(None, 10), "config must be a BanditConfig"),
+        ("make_optimizer", lambda: ps.make_optimizer({}), "config must be a BanditConfig"),
+        ("with_hyperparameters", lambda: ps.with_hyperparameters(3, eta=0.1), "config must be a BanditConfig"),
+        ("set_hyperparameters None", lambda: ps.set_hyperparameters(CONFIG, None), "values must be a mapping"),
+        ("diagnose a path", lambda: ps.diagnose("train.jsonl"), "read_log"),
+        ("calibrate a path", lambda: ps.calibrate("train.jsonl", run), "log must be a TrainingLog"),
+        ("calibrate a dict run", lambda: ps.calibrate(log, {}), "run must be a RunConfig"),
+        ("log_settings", lambda: ps.log_settings("train.jsonl"), "log must be a TrainingLog"),
+        ("from_run", lambda: ps.from_run(log), "run must be a BanditRun"),
+        ("population_model", lambda: ps.population_model({}, 10), "run must be a RunConfig"),
+        ("population_model format", lambda: ps.population_model(run, 10, log_format="jsnl"), "log_format"),
+        ("synthetic_log theta", lambda: ps.synthetic_log(run, [0.0, 0.0], 10), "theta must hold 4"),
+        ("synthetic_log scale", lambda: ps.synthetic_log(run, np.zeros(4), 10, scale=-1), "scale"),
+        ("predictive_band", lambda: ps.predictive_band(None), "calibration must be a Calibration"),
+        ("forecast", lambda: ps.forecast(log, None), "calibration must be a Calibration"),
+        ("what_if", lambda: ps.what_if({}, [], until=10), "calibration must be a Calibration"),
+        ("read_log None", lambda: ps.read_log(None), "path must be a file path"),
+        ("read_log columns list", lambda: ps.read_log("x.csv", columns=["reward=r"]), "columns must map"),
+        ("read_log unknown column", lambda: ps.read_log("x.csv", columns={"rewrd": "r"}), "unknown metric 'rewrd'"),
+        ("resolve_run_config key", lambda: ps.resolve_run_config({"lr": 1e-6}), "unknown run-config key 'lr'"),
+        ("resolve_run_config path", lambda: ps.resolve_run_config("run.yaml"), "given must be a mapping"),
+        # a key that is neither a PRNG key nor a seed
+        ("simulate key text", lambda: ps.simulate(CONFIG, 5, mode="sampled", key="abc"), "key must be"),
+        ("simulate key -1", lambda: ps.simulate(CONFIG, 5, mode="sampled", key=-1), "seed"),
+        # None, text, arrays and fractions where one number is expected: refused, not trained on
+        ("eta None", lambda: ps.bandit_config(eta=None), "eta must be a number, got None"),
+        ("beta None", lambda: ps.bandit_config(beta=None), "beta must be a number"),
+        ("clip None", lambda: ps.bandit_config(clip=None), "clip_low must be a number"),
+        ("lag None", lambda: ps.bandit_config(lag=None), "lag must be a number"),
+        ("group_size None", lambda: ps.bandit_config(group_size=None), "group_size must be a number"),
+        ("advantage None", lambda: ps.bandit_config(advantage=None), "advantage must be one of"),
+        ("eta text", lambda: ps.bandit_config(eta="0.1"), "eta must be a number"),
+        ("eta a list", lambda: ps.bandit_config(eta=[0.1, 0.2]), "eta must be a single number"),
+        ("replace eta None", lambda: CONFIG.replace(eta=None), "eta must be a number"),
+        ("with_hyperparameters None", lambda: ps.with_hyperparameters(CONFIG, group_size=None), "group_size"),
+        ("warmup_steps 5.5", lambda: ps.bandit_config(warmup_steps=5.5), "warmup_steps must be an integer"),
+        ("max_lag 2.5", lambda: ps.bandit_config(lag_model="stale", lag=2, max_lag=2.5), "max_lag must be an integer"),
+        ("dynamic_sampling text", lambda: ps.bandit_config(dynamic_sampling="no"), "dynamic_sampling must be True"),
+        (
+            "difficulty one number",
+            lambda: ps.bandit_config(n_prompts=4, difficulty=(1.0,)),
+            "difficulty must be a pair",
+        ),
+        ("eps -1", lambda: ps.group_advantages([1.0, 0.0], eps=-1), "eps must be >= 0"),
+        # sweeps, phase predictions, search and forecasts
+        ("sweep base key", lambda: ps.check_sweep({"betaa": 0.1}, [ps.parse_axis("eta=0.1,0.2")], steps=10), "'betaa'"),
+        ("sweep bare axis", lambda: ps.check_sweep({}, ps.parse_axis("eta=0.1,0.2"), steps=10), "list of Axis"),
+        ("sweep axis text", lambda: ps.check_sweep({}, ["eta=0.1,0.2"], steps=10), "list of Axis"),
+        ("load_sweep missing", lambda: ps.load_sweep("/nonexistent"), "no finished sweep"),
+        ("predict_cells base key", lambda: ps.predict_cells({"betaa": 0.1}, {"eta": [0.1]}), "'betaa'"),
+        ("predict_cells no axis", lambda: ps.predict_cells({"beta": 0.1}, {}), "coords must map"),
+        ("predict_cells axis", lambda: ps.predict_cells({"beta": 0.1}, {"etaa": [0.1]}), "unknown hyperparameter"),
+        (
+            "search bounds",
+            lambda: ps.search("damping-ratio", ps.bandit_config(beta=0.1), target=1.0, bounds={"eta": 0.1}),
+            "must be a pair",
+        ),
+        ("horizon_limit NaN", lambda: ps.horizon_limit(np.nan, 5.0), "first_step"),
+        # the log laws' helpers
+        (
+            "fit_start beyond",
+            lambda: ps.identify_stiffness(np.linspace(0.2, 0.8, 50), eta=0.1, fit_start=1000),
+            "fit_start",
+        ),
+        ("lag -1", lambda: ps.identify_stiffness(np.linspace(0.2, 0.8, 50), eta=0.1, lag=-1), "lag must be >= 0"),
+        ("empty curve", lambda: ps.identify_stiffness([], eta=0.1), "rewards must be a curve"),
+        ("law params", lambda: ps.law_curve("saturation", np.arange(5.0), [0.9]), "saturation are 3 numbers"),
+        ("omega_n -1", lambda: ps.oscillator_stiffness(-1.0, 0.1), "omega_n"),
+        ("zeta -1", lambda: ps.oscillator_curve(np.arange(5.0), 0.5, -1.0, 0.1, 0.0, 0.0), "zeta"),
+        # settings the theory does not describe
+        (
+            "predict a schedule",
+            lambda: ps.predict(ps.bandit_config(beta=0.1, lr_schedule="cosine", decay_steps=100)),
+            "constant learning rate",
+        ),
+        ("rtol", lambda: ps.solve_deterministic(np.arange(3.0), 0.1, 0.0, 0.1, 0.0, 1.0, 0.2, rtol=-1), "rtol"),
+        ("e0 NaN", lambda: ps.solve_deterministic(np.arange(3.0), np.nan, 0.0, 0.1, 0.0, 1.0, 0.2), "e0"),
+    ]
+
+
+@pytest.mark.parametrize("label, call, words", _bad_calls(), ids=[c[0] for c in _bad_calls()])
+def test_bad_input_is_one_pgrpo_sim_error_naming_it(label, call, words):
+    with pytest.raises(ps.PgrpoSimError, match=None) as info:
+        call()
+    assert words in str(info.value) and "\n" not in str(info.value), str(info.value)
+
+
+def test_convenient_forms_mean_what_they_say():
+    """An int key is a seed, one name is a one-name list (search's one name: tests/analysis/test_search.py), a
+    whole float is an integer, lists are arrays."""
+    sampled = dict(mode="sampled", seeds=2)
+    np.testing.assert_array_equal(
+        ps.simulate(CONFIG, 6, key=3, **sampled).reward, ps.simulate(CONFIG, 6, key=jax.random.key(3), **sampled).reward
+    )
+    assert ps.simulate(CONFIG, 6, readouts="reward").group_reward_std is None
+    assert ps.parse_column_map("reward=r") == {"reward": "r"}
+    assert ps.bandit_config(group_size=8.0).group_size == 8 and type(ps.bandit_config(group_size=8.0).group_size) is int
+    assert float(ps.clipped_surrogate([0.0], [0.0], [1.0]).loss[0]) == -1.0  # −min(ρA, clip(ρ)A) at ρ = 1, A = 1
+    assert float(ps.kl_estimate([-1.0], [-1.0])[0]) == 0.0
+
+
+def test_adv_eps_zero_gives_zero_advantage_to_an_all_equal_group():
+    """eps = 0 (no ε in the std normalisation): an all-equal group's advantages are 0, as documented, not 0/0; the
+    expected run is the limit eps → 0 (eps = 1e-30 moves a non-degenerate group's advantages by ~1e-30 relative,
+    far below float64 rounding over 30 steps: 1e-12), and a sampled run does not diverge at its first such group."""
+    with jax.enable_x64(True):
+        assert np.array_equal(ps.group_advantages(jnp.ones(3), eps=0.0), np.zeros(3))
+        base = dict(p_ref=0.2, beta=0.1, group_size=4, eta=0.5)
+        exact = ps.simulate(ps.bandit_config(**base, adv_eps=0.0), 30)
+        limit = ps.simulate(ps.bandit_config(**base, adv_eps=1e-30), 30)
+        assert not bool(exact.diverged)
+        np.testing.assert_allclose(exact.reward, limit.reward, rtol=1e-12)
+        sampled = ps.simulate(ps.bandit_config(**base, adv_eps=0.0), 30, mode="sampled", seeds=4)
+        assert not np.any(sampled.diverged) and np.all(np.isfinite(sampled.reward))
+
+
+def test_traced_hyperparameters_out_of_range_make_the_run_diverge():
+    """Under a caller's vmap the eager checks cannot see the values: a run with η < 0, μ ≥ 1 or a stale lag beyond
+    the buffer (`max_lag` 2, which would wrap around it) is NaN from its first update, reported as diverged at
+    step 0; the valid runs of the same batch are those of `simulate`."""
+    config = ps.bandit_config(eta=0.3, lag_model="stale", lag=2)
+
+    def late(eta, momentum, lag):
+        return ps.run(config.replace(eta=eta, momentum=momentum, lag=lag), jax.random.key(0), 12, "expected")
+
+    runs = jax.jit(jax.vmap(late))(
+        jnp.asarray([0.3, -0.3, 0.3, 0.3]), jnp.asarray([0.0, 0.0, 1.2, 0.0]), jnp.asarray([2, 2, 2, 5])
+    )
+    assert runs.diverged.tolist() == [False, True, True, True]
+    assert runs.diverged_step.tolist() == [-1, 0, 0, 0]
+    assert np.all(np.isnan(runs.reward[1:, 1:]))
+    np.testing.assert_allclose(runs.reward[0], ps.simulate(config, 12).reward, rtol=1e-6)
+
+
+@pytest.mark.slow  # the reuse Floquet map compiles for ~30 s on 2 cores
+def test_predict_checks_the_reduction_it_predicts():
+    """A population of 4 prompts with rollout reuse reduces to one 2-arm prompt (mean field), which expected mode
+    enumerates: predicted, no longer refused for its N-prompt form; the lag does not move p* (the on-policy drive's
+    fixed point), so p* is the on-policy population's."""
+    reuse = ps.predict(ps.bandit_config(beta=0.1, n_prompts=4, lag_model="refresh", lag=2))
+    on_policy = ps.predict(ps.bandit_config(beta=0.1, n_prompts=4))
+    assert float(reuse.p_star) == pytest.approx(float(on_policy.p_star), rel=1e-6)
