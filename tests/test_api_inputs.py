@@ -79,6 +79,13 @@ def _bad_calls():
             lambda: ps.search("damping-ratio", ps.bandit_config(beta=0.1), target=1.0, bounds={"eta": 0.1}),
             "must be a pair",
         ),
+        (
+            "boundary beyond mu 1",
+            lambda: ps.trace_boundary(
+                "damping_ratio", dict(lag=2, stiffness=0.3), "eta", (1e-3, 1.0), "momentum", (0, 1.5)
+            ),
+            "momentum range must be in [0, 1)",
+        ),
         ("horizon_limit NaN", lambda: ps.horizon_limit(np.nan, 5.0), "first_step"),
         # the log laws' helpers
         (

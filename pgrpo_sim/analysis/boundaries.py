@@ -368,14 +368,20 @@ def _slice(point, x, x_range, y, y_range, lag_model, log_x, log_y) -> tuple[_Spe
     """The static spec and traced context of a slice: base values, η scale, box, bandit configuration."""
     if x == y:
         raise PgrpoSimError(f"the two axes must differ, got {x} twice")
-    for name, (a, b) in ((x, x_range), (y, y_range)):
+    for name, box in ((x, x_range), (y, y_range)):
+        if np.shape(box) != (2,):
+            raise PgrpoSimError(f"{name} range must be a pair (low, high), got {box!r}")
+        a, b = box
         check_range(f"{name} range", [a, b])
         if not a < b:
             raise PgrpoSimError(f"{name} range must have low < high, got ({a:g}, {b:g})")
     logs = tuple(name in LOG_AXES if flag is None else bool(flag) for name, flag in ((x, log_x), (y, log_y)))
-    for name, (a, _), log in ((x, x_range, logs[0]), (y, y_range, logs[1])):
+    for name, (a, b), log in ((x, x_range, logs[0]), (y, y_range, logs[1])):
         if log and a <= 0:
             raise PgrpoSimError(f"{name} range must be > 0 on a log scale, got low {a:g}")
+        row = HYPERPARAMETERS.get(name)
+        if row is not None:  # the hyperparameter's own domain (μ < 1, p_ref in (0, 1), …)
+            check_range(f"{name} range", [a, b], row.low, row.high, low_open=row.low_open, high_open=row.high_open)
     scale = None
     if isinstance(point, BanditConfig):
         for name in (x, y):
