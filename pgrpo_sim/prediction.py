@@ -111,11 +111,6 @@ def _classes(config: BanditConfig) -> tuple[np.ndarray, int, int]:
     """(correct mask, N, c) of a concrete binary-reward configuration whose prompts share one class structure;
     refuses the others."""
     check_config(config)
-    if config.lr_schedule != "constant":
-        raise PgrpoSimError(
-            f"prediction needs a constant learning rate (lr_schedule 'constant'), got {config.lr_schedule!r}: the "
-            "oscillator and its fixed point are those of one η; predict the run at its peak η, or simulate it"
-        )
     if config.optimizer == "adam":
         raise PgrpoSimError(
             "optimizer adam is not supported: Adam rescales each logit separately, so the exact two-arm reduction "
@@ -444,6 +439,12 @@ def predict(config: BanditConfig) -> Prediction:
     and the exact per-step spectral radius of a class-symmetric, binary-reward, single-prompt bandit
     configuration (SGD or Nesterov); vmappable over its hyperparameter leaves. See the module docstring.
     """
+    check_config(config)
+    if config.lr_schedule != "constant":  # its optimiser state counts steps: the map changes from step to step
+        raise PgrpoSimError(
+            f"predict needs a constant learning rate (lr_schedule 'constant'), got {config.lr_schedule!r}: its "
+            "spectral radius is that of the map at one η; predict the run at its peak η, or simulate it"
+        )
     reduced = two_arm_reduction(config)
     check_mode(reduced, "expected")  # the reduction's: a population or N arms reduce to one 2-arm prompt
     if config.lag_model == "stale":  # the Floquet map carries the lag buffer: its Jacobian grows as max_lag²

@@ -3,6 +3,7 @@ AttributeError or an error from deep inside JAX, and never a silent wrong run (a
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -124,7 +125,13 @@ def test_convenient_forms_mean_what_they_say():
         ps.simulate(CONFIG, 6, key=3, **sampled).reward, ps.simulate(CONFIG, 6, key=jax.random.key(3), **sampled).reward
     )
     assert ps.simulate(CONFIG, 6, readouts="reward").group_reward_std is None
+    np.testing.assert_array_equal(
+        ps.simulate(CONFIG, 6, key=np.array(3), **sampled).reward, ps.simulate(CONFIG, 6, key=3, **sampled).reward
+    )
     assert ps.parse_column_map("reward=r") == {"reward": "r"}
+    assert ps.bandit_config(dynamic_sampling=0).dynamic_sampling is False
+    run = ps.resolve_run_config({"learning_rate": 1e-6})
+    assert ps.resolve_run_config(run.as_dict()) == run  # a RunConfig's dict (with its sources) reads back
     assert ps.bandit_config(group_size=8.0).group_size == 8 and type(ps.bandit_config(group_size=8.0).group_size) is int
     assert float(ps.clipped_surrogate([0.0], [0.0], [1.0]).loss[0]) == -1.0  # −min(ρA, clip(ρ)A) at ρ = 1, A = 1
     assert float(ps.kl_estimate([-1.0], [-1.0])[0]) == 0.0
@@ -136,6 +143,7 @@ def test_adv_eps_zero_gives_zero_advantage_to_an_all_equal_group():
     far below float64 rounding over 30 steps: 1e-12), and a sampled run does not diverge at its first such group."""
     with jax.enable_x64(True):
         assert np.array_equal(ps.group_advantages(jnp.ones(3), eps=0.0), np.zeros(3))
+        assert np.all(np.isnan(ps.group_advantages(jnp.asarray([0.0, np.nan, 1.0]), eps=0.0)))  # NaN not hidden
         base = dict(p_ref=0.2, beta=0.1, group_size=4, eta=0.5)
         exact = ps.simulate(ps.bandit_config(**base, adv_eps=0.0), 30)
         limit = ps.simulate(ps.bandit_config(**base, adv_eps=1e-30), 30)
@@ -161,6 +169,9 @@ def test_traced_hyperparameters_out_of_range_make_the_run_diverge():
     assert runs.diverged_step.tolist() == [-1, 0, 0, 0]
     assert np.all(np.isnan(runs.reward[1:, 1:]))
     np.testing.assert_allclose(runs.reward[0], ps.simulate(config, 12).reward, rtol=1e-6)
+    unchecked = eqx.tree_at(lambda c: c.momentum, config, jnp.float32(1.2))  # built around the eager checks
+    built = jax.jit(ps.run, static_argnums=(2, 3))(unchecked, jax.random.key(0), 12, "expected")
+    assert bool(built.diverged) and int(built.diverged_step) == 0
 
 
 @pytest.mark.slow  # the reuse Floquet map compiles for ~30 s on 2 cores

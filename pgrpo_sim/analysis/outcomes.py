@@ -33,7 +33,9 @@ class Outcomes(NamedTuple):
     whose tails decay as 1/x² rather than e^{−x}, so a run that stays far short of the threshold still has a
     gradient towards it. overshoot: max(0, max_t sign(p* − p_0)(p_t − p*)), reward units.
     area: trapezoidal ∫ p dt over the run (reward × steps). late_variance: the predicted stationary Var(p) of
-    sampled training, D/(2GCK) (reward²). p_star: the fixed point. reward: the curve itself.
+    sampled training, D/(2GCK) (reward²), of the continuous oscillator (+inf for C ≤ 0); it does not see the
+    exact discrete map's own instability at large steps (η_eff·K ≳ 2(1 + μ) on policy): `predict(config)` does
+    (`stable`, and its `stationary_variance` is NaN there). p_star: the fixed point. reward: the curve itself.
     """
 
     final_reward: Array

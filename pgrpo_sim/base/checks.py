@@ -141,10 +141,13 @@ def check_seed(seed: Any) -> None:
 def as_key(key: Any) -> jax.Array:
     """A JAX PRNG key from `key`: a key (typed, or raw uint32 data) as it is, an int as the seed of
     `jax.random.key` (checked by `check_seed`); anything else raises `PgrpoSimError`."""
-    if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
-        check_seed(key)
+    if isinstance(key, (jax.Array, np.ndarray)) and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return key
+    integer = isinstance(key, (int, np.integer, jax.Array, np.ndarray)) and not isinstance(key, (bool, np.bool_))
+    if integer and np.ndim(key) == 0 and is_concrete(key) and np.issubdtype(np.asarray(key).dtype, np.integer):
+        check_seed(int(key))
         return jax.random.key(int(key))
-    if isinstance(key, (jax.Array, np.ndarray)):
+    if isinstance(key, (jax.Array, np.ndarray)):  # raw uint32 key data (or a traced seed), for JAX to judge
         return key
     raise PgrpoSimError(f"key must be a JAX PRNG key (jax.random.key(seed)) or an int seed, got {type(key).__name__}")
 

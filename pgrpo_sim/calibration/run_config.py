@@ -236,10 +236,11 @@ def resolve_run_config(given: Mapping[str, Any] | None = None, settings: Mapping
                 f"{name} must be a mapping of run-config keys (read_run_config reads a file), got "
                 f"{type(mapping).__name__}"
             )
-    unknown = sorted(set(given or {}) - set(KEYS))
+    unknown = sorted(set(given or {}) - set(KEYS) - {"sources"})  # a RunConfig.as_dict() reads back
     if unknown:
         raise PgrpoSimError(f"unknown run-config key {unknown[0]!r} (known: {', '.join(KEYS)})")
-    given, settings = dict(given or {}), {k: v for k, v in (settings or {}).items() if k in KEYS}
+    given = {k: v for k, v in (given or {}).items() if k != "sources"}
+    settings = {k: v for k, v in (settings or {}).items() if k in KEYS}
     values, sources = {}, {}
     for key in KEYS:
         if key in given:

@@ -24,6 +24,7 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -857,6 +858,8 @@ def valid_hyperparameters(config: BanditConfig) -> Array:
     ok &= in_range(config.clip_high, 0.0, low_open=True) & in_range(config.ref_sync_alpha, 0.0, 1.0)
     ok &= in_range(config.adv_eps, 0.0)
     ok &= in_range(config.lag, 0, config.max_lag if config.lag_model == "stale" else None)
+    if config.lag_model == "refresh":  # whole epochs of mini-batches
+        ok &= config.lag % config.minibatches == 0
     for value, low in ((config.dual_clip, 1.0), (config.kl_clamp, 0.0), (config.grad_clip, 0.0)):
         if value is not None:
             ok &= in_range(value, low, low_open=True)
@@ -871,7 +874,7 @@ def run(
     `binary_rewards`: every reward is exactly 0 or 1, which lets expected-mode reuse enumerate fewer rollouts.
     `checkpoint`: reverse-mode derivatives keep O(√steps) states (`base.autodiff.scan`). A run whose (traced)
     hyperparameters are out of range (`valid_hyperparameters`) steps by a NaN η: diverged at step 0, NaN after."""
-    config = config.replace(eta=nan_unless(valid_hyperparameters(config), config.eta))
+    config = eqx.tree_at(lambda c: c.eta, config, nan_unless(valid_hyperparameters(config), config.eta))
     optimizer = make_optimizer(config)
     state = initial_state(config, optimizer, config.init_logits)
     if mode == "expected" and config.lag_model == "refresh":

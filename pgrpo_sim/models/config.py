@@ -67,7 +67,12 @@ def _static_int(x):
 
 
 def _static_bool(x):
-    return bool(x) if isinstance(x, (bool, np.bool_)) else x
+    """True/False, also from 0/1 and 0-d boolean arrays; anything else is kept, for `__check_init__` to refuse."""
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if x is not None and not isinstance(x, str) and is_concrete(x) and np.ndim(x) == 0 and np.asarray(x) in (0, 1):
+        return bool(x)
+    return x
 
 
 SCALARS = ("eta", "momentum", "beta", "clip_low", "clip_high", "ref_sync_alpha", "adv_eps", "lag", "advantage")

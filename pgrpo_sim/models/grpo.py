@@ -66,8 +66,8 @@ def group_advantages(rewards: ArrayLike, kind: str | ArrayLike = "std", eps: flo
     denominator = jnp.where(
         code == ADVANTAGES.index("std"), std + eps, jnp.where(code == ADVANTAGES.index("batch"), batch_std + eps, 1.0)
     )
-    # eps = 0: an all-equal group has 0/0, its advantages 0 as documented (a safe division, for gradients too)
-    safe = denominator > 0
+    # eps = 0: an all-equal group has 0/0, its advantages 0 as documented (NaN still propagates)
+    safe = denominator != 0
     return jnp.where(safe, centred * factor / jnp.where(safe, denominator, 1.0), 0.0)
 
 

@@ -10,7 +10,6 @@ variance (`laws.short_lag_variance`).
 from __future__ import annotations
 
 import math
-import numbers
 from pathlib import Path
 from typing import NamedTuple
 
@@ -93,7 +92,8 @@ class LogAnalysis(NamedTuple):
 def check_analysis(log: TrainingLog, *, metric: str = "reward", n_samples: int | None = None) -> None:
     """Raise `PgrpoSimError` unless `analyse_log` can run on these inputs (checked before anything is written)."""
     _check_metric(log, metric)
-    if n_samples is not None and (isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Real)):
+    number = np.ndim(n_samples) == 0 and np.issubdtype(np.asarray(n_samples).dtype, np.number)
+    if n_samples is not None and (isinstance(n_samples, (bool, np.bool_)) or not number):
         raise PgrpoSimError(f"samples per step must be a number, got {n_samples!r}")
     if n_samples is not None and not (np.isfinite(n_samples) and n_samples >= 1 and n_samples == int(n_samples)):
         raise PgrpoSimError(f"samples per step must be an integer >= 1 (prompts × group size), got {n_samples:g}")

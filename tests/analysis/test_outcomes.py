@@ -90,3 +90,13 @@ def test_a_start_at_the_fixed_point_has_covered_the_way():
     value, grad = jax.jit(jax.value_and_grad(time))(0.4)  # one program, not op by op
     assert float(value) == pytest.approx(100 * 0.5 * (1 + x / np.sqrt(1 + x * x)), rel=1e-12)
     assert np.isfinite(float(grad))
+
+
+def test_outcomes_of_a_scheduled_run_are_its_simulated_curve():
+    """A learning-rate schedule is simulated exactly (the 2-arm reduction keeps it): outcomes' curve of a 5-arm
+    cosine-decayed run is `simulate`'s, to float32 rounding over 15 steps (1e-6); only `predict`, whose radius is
+    that of one η, refuses a schedule (tests/test_api_inputs.py)."""
+    cfg = ps.bandit_config(
+        eta=0.5, lr_schedule="cosine", warmup_steps=3, decay_steps=20, beta=0.1, n_arms=5, n_correct=2
+    )
+    np.testing.assert_allclose(ps.outcomes(cfg, 15).reward, ps.simulate(cfg, 15).reward, rtol=1e-6)
