@@ -99,6 +99,12 @@ def _bad_calls():
         ("law params", lambda: ps.law_curve("saturation", np.arange(5.0), [0.9]), "saturation are 3 numbers"),
         ("omega_n -1", lambda: ps.oscillator_stiffness(-1.0, 0.1), "omega_n"),
         ("zeta -1", lambda: ps.oscillator_curve(np.arange(5.0), 0.5, -1.0, 0.1, 0.0, 0.0), "zeta"),
+        ("r_squared shapes", lambda: ps.r_squared([1.0, 2.0, 3.0], [1.0, 2.0]), "equal shapes"),
+        ("reward_stderr window", lambda: ps.reward_stderr(np.ones(5), 8, window=0), "window"),
+        ("saturation r_inf", lambda: ps.saturation_law(np.arange(3.0), np.nan, 1.0), "r_inf"),
+        ("regime tol", lambda: ps.regime(0.1, 0.0, 0.0, 1.0, tol=-1), "tol"),
+        ("ts decreasing", lambda: ps.solve_deterministic([2.0, 1.0], 0.1, 0.0, 0.1, 0.0, 1.0, 0.2), "non-decreasing"),
+        ("euler tolerance", lambda: ps.euler_step_limit(0.1, 0.0, 1.0, 0.2, 100.0, tolerance=-1), "tolerance"),
         # settings the theory does not describe
         (
             "predict a schedule",

@@ -170,6 +170,8 @@ def _best_fit(r: Array, eta: Array, momentum: Array, lag: Array, slope: Array) -
 def r_squared(data: ArrayLike, model: ArrayLike) -> float:
     """Coefficient of determination 1 − Σ(data − model)²/Σ(data − mean)²."""
     data, model = np.asarray(data, float), np.asarray(model, float)
+    if data.shape != model.shape or data.size < 2:
+        raise PgrpoSimError(f"data and model must be equal shapes of >= 2 points, got {data.shape} and {model.shape}")
     return float(1 - np.sum((data - model) ** 2) / np.sum((data - data.mean()) ** 2))
 
 
@@ -350,6 +352,7 @@ def reward_stderr(reward_std: ArrayLike, n_samples: ArrayLike, window: int | Non
     std, n = np.asarray(reward_std, float), np.broadcast_to(np.asarray(n_samples, float), np.shape(reward_std))
     if np.any(~np.isfinite(std)) or np.any(std < 0) or np.any(~(n >= 1)):
         raise PgrpoSimError("reward_std must be finite and >= 0 and n_samples >= 1 at every fitted step")
+    check_range("window", window, 1, integer=True)
     se = np.sqrt(smooth(std**2, window or smoothing_window(std.size)) / n)
     positive = se[se > 0]
     return np.maximum(se, 0.1 * np.median(positive)) if positive.size else se

@@ -31,7 +31,7 @@ from jax import Array
 from jax.typing import ArrayLike
 
 from ..base import threefry as _random
-from ..base.checks import as_float, as_key, check_choice, check_range
+from ..base.checks import as_float, as_key, check_choice, check_range, is_concrete
 from ..base.errors import PgrpoSimError
 from . import theory
 
@@ -59,6 +59,9 @@ def _times(ts: ArrayLike) -> Array:
     ts = as_float(ts)
     if ts.ndim != 1 or ts.size < 1:
         raise PgrpoSimError(f"ts must be a non-empty 1-D array of times, got shape {ts.shape}")
+    check_range("ts", ts)
+    if is_concrete(ts) and np.any(np.diff(np.asarray(ts)) < 0):
+        raise PgrpoSimError("ts must be non-decreasing (the times to save at, in steps)")
     return ts
 
 
@@ -199,6 +202,7 @@ def euler_step_limit(
     gives a wrong trajectory. Concrete inputs only (host-side)."""
     m, c, k = (float(x) for x in theory.coefficients(eta, momentum, lag, stiffness))
     check_range("span", span, 0.0, low_open=True)
+    check_range("tolerance", tolerance, 0.0, low_open=True)
     roots = np.roots([m, c, k])
     floor = 1.0 / span
     for power in range(0, 31):

@@ -92,6 +92,7 @@ def regime_code(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: 
 
     Codes are `base.regimes.Damping`; invalid inputs under jit give `INVALID` (−1). Names are in `REGIMES`.
     """
+    check_range("tol", tol, 0.0)
     m, c, k = coefficients(eta, momentum, lag, stiffness)
     zeta = c / (2 * jnp.sqrt(m * k))
     code = jnp.where(
@@ -184,6 +185,7 @@ def trajectory(
 def saturation_law(t: ArrayLike, r_inf: ArrayLike, t0: ArrayLike) -> Array:
     """Empirical saturation law R(t) = R∞(1 − e^{−t/t0}) (t, t0 in steps): the overdamped limit."""
     check_range("t0", t0, 0.0, low_open=True)
+    check_range("r_inf", r_inf)
     t, r_inf, t0 = _float(t, r_inf, t0)
     return r_inf * -jnp.expm1(-t / t0)
 
@@ -191,5 +193,7 @@ def saturation_law(t: ArrayLike, r_inf: ArrayLike, t0: ArrayLike) -> Array:
 def critical_law(t: ArrayLike, r_inf: ArrayLike, r0: ArrayLike, omega: ArrayLike) -> Array:
     """Critically damped law R(t) = R∞ − (R∞ − R0)(1 + ωt)e^{−ωt} (ω per step): adds the slow start."""
     check_range("omega", omega, 0.0, low_open=True)
+    check_range("r_inf", r_inf)
+    check_range("r0", r0)
     t, r_inf, r0, omega = _float(t, r_inf, r0, omega)
     return r_inf - (r_inf - r0) * (1 + omega * t) * jnp.exp(-omega * t)
