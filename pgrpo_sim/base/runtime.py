@@ -184,11 +184,12 @@ def worker_pool(processes: int):
         yield pool
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
-        workers = set(multiprocessing.active_children()) - before
-        for worker in workers:
-            worker.terminate()
-        for worker in workers:
-            worker.join()
+        # until none is left: the pool may start a worker while the others are being stopped (CI once kept one)
+        while workers := set(multiprocessing.active_children()) - before:
+            for worker in workers:
+                worker.terminate()
+            for worker in workers:
+                worker.join()
         pool.shutdown()  # joins the pool's manager thread, which has seen its workers die
         raise
     pool.shutdown()
