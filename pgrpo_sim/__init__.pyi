@@ -23,7 +23,7 @@ from .analysis.sweep import (
     parse_axis as parse_axis,
     run_sweep as run_sweep,
 )
-from .base.checks import MAX_SEED as MAX_SEED, MAX_STEPS as MAX_STEPS
+from .base.checks import MAX_SEED as MAX_SEED, MAX_STEPS as MAX_STEPS, Interval as Interval
 from .base.errors import PgrpoSimError as PgrpoSimError
 from .base.regimes import DISCRETE_REGIMES as DISCRETE_REGIMES, REGIMES as REGIMES, Damping as Damping, Regime as Regime
 from .calibration import (
@@ -96,10 +96,12 @@ from .models.bandit import (
     sampled_on_policy_grad as sampled_on_policy_grad,
     simulate as simulate,
     step as step,
+    valid_hyperparameters as valid_hyperparameters,
 )
 from .models.config import (
     KL_KINDS as KL_KINDS,
     LAG_MODELS as LAG_MODELS,
+    LEAF_RANGES as LEAF_RANGES,
     LR_SCHEDULES as LR_SCHEDULES,
     MAX_GROUP_SIZE as MAX_GROUP_SIZE,
     OPTIMIZERS as OPTIMIZERS,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base.checks import check_range, check_seed, check_seeds, check_steps, describe_range
+from .base.checks import check_range, check_seed, check_seeds, check_steps
 from .base.errors import PgrpoSimError
 from .base.outputs import check_output_dir, check_output_file, claim_output_dir, json_text, remove_outputs, write_csv
 from .logs.readers import FORMATS
@@ -86,7 +86,7 @@ def _add_oscillator_args(p: argparse.ArgumentParser) -> None:
 def _help(name: str, note: str = "") -> str:
     """Help text of a hyperparameter flag from the hyperparameter table: label, note, allowed range."""
     row = HYPERPARAMETERS[name]
-    span = describe_range(row.low, row.high, row.low_open, row.high_open)
+    span = row.domain.describe()
     return f"{row.label} {note} ({span})".replace("  ", " ").replace(" :", ":")
 
 

@@ -180,6 +180,25 @@ def test_traced_hyperparameters_out_of_range_make_the_run_diverge():
     assert bool(built.diverged) and int(built.diverged_step) == 0
 
 
+def test_eager_checks_and_the_in_jit_mask_refuse_the_same_values():
+    """Each real-valued leaf's range (`LEAF_RANGES`), at its ends and just beyond them: `bandit_config` refuses a
+    value, naming the leaf, exactly when `valid_hyperparameters` masks it (a config built around the eager
+    checks with `eqx.tree_at`)."""
+    base = ps.bandit_config(dual_clip=3.0, kl="k3", kl_clamp=10.0, grad_clip=1.0)
+    for name, interval in ps.LEAF_RANGES.items():
+        ends = [x for x in (interval.low, interval.high) if x is not None]
+        for value in [x + d for x in ends for d in (-1e-3, 0.0, 1e-3)] + [np.inf, np.nan]:
+            try:
+                base.replace(**{name: value})
+                refused = False
+            except ps.PgrpoSimError as error:
+                assert name in str(error)
+                refused = True
+            unchecked = eqx.tree_at(lambda c, name=name: getattr(c, name), base, jnp.float32(value))
+            assert bool(ps.valid_hyperparameters(unchecked)) is not refused, (name, value)
+            assert bool(interval.holds(value)) is not refused
+
+
 @pytest.mark.slow  # the reuse Floquet map compiles for ~30 s on 2 cores
 def test_predict_checks_the_reduction_it_predicts():
     """A population of 4 prompts with rollout reuse reduces to one 2-arm prompt (mean field), which expected mode

@@ -381,7 +381,7 @@ def _slice(point, x, x_range, y, y_range, lag_model, log_x, log_y) -> tuple[_Spe
             raise PgrpoSimError(f"{name} range must be > 0 on a log scale, got low {a:g}")
         row = HYPERPARAMETERS.get(name)
         if row is not None:  # the hyperparameter's own domain (μ < 1, p_ref in (0, 1), …)
-            check_range(f"{name} range", [a, b], row.low, row.high, low_open=row.low_open, high_open=row.high_open)
+            row.domain.check(f"{name} range", [a, b])
     scale = None
     if isinstance(point, BanditConfig):
         for name in (x, y):

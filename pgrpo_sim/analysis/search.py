@@ -268,9 +268,9 @@ def _setup(
         if np.shape(pair) != (2,):
             raise PgrpoSimError(f"bounds for {name} must be a pair (low, high), got {pair!r}")
         a, b = (float(v) for v in pair)
-        row = HYPERPARAMETERS[name]  # a log-scaled box needs low > 0
-        low_open = row.low_open or row.log_scale
-        check_range(f"bounds for {name}", [a, b], row.low, row.high, low_open=low_open, high_open=row.high_open)
+        row = HYPERPARAMETERS[name]
+        domain = row.domain._replace(low_open=row.domain.low_open or row.log_scale)  # a log scale needs > 0
+        domain.check(f"bounds for {name}", [a, b])
         if not a < b:
             raise PgrpoSimError(f"bounds for {name} must have low < high, got ({a:g}, {b:g})")
         lo.append(a)

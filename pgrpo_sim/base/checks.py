@@ -11,7 +11,7 @@ Two behaviours, as documented on each public function:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -82,6 +82,28 @@ def check_range(
         raise PgrpoSimError(f"{name} must be {span}, got {_show(arr[~ok])}")
     if integer and (np.asarray(arr) != np.round(arr)).any():
         raise PgrpoSimError(f"{name} must be an integer, got {_show(arr[arr != np.round(arr)])}")
+
+
+class Interval(NamedTuple):
+    """An allowed range of a number: `low`/`high` (None: unbounded), each end open or closed. One table of them
+    serves the eager check (`check`) and the in-jit mask (`holds`), so the two cannot drift apart."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def check(self, name: str, value: Any, *, integer: bool = False) -> None:
+        """`check_range(name, value, ...)` over this interval."""
+        check_range(name, value, self.low, self.high, low_open=self.low_open, high_open=self.high_open, integer=integer)
+
+    def holds(self, value: Any, xp=jnp):
+        """`in_range(value, ...)` over this interval: an elementwise mask, on tracers too."""
+        return in_range(value, *self, xp=xp)
+
+    def describe(self) -> str:
+        """`describe_range` of this interval, e.g. 'in [0, 1)'."""
+        return describe_range(*self)
 
 
 def check_scalar(name: str, value: Any, *, optional: bool = False) -> None:

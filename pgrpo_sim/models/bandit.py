@@ -38,7 +38,7 @@ from ..base.autodiff import scan
 from ..base.checks import as_key, check_choice, check_seeds, check_steps, in_range, is_concrete, nan_unless
 from ..base.errors import PgrpoSimError
 from ..base.small_axes import UNROLL_MAX, axis_sum, softmax
-from .config import BanditConfig, check_config
+from .config import LEAF_RANGES, BanditConfig, check_config
 from .grpo import ADVANTAGES, clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
 
 MODES = ("expected", "sampled")
@@ -853,16 +853,12 @@ def valid_hyperparameters(config: BanditConfig) -> Array:
     """Whether every hyperparameter leaf is in the range `BanditConfig` checks eagerly (a bool array): the in-jit
     form of those checks, for traced values (a caller's `vmap` may hold an η ≤ 0, or a stale lag beyond the
     `max_lag` its buffer holds, which would wrap around it)."""
-    ok = in_range(config.eta, 0.0, low_open=True) & in_range(config.momentum, 0.0, 1.0, high_open=True)
-    ok &= in_range(config.beta, 0.0) & in_range(config.clip_low, 0.0, 1.0, low_open=True, high_open=True)
-    ok &= in_range(config.clip_high, 0.0, low_open=True) & in_range(config.ref_sync_alpha, 0.0, 1.0)
-    ok &= in_range(config.adv_eps, 0.0)
-    ok &= in_range(config.lag, 0, config.max_lag if config.lag_model == "stale" else None)
+    ok = in_range(config.lag, 0, config.max_lag if config.lag_model == "stale" else None)
     if config.lag_model == "refresh":  # whole epochs of mini-batches
         ok &= config.lag % config.minibatches == 0
-    for value, low in ((config.dual_clip, 1.0), (config.kl_clamp, 0.0), (config.grad_clip, 0.0)):
-        if value is not None:
-            ok &= in_range(value, low, low_open=True)
+    for name, interval in LEAF_RANGES.items():
+        if getattr(config, name) is not None:
+            ok &= interval.holds(getattr(config, name))
     return ok
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base.checks import as_float, check_choice, check_range, check_scalar, is_concrete
+from ..base.checks import Interval, as_float, check_choice, check_range, check_scalar, is_concrete
 from ..base.errors import PgrpoSimError
 from .grpo import ADVANTAGES, advantage_code
 
@@ -79,6 +79,21 @@ SCALARS = ("eta", "momentum", "beta", "clip_low", "clip_high", "ref_sync_alpha",
 """Leaves that hold one number each (per configuration: sweeps vmap over configurations)."""
 OPTIONAL_SCALARS = ("dual_clip", "kl_clamp", "grad_clip", "ref_sync_steps")
 """Scalar leaves that may be None (off)."""
+LEAF_RANGES: dict[str, Interval] = {
+    "eta": Interval(0.0, None, low_open=True),
+    "momentum": Interval(0.0, 1.0, high_open=True),
+    "beta": Interval(0.0),
+    "clip_low": Interval(0.0, 1.0, low_open=True, high_open=True),
+    "clip_high": Interval(0.0, None, low_open=True),
+    "dual_clip": Interval(1.0, None, low_open=True),
+    "kl_clamp": Interval(0.0, None, low_open=True),
+    "grad_clip": Interval(0.0, None, low_open=True),
+    "ref_sync_alpha": Interval(0.0, 1.0),
+    "adv_eps": Interval(0.0),
+}
+"""Allowed range of each real-valued hyperparameter leaf: checked eagerly by `BanditConfig.__check_init__`, masked
+in-jit by `bandit.valid_hyperparameters`, and read by `hyperparameters.HYPERPARAMETERS`. (The lag's range depends
+on the lag model, the advantage code's on `ADVANTAGES`: both are checked where they are set.)"""
 
 
 class BanditConfig(eqx.Module):
@@ -159,14 +174,8 @@ class BanditConfig(eqx.Module):
         check_range("rewards", self.rewards, 0.0, 1.0)
         check_range("true_rewards", self.true_rewards, 0.0, 1.0)
         check_range("init_logits", self.init_logits)
-        check_range("eta", self.eta, 0.0, low_open=True)
-        check_range("momentum", self.momentum, 0.0, 1.0, high_open=True)
-        check_range("beta", self.beta, 0.0)
-        check_range("clip_low", self.clip_low, 0.0, 1.0, low_open=True, high_open=True)
-        check_range("clip_high", self.clip_high, 0.0, low_open=True)
-        check_range("dual_clip", self.dual_clip, 1.0, low_open=True)
-        check_range("kl_clamp", self.kl_clamp, 0.0, low_open=True)
-        check_range("grad_clip", self.grad_clip, 0.0, low_open=True)
+        for name, interval in LEAF_RANGES.items():
+            interval.check(name, getattr(self, name))
         check_range("lag", self.lag, 0, self.max_lag if self.lag_model == "stale" else None, integer=True)
         if self.lag_model == "refresh" and is_concrete(self.lag) and np.any(np.asarray(self.lag) % self.minibatches):
             raise PgrpoSimError(
@@ -180,8 +189,6 @@ class BanditConfig(eqx.Module):
                     f"features must have shape (prompts, F) = ({self.rewards.shape[0]}, F), got {self.features.shape}"
                 )
             check_range("features", self.features)
-        check_range("ref_sync_alpha", self.ref_sync_alpha, 0.0, 1.0)
-        check_range("adv_eps", self.adv_eps, 0.0)
         if self.lag_model == "none" and is_concrete(self.lag) and np.any(np.asarray(self.lag) != 0):
             raise PgrpoSimError("lag must be 0 when lag_model is 'none' (use lag_model 'refresh' or 'stale')")
 

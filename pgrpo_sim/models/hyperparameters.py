@@ -14,9 +14,9 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from ..base.checks import check_range, check_scalar, is_concrete
+from ..base.checks import Interval, check_scalar, is_concrete
 from ..base.errors import PgrpoSimError
-from .config import MAX_GROUP_SIZE, BanditConfig, check_config
+from .config import LEAF_RANGES, MAX_GROUP_SIZE, BanditConfig, check_config
 
 
 class Hyperparameter(NamedTuple):
@@ -25,8 +25,9 @@ class Hyperparameter(NamedTuple):
     traced: a traced config leaf (one compilation serves every value; `vmap`/`grad` work), else static
     structure (each value compiles its own program). integer: takes integer values. differentiable:
     `sensitivities`, `outcomes` and `search` differentiate it. log_scale: log-spaced by default in grids,
-    search boxes and figures. low/high, low_open/high_open: the allowed range. field: the config field it
-    maps into (see `set_hyperparameters`). label: axis label with units.
+    search boxes and figures. domain: the allowed range (the config leaf's own, `config.LEAF_RANGES`, where the
+    hyperparameter is one). field: the config field it maps into (see `set_hyperparameters`). label: axis
+    label with units.
     """
 
     name: str
@@ -34,53 +35,35 @@ class Hyperparameter(NamedTuple):
     integer: bool
     differentiable: bool
     log_scale: bool
-    low: float | None
-    high: float | None
-    low_open: bool
-    high_open: bool
+    domain: Interval
     field: str
     label: str
 
     def check(self, value: Any) -> None:
         """Raise `PgrpoSimError` naming this hyperparameter unless every concrete value is in range."""
-        check_range(
-            self.name,
-            value,
-            self.low,
-            self.high,
-            low_open=self.low_open,
-            high_open=self.high_open,
-            integer=self.integer,
-        )
+        self.domain.check(self.name, value, integer=self.integer)
 
 
 _ROWS = (
-    Hyperparameter("eta", True, False, True, True, 0.0, None, True, False, "eta", "learning rate η (per step)"),
-    Hyperparameter("momentum", True, False, True, False, 0.0, 1.0, False, True, "momentum", "momentum μ"),
-    Hyperparameter("beta", True, False, True, True, 0.0, None, False, False, "beta", "KL coefficient β"),
+    Hyperparameter("eta", True, False, True, True, LEAF_RANGES["eta"], "eta", "learning rate η (per step)"),
+    Hyperparameter("momentum", True, False, True, False, LEAF_RANGES["momentum"], "momentum", "momentum μ"),
+    Hyperparameter("beta", True, False, True, True, LEAF_RANGES["beta"], "beta", "KL coefficient β"),
     Hyperparameter(
-        "p_ref", True, False, True, False, 0.0, 1.0, True, True, "init_logits", "initial correct mass p_ref"
+        "p_ref", True, False, True, False, Interval(0.0, 1.0, True, True), "init_logits", "initial correct mass p_ref"
     ),
-    Hyperparameter("clip", True, False, True, True, 0.0, 1.0, True, True, "clip_low", "clip range ε"),
+    Hyperparameter("clip", True, False, True, True, LEAF_RANGES["clip_low"], "clip_low", "clip range ε"),
     Hyperparameter(
-        "clip_high", True, False, False, True, 0.0, None, True, False, "clip_high", "upper clip range ε_high"
+        "clip_high", True, False, False, True, LEAF_RANGES["clip_high"], "clip_high", "upper clip range ε_high"
     ),
-    Hyperparameter(
-        "lag", True, True, False, False, 0.0, None, False, False, "lag", "off-policy lag τ (optimiser steps)"
-    ),
-    Hyperparameter(
-        "group_size", False, True, False, True, 2.0, MAX_GROUP_SIZE, False, False, "group_size", "group size G"
-    ),
+    Hyperparameter("lag", True, True, False, False, Interval(0.0), "lag", "off-policy lag τ (optimiser steps)"),
+    Hyperparameter("group_size", False, True, False, True, Interval(2.0, MAX_GROUP_SIZE), "group_size", "group size G"),
     Hyperparameter(
         "minibatches",
         False,
         True,
         False,
         False,
-        1.0,
-        None,
-        False,
-        False,
+        Interval(1.0),
         "minibatches",
         "mini-batches per epoch m (TRL steps_per_generation)",
     ),
@@ -90,10 +73,7 @@ _ROWS = (
         False,
         False,
         False,
-        0.0,
-        1.0,
-        False,
-        False,
+        LEAF_RANGES["ref_sync_alpha"],
         "ref_sync_alpha",
         "reference sync mix-up α (TRL ref_model_mixup_alpha)",
     ),
