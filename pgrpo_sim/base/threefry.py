@@ -6,7 +6,9 @@ while loop, a handful of kernel launches per call; a vmapped bandit step draws a
 those launches were half of the sampled-mode run time (benchmarks/RESULTS.md). Unrolled, XLA fuses the
 hash into one elementwise kernel. Same hash and key words as JAX (tested against
 `jax.extend.random.threefry_2x32`), our own counter layout: the numbers differ from `jax.random.uniform`'s,
-their distribution does not.
+their distribution does not. Our counters set the top bit of their second word (`COUNTER_TAG`): JAX derives keys
+by hashing (0, d) under the same key (`jax.random.fold_in(key, d)` and the d-th key of `jax.random.split(key, n)`,
+d < 2³¹), so a uniform drawn from a key never repeats the words of a key derived from it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from jax import Array
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = np.uint32(0x1BD11BDA)
+COUNTER_TAG = np.uint32(0x80000000)
+"""Set in the second word of every counter `uniform` hashes, never in JAX's key-derivation counters (0, d)."""
 
 
 def threefry2x32(key_words: Array, x0: Array, x1: Array) -> tuple[Array, Array]:
@@ -43,11 +47,11 @@ def uniform(key: Array, shape: tuple[int, ...], dtype) -> Array:
     words = jax.random.key_data(key)
     n = math.prod(shape)
     if jnp.dtype(dtype) == jnp.float64:
-        hi, lo = threefry2x32(words, jnp.arange(n, dtype=jnp.uint32), jnp.zeros(n, jnp.uint32))
+        hi, lo = threefry2x32(words, jnp.arange(n, dtype=jnp.uint32), jnp.full(n, COUNTER_TAG, jnp.uint32))
         mantissa = (hi >> np.uint32(5)).astype(dtype) * 2.0**26 + (lo >> np.uint32(6)).astype(dtype)
         return (mantissa * 2.0**-53).reshape(shape)
     half = (n + 1) // 2
-    a, b = threefry2x32(words, jnp.arange(half, dtype=jnp.uint32), jnp.full(half, half, jnp.uint32))
+    a, b = threefry2x32(words, jnp.arange(half, dtype=jnp.uint32), jnp.full(half, half | COUNTER_TAG, jnp.uint32))
     bits = jnp.concatenate([a, b])[:n]
     one_to_two = jax.lax.bitcast_convert_type((bits >> np.uint32(9)) | np.uint32(0x3F800000), jnp.float32)
     return (one_to_two - 1.0).astype(dtype).reshape(shape)

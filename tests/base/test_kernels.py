@@ -1,6 +1,7 @@
 """The sampled mode's generator and short-axis reductions against JAX's own and closed forms."""
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -36,6 +37,28 @@ def test_uniform_is_uniform_and_keyed(dtype):
     assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 4 / np.sqrt(n)
     other = np.asarray(_random.uniform(jax.random.key(4), (n,), dtype))
     assert abs(np.corrcoef(u, other)[0, 1]) < 4 / np.sqrt(n)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_uniform_never_repeats_the_words_of_keys_derived_from_its_key(dtype):
+    """The sampled step draws its groups from a step key and derives shuffle keys from it with `fold_in(key, 1)`
+    and `fold_in(key, 2)`; with counters (0, d) in its layout, a draw of 1 to 4 uniforms was a key's words (bit
+    for bit, prompts × G = 3 or 4 gave fold_in(key, 2)'s). No draw of 1 to 9 values equals a value made the same
+    way from the words of `fold_in(key, d)` or `split(key, 9)`, d < 9 (a chance match: ~1e-3 for float32's 23
+    bits, as the old layout's was certain)."""
+    key = jax.random.key(11)
+    derived = np.concatenate(
+        [jax.random.key_data(jax.random.split(key, 9)).ravel()]
+        + [jax.random.key_data(jax.random.fold_in(key, d)) for d in range(9)]
+    ).astype(np.uint32)
+    if dtype == jnp.float32:  # float32 takes the top 23 bits of one word
+        values = (derived >> 9).astype(np.float64) * 2.0**-23
+    else:  # float64 takes 27 bits of the first word and 26 of the second of one hash
+        pairs = derived.reshape(-1, 2).astype(np.float64)
+        values = (np.floor(pairs[:, 0] / 2**5) * 2.0**26 + np.floor(pairs[:, 1] / 2**6)) * 2.0**-53
+    for n in range(1, 10):
+        u = np.asarray(_random.uniform(key, (n,), dtype), np.float64)
+        assert not np.isin(u, values).any(), n
 
 
 def test_uniform_falls_back_for_other_key_kinds():
