@@ -158,6 +158,8 @@ from .prediction import (
     QUANTITIES as QUANTITIES,
     REASONS as REASONS,
     Prediction as Prediction,
+    config_lag as config_lag,
+    continuous_lag as continuous_lag,
     eta_scale as eta_scale,
     fixed_point as fixed_point,
     noise_scale as noise_scale,

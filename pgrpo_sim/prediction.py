@@ -12,7 +12,9 @@ use η_eff as "η":
 - D = G·Var(Δp/η_eff) at p* in sampled mode, exact over k ~ Binomial(G, p*) successes (to first order in
   η_eff, which makes it exact for N > 2 arms as well) — the diffusion of the oscillator;
 - the lag of the continuous model is τ for "stale", the mean staleness (K_ref − 1)/2 for "refresh", 0
-  for "none" (`continuous_lag`); the exact discrete map reads "none" as stale lag 0 (`discrete_lag`);
+  for "none" (`continuous_lag`); the exact discrete map reads "none" as stale lag 0 (`discrete_lag`). The
+  critical lag is reported on the configuration's own `lag` axis (`config_lag`): τ* for "stale" (and "none"),
+  2τ* + 1 optimiser steps per rollout for "refresh";
 - `spectral_radius` is exact for the full nonlinear expected update: the per-step Floquet multiplier
   of largest modulus of the one-cycle map (refresh period, stale-buffer rotation, or one step) at the
   fixed point, from `jax.jacfwd` — for any lag model, SGD or Nesterov.
@@ -53,7 +55,8 @@ REASONS = (
     "no interior fixed point",
     "damping C <= 0 (lag at or beyond the critical lag)",
     "exact discrete map unstable (spectral radius >= 1)",
-    "spectral radius undetermined (the rollout-averaged cycle's fixed point was not found)",
+    "spectral radius undetermined: no fixed point of the rollout-averaged cycle was found (the run may cycle, "
+    "e.g. held by the clip: outside the linear model)",
 )
 """Names of `Prediction.reason` codes: index = code."""
 QUANTITIES = (
@@ -76,7 +79,8 @@ class Prediction(NamedTuple):
     `regime` is a `base.regimes.Damping` code (names in `REGIMES`), `reason` a code into `REASONS`; `stable` is
     True when an interior fixed point exists, C > 0 and the exact spectral radius is below 1. Quantities that do
     not exist (no interior fixed point; the stationary variance of a configuration not `stable`) are NaN and
-    flagged by `stable`/`reason`, never to be read as numbers.
+    flagged by `stable`/`reason`, never to be read as numbers. `critical_lag` is on the axis of the
+    configuration's `lag` (`config_lag`), `lag_eff` the continuous model's τ.
     """
 
     p_star: Array
@@ -253,6 +257,13 @@ def continuous_lag(lag, lag_model: str) -> Array:
     return {"none": 0 * lag, "stale": lag, "refresh": staleness, "refresh_fresh": staleness}[lag_model]
 
 
+def config_lag(tau, lag_model: str) -> Array:
+    """The configuration's `lag` whose continuous lag (`continuous_lag`) is τ = `tau`: τ ("stale", and "none",
+    which has no lag of its own), 2τ + 1 optimiser steps per rollout ("refresh", "refresh_fresh")."""
+    tau = jnp.asarray(tau, jnp.result_type(tau, float))
+    return 2 * tau + 1 if lag_model in ("refresh", "refresh_fresh") else tau
+
+
 def discrete_lag(lag, lag_model: str) -> tuple[int, str]:
     """(integer lag, model) of the exact discrete map (`linear`) for a concrete lag: "none" is stale lag 0; both
     refresh models (rollout reuse and fresh samples) share the frozen-force map, their common linearisation."""
@@ -397,7 +408,7 @@ def oscillator(config2: BanditConfig, tau, fixed: tuple[Array, Array] | None = N
         noise=noise,
         damping_ratio=theory.damping_ratio(*osc),
         natural_frequency=theory.natural_frequency(*osc),
-        critical_lag=theory.critical_lag(eta_eff, config2.momentum, k),
+        critical_lag=config_lag(theory.critical_lag(eta_eff, config2.momentum, k), config2.lag_model),
         stationary_variance=theory.stationary_variance(*osc, noise, jnp.asarray(config2.group_size, eta_eff.dtype)),
     )
     return {name: jnp.where(found, v, jnp.nan) for name, v in out.items()}
@@ -412,8 +423,10 @@ def _predict(config2: BanditConfig) -> Prediction:
     osc = (eta_eff, config2.momentum, lag_eff, q["stiffness"])
     coef = theory.coefficients(*osc)
     radius = floquet_radius(config2, x)
-    reason = jnp.where(radius >= 1, 3, jnp.where(jnp.isnan(radius), 4, 0))  # NaN: no proof of stability
-    reason = jnp.where(~found, 1, jnp.where(coef.damping <= 0, 2, reason))
+    # the exact map's verdict (NaN: no fixed point of the averaged cycle, no proof of stability) before the
+    # continuous model's C <= 0
+    reason = jnp.where(coef.damping <= 0, 2, jnp.where(radius >= 1, 3, 0))
+    reason = jnp.where(~found, 1, jnp.where(jnp.isnan(radius), 4, reason))
     return Prediction(
         p_star=q["p_star"],
         unique=found & unique,

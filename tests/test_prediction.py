@@ -70,6 +70,33 @@ def test_floquet_radius_predicts_refresh_instability(lag_model):
         assert grows == (not float(pred.spectral_radius) < 1), float(pred.spectral_radius)  # NaN: not stable
 
 
+def test_refresh_critical_lag_is_on_the_lag_axis():
+    """For refresh lag `critical_lag` counts optimiser steps per rollout, like the configuration's `lag`: the
+    continuous damping C (with τ = (K_ref − 1)/2) is positive exactly below it (τ* = 2.2 steps of staleness here,
+    K_ref* = 2τ* + 1 = 5.4)."""
+    base = ps.bandit_config(**BASE, eta=1.0, lag_model="refresh_fresh", lag=1, max_lag=10)
+    lags = np.arange(1, 11)
+    preds = jax.vmap(lambda g: ps.predict(base.replace(lag=g)))(jnp.asarray(lags))
+    critical = float(preds.critical_lag[0])
+    assert np.all(np.asarray(preds.critical_lag) == critical)
+    assert np.array_equal(np.asarray(preds.damping) > 0, lags < critical), (critical, np.asarray(preds.damping))
+    stale = ps.predict(ps.bandit_config(**BASE, eta=1.0, lag_model="stale", lag=1))
+    assert critical == pytest.approx(2 * float(stale.critical_lag) + 1, rel=1e-6)
+
+
+@pytest.mark.slow  # the reuse Floquet map compiles for ~10 s on 2 cores
+def test_a_reuse_cycle_without_fixed_point_is_undetermined_not_damping():
+    """η 1, clip 0.1, 8 steps per rollout: the rollout-averaged cycle has no fixed point (its iteration locks onto
+    a 3-cycle), so the radius is NaN and the reason says so, though C <= 0 too; the expected run, read once per
+    rollout, keeps cycling."""
+    config = ps.bandit_config(**BASE, eta=1.0, clip=0.1, lag_model="refresh", lag=8)
+    d = ps.predict(config).as_dict()
+    assert d["spectral_radius"] is None and not d["stable"] and d["damping"] <= 0
+    assert d["reason"].startswith("spectral radius undetermined")
+    strobes = np.asarray(ps.simulate(config, 1600).reward)[::8]
+    assert np.ptp(strobes[-30:]) > 1e-3  # a sustained cycle (the helper measured amplitude ~1e-2), not settling
+
+
 def test_no_interior_fixed_point_is_flagged_not_numbered():
     pred = ps.predict(ps.bandit_config(**(BASE | dict(beta=0.0)), eta=0.1))
     d = pred.as_dict()

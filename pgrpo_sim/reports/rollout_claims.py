@@ -22,7 +22,7 @@ from ..logs.laws import fit_law
 from ..models.bandit import simulate
 from ..models.config import bandit_config
 from ..models.hyperparameters import set_hyperparameters
-from ..prediction import effective_eta, fixed_point_stiffness, predict, two_arm_reduction
+from ..prediction import config_lag, effective_eta, fixed_point_stiffness, predict, two_arm_reduction
 
 BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
 
@@ -66,21 +66,24 @@ def _first_unstable(config, epochs: np.ndarray, cycles: int) -> int | None:
     return int(epochs[np.argmax(unstable)]) if unstable.any() else None
 
 
-def _floquet_onset(config, epochs: np.ndarray) -> tuple[int | None, int]:
-    """(first epoch count whose exact Floquet radius is ≥ 1, how many radii were undetermined before it)."""
-    undetermined = 0
+def _floquet_onset(config, epochs: np.ndarray) -> tuple[int | None, list[int]]:
+    """(first epoch count whose exact Floquet radius is ≥ 1, the counts before it whose radius is undetermined:
+    no fixed point of the rollout-averaged cycle was found, so no linear verdict)."""
+    undetermined = []
     for k in epochs:
         radius = float(predict(config.replace(lag=int(k))).spectral_radius)
         if radius >= 1:
             return int(k), undetermined
-        undetermined += int(np.isnan(radius))
+        if np.isnan(radius):
+            undetermined.append(int(k))
     return None, undetermined
 
 
 def rollout_reuse(res: RolloutResolution, plot: Callable | None) -> dict:
     """Claim: reusing a rollout for K_ref optimiser steps is stable while K·η_eff·K_ref < 1 − μ (the paper's
     threshold, μ = 0 here). Measured: the smallest K_ref at which the expected run (reuse, or fresh samples from
-    the same stale π_old) is unstable, for each (η, clip); predicted: the paper's K_ref* = (1 − μ)/(η_eff K) and
+    the same stale π_old) is unstable, for each (η, clip); predicted: the paper's K_ref* = (1 − μ)/(η_eff K), the
+    continuous model's 2τ* + 1 (its refresh lag is the mean staleness (K_ref − 1)/2, `Prediction.critical_lag`) and
     the exact Floquet radius of the rollout-averaged cycle (`predict`). Holds when every measured reuse onset
     within the range tried is within one epoch of ⌈K_ref*⌉ and none is measured where K_ref* predicts one."""
     epochs = np.arange(1, res.max_epochs + 1)
@@ -94,32 +97,46 @@ def rollout_reuse(res: RolloutResolution, plot: Callable | None) -> dict:
             reduced = two_arm_reduction(bandit_config(**BASE, eta=eta, clip=clip))
             _, found, stiffness = fixed_point_stiffness(reduced)  # K alone: no Floquet map to compile
             row["paper"] = float(1.0 / (effective_eta(reduced) * stiffness)) if found else float("nan")
+            row["continuous"] = float(config_lag(row["paper"], "refresh"))  # μ = 0: τ* is the paper's K_ref*
             reuse = bandit_config(**BASE, eta=eta, clip=clip, lag_model="refresh", lag=1)
             row["floquet"], row["floquet_undetermined"] = _floquet_onset(reuse, epochs)
             for key in ("refresh", "refresh_fresh", "floquet"):
                 if row[key] is None:
                     row[f"{key}_missing_reason"] = f"no instability up to {res.max_epochs} steps per rollout"
+            if row["floquet"] is None and row["floquet_undetermined"]:
+                row["floquet_missing_reason"] = (
+                    f"no radius >= 1 up to {res.max_epochs} steps per rollout; undetermined (no fixed point of the "
+                    f"rollout-averaged cycle) at {', '.join(map(str, row['floquet_undetermined']))}"
+                )
             cases.append(row)
 
-    def agrees(c):
-        expected = int(np.ceil(c["paper"])) if c["paper"] <= res.max_epochs else None
+    def agrees(c, key="paper"):
+        expected = int(np.ceil(c[key])) if c[key] <= res.max_epochs else None
         if expected is None or c["refresh"] is None:
             return expected is None and c["refresh"] is None
         return abs(c["refresh"] - expected) <= 1
 
     matches = sum(map(agrees, cases))
+    continuous = sum(agrees(c, "continuous") for c in cases)
     less_stable = sum((c["refresh"] or res.max_epochs + 1) < (c["refresh_fresh"] or res.max_epochs + 1) for c in cases)
     equal = sum(c["refresh"] == c["refresh_fresh"] for c in cases)
     floquet = sum(c["floquet"] == c["refresh"] for c in cases)
-    undetermined = sum(c["floquet_undetermined"] > 0 for c in cases)
+    undetermined = "; ".join(
+        f"η {c['eta']:g}, clip {c['clip']:g}: K_ref = {', '.join(map(str, c['floquet_undetermined']))}"
+        for c in cases
+        if c["floquet_undetermined"]
+    )
     show = lambda v: "none" if v is None else v  # noqa: E731
     text = (
-        f"paper's K_ref* = (1−μ)/(η_eff K) gives the measured reuse onset (±1 epoch) in {matches}/{len(cases)} cases; "
-        f"reuse destabilises at fewer epochs than fresh samples in {less_stable}, at as many in {equal}; the exact "
-        f"Floquet onset equals the measured one in {floquet}/{len(cases)} (its radius was undetermined in "
-        f"{undetermined} case(s)); onsets (η, clip: reuse / fresh / K_ref*): "
+        f"paper's K_ref* = (1−μ)/(η_eff K) gives the measured reuse onset (±1 epoch) in {matches}/{len(cases)} cases, "
+        f"the continuous model's 2K_ref* + 1 in {continuous}/{len(cases)}; reuse destabilises at fewer epochs than "
+        f"fresh samples in {less_stable}, at as many in {equal}; the exact Floquet onset equals the measured one in "
+        f"{floquet}/{len(cases)}"
+        + (f" (radius undetermined, no fixed point of the averaged cycle, at {undetermined})" * bool(undetermined))
+        + "; onsets (η, clip: reuse / fresh / K_ref* / 2K_ref* + 1): "
         + "; ".join(
             f"{c['eta']:g}, {c['clip']:g}: {show(c['refresh'])} / {show(c['refresh_fresh'])} / {c['paper']:.1f}"
+            f" / {c['continuous']:.1f}"
             for c in cases
         )
         + f" (none: stable up to {res.max_epochs} epochs)"

@@ -318,7 +318,6 @@ def lag_threshold(res: Resolution, seed: int, plot: Callable | None) -> dict:
             base = bandit_config(**fixed, lag=0, max_lag=res.max_lag)
             preds = jax.vmap(lambda g: predict(base.replace(lag=g)))(jnp.asarray(lags))  # one compilation
             radii = np.asarray(preds.spectral_radius)
-            tau_star = float(theory.critical_lag(preds.eta_eff[0], mu, preds.stiffness[0]))  # K: lag-free
             cases.append(
                 dict(
                     lag_model=model,
@@ -326,7 +325,7 @@ def lag_threshold(res: Resolution, seed: int, plot: Callable | None) -> dict:
                     momentum=mu,
                     measured=int(lags[np.argmax(unstable)]) if unstable.any() else None,
                     exact=int(lags[np.argmax(radii >= 1)]) if np.any(radii >= 1) else None,
-                    continuous=tau_star if model == "stale" else 2 * tau_star + 1,
+                    continuous=float(preds.critical_lag[0]),  # τ*, or 2τ* + 1 steps per rollout (K: lag-free)
                     max_radius=float(radii.max()),
                 )
             )

@@ -300,6 +300,7 @@ def _fig_rollout_reuse(cases, max_epochs):
             values = [above if c[key] is None else c[key] for c in mine]
             ax.plot(etas, values, style, color=colour, label=label, ms=7)
         ax.plot(etas, [c["paper"] for c in mine], ":", color=PALETTE[3], label="paper: (1−μ)/(η_eff K)")
+        ax.plot(etas, [c["continuous"] for c in mine], "-.", color=PALETTE[4], label="continuous model: 2τ* + 1")
         ax.axhline(above, color="0.6", lw=0.8)
         ax.text(etas.min(), above, " stable up to the largest count tried", va="bottom", fontsize=7, color="0.4")
         ax.set_xscale("log")
