@@ -113,6 +113,17 @@ def _bad_calls():
         ),
         ("rtol", lambda: ps.solve_deterministic(np.arange(3.0), 0.1, 0.0, 0.1, 0.0, 1.0, 0.2, rtol=-1), "rtol"),
         ("e0 NaN", lambda: ps.solve_deterministic(np.arange(3.0), np.nan, 0.0, 0.1, 0.0, 1.0, 0.2), "e0"),
+        # shapes that do not broadcast (a JAX or NumPy broadcasting error before)
+        (
+            "trajectory shapes",
+            lambda: ps.trajectory(np.arange(5.0), 0.1, 0.0, 0.1, [0.1, 0.2, 0.3], 0.0, 0.3),
+            "momentum (3,)",
+        ),
+        ("damping_ratio shapes", lambda: ps.damping_ratio([0.1, 0.2], [0.1, 0.2, 0.3], 0.0, 0.3), "broadcast"),
+        ("companion shapes", lambda: ps.companion_matrix([0.1, 0.2], [0.1, 0.2, 0.3], 2, 0.3), "eta (2,)"),
+        ("kl shapes", lambda: ps.kl_divergence(np.zeros((2, 3)), np.zeros(4)), "logits_ref (4,)"),
+        ("stderr shape", lambda: ps.summarize_curve(np.linspace(0, 1, 50), stderr=np.ones(3)), "stderr"),
+        ("diverged text", lambda: ps.summarize_curve(np.linspace(0, 1, 50), diverged="no"), "diverged"),
     ]
 
 

@@ -86,6 +86,10 @@ def summarize_curve(rewards: ArrayLike, diverged: ArrayLike = False, stderr: Arr
     p = as_float(rewards)
     if p.ndim != 1 or p.shape[0] < 2:
         raise PgrpoSimError(f"rewards must be one curve of at least 2 steps, got shape {p.shape}")
+    if isinstance(diverged, str) or jnp.shape(diverged) != () or jnp.result_type(diverged).kind not in "biu":
+        raise PgrpoSimError(f"diverged must be one boolean (True/False), got {diverged!r}")
+    if stderr is not None and jnp.shape(stderr) not in ((), p.shape):
+        raise PgrpoSimError(f"stderr must be one number or one per point, shape {p.shape}, got {jnp.shape(stderr)}")
     diverged = jnp.asarray(diverged) | ~jnp.all(jnp.isfinite(p))
     n = p.shape[-1]
     plateau = jnp.mean(_window(p, 0.9, 1.0))

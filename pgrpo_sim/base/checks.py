@@ -123,6 +123,17 @@ def check_scalar(name: str, value: Any, *, optional: bool = False) -> None:
         )
 
 
+def check_shapes(**values: Any) -> None:
+    """Raise `PgrpoSimError` naming the parameters unless the shapes of the given values (None skipped) broadcast
+    together; shapes are static, so this also works on tracers."""
+    shapes = {name: np.shape(value) for name, value in values.items() if value is not None}
+    try:
+        np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        listed = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        raise PgrpoSimError(f"{', '.join(shapes)} must have shapes that broadcast together, got {listed}") from None
+
+
 def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     """Raise `ValueError` unless `value` is one of `choices`."""
     if value not in choices:

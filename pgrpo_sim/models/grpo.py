@@ -15,7 +15,7 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base.checks import as_float, check_choice, check_range
+from ..base.checks import as_float, check_choice, check_range, check_shapes
 from ..base.errors import PgrpoSimError
 from ..base.small_axes import axis_sum
 
@@ -139,6 +139,7 @@ def entropy(logits: ArrayLike) -> Array:
 
 def kl_divergence(logits: ArrayLike, logits_ref: ArrayLike) -> Array:
     """Exact KL(softmax(z) ‖ softmax(z_ref)) over the last axis (nats); arms of probability 0 under π add 0."""
+    check_shapes(logits=logits, logits_ref=logits_ref)
     logp = jax.nn.log_softmax(as_float(logits), axis=-1)
     logq = jax.nn.log_softmax(as_float(logits_ref).astype(logp.dtype), axis=-1)
     return _p_log_ratio(logp, logp - logq)

@@ -42,7 +42,7 @@ import optimistix as optx
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base.checks import check_choice, check_range, in_range, is_concrete, nan_unless
+from ..base.checks import check_choice, check_range, check_shapes, in_range, is_concrete, nan_unless
 from ..base.errors import PgrpoSimError
 from ..base.regimes import DISCRETE_REGIMES, INVALID, Regime
 
@@ -78,7 +78,8 @@ def _static_lag(lag) -> int:
 
 
 def _validate(eta, momentum, lag, stiffness, lag_model) -> int:
-    """Eager checks (no-ops on tracers, except the static `lag` and `lag_model`)."""
+    """Eager checks (no-ops on tracers, except the static `lag` and `lag_model`, and the shapes)."""
+    check_shapes(eta=eta, momentum=momentum, stiffness=stiffness)
     if eta is not None:
         check_range("eta", eta, 0, low_open=True)
     check_range("momentum", momentum, 0, 1, high_open=True)

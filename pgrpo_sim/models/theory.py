@@ -22,7 +22,7 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base.checks import as_float, check_range, in_range, nan_unless
+from ..base.checks import as_float, check_range, check_shapes, in_range, nan_unless
 from ..base.regimes import INVALID, REGIMES, Damping
 
 
@@ -34,7 +34,8 @@ class Coefficients(NamedTuple):
     stiffness: Array
 
 
-def _check(eta=None, momentum=None, lag=None, stiffness=None, noise=None, group_size=None) -> None:
+def _check(eta=None, momentum=None, lag=None, stiffness=None, noise=None, group_size=None, **more) -> None:
+    check_shapes(eta=eta, momentum=momentum, lag=lag, stiffness=stiffness, noise=noise, group_size=group_size, **more)
     check_range("eta", eta, 0.0, low_open=True)
     check_range("momentum", momentum, 0.0, 1.0, high_open=True)
     check_range("lag", lag, 0.0)
@@ -157,7 +158,7 @@ def trajectory(
     power series near Δt² = 0, so e(t) is smooth (no NaN, no jump) across ζ = 1. For C < 0 the same
     formula gives the growing (unstable) solution.
     """
-    _check(eta, momentum, lag, stiffness)
+    _check(eta, momentum, lag, stiffness, t=t, e0=e0, v0=v0)
     m, c, k = coefficients(eta, momentum, lag, stiffness)
     t, e0, v0, m, c, k = _float(t, e0, v0, m, c, k)
     gamma = c / (2 * m)
@@ -186,6 +187,7 @@ def saturation_law(t: ArrayLike, r_inf: ArrayLike, t0: ArrayLike) -> Array:
     """Empirical saturation law R(t) = R∞(1 − e^{−t/t0}) (t, t0 in steps): the overdamped limit."""
     check_range("t0", t0, 0.0, low_open=True)
     check_range("r_inf", r_inf)
+    check_shapes(t=t, r_inf=r_inf, t0=t0)
     t, r_inf, t0 = _float(t, r_inf, t0)
     return r_inf * -jnp.expm1(-t / t0)
 
@@ -195,5 +197,6 @@ def critical_law(t: ArrayLike, r_inf: ArrayLike, r0: ArrayLike, omega: ArrayLike
     check_range("omega", omega, 0.0, low_open=True)
     check_range("r_inf", r_inf)
     check_range("r0", r0)
+    check_shapes(t=t, r_inf=r_inf, r0=r0, omega=omega)
     t, r_inf, r0, omega = _float(t, r_inf, r0, omega)
     return r_inf - (r_inf - r0) * (1 + omega * t) * jnp.exp(-omega * t)
