@@ -147,11 +147,32 @@ def analyse_log(log: TrainingLog, *, metric: str = "reward", n_samples: int | No
         noise=noise,
         smoothing=dict(kind="centred moving average", window=fits["saturation"].smooth_window),
         fits={law: f.as_dict() for law, f in fits.items()},
+        fitted_range=[float(np.min(values)), float(np.max(values))],
+        plateaus_beyond_data=plateaus_beyond_data(fits, values),
         prediction=_summary(fits),
         coupling=None if coupling is None else _coupling_dict(coupling),
         diagnostics=diagnosis.as_dict(),
     )
     return LogAnalysis(summary, fits, diagnosis, coupling)
+
+
+PLATEAUS = {"saturation": "r_inf", "critical": "r_inf", "oscillator": "p_star"}
+"""The parameter of each law that is the curve's plateau (its value as t → ∞)."""
+
+
+def plateaus_beyond_data(fits: dict[str, laws.LawFit], values: np.ndarray) -> list[dict]:
+    """The laws whose fitted plateau lies more than 2 standard errors beyond every fitted value (below the least
+    or above the largest): extrapolations the run has not reached, e.g. a negative plateau of a success rate fitted
+    to a collapsing run. Each: law, parameter, value, stderr (None if undefined)."""
+    lo, hi = float(np.min(values)), float(np.max(values))
+    out = []
+    for law, name in PLATEAUS.items():
+        fit = fits[law]
+        value, se = float(fit[name]), float(fit.stderr[fit.names.index(name)])
+        margin = 2 * se if np.isfinite(se) else 0.0
+        if np.isfinite(value) and (value < lo - margin or value > hi + margin):
+            out.append(dict(law=law, parameter=name, value=value, stderr=finite_or_none(se)))
+    return out
 
 
 def _coupling_dict(c: laws.Coupling) -> dict:
@@ -207,6 +228,22 @@ def _rows(rows: dict) -> str:
     )
 
 
+def _beyond(r: dict) -> list[str]:
+    """The report's paragraph on plateaus beyond the data (none: no lines)."""
+    if not r["plateaus_beyond_data"]:
+        return []
+    lo, hi = r["fitted_range"]
+    listed = ", ".join(
+        f"{p['law']} {p['parameter']} = {_fmt(p['value'])} ± {_fmt(p['stderr'], 2)}" for p in r["plateaus_beyond_data"]
+    )
+    return [
+        f"Plateaus beyond every fitted value (range [{_fmt(lo)}, {_fmt(hi)}], by more than 2 standard errors): "
+        f"{listed}. The run has not reached them: they are extrapolations of the law, and may lie outside what "
+        "the metric can take (a success rate below 0, for one).",
+        "",
+    ]
+
+
 def _markdown(r: dict) -> str:
     log, pred = r["log"], r["prediction"]
     lines = [
@@ -244,6 +281,7 @@ def _markdown(r: dict) -> str:
         "A reduced χ² near 1 means the law fits within the noise; well above 1, the law misses structure (or the "
         "noise is underestimated).",
         "",
+        *_beyond(r),
         "![data, fitted laws and residuals](fit.png)",
         "",
         "## Diagnostics",

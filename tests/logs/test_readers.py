@@ -291,6 +291,26 @@ def test_constant_log_reports_nulls_not_numbers(tmp_path):
     assert result["prediction"]["regime"] == "undetermined" and result["diagnostics"]["first"] is None
 
 
+def test_plateaus_the_run_has_not_reached_are_called_extrapolations(tmp_path):
+    """A success rate decaying as 0.3·e^(−t/150) towards 0 (a collapse, noise 0.003): logged for 200 steps it ends
+    at 0.08, so the saturation law's plateau (≈ 0) lies beyond every logged value and the report says so; logged
+    for 2000 steps the run reaches 0 and no plateau is beyond the data."""
+    rng = np.random.default_rng(0)
+
+    def analysed(steps):
+        t = np.arange(steps, dtype=float)
+        reward = 0.3 * np.exp(-t / 150) + 0.003 * rng.standard_normal(steps)
+        records = [dict(step=s, reward=r) for s, r in zip(t, reward)]
+        return report.write_report(logs.tidy(records, format="jsonl", path=None), tmp_path / str(steps))
+
+    short = analysed(200)
+    beyond = {p["law"]: p for p in short["plateaus_beyond_data"]}
+    assert "saturation" in beyond and abs(beyond["saturation"]["value"]) < 0.02  # the true plateau, 0
+    assert beyond["saturation"]["value"] < short["fitted_range"][0]
+    assert "Plateaus beyond every fitted value" in (tmp_path / "200" / "report.md").read_text()
+    assert analysed(2000)["plateaus_beyond_data"] == []
+
+
 # ------------------------------------------------------------------------------- issue 15: more formats
 
 
