@@ -38,9 +38,9 @@ PHASE_BASE = dict(lag_model="stale", momentum=0.9, beta=0.5)
 VALIDATE_TARGET_S = 40.0
 """The issue's target for `validate --quick` on 2 cores, in seconds of a machine of the reference run's speed."""
 REFERENCE_SIMULATE_S = 2.0
-"""`pgrpo-sim simulate --steps 1000` in the reference run (RESULTS.md, full run of 2026-12-01 08:33), on whose
-machine the seconds targets were set: `VALIDATE_TARGET_S` is VALIDATE_TARGET_S / REFERENCE_SIMULATE_S = 20× that
-command measured in the same run, a target any machine can judge (machines here differ 2-3× in speed)."""
+"""Seconds of `pgrpo-sim simulate --steps 1000` in the reference run (RESULTS.md, full run of 2026-12-01 08:33), on
+whose machine the seconds targets were set: `validate --quick` within VALIDATE_TARGET_S / REFERENCE_SIMULATE_S = 20×
+that command measured in the same run is a target any machine can judge (machines here differ 2-3× in speed)."""
 
 
 def _grid(quick: bool) -> tuple[int, int, int]:

@@ -31,7 +31,7 @@ import numpy as np
 import optimistix as optx
 from jax import Array
 
-from .base.checks import check_range, is_concrete
+from .base.checks import check_choice, check_range, is_concrete
 from .base.errors import PgrpoSimError
 from .base.regimes import REGIMES, Damping
 from .models import linear, theory
@@ -47,7 +47,7 @@ from .models.bandit import (
     sampled_loss,
     step,
 )
-from .models.config import BanditConfig, check_config
+from .models.config import LAG_MODELS, BanditConfig, check_config
 from .models.hyperparameters import set_hyperparameters
 
 REASONS = (
@@ -260,6 +260,7 @@ def continuous_lag(lag, lag_model: str) -> Array:
 def config_lag(tau, lag_model: str) -> Array:
     """The configuration's `lag` whose continuous lag (`continuous_lag`) is τ = `tau`: τ ("stale", and "none",
     which has no lag of its own), 2τ + 1 optimiser steps per rollout ("refresh", "refresh_fresh")."""
+    check_choice("lag_model", lag_model, LAG_MODELS)
     tau = jnp.asarray(tau, jnp.result_type(tau, float))
     return 2 * tau + 1 if lag_model in ("refresh", "refresh_fresh") else tau
 
@@ -395,7 +396,8 @@ def constant_fixed_point(config2: BanditConfig) -> tuple[Array, Array] | None:
 
 
 def oscillator(config2: BanditConfig, tau, fixed: tuple[Array, Array] | None = None) -> dict[str, Array]:
-    """`QUANTITIES` of a 2-arm configuration with continuous lag τ = `tau`, NaN without an interior p*;
+    """`QUANTITIES` of a 2-arm configuration with continuous lag τ = `tau`, NaN without an interior p*
+    (`critical_lag` is τ*, in the continuous lag's units: `predict` reports it on the configuration's axis);
     differentiable in every float leaf. `fixed`: (x*, found) when p* is known not to move (skips the search)."""
     x, found = fixed if fixed is not None else fixed_point(config2)[:2]
     k = stiffness(config2, x)
@@ -408,7 +410,7 @@ def oscillator(config2: BanditConfig, tau, fixed: tuple[Array, Array] | None = N
         noise=noise,
         damping_ratio=theory.damping_ratio(*osc),
         natural_frequency=theory.natural_frequency(*osc),
-        critical_lag=config_lag(theory.critical_lag(eta_eff, config2.momentum, k), config2.lag_model),
+        critical_lag=theory.critical_lag(eta_eff, config2.momentum, k),
         stationary_variance=theory.stationary_variance(*osc, noise, jnp.asarray(config2.group_size, eta_eff.dtype)),
     )
     return {name: jnp.where(found, v, jnp.nan) for name, v in out.items()}
@@ -439,7 +441,7 @@ def _predict(config2: BanditConfig) -> Prediction:
         damping_ratio=q["damping_ratio"],
         natural_frequency=q["natural_frequency"],
         regime=jnp.where(found, theory.regime_code(*osc), Damping.UNSTABLE),
-        critical_lag=q["critical_lag"],
+        critical_lag=config_lag(q["critical_lag"], config2.lag_model),
         stationary_variance=jnp.where(reason == 0, q["stationary_variance"], jnp.nan),  # no stationary state
         spectral_radius=jnp.where(found, radius, jnp.nan),
         stable=reason == 0,

@@ -11,6 +11,19 @@ os.environ["PGRPO_SIM_NO_COMPILE_CACHE"] = "1"
 jax.config.update("jax_enable_x64", True)
 
 
+@pytest.fixture(autouse=True)
+def _process_xla_flags():
+    """XLA_FLAGS as this process's JAX backend started with them, restored after every test: `main()` run in-process
+    adds the command line's flags to the environment (they act only before JAX starts), and worker processes that a
+    later test spawns (`worker_pool`) would inherit them, compiling with other flags than this process did."""
+    before = os.environ.get("XLA_FLAGS")
+    yield
+    if before is None:
+        os.environ.pop("XLA_FLAGS", None)
+    else:
+        os.environ["XLA_FLAGS"] = before
+
+
 @pytest.fixture
 def backend_compiles():
     """The names of the functions XLA compiles while the test runs, one entry per backend compilation

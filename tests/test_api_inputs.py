@@ -124,6 +124,7 @@ def _bad_calls():
         ("kl shapes", lambda: ps.kl_divergence(np.zeros((2, 3)), np.zeros(4)), "logits_ref (4,)"),
         ("stderr shape", lambda: ps.summarize_curve(np.linspace(0, 1, 50), stderr=np.ones(3)), "stderr"),
         ("diverged text", lambda: ps.summarize_curve(np.linspace(0, 1, 50), diverged="no"), "diverged"),
+        ("diverged 2", lambda: ps.summarize_curve(np.linspace(0, 1, 50), diverged=2), "True or False"),
     ]
 
 
@@ -189,6 +190,15 @@ def test_traced_hyperparameters_out_of_range_make_the_run_diverge():
     unchecked = eqx.tree_at(lambda c: c.momentum, config, jnp.float32(1.2))  # built around the eager checks
     built = jax.jit(ps.run, static_argnums=(2, 3))(unchecked, jax.random.key(0), 12, "expected")
     assert bool(built.diverged) and int(built.diverged_step) == 0
+
+
+def test_shape_checks_read_lists_of_tracers():
+    """The shape checks do not read values: a list holding a tracer (here under jit) is checked by its shape and
+    computed as eagerly."""
+    kl = jax.jit(lambda e: ps.kl_divergence([e, 0.0], [0.0, 0.0]))(0.1)
+    np.testing.assert_allclose(kl, ps.kl_divergence([0.1, 0.0], [0.0, 0.0]), rtol=1e-6)
+    zeta = jax.jit(lambda e: ps.damping_ratio([e, e], 0.5, 0.0, 0.3))(0.1)
+    np.testing.assert_allclose(zeta, ps.damping_ratio([0.1, 0.1], 0.5, 0.0, 0.3), rtol=1e-6)
 
 
 def test_eager_checks_and_the_in_jit_mask_refuse_the_same_values():

@@ -24,10 +24,11 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base.checks import as_float
+from ..base.checks import as_float, is_concrete
 from ..base.errors import PgrpoSimError
 from ..base.regimes import Regime
 
@@ -78,6 +79,30 @@ def _summary(final, plateau, time_to_90, overshoot, changes, late_changes, flip_
     )
 
 
+def _fits(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether an array of `shape` broadcasts to `target` (without changing it)."""
+    try:
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False
+
+
+def check_curve_flags(shape: tuple[int, ...], diverged, stderr) -> None:
+    """Raise `PgrpoSimError` unless `diverged` is True/False (or 0/1) per curve and `stderr` one number, one per
+    point or one per point and curve, for curves of `shape` ((T+1,) or time-major (T+1, B))."""
+    try:
+        kind = None if isinstance(diverged, str) else jnp.result_type(diverged).kind
+    except TypeError:
+        kind = None
+    flags = np.asarray(diverged) if kind is not None and is_concrete(diverged) else None
+    if kind not in ("b", "i", "u") or (flags is not None and not np.isin(flags, (0, 1)).all()):
+        raise PgrpoSimError(f"diverged must be True or False (or 0/1), one per curve, got {diverged!r}")
+    if not _fits(jnp.shape(diverged), shape[1:]):
+        raise PgrpoSimError(f"diverged must be one flag per curve, shape {shape[1:]}, got {jnp.shape(diverged)}")
+    if stderr is not None and not _fits(jnp.shape(stderr), shape):
+        raise PgrpoSimError(f"stderr must broadcast to the curves' shape {shape}, got {jnp.shape(stderr)}")
+
+
 def summarize_curve(rewards: ArrayLike, diverged: ArrayLike = False, stderr: ArrayLike | None = None) -> CurveSummary:
     """Summary statistics and empirical regime of a reward curve of shape (T+1,) (jit-compatible).
 
@@ -86,10 +111,7 @@ def summarize_curve(rewards: ArrayLike, diverged: ArrayLike = False, stderr: Arr
     p = as_float(rewards)
     if p.ndim != 1 or p.shape[0] < 2:
         raise PgrpoSimError(f"rewards must be one curve of at least 2 steps, got shape {p.shape}")
-    if isinstance(diverged, str) or jnp.shape(diverged) != () or jnp.result_type(diverged).kind not in "biu":
-        raise PgrpoSimError(f"diverged must be one boolean (True/False), got {diverged!r}")
-    if stderr is not None and jnp.shape(stderr) not in ((), p.shape):
-        raise PgrpoSimError(f"stderr must be one number or one per point, shape {p.shape}, got {jnp.shape(stderr)}")
+    check_curve_flags(p.shape, diverged, stderr)
     diverged = jnp.asarray(diverged) | ~jnp.all(jnp.isfinite(p))
     n = p.shape[-1]
     plateau = jnp.mean(_window(p, 0.9, 1.0))
@@ -141,6 +163,9 @@ def summarize_curves(rewards: ArrayLike, diverged: ArrayLike = False, stderr: Ar
     `lax.scan` carries the running quantities (latest significant sign, sign-change counts, window maxima,
     first step at 90 %), so no (T+1, B) temporaries are built besides the input."""
     p = as_float(rewards)
+    if p.ndim != 2 or p.shape[0] < 2:
+        raise PgrpoSimError(f"rewards must be time-major curves (T+1, B) of at least 2 steps, got shape {p.shape}")
+    check_curve_flags(p.shape, diverged, stderr)
     n, batch = p.shape
     start, stop = _bounds(n, 0.9, 1.0)
     plateau = jnp.mean(p[start:stop], axis=0)

@@ -123,10 +123,17 @@ def check_scalar(name: str, value: Any, *, optional: bool = False) -> None:
         )
 
 
+def _shape(value: Any) -> tuple[int, ...]:
+    """The shape `value` has as an array, also for a list that holds tracers (without reading them)."""
+    if hasattr(value, "shape"):
+        return tuple(value.shape)
+    return np.shape(value) if is_concrete(value) else jnp.shape(jnp.asarray(value))
+
+
 def check_shapes(**values: Any) -> None:
     """Raise `PgrpoSimError` naming the parameters unless the shapes of the given values (None skipped) broadcast
     together; shapes are static, so this also works on tracers."""
-    shapes = {name: np.shape(value) for name, value in values.items() if value is not None}
+    shapes = {name: _shape(value) for name, value in values.items() if value is not None}
     try:
         np.broadcast_shapes(*shapes.values())
     except ValueError:
