@@ -281,7 +281,7 @@ def test_sampled_sweep_regimes_agree_with_expected_mode():
     np.testing.assert_array_equal(sampled.regime.values, expected.regime.values)
     base = dict(beta=0.5, group_size=16, momentum=0.9)
     axes = [parse_axis("eta=0.03,0.1")]
-    sampled = run_sweep(base, axes, steps=400, mode="sampled", seeds=32, progress=False)
+    sampled = run_sweep(base, axes, steps=400, mode="sampled", seeds=64, progress=False)
     expected = run_sweep(base, axes, steps=400, progress=False)
     assert np.all(expected.regime.values == OSCILLATORY)
     np.testing.assert_array_equal(sampled.regime.values, expected.regime.values)
