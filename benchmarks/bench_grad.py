@@ -11,7 +11,7 @@ against the forward run alone:
 - vmapped over 2040 and 2048 configurations (`WIDE`), with XLA's CPU defaults and with reductions kept out of
   YNNPACK (`YNN_REDUCE_OFF`), in the wide-batch table.
 Float32, jitted and compiled ahead of time, one XLA CPU device; each (case, side) runs in a fresh
-process, `reps` calls timed together, median over rounds.
+process, one untimed warm-up call, then `reps` calls timed together, median over rounds.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ STEPS = 1000
 POINT = (0.01, 0.5, 0.05)
 """(η, μ, β) of the single configuration: the late reward (0.974) still depends on all three."""
 SIDES = ("forward", "grad", "grad_checkpoint")
+GRAD_TARGET = 4.0
+"""Issue #16, target 4: a gradient through a run costs at most this many forward runs."""
 WIDE = (2040, 2048)
 """Batch widths either side of the width from which XLA's CPU backend (jaxlib 0.10) hands the reductions of a
 vmapped reverse-mode gradient (sums over the arms that transpose broadcasts) to YNNPACK library calls: between 2040
@@ -77,7 +79,9 @@ def _grad_cases(quick: bool) -> list[dict]:
 
 
 def prepare_side(case: dict, side: str):
-    """Compile `side` of `case` ahead of time; `run()` makes `reps` calls, ready."""
+    """Compile `side` of `case` ahead of time and call it once (untimed: a first call also pays for its buffers'
+    first touch, which made a vmapped forward run 2–3× slower than the calls after it, the tape-heavy gradient
+    much less so); `run()` makes `reps` calls, ready."""
     import jax
 
     fn = transformed(side, case["steps"])
@@ -89,6 +93,7 @@ def prepare_side(case: dict, side: str):
     start = time.perf_counter()
     compiled = jax.jit(fn).lower(*args).compile()
     compile_s = time.perf_counter() - start
+    jax.block_until_ready(compiled(*args))
 
     def run():
         for _ in range(case["reps"]):
@@ -142,27 +147,30 @@ def check() -> list[tuple[str, bool]]:
     return results
 
 
-def _best_ms(fn, args, reps: int) -> float:
-    """Milliseconds per call of `fn` (jitted, compiled ahead of time, one warm-up call): best of 3 rounds of
-    `reps` calls."""
+def _interleaved_ms(fns: dict, args, reps: int, rounds: int = 5) -> dict[str, float]:
+    """Milliseconds per call of each of `fns` (jitted, compiled ahead of time, one warm-up call each): the
+    median over `rounds` rounds, in which the functions take turns (`reps` calls each), so a slow spell of the
+    machine falls on all of them."""
     import jax
 
-    compiled = jax.jit(fn).lower(*args).compile()
-    jax.block_until_ready(compiled(*args))
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(reps):
-            out = compiled(*args)
-        jax.block_until_ready(out)
-        best = min(best, (time.perf_counter() - start) / reps)
-    return 1e3 * best
+    compiled = {name: jax.jit(fn).lower(*args).compile() for name, fn in fns.items()}
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, run in compiled.items():
+            jax.block_until_ready(run(*args))
+            start = time.perf_counter()
+            for _ in range(reps):
+                out = run(*args)
+            jax.block_until_ready(out)
+            times[name].append((time.perf_counter() - start) / reps)
+    return {name: 1e3 * float(np.median(t)) for name, t in times.items()}
 
 
 def measure_fused(steps: int, configs: int) -> dict:
-    """In one process: milliseconds per call of forward, grad and jacfwd, for pgrpo-sim's objective and
-    for the same objective on `profile_expected.fused_rewards` (the on-policy update written out in
-    jnp, no library code but the pmf), one configuration and vmapped over `configs`; best of 3."""
+    """In one process: milliseconds per call of forward, grad (pgrpo-sim's also checkpointed) and jacfwd, for
+    pgrpo-sim's objective and for the same objective on `profile_expected.fused_rewards` (the on-policy update
+    written out in jnp, no library code but the pmf), one configuration and vmapped over `configs`
+    (`_interleaved_ms`)."""
     import jax
     import profile_expected
 
@@ -173,21 +181,25 @@ def measure_fused(steps: int, configs: int) -> dict:
         return reward[-((steps + 1) // 4) :].mean()
 
     single, batch = tuple(np.float32(x) for x in POINT), sweep(configs)
+    checkpointed = jax.grad(objective(steps, checkpoint=True), argnums=(0, 1, 2))
     out = {}
     for name, f in (("pgrpo-sim", objective(steps)), ("hand-written jnp", fused)):
         for case, args, wrap, reps in (("one", single, lambda g: g, 50), ("vmap", batch, jax.vmap, 2)):
             variants = dict(forward=f, grad=jax.grad(f, argnums=(0, 1, 2)), jacfwd=jax.jacfwd(f, argnums=(0, 1, 2)))
-            out[f"{name}|{case}"] = {side: _best_ms(wrap(g), args, reps) for side, g in variants.items()}
+            if name == "pgrpo-sim":
+                variants["grad_checkpoint"] = checkpointed
+            out[f"{name}|{case}"] = _interleaved_ms({side: wrap(g) for side, g in variants.items()}, args, reps)
     return out
 
 
 def measure_wide(steps: int, configs: int) -> dict:
     """In this process (its XLA_FLAGS decide where reductions go): milliseconds per call of the forward run,
-    `jax.grad` (full tape and checkpointed) and `jax.jacfwd`, vmapped over `configs` configurations; best of 3."""
+    `jax.grad` (full tape and checkpointed) and `jax.jacfwd`, vmapped over `configs` configurations
+    (`_interleaved_ms`)."""
     import jax
 
-    args = sweep(configs)
-    return {side: _best_ms(jax.vmap(transformed(side, steps)), args, 1) for side in SIDES + ("jacfwd",)}
+    sides = {side: jax.vmap(transformed(side, steps)) for side in SIDES + ("jacfwd",)}
+    return _interleaved_ms(sides, sweep(configs), 1)
 
 
 def _wide_table(steps: int) -> list[str]:
@@ -199,7 +211,8 @@ def _wide_table(steps: int) -> list[str]:
         "",
         f"Wide batches: the same objective vmapped over {' and '.join(map(str, WIDE))} configurations ({steps} "
         "steps), with XLA's default CPU settings and with reductions kept out of YNNPACK, each in a fresh process "
-        "(best of 3; milliseconds per call). From 2048 configurations on, XLA's CPU backend (jaxlib 0.10) hands "
+        "(sides taking turns, median of 5 rounds; milliseconds per call). From 2048 configurations on, XLA's CPU "
+        "backend (jaxlib 0.10) hands "
         "the reductions of reverse mode (sums over the arms, the transposes of broadcasts of per-configuration "
         "values) to YNNPACK library calls; forward mode has no such reductions.",
         "",
@@ -224,7 +237,8 @@ def report(quick: bool, rounds: int, out_dir) -> str:
         "",
         f"d(mean reward over the last quarter)/d(η, μ, β) of a {_grad_cases(quick)[0]['steps']}-step expected-mode run "
         "(default bandit, float32, one XLA CPU device, compiled ahead of time); milliseconds per call, "
-        f"median of {rounds} fresh processes (each timing `reps` calls); gradients checked against "
+        f"median of {rounds} fresh processes (each: one untimed warm-up call, then `reps` calls timed); gradients "
+        "checked against "
         "central finite differences first (`--check`). grad: `jax.grad` with the full tape; checkpointed: "
         "`simulate(checkpoint=True)`, blocks of about √steps steps recomputed on the backward pass.",
         "",
@@ -255,19 +269,31 @@ def report(quick: bool, rounds: int, out_dir) -> str:
         "",
         "Reverse and forward mode (`jax.jacfwd`, three tangents), for pgrpo-sim's objective and for the "
         "same objective written out by hand (`profile_expected.fused_rewards`: the on-policy update in "
-        "jnp, no library code but the pmf), all in one process (best of 3; milliseconds per call):",
+        "jnp, no library code but the pmf), all in one process, the sides taking turns (median of 5 rounds; "
+        "milliseconds per call):",
         "",
-        "| Objective | Case | forward ms | grad ms | grad / forward | jacfwd ms | jacfwd / forward |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| Objective | Case | forward ms | grad / forward | checkpointed grad / forward | jacfwd / forward |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for key, ms in fused.items():
         if isinstance(ms, dict):
             name, case = key.split("|")
             label = "one configuration" if case == "one" else f"vmap over {cases[1]['configs']}"
+            ratio = {side: f"{ms[side] / ms['forward']:.1f}×" for side in ms}
+            ratio.setdefault("grad_checkpoint", "—")
             lines.append(
-                f"| {name} | {label} | {ms['forward']:.3g} | {ms['grad']:.3g} | {ms['grad'] / ms['forward']:.1f}× | "
-                f"{ms['jacfwd']:.3g} | {ms['jacfwd'] / ms['forward']:.1f}× |"
+                f"| {name} | {label} | {ms['forward']:.3g} | {ratio['grad']} | {ratio['grad_checkpoint']} | "
+                f"{ratio['jacfwd']} |"
             )
+    vmapped = fused["pgrpo-sim|vmap"]
+    best = min(("grad", "grad_checkpoint", "jacfwd"), key=vmapped.get)
+    cheapest = vmapped[best] / vmapped["forward"]
+    lines += [
+        "",
+        f"- Target (issue #16): gradients with respect to ≤ 4 hyperparameters ≤ {GRAD_TARGET:g}× the forward run. "
+        f"The cheapest way, vmapped over {cases[1]['configs']} configurations, is {best}: {cheapest:.1f}× "
+        f"({'met' if cheapest <= GRAD_TARGET else 'missed'}).",
+    ]
     return "\n".join(lines + _wide_table(cases[0]["steps"]))
 
 
