@@ -30,6 +30,7 @@ from ..base.checks import as_float, check_choice, check_range
 from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none
 from ..models import theory
+from ..models.config import LEAF_RANGES
 
 
 class LeastSquares(NamedTuple):
@@ -140,8 +141,8 @@ def identify_stiffness(
     `config` (a `BanditConfig`) enables (a), the exact Jacobian via `predict`. (b) and (c) use only the
     curve; (c) starts the fit at step `fit_start` (skip the nonlinear start to fit near p*).
     """
-    check_range("eta", eta, 0.0, low_open=True)
-    check_range("momentum", momentum, 0.0, 1.0, high_open=True)
+    LEAF_RANGES["eta"].check("eta", eta)
+    LEAF_RANGES["momentum"].check("momentum", momentum)
     check_range("lag", lag, 0.0)
     r = as_float(rewards)
     if r.ndim != 1 or r.size < 3:
@@ -214,8 +215,8 @@ def oscillator_stiffness(omega_n: ArrayLike, eta: ArrayLike, momentum: ArrayLike
     """K from a fitted natural frequency: ω_n² = K/M with M = ((1+μ)+Kητ²)/(2η) gives
     K = ω_n²(1+μ)/(η(2 − ω_n²τ²)); NaN when ω_n τ ≥ √2 (no positive K has that frequency)."""
     check_range("omega_n", omega_n, 0.0)
-    check_range("eta", eta, 0.0, low_open=True)
-    check_range("momentum", momentum, 0.0, 1.0, high_open=True)
+    LEAF_RANGES["eta"].check("eta", eta)
+    LEAF_RANGES["momentum"].check("momentum", momentum)
     check_range("lag", lag, 0.0)
     omega_n, eta, momentum, lag = (as_float(x) for x in (omega_n, eta, momentum, lag))
     denom = eta * (2 - omega_n**2 * lag**2)

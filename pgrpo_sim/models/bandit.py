@@ -948,8 +948,9 @@ def simulate(
     expected mode, half in sampled mode) and holds seeds × (steps + 1) floats per read-out less.
     `checkpoint=True` for reverse-mode derivatives (`jax.grad`) of long runs: the steps run in blocks of about
     √steps, rematerialised on the backward pass, so it holds O(√steps) states instead of every step's; through a
-    wide `vmap` it takes about as long as the full tape (benchmarks/RESULTS.md, "Gradients through a run"). It
-    compiles a little more slowly. Values and forward-mode derivatives are the same either way.
+    wide `vmap` it is also about twice as fast as the full tape, whose residuals stream through memory
+    (benchmarks/RESULTS.md, "Gradients through a run"). It compiles a little more slowly. Values and forward-mode
+    derivatives are the same either way.
     """
     check_steps(steps)
     if isinstance(readouts, str):  # one name

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import equinox as eqx
 import jax
@@ -79,21 +80,24 @@ SCALARS = ("eta", "momentum", "beta", "clip_low", "clip_high", "ref_sync_alpha",
 """Leaves that hold one number each (per configuration: sweeps vmap over configurations)."""
 OPTIONAL_SCALARS = ("dual_clip", "kl_clamp", "grad_clip", "ref_sync_steps")
 """Scalar leaves that may be None (off)."""
-LEAF_RANGES: dict[str, Interval] = {
-    "eta": Interval(0.0, None, low_open=True),
-    "momentum": Interval(0.0, 1.0, high_open=True),
-    "beta": Interval(0.0),
-    "clip_low": Interval(0.0, 1.0, low_open=True, high_open=True),
-    "clip_high": Interval(0.0, None, low_open=True),
-    "dual_clip": Interval(1.0, None, low_open=True),
-    "kl_clamp": Interval(0.0, None, low_open=True),
-    "grad_clip": Interval(0.0, None, low_open=True),
-    "ref_sync_alpha": Interval(0.0, 1.0),
-    "adv_eps": Interval(0.0),
-}
+LEAF_RANGES: Mapping[str, Interval] = MappingProxyType(
+    {
+        "eta": Interval(0.0, None, low_open=True),
+        "momentum": Interval(0.0, 1.0, high_open=True),
+        "beta": Interval(0.0),
+        "clip_low": Interval(0.0, 1.0, low_open=True, high_open=True),
+        "clip_high": Interval(0.0, None, low_open=True),
+        "dual_clip": Interval(1.0, None, low_open=True),
+        "kl_clamp": Interval(0.0, None, low_open=True),
+        "grad_clip": Interval(0.0, None, low_open=True),
+        "ref_sync_alpha": Interval(0.0, 1.0),
+        "adv_eps": Interval(0.0),
+    }
+)
 """Allowed range of each real-valued hyperparameter leaf: checked eagerly by `BanditConfig.__check_init__`, masked
 in-jit by `bandit.valid_hyperparameters`, and read by `hyperparameters.HYPERPARAMETERS`. (The lag's range depends
-on the lag model, the advantage code's on `ADVANTAGES`: both are checked where they are set.)"""
+on the lag model, the advantage code's on `ADVANTAGES`: both are checked where they are set.) Read-only: one
+table serves all three, so changing it would change what each accepts."""
 
 
 class BanditConfig(eqx.Module):

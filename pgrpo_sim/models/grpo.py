@@ -35,6 +35,13 @@ def advantage_code(kind: str | ArrayLike) -> Array:
     return kind if isinstance(kind, jax.Array) and kind.dtype == jnp.int32 else jnp.asarray(kind, jnp.int32)
 
 
+def _sqrt_flat_at_zero(x: Array) -> Array:
+    """√x (x ≥ 0) whose derivative at x = 0 is 0, not ∞: the std of an all-equal group is the tip of a cone
+    in the rewards, and 0 is its subgradient there; ∞·0 made the advantages' gradient NaN."""
+    zero = x == 0  # not x > 0: a NaN stays NaN
+    return jnp.where(zero, 0.0, jnp.sqrt(jnp.where(zero, 1.0, x)))
+
+
 def group_advantages(rewards: ArrayLike, kind: str | ArrayLike = "std", eps: float = 1e-6) -> Array:
     """Group-relative advantages over the last axis (the group of G samples); `kind` a name or its
     `advantage_code` (traced codes allowed: selects pick the formula).
@@ -57,11 +64,11 @@ def group_advantages(rewards: ArrayLike, kind: str | ArrayLike = "std", eps: flo
     # 1/(std + eps), mean 1/1, rloo (G/(G − 1))/1, batch 1/(batch std + eps). Multiplying or dividing by 1 is
     # exact, so each kind's numbers are those of its own formula.
     squares = axis_sum(centred**2, keepdims=True)
-    std = jnp.sqrt(squares / (g - 1))
+    std = _sqrt_flat_at_zero(squares / (g - 1))
     # the batch's sum of squares from the groups' (Chan et al.'s pairwise update): no pass over every reward,
     # which made sampled sweeps 1.5× slower
     spread = jnp.sum(squares) + g * jnp.sum((group_mean - jnp.mean(group_mean)) ** 2)
-    batch_std = jnp.sqrt(spread / (rewards.size - 1))
+    batch_std = _sqrt_flat_at_zero(spread / (rewards.size - 1))
     factor = jnp.where(code == ADVANTAGES.index("rloo"), g / (g - 1), 1.0)
     denominator = jnp.where(
         code == ADVANTAGES.index("std"), std + eps, jnp.where(code == ADVANTAGES.index("batch"), batch_std + eps, 1.0)

@@ -24,6 +24,7 @@ from jax.typing import ArrayLike
 
 from ..base.checks import as_float, check_range, check_shapes, in_range, nan_unless
 from ..base.regimes import INVALID, REGIMES, Damping
+from .config import LEAF_RANGES
 
 
 class Coefficients(NamedTuple):
@@ -36,8 +37,8 @@ class Coefficients(NamedTuple):
 
 def _check(eta=None, momentum=None, lag=None, stiffness=None, noise=None, group_size=None, **more) -> None:
     check_shapes(eta=eta, momentum=momentum, lag=lag, stiffness=stiffness, noise=noise, group_size=group_size, **more)
-    check_range("eta", eta, 0.0, low_open=True)
-    check_range("momentum", momentum, 0.0, 1.0, high_open=True)
+    LEAF_RANGES["eta"].check("eta", eta)
+    LEAF_RANGES["momentum"].check("momentum", momentum)
     check_range("lag", lag, 0.0)
     check_range("stiffness", stiffness, 0.0, low_open=True)
     check_range("noise", noise, 0.0)
@@ -46,8 +47,8 @@ def _check(eta=None, momentum=None, lag=None, stiffness=None, noise=None, group_
 
 def _valid(eta, momentum, lag, stiffness):
     return (
-        in_range(eta, 0.0, low_open=True)
-        & in_range(momentum, 0.0, 1.0, high_open=True)
+        LEAF_RANGES["eta"].holds(eta)
+        & LEAF_RANGES["momentum"].holds(momentum)
         & in_range(lag, 0.0)
         & in_range(stiffness, 0.0, low_open=True)
     )

@@ -138,6 +138,7 @@ def analyse_log(log: TrainingLog, *, metric: str = "reward", n_samples: int | No
     coupling = None
     if "eval_reward" in log and log.series("eval_reward")[0].size >= 5:
         coupling = laws.coupling_ratio(*log.series("reward"), *log.series("eval_reward"))
+    fitted_range = (float(np.min(values)), float(np.max(values)))
     summary = dict(
         log=log.summary(),
         metric=metric,
@@ -147,8 +148,8 @@ def analyse_log(log: TrainingLog, *, metric: str = "reward", n_samples: int | No
         noise=noise,
         smoothing=dict(kind="centred moving average", window=fits["saturation"].smooth_window),
         fits={law: f.as_dict() for law, f in fits.items()},
-        fitted_range=[float(np.min(values)), float(np.max(values))],
-        plateaus_beyond_data=plateaus_beyond_data(fits, values),
+        fitted_range=list(fitted_range),
+        plateaus_beyond_data=plateaus_beyond_data(fits, fitted_range),
         prediction=_summary(fits),
         coupling=None if coupling is None else _coupling_dict(coupling),
         diagnostics=diagnosis.as_dict(),
@@ -160,11 +161,11 @@ PLATEAUS = {"saturation": "r_inf", "critical": "r_inf", "oscillator": "p_star"}
 """The parameter of each law that is the curve's plateau (its value as t → ∞)."""
 
 
-def plateaus_beyond_data(fits: dict[str, laws.LawFit], values: np.ndarray) -> list[dict]:
+def plateaus_beyond_data(fits: dict[str, laws.LawFit], fitted_range: tuple[float, float]) -> list[dict]:
     """The laws whose fitted plateau lies more than 2 standard errors beyond every fitted value (below the least
-    or above the largest): extrapolations the run has not reached, e.g. a negative plateau of a success rate fitted
-    to a collapsing run. Each: law, parameter, value, stderr (None if undefined)."""
-    lo, hi = float(np.min(values)), float(np.max(values))
+    or above the largest of `fitted_range` = (min, max)): extrapolations the run has not reached, e.g. a negative
+    plateau of a success rate fitted to a collapsing run. Each: law, parameter, value, stderr (None if undefined)."""
+    lo, hi = fitted_range
     out = []
     for law, name in PLATEAUS.items():
         fit = fits[law]

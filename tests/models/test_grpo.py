@@ -28,6 +28,28 @@ def test_advantages_match_reference_vectors():
     np.testing.assert_allclose(ps.group_advantages(REWARDS[0], "std", eps=1e-4), (REWARDS[0] - 0.5) / (s + 1e-4))
 
 
+def test_advantage_gradient_of_an_all_equal_group_is_finite():
+    """At an all-equal group the std is the tip of a cone; with its subgradient 0 there, ∂A_i/∂r_j =
+    (δ_ij − 1/G)/eps for "std" (and "batch" when the whole batch is equal), exactly; it was NaN (∞·0 from √0).
+    Away from the tip the gradient still matches central differences (h 1e-6, float64: error ~h², ~1e-10)."""
+    g, eps = 4, 1e-2
+    want = (np.eye(g) - 1 / g) / eps
+    for kind in ("std", "batch"):
+        jac = jax.jacrev(lambda r, k=kind: ps.group_advantages(r, k, eps))(jnp.full(g, 0.5))
+        np.testing.assert_allclose(jac, want, rtol=1e-12)
+    r = REWARDS[0] * 0.3 + 0.1
+    jac = jax.jacrev(lambda x: ps.group_advantages(x, "std", eps))(jnp.asarray(r))
+    h = 1e-6
+    fd = np.stack(
+        [
+            (ps.group_advantages(r + h * e, "std", eps) - ps.group_advantages(r - h * e, "std", eps)) / (2 * h)
+            for e in np.eye(g)
+        ],
+        axis=-1,
+    )
+    np.testing.assert_allclose(jac, fd, atol=1e-6)
+
+
 def test_advantage_codes_are_traced_kinds(backend_compiles):
     """A kind's `advantage_code` gives its named formula in one compiled program for every kind, and under vmap
     over codes (a select of all kinds); same arithmetic, so only XLA's fusion may move a rounding (1e-14)."""

@@ -77,3 +77,19 @@ def test_reward_band_stays_within_zero_and_one():
     (band,) = fig.axes[0].collections
     y = np.concatenate([path.vertices[:, 1] for path in band.get_paths()])
     assert y.min() >= 0.0 and y.max() <= 1.0
+
+
+def test_rollout_reuse_figure_draws_each_onset_per_clip():
+    """One panel per clip; each panel's lines carry its cases' onsets, a count never reached drawn just above the
+    largest tried, and the continuous model's 2τ* + 1 beside the paper's K_ref*."""
+    cases = [
+        dict(clip=c, eta=e, refresh=r, refresh_fresh=None, floquet=f, paper=p, continuous=2 * p + 1)
+        for c, e, r, f, p in ((0.1, 0.25, 6, 5, 2.0), (0.1, 1.0, None, None, 0.5), (0.2, 1.0, 3, 3, 0.5))
+    ]
+    fig = make_validation_figure("rollout_reuse", cases, 10)
+    assert len(fig.axes) == 2 and [ax.get_title() for ax in fig.axes] == ["clip ε = 0.1", "clip ε = 0.2"]
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    np.testing.assert_array_equal(lines["continuous model: 2τ* + 1"].get_ydata(), [5.0, 2.0])
+    np.testing.assert_array_equal(lines["paper: (1−μ)/(η_eff K)"].get_ydata(), [2.0, 0.5])
+    np.testing.assert_array_equal(lines["reuse (measured)"].get_ydata(), [6, 11])
+    np.testing.assert_array_equal(lines["fresh samples (measured)"].get_ydata(), [11, 11])
