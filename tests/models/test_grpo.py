@@ -30,13 +30,18 @@ def test_advantages_match_reference_vectors():
 
 def test_advantage_gradient_of_an_all_equal_group_is_finite():
     """At an all-equal group the std is the tip of a cone; with its subgradient 0 there, ∂A_i/∂r_j =
-    (δ_ij − 1/G)/eps for "std" (and "batch" when the whole batch is equal), exactly; it was NaN (∞·0 from √0).
-    Away from the tip the gradient still matches central differences (h 1e-6, float64: error ~h², ~1e-10)."""
+    (δ_ij − 1/G)/eps for "std" (and "batch" when the whole batch is equal), exactly; it was NaN for every kind (∞·0
+    from √0 reached all of them through the selects), and for a whole batch holding one such group. Away from the
+    tip the gradient still matches central differences (h 1e-6, float64: rounding ~1e-16/h, 1e-10)."""
     g, eps = 4, 1e-2
-    want = (np.eye(g) - 1 / g) / eps
-    for kind in ("std", "batch"):
+    centring = np.eye(g) - 1 / g
+    want = dict(std=centring / eps, batch=centring / eps, mean=centring, rloo=centring * g / (g - 1))
+    for kind, jac_want in want.items():
         jac = jax.jacrev(lambda r, k=kind: ps.group_advantages(r, k, eps))(jnp.full(g, 0.5))
-        np.testing.assert_allclose(jac, want, rtol=1e-12)
+        np.testing.assert_allclose(jac, jac_want, rtol=1e-12)
+    batch = jnp.asarray([[0.5] * g, [1.0, 0.0, 0.0, 1.0]])  # one all-equal group beside an ordinary one
+    for kind in ps.ADVANTAGES:
+        assert np.all(np.isfinite(jax.jacrev(lambda r, k=kind: ps.group_advantages(r, k, eps))(batch))), kind
     r = REWARDS[0] * 0.3 + 0.1
     jac = jax.jacrev(lambda x: ps.group_advantages(x, "std", eps))(jnp.asarray(r))
     h = 1e-6

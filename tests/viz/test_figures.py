@@ -93,3 +93,8 @@ def test_rollout_reuse_figure_draws_each_onset_per_clip():
     np.testing.assert_array_equal(lines["paper: (1−μ)/(η_eff K)"].get_ydata(), [2.0, 0.5])
     np.testing.assert_array_equal(lines["reuse (measured)"].get_ydata(), [6, 11])
     np.testing.assert_array_equal(lines["fresh samples (measured)"].get_ydata(), [11, 11])
+    np.testing.assert_array_equal(lines["reuse: exact Floquet onset"].get_ydata(), [5, 11])
+    np.testing.assert_array_equal(lines["continuous model: 2τ* + 1"].get_xdata(), [0.25, 1.0])
+    second = {line.get_label(): line for line in fig.axes[1].get_lines()}
+    np.testing.assert_array_equal(second["continuous model: 2τ* + 1"].get_ydata(), [2.0])
+    np.testing.assert_array_equal(second["reuse (measured)"].get_ydata(), [3])
