@@ -11,11 +11,11 @@ from jax import Array
 
 FORWARD_MODE_MAX = 4
 """Up to this many inputs `value_and_grad` uses forward mode (`jax.jacfwd`). Through a simulated run of the
-bandit vmapped over 1000 configurations, three tangents cost less than reverse mode with its full tape (7.7× and
-10.6× the forward run; benchmarks/RESULTS.md, "Gradients through a run"), and forward mode holds no tape. The
-checkpointed tape costs less there (4.9×), but at `search`'s width (8 restarts, 2 hyperparameters, 300 steps)
-forward mode ran 200 iterations in 0.09 s against 0.15 s (full tape) and 0.25 s (checkpointed), and compiled in
-5.6 s against 6.4 s and 7.6 s (2026-12-02, 2 cores)."""
+bandit vmapped over 1000 configurations, three tangents cost less than reverse mode with its full tape
+(benchmarks/RESULTS.md, run of 2026-12-02, "Gradients through a run"), and forward mode holds no tape. The
+checkpointed tape costs less there, but at `search`'s width (8 restarts, 2 hyperparameters, 300 steps) forward
+mode ran 200 iterations in 0.09 s against 0.15 s (full tape) and 0.25 s (checkpointed), and compiled in 5.6 s
+against 6.4 s and 7.6 s (measured once, 2026-12-02, 2 cores; not a benchmark)."""
 
 
 def value_and_grad(loss: Callable, z: Array, *args) -> tuple[tuple[Array, object], Array]:
@@ -47,8 +47,8 @@ def scan(f: Callable, init, xs, length: int, *, checkpoint: bool = False):
     block rematerialised on the backward pass (`jax.checkpoint`; Griewank & Walther, *Evaluating
     Derivatives*, 2008, §12.3). Forward runs and forward mode compute the same steps at the same speed;
     reverse mode recomputes each step once more, yet through a wide vmapped bandit run costs about half what the
-    full tape costs, whose residuals stream through memory while a block's stay in the caches
-    (benchmarks/RESULTS.md, "Gradients through a run"). Lengths with no divisor near √length
+    full tape costs, whose residuals stream through memory (benchmarks/RESULTS.md, run of 2026-12-02,
+    "Gradients through a run"). Lengths with no divisor near √length
     run their last steps (fewer than a block) as a plain scan, which traces `f` a second time. The nested
     loops compile more slowly (about 0.2 s more for a bandit run, 0.5–1 s more for its gradient), hence
     opt-in."""

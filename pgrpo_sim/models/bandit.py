@@ -949,8 +949,8 @@ def simulate(
     `checkpoint=True` for reverse-mode derivatives (`jax.grad`) of long runs: the steps run in blocks of about
     √steps, rematerialised on the backward pass, so it holds O(√steps) states instead of every step's; through a
     wide `vmap` it is also about twice as fast as the full tape, whose residuals stream through memory
-    (benchmarks/RESULTS.md, "Gradients through a run"). It compiles a little more slowly. Values and forward-mode
-    derivatives are the same either way.
+    (benchmarks/RESULTS.md, run of 2026-12-02, "Gradients through a run"). It compiles a little more slowly.
+    Values and forward-mode derivatives are the same either way.
     """
     check_steps(steps)
     if isinstance(readouts, str):  # one name
