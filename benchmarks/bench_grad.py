@@ -16,6 +16,7 @@ process, one untimed warm-up call, then `reps` calls timed together, median over
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 
@@ -106,8 +107,8 @@ def prepare_side(case: dict, side: str):
 def check() -> list[tuple[str, bool]]:
     """Float64: `jax.grad` and `jax.jacfwd` of the objective against central finite differences
     (step 1e-5 × max(|x|, 0.01)) at `POINT` and at (0.005, 0.9, 0.05), relative error of the gradient
-    vector ≤ 1e-6; float32: the vmapped `jax.grad` of 3 configurations against float64 `jax.grad` of
-    each, to 1e-3."""
+    vector ≤ 1e-6; float32: the vmapped `jax.grad` of 3 configurations, and that of the per-arm hand-written
+    objective, against float64 `jax.grad` of each, to 1e-3."""
     import jax
 
     results = []
@@ -144,6 +145,21 @@ def check() -> list[tuple[str, bool]]:
             err <= 1e-3,
         )
     )
+    import profile_expected
+
+    def per_arm(eta, momentum, beta):
+        reward = profile_expected.fused_two_arm_rewards(eta, momentum, beta, steps=STEPS, p_ref=0.2, group_size=8)
+        return reward[-((STEPS + 1) // 4) :].mean()
+
+    per_arm_grad = np.array(jax.jit(jax.vmap(jax.grad(per_arm, argnums=(0, 1, 2))))(*args))
+    err = float(np.max(np.abs(per_arm_grad - single) / (np.abs(single) + 1e-3)))
+    results.append(
+        (
+            "float32 grad of the per-arm hand-written objective (`fused_two_arm_rewards`) vs pgrpo-sim's float64 "
+            f"grad, 3 configurations: max rel. error {err:.1e} (limit 1e-3)",
+            err <= 1e-3,
+        )
+    )
     return results
 
 
@@ -167,10 +183,10 @@ def _interleaved_ms(fns: dict, args, reps: int, rounds: int = 5) -> dict[str, fl
 
 
 def measure_fused(steps: int, configs: int) -> dict:
-    """In one process: milliseconds per call of forward, grad (pgrpo-sim's also checkpointed) and jacfwd, for
-    pgrpo-sim's objective and for the same objective on `profile_expected.fused_rewards` (the on-policy update
-    written out in jnp, no library code but the pmf), one configuration and vmapped over `configs`
-    (`_interleaved_ms`)."""
+    """In one process: milliseconds per call of forward, grad (also checkpointed, where the objective can be) and
+    jacfwd, for pgrpo-sim's objective and for the same objective on `profile_expected.fused_rewards` (the on-policy
+    update written out in jnp, no library code but the pmf) and on `fused_two_arm_rewards` (the same, each arm's
+    logit and velocity its own array), one configuration and vmapped over `configs` (`_interleaved_ms`)."""
     import jax
     import profile_expected
 
@@ -180,14 +196,24 @@ def measure_fused(steps: int, configs: int) -> dict:
         )
         return reward[-((steps + 1) // 4) :].mean()
 
+    def per_arm(eta, momentum, beta, checkpoint=False):
+        reward = profile_expected.fused_two_arm_rewards(
+            eta, momentum, beta, steps=steps, p_ref=0.2, group_size=8, checkpoint=checkpoint
+        )
+        return reward[-((steps + 1) // 4) :].mean()
+
     single, batch = tuple(np.float32(x) for x in POINT), sweep(configs)
-    checkpointed = jax.grad(objective(steps, checkpoint=True), argnums=(0, 1, 2))
+    objectives = {
+        "pgrpo-sim": (objective(steps), objective(steps, checkpoint=True)),
+        "hand-written jnp": (fused, None),
+        "hand-written jnp, per-arm arrays": (per_arm, functools.partial(per_arm, checkpoint=True)),
+    }
     out = {}
-    for name, f in (("pgrpo-sim", objective(steps)), ("hand-written jnp", fused)):
+    for name, (f, f_checkpointed) in objectives.items():
         for case, args, wrap, reps in (("one", single, lambda g: g, 50), ("vmap", batch, jax.vmap, 2)):
             variants = dict(forward=f, grad=jax.grad(f, argnums=(0, 1, 2)), jacfwd=jax.jacfwd(f, argnums=(0, 1, 2)))
-            if name == "pgrpo-sim":
-                variants["grad_checkpoint"] = checkpointed
+            if f_checkpointed is not None:
+                variants["grad_checkpoint"] = jax.grad(f_checkpointed, argnums=(0, 1, 2))
             out[f"{name}|{case}"] = _interleaved_ms({side: wrap(g) for side, g in variants.items()}, args, reps)
     return out
 
@@ -289,7 +315,8 @@ def report(quick: bool, rounds: int, out_dir) -> str:
         "",
         "Reverse and forward mode (`jax.jacfwd`, three tangents), for pgrpo-sim's objective and for the "
         "same objective written out by hand (`profile_expected.fused_rewards`: the on-policy update in "
-        "jnp, no library code but the pmf), all in one process, the sides taking turns (median of 5 rounds; "
+        "jnp, no library code but the pmf; `fused_two_arm_rewards`: the same with each arm's logit and velocity "
+        "its own array, no arm axis), all in one process, the sides taking turns (median of 5 rounds; "
         "milliseconds per call):",
         "",
         "| Objective | Case | forward ms | grad / forward | checkpointed grad / forward | jacfwd / forward |",

@@ -25,6 +25,7 @@ import numpy as np
 import numpy_bandit
 
 import pgrpo_sim as ps
+from pgrpo_sim.base.autodiff import scan
 from pgrpo_sim.models import bandit
 
 
@@ -45,6 +46,34 @@ def fused_rewards(eta, momentum, beta, *, steps, n_arms, n_correct, p_ref, group
 
     (theta, _), rewards = jax.lax.scan(step, (theta0, jnp.zeros_like(theta0)), length=steps)
     return jnp.append(rewards, jax.nn.softmax(theta) @ r)
+
+
+def fused_two_arm_rewards(eta, momentum, beta, *, steps, p_ref, group_size, checkpoint=False):
+    """`fused_rewards` of the two-arm bandit (arm 0 correct) with each arm's logit and velocity its own array: no
+    arm axis, so under vmap every operation is elementwise over the configurations and reverse mode transposes no
+    broadcast or slice of one. `checkpoint`: the steps in √steps blocks (`base.autodiff.scan`)."""
+    r, theta0 = numpy_bandit.start(2, 1, p_ref, np.float32)
+    adv_success, adv_failure = numpy_bandit.std_advantages(group_size, dtype=np.float32)
+    table = np.stack([adv_success, adv_failure])
+    pi_ref = np.exp(theta0) / np.exp(theta0).sum()
+
+    def step(state, _):
+        t0, t1, v0, v1 = state
+        pi0 = jax.nn.sigmoid(t0 - t1)
+        pi1 = 1 - pi0
+        p = pi0 * r[0] + pi1 * r[1]
+        alpha = bandit.binomial_mean(group_size - 1, p, table)
+        w0 = -(r[0] * alpha[..., 0] + (1 - r[0]) * alpha[..., 1]) + beta * (1 - pi_ref[0] / pi0)
+        w1 = -(r[1] * alpha[..., 0] + (1 - r[1]) * alpha[..., 1]) + beta * (1 - pi_ref[1] / pi1)
+        mean = pi0 * w0 + pi1 * w1
+        v0, v1 = momentum * v0 + pi0 * (w0 - mean), momentum * v1 + pi1 * (w1 - mean)
+        return (t0 - eta * v0, t1 - eta * v1, v0, v1), p
+
+    zero = jnp.zeros_like(eta)
+    (t0, t1, _, _), rewards = scan(
+        step, (zero + theta0[0], zero + theta0[1], zero, zero), None, steps, checkpoint=checkpoint
+    )
+    return jnp.append(rewards, jax.nn.sigmoid(t0 - t1) * r[0] + (1 - jax.nn.sigmoid(t0 - t1)) * r[1])
 
 
 def main(configs: int = 2**15, steps: int = 200) -> None:
