@@ -48,10 +48,9 @@ def scan(f: Callable, init, xs, length: int, *, checkpoint: bool = False):
     Derivatives*, 2008, §12.3). Forward runs and forward mode compute the same steps at the same speed;
     reverse mode recomputes each step once more, yet through a wide vmapped bandit run costs about half what the
     full tape costs, whose residuals stream through memory (benchmarks/RESULTS.md, run of 2026-12-02,
-    "Gradients through a run"). Lengths with no divisor near √length
-    run their last steps (fewer than a block) as a plain scan, which traces `f` a second time. The nested
-    loops compile more slowly (about 0.2 s more for a bandit run, 0.5–1 s more for its gradient), hence
-    opt-in."""
+    "Gradients through a run"). Lengths with no divisor near √length run their last steps (fewer than a block)
+    as a plain scan, which traces `f` a second time. The nested loops compile more slowly (about 0.2 s more for
+    a bandit run, 0.5–1 s more for its gradient), hence opt-in."""
     if not checkpoint:
         return jax.lax.scan(f, init, xs, length=length)
     block = _block_size(length)
