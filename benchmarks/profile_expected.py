@@ -73,7 +73,8 @@ def fused_two_arm_rewards(eta, momentum, beta, *, steps, p_ref, group_size, chec
     (t0, t1, _, _), rewards = scan(
         step, (zero + theta0[0], zero + theta0[1], zero, zero), None, steps, checkpoint=checkpoint
     )
-    return jnp.append(rewards, jax.nn.sigmoid(t0 - t1) * r[0] + (1 - jax.nn.sigmoid(t0 - t1)) * r[1])
+    pi0 = jax.nn.sigmoid(t0 - t1)
+    return jnp.append(rewards, pi0 * r[0] + (1 - pi0) * r[1])
 
 
 def main(configs: int = 2**15, steps: int = 200) -> None:
