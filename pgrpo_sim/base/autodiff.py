@@ -33,6 +33,21 @@ def value_and_grad(loss: Callable, z: Array, *args) -> tuple[tuple[Array, object
     return out, grad
 
 
+@jax.custom_jvp
+def where_frozen(frozen: Array, current: Array, proposed: Array) -> Array:
+    """`jnp.where(frozen, current, proposed)`, differentiated as `proposed` alone: for a guard that holds a state
+    still once it went bad (a run's divergence), not part of the model. Values are the select's; derivatives are
+    exact wherever `frozen` is False and, where it is True, those of the discarded `proposed` (not meaningful,
+    possibly non-finite). The select's own derivative selects every tangent too, which made gradients through a
+    wide vmapped bandit run a fifth to a quarter slower (forward and reverse mode; measured 2026-12-02, 2 cores)."""
+    return jnp.where(frozen, current, proposed)
+
+
+@where_frozen.defjvp
+def _where_frozen_jvp(primals, tangents):
+    return where_frozen(*primals), tangents[2]
+
+
 def _block_size(length: int) -> int:
     """Steps per checkpointed block: the largest divisor of `length` up to √length, or ⌈√length⌉ when that
     divisor is under half of √length (then the steps beyond whole blocks run as one plain scan)."""

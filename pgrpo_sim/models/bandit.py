@@ -34,7 +34,7 @@ from jax.custom_derivatives import SymbolicZero
 from jax.scipy.special import gammaln, xlog1py, xlogy
 
 from ..base import threefry as _random
-from ..base.autodiff import scan
+from ..base.autodiff import scan, where_frozen
 from ..base.checks import as_key, check_choice, check_seeds, check_steps, in_range, is_concrete, nan_unless
 from ..base.errors import PgrpoSimError
 from ..base.small_axes import UNROLL_MAX, axis_sum, softmax
@@ -544,7 +544,9 @@ def _policy_metrics(config: BanditConfig, theta: Array) -> dict[str, Array]:
 
 
 def _apply(config: BanditConfig, optimizer, state: BanditState, grad: Array, stats: UpdateStats, **changes):
-    """Take the optimiser step `grad` from state θ_n (frozen once diverged) and the read-outs of step n."""
+    """Take the optimiser step `grad` from state θ_n (frozen once diverged) and the read-outs of step n. The freeze
+    keeps a diverged run's final state finite; derivatives are the update's own (`where_frozen`): exact for a run
+    that has not diverged, not meaningful for one that has, whose read-outs are NaN."""
     n, theta = state.step, state.logits
     params = state.params
     if config.features is None:  # the logits are the parameters
@@ -557,7 +559,7 @@ def _apply(config: BanditConfig, optimizer, state: BanditState, grad: Array, sta
         proposed = theta + config.features @ updates
     blown = ~jnp.all(jnp.isfinite(proposed))
     diverged = state.diverged | blown
-    keep = lambda new, cur: jnp.where(diverged, cur, new)  # noqa: E731
+    keep = lambda new, cur: where_frozen(diverged, cur, new)  # noqa: E731
     nxt = state._replace(
         logits=keep(proposed, theta),
         params=keep(params, state.params),
@@ -950,7 +952,8 @@ def simulate(
     √steps, rematerialised on the backward pass, so it holds O(√steps) states instead of every step's; through a
     wide `vmap` it is also about twice as fast as the full tape, whose residuals stream through memory
     (benchmarks/RESULTS.md, run of 2026-12-02, "Gradients through a run"). It compiles a little more slowly.
-    Values and forward-mode derivatives are the same either way.
+    Values and forward-mode derivatives are the same either way. Derivatives are exact for runs that do not
+    diverge; a diverged run's (its read-outs NaN, its final state frozen) are not meaningful.
     """
     check_steps(steps)
     if isinstance(readouts, str):  # one name

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import pgrpo_sim as ps
-from pgrpo_sim.base.autodiff import FORWARD_MODE_MAX, scan, value_and_grad
+from pgrpo_sim.base.autodiff import FORWARD_MODE_MAX, scan, value_and_grad, where_frozen
 
 
 def _loss(z, scale):
@@ -26,6 +26,20 @@ def test_both_modes_agree_with_jax_value_and_grad(size):
     assert float(aux["first"]) == pytest.approx(float(aux_r["first"]), rel=1e-12)
     np.testing.assert_allclose(np.asarray(grad), np.asarray(grad_r), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(np.asarray(grad), exact, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_where_frozen_selects_values_and_differentiates_the_proposal(frozen):
+    """Values are `jnp.where`'s; forward and reverse derivatives are those of `proposed` alone, frozen or not
+    (f(a) = where_frozen(frozen, a², a³) at a = 1.5: derivative 3a² = 6.75; float64, rounding only)."""
+    with jax.enable_x64(True):
+        a = jnp.float64(1.5)
+        f = lambda a: where_frozen(jnp.asarray(frozen), a**2, a**3)  # noqa: E731
+        assert float(f(a)) == (2.25 if frozen else 3.375)
+        assert float(jax.grad(f)(a)) == pytest.approx(6.75, rel=1e-15)
+        assert float(jax.jacfwd(f)(a)) == pytest.approx(6.75, rel=1e-15)
+        batched = jax.vmap(jax.grad(lambda a, d: where_frozen(d, a**2, a**3)))(jnp.full(2, a), jnp.array([False, True]))
+        np.testing.assert_array_equal(np.asarray(batched), [6.75, 6.75])
 
 
 def _recurrence(carry, x):
