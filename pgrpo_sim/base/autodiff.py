@@ -38,8 +38,9 @@ def where_frozen(frozen: Array, current: Array, proposed: Array) -> Array:
     """`jnp.where(frozen, current, proposed)`, differentiated as `proposed` alone: for a guard that holds a state
     still once it went bad (a run's divergence), not part of the model. Values are the select's; derivatives are
     exact wherever `frozen` is False and, where it is True, those of the discarded `proposed` (not meaningful,
-    possibly non-finite). The select's own derivative selects every tangent too, which made gradients through a
-    wide vmapped bandit run a fifth to a quarter slower (forward and reverse mode; measured 2026-12-02, 2 cores)."""
+    possibly non-finite). The select's own derivative selects every tangent and cotangent too: through a bandit
+    run vmapped over 1000 configurations that took about a third of a gradient's time (checkpointed reverse mode
+    47–55 → 33–43 ms, forward mode 71–80 → 40–59 ms; 3 processes each, 2026-12-02, 2 cores)."""
     return jnp.where(frozen, current, proposed)
 
 
