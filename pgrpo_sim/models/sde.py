@@ -65,6 +65,12 @@ def _times(ts: ArrayLike) -> Array:
     return ts
 
 
+def _failed_as_nan(sol: diffrax.Solution) -> Array:
+    """`sol.ys`, NaN where the solve failed (diverged to non-finite values, or ran out of `max_steps`): diffrax
+    fills a failed solve with inf, from t0 on, and `throw=False` keeps the solve traceable."""
+    return jnp.where(sol.result == diffrax.RESULTS.successful, sol.ys, jnp.nan)
+
+
 def solve_deterministic(
     ts: ArrayLike,
     e0: ArrayLike,
@@ -101,7 +107,7 @@ def solve_deterministic(
         max_steps=1_000_000,
         throw=False,
     )
-    return sol.ys[..., 0]
+    return _failed_as_nan(sol)[..., 0]
 
 
 def _normals(key: Array, shape: tuple[int, ...], dtype) -> Array:
@@ -298,4 +304,4 @@ def _ensemble(rates, ts, y0, key, dt, paths, tol, max_steps, solver, brownian):
             adjoint=diffrax.ForwardMode() if brownian == "unsafe" else diffrax.RecursiveCheckpointAdjoint(),
             throw=False,
         )
-    return sol.ys.T
+    return _failed_as_nan(sol).T

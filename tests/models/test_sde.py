@@ -154,3 +154,10 @@ def test_bad_input():
         ps.solve_ensemble(TS, 0.1, 0.0, *REGIMES["over"], 0.01, 1)
     with pytest.raises(ValueError, match="eta"):
         ps.solve_deterministic(TS, 0.1, 0.0, -0.05, 0.0, 0.0, 0.3)
+
+
+def test_a_failed_solve_is_nan_not_inf():
+    # K < 0 grows without bound; diffrax fails and fills the solve with inf from t0 on: reported as NaN
+    solve = jax.jit(lambda k: ps.solve_deterministic(jnp.arange(0.0, 5.0), 0.3, 0.0, 0.05, 0.0, k, 0.3))
+    assert np.all(np.isnan(solve(-1.0)))
+    assert np.all(np.isfinite(solve(1.0)))
