@@ -164,8 +164,9 @@ def _best_fit(r: Array, eta: Array, momentum: Array, lag: Array, slope: Array) -
     the fit of least cost wins. One start after another (`lax.map`; see `_fit_padded`)."""
     starts = jnp.concatenate([jnp.where(slope > 0, slope, 0.1)[None], jnp.logspace(-3, 1, 9, dtype=r.dtype)])
     fits = jax.lax.map(lambda k0: stiffness_from_fit(r, eta, momentum, lag, k0=k0), starts)
-    best = jnp.nanargmin(fits.cost)
-    return fits.params[best, 0], fits.stderr[best, 0]
+    best = jnp.nanargmin(fits.cost)  # -1 if every cost is NaN: no fit, so NaN below, never the last start
+    failed = jnp.all(jnp.isnan(fits.cost))
+    return jnp.where(failed, jnp.nan, fits.params[best, 0]), jnp.where(failed, jnp.nan, fits.stderr[best, 0])
 
 
 def r_squared(data: ArrayLike, model: ArrayLike) -> float:

@@ -253,3 +253,10 @@ def test_coupling_ratio_of_a_flat_train_reward_is_undefined():
     c = fit.coupling_ratio(steps, np.zeros(40), steps[::2], np.linspace(0.1, 0.3, 20))
     late = c.steps > 20
     assert np.all(np.isnan(c.ratio[late])) and np.all(c.train_slope[late] == 0)
+
+
+def test_stiffness_fit_of_a_diverged_curve_is_nan():
+    # every start's cost is NaN once the curve is: no fit, never the last start's K (10)
+    rewards = np.concatenate([np.linspace(0.2, 0.6, 30), np.full(20, np.nan)])
+    est = ps.identify_stiffness(rewards, eta=0.1)
+    assert np.isnan(est.fit) and np.isnan(est.fit_stderr)
