@@ -79,7 +79,8 @@ def read_outcomes(reward: Array, q: dict[str, Array], fraction, smoothing) -> Ou
 
 @functools.partial(jax.jit, static_argnames=("steps", "checkpoint"))
 def _outcomes_kernel(cfg2, fixed, fraction, smoothing, steps, checkpoint):
-    reward = simulate(cfg2, steps, readouts=("reward",), checkpoint=checkpoint).reward
+    # the two-arm reduction's rewards are 0/1 (traced here, so `simulate` cannot see it)
+    reward = simulate(cfg2, steps, readouts=("reward",), checkpoint=checkpoint, binary_rewards=True).reward
     return read_outcomes(reward, oscillator(cfg2, continuous_lag(cfg2.lag, cfg2.lag_model), fixed), fraction, smoothing)
 
 

@@ -95,7 +95,7 @@ def _evaluate(problem: _Problem, cfg2: BanditConfig, numeric, values: Array) -> 
         value = zeta
         scaled = (zeta - numeric["target"]) ** 2
     else:
-        reward = simulate(cfg, problem.steps).reward
+        reward = simulate(cfg, problem.steps, binary_rewards=True).reward  # the two-arm reduction's 0/1, traced
         out = read_outcomes(reward, q, numeric["target"], numeric["smoothing"])
         if problem.objective == "time-to-threshold":
             value, scaled = out.time_to_threshold, out.time_to_threshold / problem.steps

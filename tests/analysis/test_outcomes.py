@@ -100,3 +100,10 @@ def test_outcomes_of_a_scheduled_run_are_its_simulated_curve():
         eta=0.5, lr_schedule="cosine", warmup_steps=3, decay_steps=20, beta=0.1, n_arms=5, n_correct=2
     )
     np.testing.assert_allclose(ps.outcomes(cfg, 15).reward, ps.simulate(cfg, 15).reward, rtol=1e-6)
+
+
+def test_outcomes_of_reused_rollouts_enumerate_binary_rewards():
+    # G = 64 with rollout reuse: 0/1 rewards enumerate 65 reward counts; taken as arbitrary they would exceed
+    # the enumeration bound and be refused. Same curve as simulate's (the exact two-arm reduction)
+    cfg = ps.bandit_config(group_size=64, lag_model="refresh", lag=2)
+    np.testing.assert_allclose(ps.outcomes(cfg, 5).reward, ps.simulate(cfg, 5).reward, rtol=1e-5)
