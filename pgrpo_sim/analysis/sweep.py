@@ -560,7 +560,8 @@ class _ChunkStore:
             if manifest.exists() and manifest.read_text() != spec.to_json():
                 if not overwrite:
                     raise SweepError(f"{self.dir} holds a different sweep; use --overwrite or another --out")
-                shutil.rmtree(self.chunks, ignore_errors=True)
+                if self.chunks.exists():  # a partial delete must fail loudly: leftovers would load as new chunks
+                    shutil.rmtree(self.chunks)
             self.chunks.mkdir(parents=True, exist_ok=True)
             _atomic_write(manifest, spec.to_json().encode())
         except OSError as exc:
