@@ -1115,10 +1115,11 @@ def build_parser() -> argparse.ArgumentParser:
                 default=None,
                 help="logged steps to simulate, the first one included (>= 2; default: to the log's last)",
             )
+        own_json = "" if name == "calibrate" else f", {name.replace('-', '')}.json"
         p.add_argument(
             "--out",
             required=True,
-            help=f"output directory ({name.replace('-', '')}.json / calibration.json, report.md, figure)",
+            help=f"output directory (calibration.json{own_json}, report.md, figure)",
         )
         p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
         p.set_defaults(func=func)
