@@ -57,6 +57,8 @@ REASONS = (
     "exact discrete map unstable (spectral radius >= 1)",
     "spectral radius undetermined: no fixed point of the rollout-averaged cycle was found (the run may cycle, "
     "e.g. held by the clip: outside the linear model)",
+    "spectral radius undetermined at this precision: within rounding of 1 (|r - 1| <= 4 eps, a small learning "
+    "rate); enable float64 (jax_enable_x64), as the command line does",
 )
 """Names of `Prediction.reason` codes: index = code."""
 QUANTITIES = (
@@ -427,7 +429,9 @@ def _predict(config2: BanditConfig) -> Prediction:
     radius = floquet_radius(config2, x)
     # the exact map's verdict (NaN: no fixed point of the averaged cycle, no proof of stability) before the
     # continuous model's C <= 0
-    reason = jnp.where(coef.damping <= 0, 2, jnp.where(radius >= 1, 3, 0))
+    # the multipliers are 1 + O(η) in floating point: a radius within a few ulps of 1 is rounding, not a verdict
+    rounding = jnp.abs(radius - 1) <= 4 * jnp.finfo(radius.dtype).eps
+    reason = jnp.where(coef.damping <= 0, 2, jnp.where(rounding, 5, jnp.where(radius >= 1, 3, 0)))
     reason = jnp.where(~found, 1, jnp.where(jnp.isnan(radius), 4, reason))
     return Prediction(
         p_star=q["p_star"],

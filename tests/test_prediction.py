@@ -226,3 +226,14 @@ def test_population_mean_field_is_exact_for_identical_prompts():
     assert np.isfinite(float(spread.damping_ratio))  # the mean-field oscillator of a spread population
     with pytest.raises(ps.PgrpoSimError, match="one class structure"):
         ps.predict(ps.bandit_config(rewards=[[1, 0, 0], [1, 1, 0]], beta=0.5))
+
+
+def test_a_radius_within_rounding_of_one_is_undetermined_not_unstable():
+    """η 1e-7 (an LLM learning rate): the radius is 1 − 1.4e-8 in float64, which float32 rounds to 1; float32
+    refuses the verdict (|r − 1| ≤ 4 eps) rather than calling the run unstable, float64 proves it stable."""
+    config = dict(eta=1e-7, beta=0.1)
+    with jax.enable_x64(False):  # the suite runs in float64 (conftest)
+        d = ps.predict(ps.bandit_config(**config)).as_dict()
+    assert not d["stable"] and d["reason"].startswith("spectral radius undetermined at this precision")
+    d64 = ps.predict(ps.bandit_config(**config)).as_dict()
+    assert d64["stable"] and 0 < 1 - d64["spectral_radius"] < 4 * np.finfo(np.float32).eps
