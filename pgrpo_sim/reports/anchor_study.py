@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..base.outputs import json_text
+from ..base.runtime import configure_jax
 from ..calibration.forecast import forecast, what_if
 from ..calibration.inference import calibrate, model_steps
 from ..calibration.run_config import log_settings, read_run_config, resolve_run_config
@@ -229,6 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("usage: python -m pgrpo_sim.reports.anchor_study ANCHORS README [--results FILE]", file=sys.stderr)
         return 2
     anchors, readme = Path(args[0]), Path(args[1])
+    # the command line's XLA settings: they move the last digits of every optimiser, and the 2-epoch calibrations,
+    # which have not converged, by more; the README's numbers are the commands' numbers
+    configure_jax(compile_cache=False)
     calibrations = {}
     study = dict(
         forecasts=forecasts(anchors, calibrations),
