@@ -836,7 +836,7 @@ def _cmd_tune(args: argparse.Namespace) -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)  # fixed points, long scans and their gradients in float64
-    from .analysis.search import search
+    from .analysis.search import search, searched_names
     from .viz.figures import plot_convergence
 
     check_output_dir(args.out, "tune", overwrite=args.overwrite)
@@ -850,11 +850,18 @@ def _cmd_tune(args: argparse.Namespace) -> None:
             sep = ""
         if not sep:
             raise UsageError(f"tune: --bound {spec!r}: expected NAME=LOW:HIGH")
+    names = [n.strip().replace("-", "_") for n in args.search.split(",")] if args.search else None
+    for name in searched_names(args.objective, names):
+        if name in getattr(args, "explicit", ()):
+            flag = name.replace("_", "-")
+            raise UsageError(
+                f"tune: --{flag} sets {name}, which tune searches: drop it, or bound it (--bound {name}=LOW:HIGH)"
+            )
     result = search(
         args.objective,
         _bandit_config(args),
         target=args.target,
-        search=[n.strip().replace("-", "_") for n in args.search.split(",")] if args.search else None,
+        search=names,
         bounds=bounds or None,
         steps=args.steps,
         min_damping_ratio=args.min_damping_ratio,

@@ -220,6 +220,14 @@ class SearchResult(NamedTuple):
         return out
 
 
+def searched_names(objective: str, search: Sequence[str] | None) -> tuple[str, ...]:
+    """The hyperparameters a `search` of `objective` varies: `search`, or by default η for damping-ratio, else η
+    and μ."""
+    if search is None:
+        return ("eta",) if objective == "damping-ratio" else ("eta", "momentum")
+    return tuple(search)
+
+
 def _setup(
     objective: str,
     search_names: Sequence[str] | None,
@@ -234,9 +242,7 @@ def _setup(
     """Validate a search request; return the searched names and the numbers of the problem (box, target,
     constraint bounds, penalty) with NaN for what is not asked."""
     check_choice("objective", objective, OBJECTIVES)
-    if search_names is None:
-        search_names = ("eta",) if objective == "damping-ratio" else ("eta", "momentum")
-    search_names = check_differentiable(search_names)
+    search_names = check_differentiable(searched_names(objective, search_names))
     if not search_names or len(set(search_names)) != len(search_names):
         raise PgrpoSimError(f"search needs distinct hyperparameter names, got {list(search_names)}")
     if objective == "damping-ratio":
