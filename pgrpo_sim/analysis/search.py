@@ -220,12 +220,12 @@ class SearchResult(NamedTuple):
         return out
 
 
-def searched_names(objective: str, search: Sequence[str] | None) -> tuple[str, ...]:
-    """The hyperparameters a `search` of `objective` varies: `search`, or by default η for damping-ratio, else η
-    and μ."""
+def searched_names(objective: str, search: Sequence[str] | str | None) -> tuple[str, ...]:
+    """The hyperparameters a `search` of `objective` varies: `search` (one name or several), or by default η for
+    damping-ratio, else η and μ."""
     if search is None:
         return ("eta",) if objective == "damping-ratio" else ("eta", "momentum")
-    return tuple(search)
+    return (search,) if isinstance(search, str) else tuple(search)
 
 
 def _setup(
