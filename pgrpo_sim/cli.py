@@ -314,12 +314,20 @@ def _check_plot(args: argparse.Namespace) -> None:
 def _cmd_simulate(args: argparse.Namespace) -> None:
     import jax
 
-    from .models.bandit import simulate
+    from .base.runtime import physical_memory
+    from .models.bandit import STEP_READOUTS, simulate
     from .viz.figures import plot_reward_curve
 
     check_steps(args.steps)
     check_seeds(args.seeds)
     check_seed(args.seed)
+    # every read-out of every seed and step is held, on the device and again as float64 on the host
+    need, have = args.seeds * (args.steps + 1) * len(STEP_READOUTS) * 12, physical_memory()
+    if have is not None and need > have:
+        raise UsageError(
+            f"simulate: --seeds × --steps needs about {need / 1e9:.3g} GB of read-outs, more than this machine's "
+            f"{have / 1e9:.3g} GB: fewer seeds or steps (a sweep streams its summaries: pgrpo-sim sweep)"
+        )
     config = _bandit_config(args)
     check_output_file(args.out, "--out", overwrite=args.overwrite)
     _check_plot(args)

@@ -127,6 +127,14 @@ def fast_cpu_compilation(environ: dict | None = None, *, compile_bound: bool = F
     return _add_flag(CPU_FUSION_FLAG, env)
 
 
+def physical_memory() -> int | None:
+    """This machine's physical memory in bytes (None where the OS does not say: `os.sysconf` is POSIX)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 def configure_jax(*, compile_cache: bool = True, compile_bound: bool = False) -> Path | None:
     """The command line's JAX settings: `fast_cpu_compilation` (`compile_bound`: the command compiles many
     short-running programs, one per core at once), all CPU cores (`use_all_cpu_cores`) and, unless `compile_cache`
