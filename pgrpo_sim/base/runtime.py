@@ -164,13 +164,30 @@ def shared_settings() -> dict:
     return {name: getattr(jax.config, name) for name in SHARED_SETTINGS}
 
 
+ORPHAN_POLL_S = 1.0
+"""How often a worker checks that its parent lives (seconds)."""
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    """Exit this process once its parent is gone (killed with SIGKILL, it cannot stop its workers: they would wait
+    on its queue forever, holding their memory); the new parent is init or a subreaper."""
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(ORPHAN_POLL_S)
+    os._exit(1)
+
+
 def _start_worker(settings: dict) -> None:
-    """A worker's start: its parent's JAX settings, and no reaction to Ctrl-C (its parent stops it)."""
+    """A worker's start: its parent's JAX settings, no reaction to Ctrl-C (its parent stops it), and an exit of its
+    own if the parent dies."""
     import signal
+    import threading
 
     import jax
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
     for name, value in settings.items():
         jax.config.update(name, value)
 

@@ -119,3 +119,37 @@ def test_workers_share_the_settings_and_stop_at_once():
         raise KeyboardInterrupt
     assert time.monotonic() - start < 60
     assert set(multiprocessing.active_children()) <= before
+
+
+_ORPHANING_SCRIPT = """
+import os, time
+from pgrpo_sim.base.runtime import worker_pool
+if __name__ == "__main__":
+    with worker_pool(2) as pool:
+        print(pool.submit(os.getpid).result(), flush=True)
+        time.sleep(3600)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from Linux's /proc")
+def test_workers_exit_when_their_parent_is_killed(tmp_path):
+    """kill -9 of the parent (which cannot stop its workers) leaves no worker behind for long: each exits within
+    about `ORPHAN_POLL_S` of noticing its new parent."""
+    script = tmp_path / "parent.py"
+    script.write_text(_ORPHANING_SCRIPT)
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    worker = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _alive(worker):
+        time.sleep(0.2)
+    assert not _alive(worker)
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie (a container's init may never reap the orphan)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
