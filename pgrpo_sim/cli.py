@@ -321,8 +321,10 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
     check_steps(args.steps)
     check_seeds(args.seeds)
     check_seed(args.seed)
-    # every read-out of every seed and step is held, on the device and again as float64 on the host
-    need, have = args.seeds * (args.steps + 1) * len(STEP_READOUTS) * 12, physical_memory()
+    # every read-out of every run and step is held, on the device and again as float64 on the host; expected
+    # mode is one run whatever --seeds says
+    runs = args.seeds if args.mode == "sampled" else 1
+    need, have = runs * (args.steps + 1) * len(STEP_READOUTS) * 12, physical_memory()
     if have is not None and need > have:
         raise UsageError(
             f"simulate: --seeds × --steps needs about {need / 1e9:.3g} GB of read-outs, more than this machine's "
@@ -427,7 +429,14 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
 
 
 GRID_FLAGS = {"lag": ("lag", "num_iterations"), "minibatches": ("steps_per_generation",)}
-"""The flags that set a grid axis's parameter, where they are not the flag of the same name."""
+"""The flags that set a parameter (a grid axis, a searched name), where they are not the flag of the same name."""
+
+
+def _refuse_flags_setting(args: argparse.Namespace, name: str, role: str) -> None:
+    """A `UsageError` if the command line gave a flag that sets `name`, which the command varies itself (`role`)."""
+    for dest in GRID_FLAGS.get(name, (name,)):
+        if dest in getattr(args, "explicit", ()):
+            raise UsageError(f"--{dest.replace('_', '-')} sets {name}, {role}")
 
 
 def _sweep_base(args: argparse.Namespace, axes) -> dict:
@@ -455,11 +464,7 @@ def _sweep_base(args: argparse.Namespace, axes) -> dict:
     }
     base.update({k: v for k, v in optional.items() if v is not None})
     for axis in axes:
-        for dest in GRID_FLAGS.get(axis.name, (axis.name,)):
-            if dest in getattr(args, "explicit", ()):
-                raise UsageError(
-                    f"--{dest.replace('_', '-')} sets {axis.name}, a grid axis here ({axis.spec}): drop one"
-                )
+        _refuse_flags_setting(args, axis.name, f"a grid axis here ({axis.spec}): drop one")
         base.pop(axis.name, None)
     if any(a.name == "lag" for a in axes):
         base.pop("lag", None)
@@ -860,11 +865,7 @@ def _cmd_tune(args: argparse.Namespace) -> None:
             raise UsageError(f"tune: --bound {spec!r}: expected NAME=LOW:HIGH")
     names = [n.strip().replace("-", "_") for n in args.search.split(",")] if args.search else None
     for name in searched_names(args.objective, names):
-        if name in getattr(args, "explicit", ()):
-            flag = name.replace("_", "-")
-            raise UsageError(
-                f"tune: --{flag} sets {name}, which tune searches: drop it, or bound it (--bound {name}=LOW:HIGH)"
-            )
+        _refuse_flags_setting(args, name, f"which tune searches: drop it, or bound it (--bound {name}=LOW:HIGH)")
     result = search(
         args.objective,
         _bandit_config(args),
