@@ -417,6 +417,26 @@ class LawFit:
         )
 
 
+MAX_ABS_VALUE = 1e150
+"""Largest |value| a fit takes: squares of the values and residuals are summed in float64 (whose largest number is
+1.8e308), so values beyond ±1e150 would overflow them."""
+
+
+def check_curve(steps: ArrayLike, values: ArrayLike) -> None:
+    """Raise `PgrpoSimError` unless steps and values are finite, steps strictly increasing and every |value| at
+    most `MAX_ABS_VALUE`."""
+    t, y = np.asarray(steps, float), np.asarray(values, float)
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
+        raise PgrpoSimError("steps and values must be finite")
+    if np.any(np.diff(t) <= 0):
+        raise PgrpoSimError("steps must be strictly increasing")
+    if y.size and np.max(np.abs(y)) > MAX_ABS_VALUE:
+        raise PgrpoSimError(
+            f"values must lie within ±{MAX_ABS_VALUE:g} (their squares are summed in float64), got "
+            f"{y[np.argmax(np.abs(y))]:.3g}"
+        )
+
+
 def fit_law(
     law: str, steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = None, smooth_window: int | None = None
 ) -> LawFit:
@@ -434,10 +454,7 @@ def fit_law(
         raise PgrpoSimError(f"steps and values must be 1-d of equal length, got {t.shape} and {y.shape}")
     if n <= p + 1:
         raise PgrpoSimError(f"{law} fit needs more than {p + 1} points ({p} parameters), got {n}")
-    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
-        raise PgrpoSimError("steps and values must be finite")
-    if np.any(np.diff(t) <= 0):
-        raise PgrpoSimError("steps must be strictly increasing")
+    check_curve(t, y)
     s = None if sigma is None else np.broadcast_to(np.asarray(sigma, float), y.shape)
     if s is not None and not np.all(np.isfinite(s) & (s > 0)):
         raise PgrpoSimError("sigma must be finite and > 0")
@@ -488,28 +505,104 @@ def fit_laws(steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = N
 
 
 CRITICAL_BAND = 0.1
-"""`fitted_regime` calls a fit "critical" only when ζ ± 2 standard errors lies within 1 ± CRITICAL_BAND."""
+"""`read_regime` calls a fit "critical" only when ζ ± 2 standard errors lies within 1 ± CRITICAL_BAND."""
+BIC_DECISIVE = 10.0
+"""A law wins on BIC when its BIC is lower by more than this (Kass & Raftery's "very strong" evidence)."""
+MIN_PERIOD_SPACINGS = 3
+"""An oscillation's period is resolved by the data when it spans at least this many (median) step spacings, and at
+most the fitted span."""
 
 
-def fitted_regime(fit: LawFit) -> str:
-    """Regime read from an oscillator fit, from ζ and its standard error: 'overdamped' / 'underdamped' when ζ is
-    more than two standard errors above / below 1; 'critical' when the two-standard-error interval lies within
-    1 ± `CRITICAL_BAND` (it contains 1 and little else); 'undetermined' otherwise — an interval that contains 1
-    and much else, a standard error that is missing, or a transient |e0| not two standard errors from zero (a
-    flat curve carries no information on ζ)."""
+def line_bic(steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = None) -> float:
+    """BIC of the straight line a + b·t fitted by least squares (weights 1/σ, as `fit_law`), on `LawFit.bic`'s
+    footing: k = 3 (two coefficients and the noise scale); NaN for an exact fit."""
+    t, y = np.asarray(steps, float), np.asarray(values, float)
+    check_curve(t, y)
+    w = np.ones_like(y) if sigma is None else 1 / np.broadcast_to(np.asarray(sigma, float), y.shape)
+    design = np.stack([w, w * (t - t[0])], -1)
+    coef = np.linalg.lstsq(design, w * y, rcond=None)[0]
+    rss = float(np.sum((design @ coef - w * y) ** 2))
+    n = y.size
+    return n * np.log(rss / n) + 3 * np.log(n) if rss > 0 else float("nan")
+
+
+def oscillation_period(fit: LawFit) -> float:
+    """Period 2π/(ω_n√(1 − ζ²)) of an oscillator fit, in steps; inf when ζ ≥ 1 (no oscillation)."""
+    if fit.law != "oscillator":
+        raise PgrpoSimError(f"the period needs an oscillator fit, got {fit.law}")
+    zeta, omega = fit["zeta"], fit["omega_n"]
+    return 2 * np.pi / (omega * np.sqrt(1 - zeta**2)) if zeta < 1 else float("inf")
+
+
+class RegimeReading(NamedTuple):
+    """`read_regime`'s answer: the regime and, when it is 'undetermined', why (None otherwise)."""
+
+    regime: str
+    reason: str | None
+
+
+def read_regime(fit: LawFit, *, steps: ArrayLike, simpler_bic: dict[str, float]) -> RegimeReading:
+    """Regime of an oscillator fit to `steps`, with the reason when it is 'undetermined'.
+
+    First from ζ and its standard error: 'overdamped' / 'underdamped' when ζ is more than two standard errors above
+    / below 1; 'critical' when the two-standard-error interval lies within 1 ± `CRITICAL_BAND`; else undetermined
+    (an interval that holds 1 and much else, a missing standard error, or a transient |e0| within two standard
+    errors of 0). Then the oscillator must describe the data decisively better (BIC lower by `BIC_DECISIVE`) than
+    the simpler descriptions in `simpler_bic` (by name: 'straight line', and the saturation law, the ζ → ∞ limit):
+    every regime than the line, 'underdamped' and 'critical' also than the saturation law (a curve the single
+    exponential fits as well reads as overdamped or not at all); and an 'underdamped' period must be resolved:
+    `MIN_PERIOD_SPACINGS` median step spacings to the fitted span. A simpler BIC that is NaN (an exact fit of
+    the simpler description) cannot be beaten.
+    """
     if fit.law != "oscillator":
         raise PgrpoSimError(f"the regime needs an oscillator fit, got {fit.law}")
+    t = np.asarray(steps, float)
+    if t.ndim != 1 or t.size < 2:
+        raise PgrpoSimError(f"steps must be the fitted steps (1-d, >= 2), got shape {t.shape}")
     zeta, z_err = fit["zeta"], fit.stderr[1]
     e0, e0_err = fit["e0"], fit.stderr[3]
-    if not (np.isfinite(zeta) and np.isfinite(z_err) and np.isfinite(e0_err)) or abs(e0) <= 2 * e0_err:
-        return "undetermined"
-    if zeta - 2 * z_err > 1:
-        return "overdamped"
-    if zeta + 2 * z_err < 1:
-        return "underdamped"
-    if 1 - CRITICAL_BAND <= zeta - 2 * z_err and zeta + 2 * z_err <= 1 + CRITICAL_BAND:
-        return "critical"
-    return "undetermined"
+    if not np.isfinite(z_err):
+        why = "the standard error of ζ is undefined (an exact fit or a singular Jacobian)"
+        return RegimeReading("undetermined", why)
+    if not np.isfinite(e0_err) or abs(e0) <= 2 * e0_err:
+        return RegimeReading(
+            "undetermined", "the transient e0 is within two standard errors of 0: the data carry no information on ζ"
+        )
+    lo, hi = zeta - 2 * z_err, zeta + 2 * z_err
+    if lo > 1:
+        regime = "overdamped"
+    elif hi < 1:
+        regime = "underdamped"
+    elif 1 - CRITICAL_BAND <= lo and hi <= 1 + CRITICAL_BAND:
+        regime = "critical"
+    else:
+        return RegimeReading(
+            "undetermined",
+            f"ζ ± 2 s.e. = [{lo:.3g}, {hi:.3g}] contains 1 but is wider than 1 ± {CRITICAL_BAND:g}: "
+            "the data do not tell the regimes apart",
+        )
+    against = [name for name in simpler_bic if name != "saturation law" or regime != "overdamped"]
+    for name in against:
+        gain = simpler_bic[name] - fit.bic  # NaN: the simpler description fits exactly, nothing can beat it
+        if not gain > BIC_DECISIVE:
+            margin = "exactly" if np.isnan(gain) else f"as well (BIC {name} − oscillator = {gain:.3g}, decisive: > "
+            margin += "" if np.isnan(gain) else f"{BIC_DECISIVE:g})"
+            return RegimeReading("undetermined", f"the {name} fits the data {margin}: ζ = {zeta:.3g} reads nothing")
+    if regime == "underdamped":
+        period, spacing, span = oscillation_period(fit), float(np.median(np.diff(t))), float(t[-1] - t[0])
+        if not MIN_PERIOD_SPACINGS * spacing <= period <= span:
+            return RegimeReading(
+                "undetermined",
+                f"the fitted period {period:.3g} steps is not resolved by the data ({MIN_PERIOD_SPACINGS} step "
+                f"spacings = {MIN_PERIOD_SPACINGS * spacing:.3g} to the span {span:.3g})",
+            )
+    return RegimeReading(regime, None)
+
+
+def simpler_bics(fits: dict[str, LawFit], steps: ArrayLike, values: ArrayLike, *, sigma=None) -> dict[str, float]:
+    """`read_regime`'s `simpler_bic` for `fit_laws`' result on these data: the straight line's and the saturation
+    law's BIC."""
+    return {"straight line": line_bic(steps, values, sigma=sigma), "saturation law": fits["saturation"].bic}
 
 
 class Coupling(NamedTuple):

@@ -42,22 +42,11 @@ def _reward_stderr(log: TrainingLog, metric: str, n_samples: float | None) -> tu
     return sigma, dict(source="reward_std", **summary)
 
 
-def _summary(fits: dict[str, laws.LawFit]) -> dict:
+def _summary(fits: dict[str, laws.LawFit], steps: np.ndarray, values: np.ndarray, sigma: np.ndarray | None) -> dict:
     osc = fits["oscillator"]
-    regime = laws.fitted_regime(osc)
+    simpler = laws.simpler_bics(fits, steps, values, sigma=sigma)
+    regime, why = laws.read_regime(osc, steps=steps, simpler_bic=simpler)
     zeta, z_err = finite_or_none(osc["zeta"]), finite_or_none(osc.stderr[1])
-    if regime != "undetermined":
-        why = None
-    elif z_err is None:
-        why = "the standard error of ζ is undefined (an exact fit or a singular Jacobian)"
-    elif abs(osc["e0"]) <= 2 * osc.stderr[3]:
-        why = "the transient e0 is within two standard errors of 0: the data carry no information on ζ"
-    else:
-        lo, hi = zeta - 2 * z_err, zeta + 2 * z_err
-        why = (
-            f"ζ ± 2 s.e. = [{lo:.3g}, {hi:.3g}] contains 1 but is wider than 1 ± {laws.CRITICAL_BAND:g}: "
-            "the data do not tell the regimes apart"
-        )
     finite = {law: f.bic for law, f in fits.items() if np.isfinite(f.bic)}
     out = dict(
         plateau=finite_or_none(osc["p_star"]),
@@ -66,6 +55,7 @@ def _summary(fits: dict[str, laws.LawFit]) -> dict:
         damping_ratio_stderr=z_err,
         natural_frequency=finite_or_none(osc["omega_n"]),
         regime=regime,
+        straight_line_bic=finite_or_none(simpler["straight line"]),
         preferred_law=min(finite, key=finite.get) if len(finite) == len(fits) else None,
     )
     if why:
@@ -97,7 +87,9 @@ def check_analysis(log: TrainingLog, *, metric: str = "reward", n_samples: int |
         raise PgrpoSimError(f"samples per step must be a number, got {n_samples!r}")
     if n_samples is not None and not (np.isfinite(n_samples) and n_samples >= 1 and n_samples == int(n_samples)):
         raise PgrpoSimError(f"samples per step must be an integer >= 1 (prompts × group size), got {n_samples:g}")
-    n = log.series(metric)[0].size
+    steps, values = log.series(metric)
+    laws.check_curve(steps, values)
+    n = steps.size
     need = max(len(p) for p in laws.LAW_PARAMS.values()) + 2
     if n < need:
         raise PgrpoSimError(f"metric {metric!r} has {n} finite points; the fits need at least {need}")
@@ -150,7 +142,7 @@ def analyse_log(log: TrainingLog, *, metric: str = "reward", n_samples: int | No
         fits={law: f.as_dict() for law, f in fits.items()},
         fitted_range=list(fitted_range),
         plateaus_beyond_data=plateaus_beyond_data(fits, fitted_range),
-        prediction=_summary(fits),
+        prediction=_summary(fits, steps, values, sigma),
         coupling=None if coupling is None else _coupling_dict(coupling),
         diagnostics=diagnosis.as_dict(),
     )

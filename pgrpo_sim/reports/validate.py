@@ -30,7 +30,7 @@ from ..base.checks import check_range
 from ..base.outputs import json_text
 from ..base.runtime import worker_pool
 from ..logs.diagnostics import PROVOKED, READOUTS, diagnose
-from ..logs.laws import fit_laws, identify_stiffness
+from ..logs.laws import BIC_DECISIVE, fit_laws, identify_stiffness
 from ..logs.readers import RUN_COLUMNS
 from ..models import linear, theory
 from ..models.bandit import BanditRun, expected_group_std, simulate
@@ -43,8 +43,6 @@ VERDICT_Z = 3.0
 """A measured difference counts when it exceeds VERDICT_Z standard errors (of the numbers compared)."""
 GROUP_STEPS = 300
 """Steps of the group-size runs of sections 1 and 10 (the same runs): about 13 relaxation times at η = 0.1."""
-BIC_DECISIVE = 10.0
-"""A law wins on BIC when its BIC is lower by more than this (Kass & Raftery's "very strong" evidence)."""
 
 
 @dataclasses.dataclass(frozen=True)

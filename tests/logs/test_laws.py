@@ -1,6 +1,8 @@
 """Closed-form law fits: known parameters from noisy synthetic curves, noise-aware goodness of fit, the bandit
 oscillator against `predict`, and the train/eval coupling ratio."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -70,7 +72,53 @@ def test_goodness_of_fit_separates_a_wrong_law_from_noise():
     wavy = fit.fit_laws(T, _noisy("oscillator", (0.8, 0.15, 0.1, -0.6, 0.0), seed=5), sigma=NOISE)
     assert min(wavy, key=lambda k: wavy[k].bic) == "oscillator"
     assert wavy["oscillator"].reduced_chi2 < 1.4 and wavy["critical"].reduced_chi2 > 3
-    assert fit.fitted_regime(wavy["oscillator"]) == "underdamped"
+    assert _regime(wavy, T, _noisy("oscillator", (0.8, 0.15, 0.1, -0.6, 0.0), seed=5), NOISE).regime == "underdamped"
+
+
+def _regime(fits, steps, values, sigma=None):
+    simpler = fit.simpler_bics(fits, steps, values, sigma=sigma)
+    return fit.read_regime(fits["oscillator"], steps=steps, simpler_bic=simpler)
+
+
+def test_a_straight_line_has_no_regime():
+    """Issue 37: a straight line was read "underdamped (ζ = 0.135 ± 0.00012)": the oscillator bends a period far
+    longer than the data onto it. It must beat the line's BIC by `BIC_DECISIVE`; it cannot: undetermined."""
+    y = 0.1 + 0.003 * T
+    fits = fit.fit_laws(T, y)
+    zeta, err = fits["oscillator"]["zeta"], fits["oscillator"].stderr[1]
+    assert zeta + 2 * err < 1  # what the ζ interval alone reads: underdamped
+    reading = _regime(fits, T, y)
+    assert reading.regime == "undetermined" and "straight line" in reading.reason, reading
+
+
+def test_a_resolved_damped_oscillation_stays_underdamped_and_an_unresolved_one_does_not():
+    """The closed-form oscillator (ζ = 0.3, ω_n = 0.08: period 82 steps) plus noise over 200 steps is underdamped;
+    its first 60 steps (shorter than one period) are not read as anything."""
+    y = _noisy("oscillator", TRUE["oscillator"], seed=7)
+    assert _regime(fit.fit_laws(T, y, sigma=NOISE), T, y, NOISE) == ("underdamped", None)
+    short, y_short = T[:60], y[:60]
+    reading = _regime(fit.fit_laws(short, y_short, sigma=NOISE), short, y_short, NOISE)
+    assert reading.regime == "undetermined", reading
+
+
+def test_huge_values_are_refused_in_one_line():
+    """Issue 37: rewards of 1e300 overflowed the sums of squares (12 lines of numpy warnings, every result "—")."""
+    with pytest.raises(ValueError, match="within ±1e\\+150"):
+        fit.fit_law("saturation", T, np.full(T.size, 1e300))
+    with pytest.raises(ValueError, match="within ±1e\\+150"):
+        fit.line_bic(T, np.linspace(-1e160, 1e160, T.size))
+
+
+def test_cli_fit_refuses_huge_rewards_in_one_line(tmp_path, capsys):
+    from pgrpo_sim.cli import main
+
+    log = tmp_path / "huge.jsonl"
+    log.write_text("".join(f'{{"step": {i}, "reward": {1e300 * (1 + 0.001 * i)}}}\n' for i in range(1, 51)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow warnings either
+        assert main(["fit", str(log), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "within ±1e+150" in err and err.count("\n") == 1 and not (tmp_path / "out").exists()
 
 
 def test_oscillator_law_contains_the_other_two():
@@ -223,7 +271,9 @@ def _oscillator_fit(zeta, zeta_err, e0=-0.5, e0_err=0.01):
     ],
 )
 def test_fitted_regime_from_zeta_and_its_standard_error(zeta, err, regime):
-    assert fit.fitted_regime(_oscillator_fit(zeta, err)) == regime
+    # the simpler descriptions' BIC far above the fit's (-1): only ζ and its error decide; period 72 of 99 steps
+    worse = {"straight line": 100.0, "saturation law": 100.0}
+    assert fit.read_regime(_oscillator_fit(zeta, err), steps=np.arange(100.0), simpler_bic=worse).regime == regime
 
 
 def test_exact_fit_has_no_standard_errors_or_bic():
@@ -233,7 +283,7 @@ def test_exact_fit_has_no_standard_errors_or_bic():
     for f in flat.values():
         assert np.all(np.isnan(f.stderr)) and np.isnan(f.bic) and np.isnan(f.aic)
         assert f.as_dict()["bic"] is None
-    assert fit.fitted_regime(flat["oscillator"]) == "undetermined"
+    assert _regime(flat, T[:60], np.full(60, 0.5)).regime == "undetermined"
 
 
 def test_sigmoid_law_recovers_its_parameters():
