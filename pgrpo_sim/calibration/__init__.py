@@ -7,8 +7,10 @@ Layers: `run_config` (TRL GRPOConfig names → the bandit) → `model` (the popu
 from .forecast import (
     MAX_HORIZON as MAX_HORIZON,
     VERDICTS as VERDICTS,
+    GoodnessOfFit as GoodnessOfFit,
     draws_note as draws_note,
     forecast as forecast,
+    goodness_of_fit as goodness_of_fit,
     horizon_limit as horizon_limit,
     verdict as verdict,
     what_if as what_if,

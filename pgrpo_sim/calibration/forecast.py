@@ -4,6 +4,10 @@
 held-out steps score it (MAE, band coverage) beside five baselines fitted to the same window: persistence (mean
 of the last 10 % of the window), the saturation, critical and oscillator laws, and ScaleRL's sigmoid.
 
+`goodness_of_fit`: whether the calibration describes its own fit window — the shares of the window's rewards below
+and above the predictive band, each within `GOF_Z` binomial standard errors of the nominal tail. A calibration that
+fails it is no basis for a forecast or a verdict (the command line refuses them unless forced).
+
 `what_if`: the calibrated θ (and its uncertainty) rerun with changed run-config keys. Verdict rule (`verdict`),
 on the scenario's mean curve m over its steps, r0 = m at the first step, final = its plateau (`summarize_curve`:
 the mean of the last 10 %):
@@ -18,6 +22,9 @@ that did (`diverged_fraction`) is reported beside them (`draws_note`).
 """
 
 from __future__ import annotations
+
+import dataclasses
+import math
 
 import jax
 import numpy as np
@@ -98,6 +105,100 @@ def heldout_score(log: TrainingLog, calibration: Calibration, band: Band) -> dic
         n=int(held.sum()),
         baselines=baselines,
     )
+
+
+GOF_Z = 3.0
+"""Tolerance of `goodness_of_fit`, in binomial standard errors: a band that describes its data leaves a share
+below it (and one above) farther than this from the nominal tail with probability < 0.3 % each."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GoodnessOfFit:
+    """How a calibration's predictive band fits the logged rewards of its own fit window (`goodness_of_fit`): the
+    shares `below` and `above` the central `level` band, each to be within its `tolerance` of the nominal tail
+    q = (1 − level)/2. A side counts only the `n_below` (`n_above`) rewards where that edge of the band is off the
+    reward's range [0, reward_scale]: at the bound nothing can lie beyond it (a reward of 0 is common); a side with
+    none is not checked (its share NaN). A calibrated run that `diverged` fails."""
+
+    n: int
+    level: float
+    below: float
+    n_below: int
+    above: float
+    n_above: int
+    diverged: bool
+
+    @property
+    def expected(self) -> float:
+        """The nominal share on each side, (1 − level)/2."""
+        return (1 - self.level) / 2
+
+    def tolerance(self, n: int) -> float:
+        """GOF_Z binomial standard errors of a share of n rewards, GOF_Z·√(q(1 − q)/n)."""
+        q = self.expected
+        return GOF_Z * math.sqrt(q * (1 - q) / n) if n else math.inf
+
+    @property
+    def passed(self) -> bool:
+        sides = ((self.below, self.n_below), (self.above, self.n_above))
+        return not self.diverged and all(not n or abs(share - self.expected) <= self.tolerance(n) for share, n in sides)
+
+    def describe(self) -> str:
+        """One clause: what was compared, the numbers and the verdict."""
+        if self.diverged:
+            return f"misses its fit window: the calibrated run diverges there ({self.n} logged rewards)"
+
+        def side(share: float, n: int, where: str) -> str:
+            expected = f"{self.expected:.0%} ± {self.tolerance(n):.1%} expected"
+            return f"{share:.0%} {where} ({expected}{'' if n == self.n else f', of {n}'})" if n else f"none {where}"
+
+        return (
+            f"{'fits' if self.passed else 'misses'} its fit window: of its {self.n} logged rewards "
+            f"{side(self.below, self.n_below, 'lie below')} and {side(self.above, self.n_above, 'above')} its "
+            f"{self.level:.0%} band"
+        )
+
+    def as_dict(self) -> dict:
+        return dict(
+            check="shares of the fit window's logged rewards below and above the predictive band",
+            n=self.n,
+            band=self.level,
+            below=finite_or_none(self.below),
+            n_below=self.n_below,
+            above=finite_or_none(self.above),
+            n_above=self.n_above,
+            expected_each_side=self.expected,
+            tolerance_below=finite_or_none(self.tolerance(self.n_below)),
+            tolerance_above=finite_or_none(self.tolerance(self.n_above)),
+            rule=f"each share within {GOF_Z:g} binomial standard errors √(q(1 − q)/n) of q = (1 − band)/2, counted "
+            "where the band's edge is off the reward's bounds",
+            diverged=self.diverged,
+            passed=self.passed,
+        )
+
+
+def goodness_of_fit(
+    log: TrainingLog, calibration: Calibration, band: Band | None = None, *, level: float = 0.8, seed: int = 0
+) -> GoodnessOfFit:
+    """Whether the calibration describes its own fit window: the shares of the window's logged rewards below and
+    above its central predictive band, against the nominal (1 − level)/2 each (`GoodnessOfFit`). `band`: a
+    `predictive_band` of this calibration reaching the window's end (its level is used); else one is drawn with
+    `level` and `seed`."""
+    check_log(log)
+    check_calibration(calibration)
+    if band is None or band.steps[-1] < calibration.fit_until:
+        band = predictive_band(extend(calibration, calibration.fit_until), level=level, seed=seed)
+    steps, reward = log.series("reward")
+    window = (steps >= calibration.first_step) & (steps <= calibration.fit_until)
+    idx = model_steps(steps[window], calibration.first_step)
+    y, lo, hi = reward[window], band.lo[idx], band.hi[idx]  # the band is in the log's units too
+    n = int(y.size)
+    if band.diverged:
+        return GoodnessOfFit(n, band.level, math.nan, 0, math.nan, 0, True)
+    open_lo, open_hi = lo > 0, hi < calibration.model.run.reward_scale  # an edge at a bound has nothing beyond
+    share = lambda beyond, where: float(np.mean(beyond[where])) if where.any() else math.nan  # noqa: E731
+    below, above = share(y < lo, open_lo), share(y > hi, open_hi)
+    return GoodnessOfFit(n, band.level, below, int(open_lo.sum()), above, int(open_hi.sum()), False)
 
 
 def band_dict(band: Band) -> dict:

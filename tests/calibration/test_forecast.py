@@ -148,3 +148,65 @@ def test_population_model_and_band_refuse_bad_arguments():
         predictive_band(_calibration(RUN, 20, "jsonl"), observable="rewards")
     with pytest.raises(ValueError, match="seed must be"):
         predictive_band(_calibration(RUN, 20, "jsonl"), seed=-1)
+
+
+def _window_band(mean, half, steps, diverged=False):
+    """A band of constant half-width about `mean` at `steps` (level 0.8)."""
+    return Band(steps=steps, mean=mean, lo=mean - half, hi=mean + half, level=0.8, diverged=diverged,
+                diverged_fraction=0.0)  # fmt: skip
+
+
+def test_goodness_of_fit_passes_a_band_that_describes_its_window_and_fails_one_that_misses_it():
+    """Rewards N(m, 0.1²) about the band's mean m, whose 80 % band is m ± 1.2816·0.1: about 10 % below and 10 %
+    above, within 3 binomial standard errors (3·√(0.09/200) = 6.4 %); issue 37's failed calibration, its mean far
+    below the logged rewards (0 % below, 22 % above), fails and says so."""
+    steps = np.arange(1.0, 201.0)
+    cal = _calibration(RUN, 199, "jsonl")  # fit window: steps 1…200
+    mean = np.clip(0.2 + 0.003 * steps, 0, 0.8)
+    y = mean + 0.1 * np.random.default_rng(0).standard_normal(steps.size)
+    log = tidy([{"step": s, "reward": float(r)} for s, r in zip(steps, np.clip(y, 0, 1))], format="jsonl", path=None,
+               columns={})  # fmt: skip
+    good = forecast_module.goodness_of_fit(log, cal, _window_band(mean, 1.2816 * 0.1, steps))
+    assert good.passed and good.n == good.n_below == good.n_above == 200, good
+    assert good.tolerance(200) == pytest.approx(3 * np.sqrt(0.1 * 0.9 / 200))
+    assert good.describe().startswith("fits its fit window") and good.as_dict()["passed"] is True
+    low = forecast_module.goodness_of_fit(log, cal, _window_band(mean - 0.15, 1.2816 * 0.1, steps))
+    assert not low.passed and low.above > 0.3 and low.below < 0.05, low
+    assert low.describe().startswith("misses its fit window") and low.as_dict()["passed"] is False
+    nan = np.full(steps.size, np.nan)
+    diverged = forecast_module.goodness_of_fit(log, cal, _window_band(nan, 0.1, steps, diverged=True))
+    assert not diverged.passed and "diverges" in diverged.describe()
+
+
+def test_goodness_of_fit_counts_a_side_only_where_the_band_edge_is_off_the_reward_bound():
+    """A reward floored at 0 (the first 300 of 400 steps: 0 nine times in ten, else 0.3): where the band's lower
+    edge is 0 no reward can lie below it, so that side counts only the steps where the edge is above 0, and a band
+    that describes the rewards (lower edge 0 and upper 0.2 at first, then 0.5 ± 1.28·0.1) passes. Counted over all 400
+    steps, the share below would be 2.5 %, 7.5 % short of 10 % where 3·√(0.09/400) = 4.5 % is the tolerance."""
+    steps = np.arange(1.0, 401.0)
+    cal = _calibration(RUN, 399, "jsonl")
+    rng = np.random.default_rng(1)
+    early = np.where(rng.random(steps.size) < 0.9, 0.0, 0.3)
+    y = np.where(steps <= 300, early, 0.5 + 0.1 * rng.standard_normal(steps.size))
+    log = tidy([{"step": s, "reward": float(r)} for s, r in zip(steps, y)], format="jsonl", path=None, columns={})
+    first = steps <= 300
+    band = Band(steps=steps, mean=np.where(first, 0.03, 0.5), lo=np.where(first, 0.0, 0.372),
+                hi=np.where(first, 0.2, 0.628), level=0.8, diverged=False, diverged_fraction=0.0)  # fmt: skip
+    fit = forecast_module.goodness_of_fit(log, cal, band)
+    assert fit.n == 400 and fit.n_below == 100 and fit.n_above == 400 and fit.passed, fit
+
+
+def test_goodness_of_fit_draws_its_own_band_when_the_given_one_stops_before_the_window_ends(monkeypatch):
+    steps = np.arange(1.0, 31.0)
+    cal = _calibration(RUN, 29, "jsonl")
+    log = tidy([{"step": s, "reward": 0.5} for s in steps], format="jsonl", path=None, columns={})
+    drawn = []
+
+    def fake_band(calibration, *, level, seed):
+        drawn.append((calibration.model.steps, level, seed))
+        return _window_band(np.full(30, 0.5), 0.1, steps)
+
+    monkeypatch.setattr(forecast_module, "predictive_band", fake_band)
+    short = _window_band(np.full(10, 0.5), 0.1, steps[:10])
+    assert forecast_module.goodness_of_fit(log, cal, short, level=0.8, seed=3).n == 30
+    assert drawn == [(29, 0.8, 3)]
