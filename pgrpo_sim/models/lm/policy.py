@@ -121,8 +121,9 @@ def _layer_norm(x, scale, bias):
 
 
 def _empty_cache(shape: PolicyShape, length: int):
-    """Keys and values of `length` positions per layer, zeros (masked until written)."""
-    zeros = jnp.zeros((length, shape.heads, shape.width // shape.heads), F32)
+    """Keys and values [heads, length, head_dim] per layer (heads first: XLA's batched dots are fastest so), zeros
+    (masked until written)."""
+    zeros = jnp.zeros((shape.heads, length, shape.width // shape.heads), F32)
     return tuple((zeros, zeros) for _ in range(shape.layers))
 
 
@@ -134,16 +135,19 @@ def _forward(params: Policy, tokens: Array, start, cache):
     length = tokens.shape[0]
     x = params.embed[tokens] + jax.lax.dynamic_slice_in_dim(params.positions, start, length)
     query_pos = start + jnp.arange(length)
-    visible = jnp.arange(cache[0][0].shape[0])[None, :] <= query_pos[:, None]  # [T, S]
+    visible = jnp.arange(cache[0][0].shape[1])[None, :] <= query_pos[:, None]  # [T, S]
     new_cache = []
     for block, (keys, values) in zip(params.blocks, cache):
         h = _layer_norm(x, block.ln1_scale, block.ln1_bias)
-        q, k, v = jnp.split((h @ block.qkv).reshape(length, 3 * heads, head_dim), 3, axis=1)
-        keys = jax.lax.dynamic_update_slice_in_dim(keys, k, start, axis=0)
-        values = jax.lax.dynamic_update_slice_in_dim(values, v, start, axis=0)
-        scores = jnp.einsum("thd,shd->hts", q, keys) / math.sqrt(head_dim)
+        # heads-first einsums (not reshapes of [T, width] products): XLA's CPU dots then need no transposes
+        qkv = jnp.einsum("tw,whd->htd", h, block.qkv.reshape(shape.width, 3 * heads, head_dim))
+        q, k, v = jnp.split(qkv, 3, axis=0)
+        keys = jax.lax.dynamic_update_slice_in_dim(keys, k, start, axis=1)
+        values = jax.lax.dynamic_update_slice_in_dim(values, v, start, axis=1)
+        scores = jnp.einsum("htd,hsd->hts", q, keys) / math.sqrt(head_dim)
         weights = jax.nn.softmax(jnp.where(visible[None], scores, jnp.finfo(F32).min), axis=-1)
-        x = x + jnp.einsum("hts,shd->thd", weights, values).reshape(length, shape.width) @ block.attn_out
+        attended = jnp.einsum("hts,hsd->htd", weights, values)
+        x = x + jnp.einsum("htd,hdw->tw", attended, block.attn_out.reshape(heads, head_dim, shape.width))
         h = _layer_norm(x, block.ln2_scale, block.ln2_bias)
         x = x + jax.nn.gelu(h @ block.mlp_in + block.mlp_in_bias) @ block.mlp_out + block.mlp_out_bias
         new_cache.append((keys, values))

@@ -115,10 +115,11 @@ def _prompt_tokens(operands, xp=jnp):
     return xp.concatenate([operands.astype(xp.int32) + DIGIT0, query], axis=-1)
 
 
+@functools.partial(jax.jit, static_argnames=("spec", "n"))
 def task_prompts(spec: TaskSpec, key, n: int) -> tuple[Array, Array]:
     """`n` training prompts int32[n, prompt_len] and their answers int32[n] (values 0 … m−1), never held out.
 
-    Jit-safe for static `spec` and `n`."""
+    Compiled once per (`spec`, `n`)."""
     k, m = spec.operands, spec.modulus
     key_first, key_last = jax.random.split(key)
     first = jax.random.randint(key_first, (n, k - 1), 0, m, dtype=jnp.int32)
@@ -160,6 +161,7 @@ def _first_eos(completions: Array) -> tuple[Array, Array]:
     return jnp.argmax(is_eos, axis=-1), is_eos.any(axis=-1)
 
 
+@functools.partial(jax.jit, static_argnames=("spec",))
 def response_mask(spec: TaskSpec, completions) -> Array:
     """float32[n, L]: 1 up to and including the first EOS, 0 after; all ones without EOS (truncated)."""
     del spec  # the mask depends only on EOS; the spec argument keeps the task functions' signature uniform
@@ -169,6 +171,7 @@ def response_mask(spec: TaskSpec, completions) -> Array:
     return ((positions <= end[..., None]) | ~has_eos[..., None]).astype(jnp.float32)
 
 
+@functools.partial(jax.jit, static_argnames=("spec",))
 def _parse(spec: TaskSpec, completions) -> tuple[Array, Array]:
     """(format_ok bool[n], answer token int32[n]) of each completion."""
     completions = jnp.asarray(completions)
@@ -197,6 +200,7 @@ def task_reward(spec: TaskSpec, completions, answers) -> Array:
     return (ok & (answer == jnp.asarray(answers) + DIGIT0)).astype(jnp.float32)
 
 
+@functools.partial(jax.jit, static_argnames=("spec",))
 def solutions(spec: TaskSpec, prompts, steps) -> Array:
     """Well-formed responses int32[n, max_response_len] (PAD after EOS) to `prompts` int32[n, prompt_len] that
     write the first `steps` int[n] (0 … k) reasoning steps and then the right answer: the task's demonstrations."""
