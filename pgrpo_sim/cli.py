@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from .base import boot  # noqa: F401  (first: Ctrl-C while the other modules load)
+
+# isort: split
 import argparse
 import csv
 import math
 import os
 import re
-import shutil
 import sys
 import warnings
 from collections.abc import Sequence
@@ -17,7 +19,15 @@ import numpy as np
 
 from .base.checks import check_range, check_seed, check_seeds, check_steps
 from .base.errors import PgrpoSimError
-from .base.outputs import check_output_dir, check_output_file, claim_output_dir, json_text, remove_outputs, write_csv
+from .base.outputs import (
+    check_distinct_outputs,
+    check_output_dir,
+    check_output_file,
+    json_text,
+    staged_outputs,
+    write_csv,
+)
+from .base.runtime import deferred_interrupts, interrupt_handling, interrupt_requested
 from .logs.readers import FORMATS
 from .models.hyperparameters import HYPERPARAMETERS
 
@@ -306,7 +316,10 @@ SIMULATE_COLUMNS = (
 )
 
 
-def _check_plot(args: argparse.Namespace) -> None:
+def _check_file_outputs(args: argparse.Namespace) -> None:
+    """--out and --plot: not the same file, and each one writable (creating nothing)."""
+    check_distinct_outputs({"--out": args.out, "--plot": args.plot})
+    check_output_file(args.out, "--out", overwrite=args.overwrite)
     if args.plot is not None:
         check_output_file(args.plot, "--plot", IMAGE_SUFFIXES, overwrite=args.overwrite)
 
@@ -331,8 +344,7 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
             f"{have / 1e9:.3g} GB: fewer seeds or steps (a sweep streams its summaries: pgrpo-sim sweep)"
         )
     config = _bandit_config(args)
-    check_output_file(args.out, "--out", overwrite=args.overwrite)
-    _check_plot(args)
+    _check_file_outputs(args)
     run = simulate(config, args.steps, mode=args.mode, seeds=args.seeds, key=jax.random.key(args.seed))
     reward = np.atleast_2d(np.asarray(run.reward))
     diverged = np.atleast_1d(np.asarray(run.diverged))
@@ -343,9 +355,12 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
         table = {"step": np.arange(args.steps + 1), "reward": reward.mean(0), "reward_std": spread}
         for name in SIMULATE_COLUMNS[3:]:
             table[name] = np.atleast_2d(np.asarray(getattr(run, name))).mean(0)
-    _write_csv(args.out, SIMULATE_COLUMNS, np.column_stack([table[c] for c in SIMULATE_COLUMNS]), integer_first=True)
-    if args.plot:
-        _plot(plot_reward_curve, table["step"], table["reward"], table["reward_std"], args.plot, title=_describe(args))
+    rows = np.column_stack([table[c] for c in SIMULATE_COLUMNS])
+    with staged_outputs() as staged:
+        _write_csv(staged, args.out, SIMULATE_COLUMNS, rows, integer_first=True)
+        if args.plot:
+            figure = staged.file(args.plot)
+            _plot(plot_reward_curve, table["step"], table["reward"], table["reward_std"], figure, title=_describe(args))
     n_div = int(diverged.sum())
     final = "diverged" if n_div == diverged.size else f"{np.nanmean(reward[~diverged, -1]):.6f}"
     print(f"final reward {final}; {n_div} of {diverged.size} run(s) diverged; wrote {args.out}")
@@ -398,8 +413,7 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
                 f"frequency by more than 10 %), got {args.dt:g}"
             )
         dt = args.dt
-    check_output_file(args.out, "--out", overwrite=args.overwrite)
-    _check_plot(args)
+    _check_file_outputs(args)
     ts = np.arange(args.steps + 1, dtype=float)
     ens = sde.solve_ensemble(
         ts,
@@ -416,10 +430,12 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
     paths = np.asarray(ens.paths)
     header = ["step", "mean", "std"] + [f"path_{i}" for i in range(shown)]
     rows = np.column_stack([ts, np.asarray(ens.mean), np.asarray(ens.std), paths[:shown].T])
-    _write_csv(args.out, header, rows, integer_first=True)
-    if args.plot:
-        closed = np.asarray(theory.trajectory(ts, args.e0, args.v0, *osc))
-        _plot(plot_ensemble, ts, np.asarray(ens.mean), np.asarray(ens.std), paths[:shown], closed, args.plot)
+    with staged_outputs() as staged:
+        _write_csv(staged, args.out, header, rows, integer_first=True)
+        if args.plot:
+            closed = np.asarray(theory.trajectory(ts, args.e0, args.v0, *osc))
+            figure = staged.file(args.plot)
+            _plot(plot_ensemble, ts, np.asarray(ens.mean), np.asarray(ens.std), paths[:shown], closed, figure)
     var = float(theory.stationary_variance(*osc, args.noise, args.group_size))
     if theory.regime(*osc) == "unstable" or not np.all(np.isfinite(paths)):  # growing without bound: no number
         late = "diverged (unstable: damping C <= 0 at this lag)" if np.isinf(var) else "diverged (overflow)"
@@ -481,30 +497,21 @@ TUNE_OUTPUTS = ("summary.json", "convergence.png")
 """What each command writes into its --out directory (removed when another command --overwrite's it)."""
 
 
-def _claim(args: argparse.Namespace, command: str, outputs: Sequence[str], *, resumable: bool = False) -> Path:
-    """Create and mark --out for `command` (refusing another command's or a foreign directory) and arrange
-    what an interrupt leaves: a resumable command keeps its finished work; any other first removes its previous
-    result (a rerun replaces it) and, interrupted, its partial output."""
+def _claim(
+    args: argparse.Namespace, staged, command: str, outputs: Sequence[str], *, resumable: bool = False
+) -> Path:
+    """Claim --out for `command` (refusing another command's or a foreign directory): the folder in it where the
+    command writes its outputs, moved into place only when `staged` (`base.outputs.staged_outputs`) commits them;
+    and what an interrupt leaves, for its one line: a resumable command's finished chunks, or the previous results.
+    """
     out = Path(args.out)
-    existed = out.exists()
-    claim_output_dir(out, command, outputs, overwrite=args.overwrite)
+    existed = out.is_dir() and any(out.iterdir())
+    stage = staged.directory(out, command, outputs, overwrite=args.overwrite, resumable=resumable)
     if resumable:
         args.interrupt_note = f"the finished chunks are kept in {out}/chunks; rerun the same command to resume"
-        return out
-    remove_outputs(out, outputs)  # a rerun replaces the previous result: a partial one never passes for it
-    before = {p.name for p in out.iterdir()}
-
-    def cleanup() -> None:
-        if not existed:
-            shutil.rmtree(out, ignore_errors=True)
-            return
-        for item in out.iterdir():
-            if item.name not in before:
-                shutil.rmtree(item, ignore_errors=True) if item.is_dir() else item.unlink(missing_ok=True)
-
-    args.interrupt_cleanup = cleanup
-    args.interrupt_note = f"the partial output in {out} was removed; rerun the command to start again"
-    return out
+    else:
+        args.interrupt_note = f"the previous results in {out} are unchanged" if existed else "nothing was written"
+    return stage
 
 
 def _check_sweep_flags(args: argparse.Namespace) -> None:
@@ -546,20 +553,21 @@ def _check_sweep(args: argparse.Namespace, base: dict, axes) -> None:
         raise UsageError(str(exc)) from None
 
 
-def _claim_sweep(args: argparse.Namespace, command: str, outputs: Sequence[str]) -> None:
-    """Claim --out for a checked sweep (`_check_sweep`): the last step before its first chunk."""
+def _claim_sweep(args: argparse.Namespace, staged, command: str, outputs: Sequence[str]) -> Path | None:
+    """Claim --out for a checked sweep (`_check_sweep`): the last step before its first chunk. Returns the folder
+    for its final files (`_claim`; None on the processes of a multi-host run that do not write)."""
     check_output_dir(args.out, command, overwrite=args.overwrite)
     if args.coordinator:
         import jax
 
         jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
         if jax.process_index() != 0:  # process 0 writes
-            return
-    _claim(args, command, outputs, resumable=True)
+            return None
+    return _claim(args, staged, command, outputs, resumable=True)
 
 
-def _run_sweep_command(args: argparse.Namespace, base: dict, axes):
-    """The sweep's `SweepResult` (its files written to --out)."""
+def _run_sweep_command(args: argparse.Namespace, base: dict, axes, results: Path | None):
+    """The sweep's `SweepResult`: its chunks kept in --out as they finish, its final files written to `results`."""
     from .analysis.sweep import SweepError, compute_sweep
 
     try:
@@ -567,6 +575,7 @@ def _run_sweep_command(args: argparse.Namespace, base: dict, axes):
             base,
             axes,
             out_dir=args.out,
+            results_dir=results,
             overwrite=args.overwrite,
             progress=not args.quiet,
             **_sweep_kwargs(args),
@@ -591,8 +600,8 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
         raise UsageError("sweep: give at least one --grid name=values")
     base = _sweep_base(args, axes)
     _check_sweep(args, base, axes)
-    _claim_sweep(args, "sweep", SWEEP_OUTPUTS)
-    result = _run_sweep_command(args, base, axes)
+    with staged_outputs() as staged:
+        result = _run_sweep_command(args, base, axes, _claim_sweep(args, staged, "sweep", SWEEP_OUTPUTS))
     print(f"{result.size} grid points; wrote {args.out}/sweep.nc and {args.out}/summary.csv")
 
 
@@ -627,18 +636,21 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
             "phase-diagram: no cell of the grid has an interior fixed point with K > 0 (at beta = 0 the policy "
             "runs to the boundary), so the theory predicts no regime to compare with; give --beta > 0"
         )
-    _claim_sweep(args, "phase-diagram", PHASE_OUTPUTS)
-    ds = _run_sweep_command(args, base, axes).to_dataset()
-    kept = [a.name for a in ordered if a.size > 1]
-    ds = ds.squeeze(drop=False)
-    assert list(ds["regime"].dims) == kept, (ds["regime"].dims, kept)
-    prediction = type(prediction)(*(np.reshape(v, ds["regime"].shape) for v in prediction))
-    summary = agreement(ds["regime"].values, prediction)
+    with staged_outputs() as staged:
+        stage = _claim_sweep(args, staged, "phase-diagram", PHASE_OUTPUTS)
+        ds = _run_sweep_command(args, base, axes, stage).to_dataset()
+        kept = [a.name for a in ordered if a.size > 1]
+        ds = ds.squeeze(drop=False)
+        assert list(ds["regime"].dims) == kept, (ds["regime"].dims, kept)
+        prediction = type(prediction)(*(np.reshape(v, ds["regime"].shape) for v in prediction))
+        summary = agreement(ds["regime"].values, prediction)
+        target = Path(args.out) if stage is None else stage
+        boundaries = phase_boundaries(ds, args.x, args.y)  # None unless both axes are among eta, momentum, lag
+        title = _describe(args, swept=(args.x, args.y))
+        figure = str(target / "phase")
+        _plot(plot_phase_diagram, ds, prediction, args.x, args.y, figure, boundaries=boundaries, title=title)
+        _write_phase_tables(target, ds, prediction, summary)
     stem = str(Path(args.out) / "phase")
-    boundaries = phase_boundaries(ds, args.x, args.y)  # None unless both axes are among eta, momentum, lag
-    title = _describe(args, swept=(args.x, args.y))
-    _plot(plot_phase_diagram, ds, prediction, args.x, args.y, stem, boundaries=boundaries, title=title)
-    _write_phase_tables(args.out, ds, prediction, summary)
     print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in summary.items()))
     if summary["cells_without_prediction"]:
         print(
@@ -648,7 +660,7 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
     print(f"wrote {stem}.png, {stem}.pdf, {args.out}/summary.json, {args.out}/summary.csv, {args.out}/sweep.nc")
 
 
-def _write_phase_tables(out: str, ds, prediction, summary: dict) -> None:
+def _write_phase_tables(out: Path, ds, prediction, summary: dict) -> None:
     from .base.regimes import DISCRETE_REGIMES
 
     names = np.asarray(DISCRETE_REGIMES + ("none",))  # "none": no prediction (code -1)
@@ -671,9 +683,10 @@ def _cmd_validate(args: argparse.Namespace) -> None:
     from .reports.validate import validate
 
     check_seed(args.seed)
-    _claim(args, "validate", VALIDATE_OUTPUTS)
     log = lambda line: print(line, flush=True)  # noqa: E731
-    results = validate(args.out, quick=args.quick, seed=args.seed, log=log, workers=cpu_cores())
+    with staged_outputs() as staged:
+        stage = _claim(args, staged, "validate", VALIDATE_OUTPUTS)
+        results = validate(stage, quick=args.quick, seed=args.seed, log=log, workers=cpu_cores())
     held = sum(r["verdict"]["holds"] for r in results.values())
     print(f"{held} of {len(results)} claims hold; wrote {args.out}/report.md and {args.out}/results.json")
 
@@ -698,8 +711,8 @@ def _cmd_fit(args: argparse.Namespace) -> None:
     check_analysis(log, metric=args.metric, n_samples=args.samples_per_step)
     check_output_dir(args.out, "fit", overwrite=args.overwrite)
     analysis = analyse_log(log, metric=args.metric, n_samples=args.samples_per_step)
-    _claim(args, "fit", FIT_OUTPUTS)
-    result = write_analysis(analysis, log, args.out)
+    with staged_outputs() as staged:
+        result = write_analysis(analysis, log, _claim(args, staged, "fit", FIT_OUTPUTS))
     r2 = ", ".join(f"{law} {'—' if f['r2'] is None else format(f['r2'], '.3f')}" for law, f in result["fits"].items())
     pred = result["prediction"]
     zeta = ""
@@ -759,8 +772,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> None:
 
     log, run, fit_until = _calibration_inputs(args, "calibrate")
     cal = calibrate(log, run, fit_until=fit_until)
-    out = _claim(args, "calibrate", CALIBRATE_OUTPUTS)
-    data = write_calibration(log, cal, out, level=args.band, seed=args.seed)
+    out = Path(args.out)
+    with staged_outputs() as staged:
+        stage = _claim(args, staged, "calibrate", CALIBRATE_OUTPUTS)
+        data = write_calibration(log, cal, stage, level=args.band, seed=args.seed)
     undetermined = [k for k, v in data["parameters"].items() if v["undetermined"]]
     print(
         f"calibrated on {cal.n_points} steps of {args.log}: "
@@ -780,8 +795,9 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
     log, run, fit_until = _calibration_inputs(args, "forecast")
     cal = calibrate(log, run, fit_until=fit_until, horizon=_horizon(args, log))
     result, band = forecast(log, cal, until=args.until, level=args.band, seed=args.seed)
-    out = _claim(args, "forecast", FORECAST_OUTPUTS)
-    write_forecast(log, cal, result, band, out)
+    out = Path(args.out)
+    with staged_outputs() as staged:
+        write_forecast(log, cal, result, band, _claim(args, staged, "forecast", FORECAST_OUTPUTS))
     held = result.get("heldout")
     if held is None:
         score = "no held-out steps to score"
@@ -822,8 +838,9 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
     until = float(steps[-1]) if args.steps is None else first + args.steps - 1
     cal = calibrate(log, run, fit_until=fit_until, horizon=int(until - first) + 1)
     result, bands = what_if(cal, scenarios, until=until, level=args.band, seed=args.seed)
-    out = _claim(args, "what-if", WHATIF_OUTPUTS)
-    write_whatif(log, cal, result, bands, out)
+    out = Path(args.out)
+    with staged_outputs() as staged:
+        write_whatif(log, cal, result, bands, _claim(args, staged, "what-if", WHATIF_OUTPUTS))
     rows = [("calibrated run", result["baseline"])] + [
         (",".join(f"{k}={v}" for k, v in s["set"].items()), s) for s in result["scenarios"]
     ]
@@ -882,10 +899,12 @@ def _cmd_tune(args: argparse.Namespace) -> None:
         group_sizes=_int_list("--group-sizes", args.group_sizes),
         seed=args.seed,
     )
-    out = _claim(args, "tune", TUNE_OUTPUTS)
+    out = Path(args.out)
     try:
-        (out / "summary.json").write_text(json_text(result.summary(), indent=2))
-        plot_convergence(result, str(out / "convergence.png"))
+        with staged_outputs() as staged:
+            stage = _claim(args, staged, "tune", TUNE_OUTPUTS)
+            (stage / "summary.json").write_text(json_text(result.summary(), indent=2))
+            plot_convergence(result, str(stage / "convergence.png"))
     except OSError as exc:
         raise UsageError(f"cannot write to {args.out}: {exc.strerror}") from None
     best = " ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.best.items())
@@ -910,9 +929,10 @@ def _print_table(out: dict) -> None:
         print(f"{k:<{width}}  {v:.6g}" if isinstance(v, float) else f"{k:<{width}}  {v}")
 
 
-def _write_csv(path: str, header: Sequence[str], rows: np.ndarray, *, integer_first: bool) -> None:
+def _write_csv(staged, path: str, header: Sequence[str], rows: np.ndarray, *, integer_first: bool) -> None:
+    """The table as CSV at --out `path`, through `staged` (`base.outputs.staged_outputs`)."""
     try:
-        with open(path, "w", newline="") as fh:
+        with open(staged.file(path), "w", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(header)
             for row in rows:
@@ -1190,32 +1210,42 @@ def _use_agg_backend() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `pgrpo-sim` console script; returns the exit code."""
+    """Entry point of the `pgrpo-sim` console script; returns the exit code: 0 done, 2 bad input or an output that
+    cannot be written (one line on stderr), 130 interrupted (one line). Outputs are replaced only when all are
+    complete (`base.outputs.staged_outputs`): after 2 or 130 the previous results are as they were."""
     _use_agg_backend()  # the command line only writes figures to files
     args = None
-    try:
-        args = build_parser().parse_args(argv)
-        from .base.runtime import configure_jax
+    with interrupt_handling():
+        try:
+            args = build_parser().parse_args(argv)
+            from .base.runtime import configure_jax
 
-        configure_jax(compile_cache=not args.no_compile_cache, compile_bound=getattr(args, "compile_bound", False))
-        args.func(args)
-    except PgrpoSimError as exc:
-        print(f"pgrpo-sim: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
+            configure_jax(compile_cache=not args.no_compile_cache, compile_bound=getattr(args, "compile_bound", False))
+            args.func(args)
+            if interrupt_requested():  # it came while the outputs were moved into place, or a callback dropped it
+                args.interrupt_note = "the command had finished: its outputs are complete"
+                raise KeyboardInterrupt
+            code = 0
+        except PgrpoSimError as exc:
+            print(f"pgrpo-sim: error: {exc}", file=sys.stderr)
+            code = 2
+        except KeyboardInterrupt:
+            with deferred_interrupts():  # a second Ctrl-C does not cut the line short
+                note = getattr(args, "interrupt_note", None) or "nothing was written"
+                print(f"pgrpo-sim: interrupted; {note}", file=sys.stderr, flush=True)
+            code = 130
+    if argv is None:  # the program itself, not a call from Python: its interpreter is about to exit
         import signal
 
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the clean-up
-        try:
-            cleanup = getattr(args, "interrupt_cleanup", None)
-            if cleanup is not None:
-                cleanup()
-            note = getattr(args, "interrupt_note", None) or "nothing was written"
-            print(f"pgrpo-sim: interrupted; {note}", file=sys.stderr, flush=True)
-        finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-        return 130
-    return 0
+        # its exit runs JAX's clean-up (atexit) callbacks: a Ctrl-C there would print "Exception ignored in atexit
+        # callback"; after an interrupt, JAX's runtime may still be running work dispatched to its threads, whose
+        # clean-up under way once crashed (`tune`, exit 139): exit at once, nothing is left to write
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if code == 130:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

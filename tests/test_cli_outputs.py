@@ -86,13 +86,13 @@ def test_a_command_refuses_another_commands_directory_unless_overwrite(tmp_path,
     assert main(fit) == 0  # a command reuses its own directory
 
 
-def test_interrupted_validate_removes_its_partial_output(tmp_path, monkeypatch, capsys):
+def test_interrupted_validate_leaves_the_previous_results(tmp_path, monkeypatch, capsys):
     def first(res, seed, plot):
         case = dict(lag_model="stale", eta=0.1, momentum=0.0, measured=3, exact=3, continuous=3.0)
         return {"verdict": {"holds": True, "text": "first"}, "figure": plot("lag_threshold", [case])}
 
     def second(res, seed, plot):  # the first section's figure is drawn by now: there is partial output
-        assert any(p.suffix == ".png" for p in out.iterdir())
+        assert any(p.suffix == ".png" for p in out.rglob("*"))
         raise KeyboardInterrupt
 
     monkeypatch.setattr(validate_module, "SECTIONS", {"a": ("A", first), "b": ("B", second)})
@@ -100,16 +100,17 @@ def test_interrupted_validate_removes_its_partial_output(tmp_path, monkeypatch, 
     out = tmp_path / "validation"
     assert main(["validate", "--quick", "--out", str(out)]) == 130
     err = _one_line(capsys.readouterr().err)
-    assert "interrupted" in err and "removed" in err and "rerun" in err
+    assert "interrupted" in err and "nothing was written" in err
     assert not out.exists()
-    # a rerun into its own directory replaces the previous result: interrupted, it leaves no stale report that
-    # would pass for the result, and what pgrpo-sim did not write stays
+    # a rerun into its own directory, interrupted, leaves the previous result as it was (and no temporaries)
     out.mkdir()
     (out / MARK).write_text(json.dumps({"command": "validate", "outputs": ["report.md", "results.json", "*.png"]}))
     for name in ("report.md", "results.json", "old.png", "notes.txt"):
         (out / name).write_text(name)
+    before = {p.name: p.read_text() for p in out.iterdir()}
     assert main(["validate", "--quick", "--out", str(out)]) == 130
-    assert sorted(p.name for p in out.iterdir()) == sorted([MARK, "notes.txt"])
+    assert "previous results" in _one_line(capsys.readouterr().err)
+    assert {p.name: p.read_text() for p in out.iterdir()} == before
 
 
 def test_interrupted_sweep_keeps_chunks_and_resumes_identically(tmp_path, monkeypatch, capsys):

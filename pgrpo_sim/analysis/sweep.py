@@ -6,7 +6,9 @@ clip ranges, lag, ref_sync_alpha) are flattened into one configuration axis and 
 chunks (one compilation per static structure); `group_size` and `minibatches` set array shapes, so each of their
 values is its own static group. The configuration axis of a chunk is sharded over `jax.devices()`. Every finished
 chunk is written to `DIR/chunks/` at once (atomic rename); a rerun with the same spec skips the
-configurations already done, so an interrupted sweep resumes and ends with identical results.
+configurations already done, so an interrupted sweep resumes and ends with identical results. The final files
+(`sweep.json`, `sweep.nc`, `summary.csv`) replace the previous ones only once all are written
+(`base.outputs.staged_outputs`); then the chunks are removed.
 Sampled mode uses the same seeds at every grid point (common random numbers).
 """
 
@@ -27,7 +29,7 @@ import numpy as np
 
 from ..base.checks import check_choice, check_range, check_seed, check_seeds, check_steps
 from ..base.errors import PgrpoSimError
-from ..base.outputs import grid_columns, json_text, write_csv, write_netcdf3
+from ..base.outputs import grid_columns, json_text, staged_outputs, write_csv, write_netcdf3
 from ..base.regimes import DISCRETE_REGIMES
 from ..base.runtime import RUN_BOUND_OPTIONS
 from ..base.sharding import shard_batch
@@ -310,6 +312,7 @@ def compute_sweep(
     seeds: int = 1,
     seed: int = 0,
     out_dir: str | os.PathLike | None = None,
+    results_dir: str | os.PathLike | None = None,
     chunk_size: int | None = None,
     max_memory: float = 2e9,
     decimate: int = 0,
@@ -321,9 +324,12 @@ def compute_sweep(
 
     `base` holds `bandit_config` keyword arguments for the fixed parameters; `axes` the grid. With
     `out_dir`, chunks are written as they finish and a rerun resumes (a directory holding a different
-    sweep is refused unless `overwrite`); the results are also saved as `sweep.nc` (read it with
-    `load_sweep`) and `summary.csv`. `chunk_size` (configurations per chunk) overrides the memory budget
-    `max_memory` (bytes). `decimate` > 0 also stores every `decimate`-th point of each (seed-mean) reward curve.
+    sweep is refused unless `overwrite`); the results are also saved as `sweep.json` (the spec), `sweep.nc` (read
+    it with `load_sweep`) and `summary.csv`, which replace the previous ones together once all are written, and
+    then the chunks are removed; `results_dir` (a caller's `StagedOutputs` folder, which moves them into `out_dir`
+    and removes the chunks itself): write them there instead. `chunk_size` (configurations per chunk) overrides
+    the memory budget `max_memory` (bytes). `decimate` > 0 also stores every `decimate`-th point of each
+    (seed-mean) reward curve.
     """
     spec, traced, static, configs = _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate)
     writer = out_dir is not None and jax.process_index() == 0  # in a multi-host run, process 0 writes
@@ -380,7 +386,7 @@ def compute_sweep(
         bar.close()  # before any error message: it must not be glued onto the bar's line
     result = _assemble(groups, traced, static, spec)
     if store:
-        store.finish(result)
+        store.finish(result, results_dir)
     return result
 
 
@@ -550,16 +556,18 @@ def _assemble(groups: list[dict[str, np.ndarray]], traced: Sequence[Axis], stati
 
 
 class _ChunkStore:
-    """Finished chunks as `DIR/chunks/g<group>_<first index>.npz`, the spec in `DIR/sweep.json`."""
+    """Finished chunks as `DIR/chunks/g<group>_<first index>.npz`, their sweep's spec in `DIR/chunks/sweep.json`;
+    the finished sweep's spec in `DIR/sweep.json`."""
 
     def __init__(self, out_dir, spec: SweepSpec, overwrite: bool):
         self.dir = Path(out_dir)
         self.chunks = self.dir / "chunks"
-        manifest = self.dir / "sweep.json"
+        manifest = self.chunks / "sweep.json"
         try:
-            if manifest.exists() and manifest.read_text() != spec.to_json():
-                if not overwrite:
+            for previous in (self.dir / "sweep.json", manifest):  # a finished sweep, unfinished chunks
+                if previous.exists() and previous.read_text() != spec.to_json() and not overwrite:
                     raise SweepError(f"{self.dir} holds a different sweep; use --overwrite or another --out")
+            if not manifest.exists() or manifest.read_text() != spec.to_json():
                 if self.chunks.exists():  # a partial delete must fail loudly: leftovers would load as new chunks
                     shutil.rmtree(self.chunks)
             self.chunks.mkdir(parents=True, exist_ok=True)
@@ -584,14 +592,24 @@ class _ChunkStore:
                 f"cannot write {path}: {exc.strerror}; the finished chunks in {self.chunks} are kept, rerun to resume"
             ) from None
 
-    def finish(self, result: SweepResult) -> None:
-        """Write `sweep.nc` (netCDF-3, as xarray's scipy engine writes `result.to_dataset()`) and `summary.csv`
-        (one row per grid point, trajectories left out)."""
+    def finish(self, result: SweepResult, results_dir) -> None:
+        """Write `sweep.json`, `sweep.nc` (netCDF-3, as xarray's scipy engine writes `result.to_dataset()`) and
+        `summary.csv` (one row per grid point, trajectories left out) into `results_dir`; without one, into the
+        directory through `staged_outputs`, and then remove the chunks."""
+        if results_dir is None:
+            with staged_outputs() as staged:
+                self._write(result, staged.directory(self.dir, None))
+            shutil.rmtree(self.chunks, ignore_errors=True)
+        else:
+            self._write(result, Path(results_dir))
+
+    def _write(self, result: SweepResult, into: Path) -> None:
         coords = result.coords()
         summaries = {k: v for k, v in result.fields.items() if k != "trajectory"}
         try:
-            write_netcdf3(self.dir / "sweep.nc", coords, result.variables(), result.attrs())
-            write_csv(grid_columns({a.name: coords[a.name] for a in result.axes}, summaries), self.dir / "summary.csv")
+            (into / "sweep.json").write_text(result.spec.to_json())
+            write_netcdf3(into / "sweep.nc", coords, result.variables(), result.attrs())
+            write_csv(grid_columns({a.name: coords[a.name] for a in result.axes}, summaries), into / "summary.csv")
         except OSError as exc:
             raise SweepError(f"cannot write the dataset to {self.dir}: {exc.strerror}") from None
 

@@ -1,25 +1,30 @@
-"""Output directories that never clobber each other: each command marks the directory it writes.
+"""Output directories that never clobber each other, and outputs replaced only when complete.
 
 A command writing a directory first checks it (`check_output_dir`, nothing created), does its validation and
-work, and claims it (`claim_output_dir`) before writing: the claim creates the directory and writes the mark
-`.pgrpo-sim.json` naming the command. A directory is refused when it holds another command's mark, or when it
-is non-empty without a mark (a foreign directory), unless `overwrite`. With `overwrite`, the previous command's
-known outputs (`outputs` of its mark) are removed first; files pgrpo-sim did not write are never removed. The
-same command may always reuse its own directory (a sweep resumes there).
+work, and then writes its outputs through `staged_outputs`: into a hidden folder inside the directory (single
+files: a hidden temporary file beside each), moved into place (`os.replace`) only once every output is complete,
+with Ctrl-C held off while they move. An error or interrupt before that leaves the previous results as they were
+and removes the temporaries. The directory's mark `.pgrpo-sim.json` names the command and its outputs (file
+names or glob patterns). A directory is refused when it holds another command's mark, or when it is non-empty
+without a mark (a foreign directory), unless `overwrite`; the previous command's known outputs are then removed
+when the new ones are moved in. Files pgrpo-sim did not write are never removed. The same command may always
+reuse its own directory (a sweep resumes there).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from .errors import PgrpoSimError
+from .runtime import deferred_interrupts, interrupt_requested
 
 MARK = ".pgrpo-sim.json"
 """The file that marks a directory as written by a pgrpo-sim command."""
@@ -65,37 +70,6 @@ def check_output_dir(path: str | os.PathLike, command: str, *, overwrite: bool =
         )
 
 
-def claim_output_dir(
-    path: str | os.PathLike, command: str, outputs: Iterable[str], *, overwrite: bool = False, flag: str = "--out"
-) -> Path:
-    """`check_output_dir`, then create the directory and mark it as `command`'s, listing the file names (or
-    glob patterns) it writes. With `overwrite`, another command's listed outputs are removed first."""
-    check_output_dir(path, command, overwrite=overwrite, flag=flag)
-    out = Path(path)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        mark = read_mark(out)
-        if mark is not None and mark.get("command") != command:
-            remove_outputs(out, mark.get("outputs", []))
-        (out / MARK).write_text(json.dumps({"command": command, "outputs": sorted(outputs)}) + "\n")
-    except OSError as exc:
-        raise PgrpoSimError(f"cannot create {flag} {out}: {exc.strerror}") from None
-    return out
-
-
-def remove_outputs(path: str | os.PathLike, patterns: Iterable[str]) -> None:
-    """Remove the files and directories matching `patterns` (names or globs, relative to `path`)."""
-    out = Path(path)
-    for pattern in patterns:
-        if not pattern or Path(pattern).is_absolute() or ".." in Path(pattern).parts:
-            continue
-        for item in out.glob(pattern):
-            if item.is_dir() and not item.is_symlink():
-                shutil.rmtree(item, ignore_errors=True)
-            else:
-                item.unlink(missing_ok=True)
-
-
 def check_output_file(
     path: str | os.PathLike, flag: str, suffixes: Iterable[str] | None = None, *, overwrite: bool = False
 ) -> None:
@@ -119,6 +93,193 @@ def check_output_file(
         raise PgrpoSimError(f"cannot write {flag} {out}: {exc.strerror}") from None
     if not existed:
         out.unlink()
+
+
+STAGE_PREFIX = ".pgrpo-sim-new-"
+"""Name prefix of the temporaries of `staged_outputs` (a folder in an output directory, a file beside an output
+file), followed by the writing process's id."""
+
+
+def check_distinct_outputs(outputs: Mapping[str, str | os.PathLike | None]) -> None:
+    """Raise `PgrpoSimError` when two of one command's outputs (flag → path; None: not given) name the same file,
+    which the second would silently replace."""
+    seen: dict[str, str] = {}
+    for flag, path in outputs.items():
+        if path is None:
+            continue
+        key = os.path.normcase(os.path.realpath(path))
+        if key in seen:
+            raise PgrpoSimError(f"{seen[key]} and {flag} name the same file {path}: give each output its own name")
+        seen[key] = flag
+
+
+class StagedOutputs:
+    """One command's outputs, written under temporary names and moved into place together (`staged_outputs`)."""
+
+    def __init__(self) -> None:
+        self._files: list[tuple[Path, Path]] = []  # (temporary, final) of single files
+        self._dirs: list[tuple[Path, Path, bool, bool, list[str]]] = []  # (dir, staging folder, created, resumable,
+        # outputs)
+
+    def file(self, path: str | os.PathLike) -> Path:
+        """Where to write output file `path`: a temporary file beside it (on the same file system, so that the
+        move is atomic) with the same suffix (figure writers choose the format by it)."""
+        final = Path(path)
+        _remove_abandoned(final.parent)
+        temp = final.with_name(f"{STAGE_PREFIX}{os.getpid()}-{final.name}")
+        self._files.append((temp, final))
+        return temp
+
+    def directory(
+        self,
+        path: str | os.PathLike,
+        command: str | None,
+        outputs: Iterable[str] = (),
+        *,
+        overwrite: bool = False,
+        flag: str = "--out",
+        resumable: bool = False,
+    ) -> Path:
+        """Where to write the outputs of `command` into directory `path` (after `check_output_dir`): a staging
+        folder in it, created here, with the directory if needed. `outputs`: the names (or glob patterns) the
+        command writes, for the directory's mark. A `resumable` command (a sweep) keeps its resume state in the
+        directory itself: it is marked at once, listing also the outputs of the command it replaces, so that a
+        rerun finds its work. `command` None: no check and no mark."""
+        out, outputs = Path(path), sorted(outputs)
+        if command is not None:
+            check_output_dir(out, command, overwrite=overwrite, flag=flag)
+        created = not out.exists()
+        stage = out / f"{STAGE_PREFIX}{os.getpid()}"
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            _remove_abandoned(out)
+            stage.mkdir()
+            if command is not None:
+                _write_mark(stage, command, outputs)
+                if resumable:
+                    old = read_mark(out)
+                    replaced = old.get("outputs", []) if old and old.get("command") != command else []
+                    _write_mark(out, command, [*outputs, *replaced])
+        except OSError as exc:
+            raise PgrpoSimError(f"cannot create {flag} {out}: {exc.strerror}") from None
+        self._dirs.append((out, stage, created, resumable, outputs))
+        return stage
+
+    def commit(self) -> None:
+        """Move every output into place; what it replaces (the previous results, and the outputs of the command a
+        directory held before, by its mark) is removed. Ctrl-C is held off meanwhile, and one that came before
+        (even one a callback dropped) discards the outputs instead: `KeyboardInterrupt`. An old output that cannot
+        be moved away: `PgrpoSimError`, and everything stays as it was."""
+        with deferred_interrupts():
+            if interrupt_requested():
+                self.discard()
+                raise KeyboardInterrupt
+            moves: dict[Path, Path | None] = {final: temp for temp, final in self._files}  # final ← new (None: gone)
+            for out, stage, _, _, outputs in self._dirs:
+                new = {item.name: item for item in stage.iterdir()}
+                mark = read_mark(out) or {}
+                for pattern in {*outputs, *mark.get("outputs", [])}:
+                    for item in _matches(out, pattern):
+                        if item.name not in new and not item.name.startswith(STAGE_PREFIX):
+                            moves[item] = None
+                moves.update({out / name: item for name, item in new.items()})
+            try:
+                _swap(moves)
+            except OSError as exc:
+                self.discard()
+                raise PgrpoSimError(
+                    f"cannot replace {exc.filename}: {exc.strerror}; the previous results are unchanged"
+                ) from None
+            self.discard()
+
+    def discard(self) -> None:
+        """Remove the temporaries (and a directory this created, if left empty); the previous results stay."""
+        with deferred_interrupts():
+            for temp, _ in self._files:
+                with contextlib.suppress(OSError):
+                    temp.unlink(missing_ok=True)
+            for out, stage, created, resumable, _ in self._dirs:
+                shutil.rmtree(stage, ignore_errors=True)
+                if created and not resumable:
+                    with contextlib.suppress(OSError):
+                        out.rmdir()  # only if empty
+
+
+@contextlib.contextmanager
+def staged_outputs() -> Iterator[StagedOutputs]:
+    """A command's outputs, replaced only when all are complete: write each to the path that `StagedOutputs.file`
+    or `.directory` gives; they are moved into place when the block ends (`StagedOutputs.commit`), or removed if it
+    raises (an error, Ctrl-C), the previous results left as they were."""
+    staged = StagedOutputs()
+    try:
+        yield staged
+    except BaseException:
+        staged.discard()
+        raise
+    staged.commit()
+
+
+def _swap(moves: Mapping[Path, Path | None]) -> None:
+    """Put each new file (or folder) at its final path, replacing what is there (None: only remove it): every old
+    one is first renamed aside, and if one cannot be, those already renamed are put back (`OSError`)."""
+    aside = []
+    try:
+        for final in moves:
+            if final.exists() or final.is_symlink():
+                spare = final.with_name(f"{STAGE_PREFIX}{os.getpid()}-old-{final.name}")
+                os.replace(final, spare)
+                aside.append((final, spare))
+    except OSError:
+        for final, spare in reversed(aside):
+            os.replace(spare, final)
+        raise
+    for final, new in moves.items():
+        if new is not None:
+            os.replace(new, final)
+    for _, spare in aside:
+        _remove(spare)
+
+
+def _remove(item: Path) -> None:
+    if item.is_dir() and not item.is_symlink():
+        shutil.rmtree(item, ignore_errors=True)
+    else:
+        item.unlink(missing_ok=True)
+
+
+def _matches(out: Path, pattern: str) -> list[Path]:
+    """The items of `out` matching a mark's name or glob pattern (none for an absolute or escaping pattern)."""
+    if not pattern or Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+        return []
+    return list(out.glob(pattern))
+
+
+def _write_mark(directory: Path, command: str, outputs: Iterable[str]) -> None:
+    temp = directory / f"{STAGE_PREFIX}{os.getpid()}-mark"
+    temp.write_text(json.dumps({"command": command, "outputs": sorted(set(outputs))}) + "\n")
+    os.replace(temp, directory / MARK)
+
+
+def _remove_abandoned(directory: Path) -> None:
+    """Remove the temporaries that a killed pgrpo-sim process (no longer running) left in `directory`."""
+    try:
+        items = [item for item in directory.iterdir() if item.name.startswith(STAGE_PREFIX)]
+    except OSError:
+        return
+    for item in items:
+        pid = item.name[len(STAGE_PREFIX) :].split("-")[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)):
+            _remove(item)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
 
 
 def grid_columns(coords: Mapping[str, np.ndarray], fields: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -1,0 +1,204 @@
+"""Ctrl-C and failures never cost the previous results: a rerun into a finished output folder that is interrupted
+(a real SIGINT, at many moments: during the imports, the compilation, the run, the writing) or fails ends with
+one line, exit 130 or 2, and leaves the old files as they were, or ends with exit 0 and the complete new ones."""
+
+import gc
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pgrpo_sim.base import outputs as outputs_module
+from pgrpo_sim.base.outputs import MARK, STAGE_PREFIX, read_mark
+from pgrpo_sim.base.runtime import interrupt_handling, interrupt_requested
+from pgrpo_sim.cli import main
+from pgrpo_sim.reports import calibration_report, log_report
+
+DATA = Path(__file__).parent / "data"
+CALIBRATE = ["calibrate", str(DATA / "generic.csv"), "--column", "reward=my_reward"]
+FIT = ["fit", str(DATA / "generic.csv"), "--column", "reward=my_reward"]
+SIMULATE = ["simulate", "--mode", "sampled", "--seeds", "64", "--steps", "1000000"]
+
+
+def _old_results(path: Path, command: str, names) -> dict[str, bytes]:
+    """A finished output folder of `command` (stand-in files, and one of the user's); returns its contents."""
+    path.mkdir()
+    (path / MARK).write_text(json.dumps({"command": command, "outputs": sorted(names)}))
+    for name in (*names, "notes.txt"):
+        (path / name).write_bytes(f"old {name}".encode())
+    return _contents(path)
+
+
+def _contents(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in path.iterdir()} if path.exists() else {}
+
+
+def _one_line(err: str) -> str:
+    """The command's one line on stderr, after any progress lines."""
+    lines = err.replace("\r", "\n").strip().splitlines()
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert lines and lines[-1].startswith("pgrpo-sim: ") and sum(x.startswith("pgrpo-sim:") for x in lines) == 1, err
+    return lines[-1]
+
+
+FIT_OUTPUTS = ["report.md", "fit.json", "fit.png", "diagnostics.png"]
+COMMANDS = {  # argv, outputs, one written before `failing` fails, one to block, `failing`'s module and name
+    "fit": (FIT, FIT_OUTPUTS, "fit.png", "report.md", log_report, "json_text"),
+    "calibrate": (
+        CALIBRATE,
+        list(calibration_report.CALIBRATE_OUTPUTS),
+        "calibration.json",
+        "report.md",
+        calibration_report,
+        "plot_bands",
+    ),
+}
+
+
+@pytest.mark.slow  # three runs of the command: ~20 s (fit) to ~60 s (calibrate) on 2 busy cores
+@pytest.mark.parametrize("command", ["fit", "calibrate"])
+def test_failing_rerun_leaves_the_previous_results(tmp_path, monkeypatch, capsys, command):
+    """A rerun into a finished folder: Ctrl-C or an error after the first new output is written (the figure
+    fails), or an old output that cannot be moved away (a non-removable report.md): exit 130 or 2 with one line,
+    or the error; every old file as it was, and no temporaries."""
+    argv, names, first, blocked, module, failing = COMMANDS[command]
+    out = tmp_path / "out"
+    old = _old_results(out, command, names)
+    argv = argv + ["--out", str(out)]
+    for failure in (KeyboardInterrupt, RuntimeError):
+
+        def fail(*args, failure=failure, **kwargs):
+            assert any(p.name == first for p in out.rglob("*"))  # a new output is written by now
+            raise failure
+
+        with monkeypatch.context() as patch:
+            patch.setattr(module, failing, fail)
+            if failure is KeyboardInterrupt:
+                assert main(argv) == 130
+                assert "previous results" in _one_line(capsys.readouterr().err)
+            else:
+                with pytest.raises(RuntimeError):
+                    main(argv)
+        assert _contents(out) == old
+    real = os.replace
+
+    def refuse(src, dst):
+        if Path(src) == out / blocked:
+            raise PermissionError(13, "Permission denied", str(src))
+        return real(src, dst)
+
+    monkeypatch.setattr(outputs_module.os, "replace", refuse)
+    assert main(argv) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert blocked in line and "Permission denied" in line and "unchanged" in line
+    assert _contents(out) == old
+
+
+def test_two_outputs_naming_one_file_are_refused(tmp_path, capsys):
+    for argv in (
+        ["simulate", "--steps", "5", "--out", "x.png", "--plot", "x.png"],
+        ["simulate", "--steps", "5", "--out", "./d/../x.png", "--plot", "x.png"],
+        ["oscillator", "--eta", "0.1", "--stiffness", "1", "--noise", "0", "--group-size", "8", "--out", "x.png"]
+        + ["--plot", "x.png"],
+    ):
+        (tmp_path / "d").mkdir(exist_ok=True)
+        os.chdir(tmp_path)
+        assert main(argv) == 2
+        assert "name the same file" in _one_line(capsys.readouterr().err)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+
+
+def test_staged_outputs_replace_only_when_complete(tmp_path):
+    """Two single files and a folder's outputs: replaced together; a failure, nothing replaced and no
+    temporaries; the outputs of the command the folder held before go with the commit."""
+    (tmp_path / "a.csv").write_text("old a")
+    out = tmp_path / "d"
+    _old_results(out, "fit", ["report.md", "fit.json"])
+    with pytest.raises(RuntimeError):
+        with outputs_module.staged_outputs() as staged:
+            staged.file(tmp_path / "a.csv").write_text("new a")
+            (staged.directory(out, "tune", ["summary.json"], overwrite=True) / "summary.json").write_text("new")
+            raise RuntimeError
+    assert (tmp_path / "a.csv").read_text() == "old a" and read_mark(out)["command"] == "fit"
+    assert not any(p.name.startswith(STAGE_PREFIX) for p in [*tmp_path.iterdir(), *out.iterdir()])
+    with outputs_module.staged_outputs() as staged:
+        staged.file(tmp_path / "a.csv").write_text("new a")
+        (staged.directory(out, "tune", ["summary.json"], overwrite=True) / "summary.json").write_text("new")
+        assert (tmp_path / "a.csv").read_text() == "old a" and not (out / "summary.json").exists()
+    assert (tmp_path / "a.csv").read_text() == "new a"
+    assert sorted(p.name for p in out.iterdir()) == [MARK, "notes.txt", "summary.json"]
+    assert read_mark(out) == {"command": "tune", "outputs": ["summary.json"]}
+
+
+def test_an_interrupt_dropped_by_a_gc_callback_still_stops(tmp_path):
+    """A KeyboardInterrupt raised inside a garbage-collection callback is dropped by Python ("Exception ignored
+    in …"): it is recorded, and the outputs are not moved into place."""
+
+    def callback(phase, info):
+        if phase == "start":
+            raise KeyboardInterrupt
+
+    with interrupt_handling():
+        gc.callbacks.append(callback)
+        try:
+            gc.collect()
+        finally:
+            gc.callbacks.remove(callback)
+        assert interrupt_requested()
+        with pytest.raises(KeyboardInterrupt):
+            with outputs_module.staged_outputs() as staged:
+                staged.file(tmp_path / "a.csv").write_text("new")
+    assert not list(tmp_path.iterdir())
+
+
+def _run_and_interrupt(argv: list[str], delay: float, cwd: Path) -> tuple[int, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pgrpo_sim.cli", *argv], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    time.sleep(delay)
+    sent = time.monotonic()
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    return proc.returncode, err.decode(), time.monotonic() - sent
+
+
+def _check_interrupted(code: int, err: str) -> None:
+    """Exit 130 with the one line (after any progress output), or 0."""
+    assert code in (0, 130), (code, err)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    if code == 130:
+        lines = [line for line in err.replace("\r", "\n").splitlines() if line.startswith("pgrpo-sim:")]
+        assert len(lines) == 1 and lines[0].startswith("pgrpo-sim: interrupted; "), err
+
+
+def _interrupt_rerun(tmp_path: Path, argv, command: str, names, delay: float) -> str:
+    out = tmp_path / f"out-{delay}"
+    old = _old_results(out, command, names)
+    code, err, _ = _run_and_interrupt(argv + ["--out", out.name], delay, tmp_path)
+    _check_interrupted(code, err)
+    new = _contents(out)
+    if code == 130 and "had finished" not in err:
+        assert new == old, err
+    else:  # complete: every output new, the user's file kept
+        assert set(new) == {MARK, "notes.txt", *names} and all(new[n] != old[n] for n in names), err
+    return err
+
+
+@pytest.mark.parametrize("delay", [0.6, 4.0])
+def test_ctrl_c_on_a_real_fit_rerun(tmp_path, delay):
+    """During the imports and during the run."""
+    _interrupt_rerun(tmp_path, FIT, "fit", FIT_OUTPUTS, delay)
+
+
+@pytest.mark.slow  # ~12 runs of calibrate and fit, several minutes on 2 cores
+@pytest.mark.parametrize("delay", [0.4, 0.7, 1.0, 1.5, 2.2, 3.0, 4.0, 5.0, 6.0, 7.0, 8.5, 12.0])
+@pytest.mark.parametrize("command", ["calibrate", "fit"])
+def test_ctrl_c_at_many_moments(tmp_path, command, delay):
+    argv, names = COMMANDS[command][:2]
+    _interrupt_rerun(tmp_path, argv, command, names, delay)
