@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
+from ...base import threefry
 from ...base.errors import PgrpoSimError
 from .task import EOS, PAD, TaskSpec, check_sizes
 
@@ -67,11 +68,12 @@ class Block(eqx.Module):
 
 
 class Policy(eqx.Module):
-    """Policy parameters (float32 arrays) and their static `shape`."""
+    """Policy parameters (float32 arrays) and their static `shape`; `blocks` holds every layer's arrays stacked on a
+    leading layer axis."""
 
     embed: Array  # [vocab, width]
     positions: Array  # [max_len, width]
-    blocks: tuple[Block, ...]
+    blocks: Block
     ln_scale: Array
     ln_bias: Array
     unembed: Array  # [width, vocab]
@@ -81,34 +83,31 @@ class Policy(eqx.Module):
 def init_policy(shape: PolicyShape, key) -> Policy:
     """Random initial parameters (GPT-2's scheme: normal(0, 0.02), residual outputs scaled by 1/√(2·layers))."""
     d, hidden = shape.width, MLP_RATIO * shape.width
-    keys = iter(jax.random.split(key, 3 + 4 * shape.layers))
+    keys = iter(jax.random.split(key, 7))
 
     def normal(shape_, std=INIT_STD):
         return std * jax.random.normal(next(keys), shape_, F32)
 
-    ones, zeros = jnp.ones(d, F32), jnp.zeros(d, F32)
     residual_std = INIT_STD / math.sqrt(2 * shape.layers)
-    blocks = tuple(
-        Block(
-            ln1_scale=ones,
-            ln1_bias=zeros,
-            qkv=normal((d, 3 * d)),
-            attn_out=normal((d, d), residual_std),
-            ln2_scale=ones,
-            ln2_bias=zeros,
-            mlp_in=normal((d, hidden)),
-            mlp_in_bias=jnp.zeros(hidden, F32),
-            mlp_out=normal((hidden, d), residual_std),
-            mlp_out_bias=zeros,
-        )
-        for _ in range(shape.layers)
+    layers = shape.layers
+    blocks = Block(
+        ln1_scale=jnp.ones((layers, d), F32),
+        ln1_bias=jnp.zeros((layers, d), F32),
+        qkv=normal((layers, d, 3 * d)),
+        attn_out=normal((layers, d, d), residual_std),
+        ln2_scale=jnp.ones((layers, d), F32),
+        ln2_bias=jnp.zeros((layers, d), F32),
+        mlp_in=normal((layers, d, hidden)),
+        mlp_in_bias=jnp.zeros((layers, hidden), F32),
+        mlp_out=normal((layers, hidden, d), residual_std),
+        mlp_out_bias=jnp.zeros((layers, d), F32),
     )
     return Policy(
         embed=normal((shape.vocab, d)),
         positions=normal((shape.max_len, d)),
         blocks=blocks,
-        ln_scale=ones,
-        ln_bias=zeros,
+        ln_scale=jnp.ones(d, F32),
+        ln_bias=jnp.zeros(d, F32),
         unembed=normal((d, shape.vocab)),
         shape=shape,
     )
@@ -121,10 +120,10 @@ def _layer_norm(x, scale, bias):
 
 
 def _empty_cache(shape: PolicyShape, length: int):
-    """Keys and values [heads, length, head_dim] per layer (heads first: XLA's batched dots are fastest so), zeros
-    (masked until written)."""
-    zeros = jnp.zeros((shape.heads, length, shape.width // shape.heads), F32)
-    return tuple((zeros, zeros) for _ in range(shape.layers))
+    """Keys and values float32[layers, heads, length, head_dim] (heads before positions: XLA's batched dots are
+    fastest so), zeros (masked until written)."""
+    zeros = jnp.zeros((shape.layers, shape.heads, length, shape.width // shape.heads), F32)
+    return zeros, zeros
 
 
 def _forward(params: Policy, tokens: Array, start, cache):
@@ -135,9 +134,10 @@ def _forward(params: Policy, tokens: Array, start, cache):
     length = tokens.shape[0]
     x = params.embed[tokens] + jax.lax.dynamic_slice_in_dim(params.positions, start, length)
     query_pos = start + jnp.arange(length)
-    visible = jnp.arange(cache[0][0].shape[1])[None, :] <= query_pos[:, None]  # [T, S]
-    new_cache = []
-    for block, (keys, values) in zip(params.blocks, cache):
+    visible = jnp.arange(cache[0].shape[2])[None, :] <= query_pos[:, None]  # [T, S]
+
+    def layer(x, inputs):
+        block, keys, values = inputs
         h = _layer_norm(x, block.ln1_scale, block.ln1_bias)
         # heads-first einsums (not reshapes of [T, width] products): XLA's CPU dots then need no transposes
         qkv = jnp.einsum("tw,whd->htd", h, block.qkv.reshape(shape.width, 3 * heads, head_dim))
@@ -150,9 +150,12 @@ def _forward(params: Policy, tokens: Array, start, cache):
         x = x + jnp.einsum("htd,hdw->tw", attended, block.attn_out.reshape(heads, head_dim, shape.width))
         h = _layer_norm(x, block.ln2_scale, block.ln2_bias)
         x = x + jax.nn.gelu(h @ block.mlp_in + block.mlp_in_bias) @ block.mlp_out + block.mlp_out_bias
-        new_cache.append((keys, values))
+        return x, (keys, values)
+
+    # unrolled: a rolled loop over 1–2 layers halved the speed of sampling on CPU (its cache slices are copied)
+    x, new_cache = jax.lax.scan(layer, x, (params.blocks, *cache), unroll=True)
     logits = _layer_norm(x, params.ln_scale, params.ln_bias) @ params.unembed
-    return logits, tuple(new_cache)
+    return logits, new_cache
 
 
 def token_logits(params: Policy, tokens) -> Array:
@@ -170,11 +173,11 @@ def _check_lengths(params: Policy, prompt_len: int, new: int) -> None:
         )
 
 
-def _pick(logits, key, temperature, done):
-    """A token drawn from softmax(logits / T) (greedy at T = 0) and its log-probability under that distribution
-    (0 at T = 0); PAD with log-probability 0 once `done`."""
-    gumbel = jax.random.gumbel(key, logits.shape, F32)
-    token = jnp.argmax(logits + temperature * gumbel).astype(jnp.int32)  # argmax(logits/T + g) for T > 0
+def _pick(logits, gumbel, temperature, done):
+    """The token argmax(logits + T·gumbel) — a draw from softmax(logits / T) for standard Gumbel noise, greedy at
+    T = 0 — and its log-probability under softmax(logits / T) (0 at T = 0); PAD with log-probability 0 once
+    `done`."""
+    token = jnp.argmax(logits + temperature * gumbel).astype(jnp.int32)
     safe_t = jnp.where(temperature > 0, temperature, 1.0)
     logp = jnp.where(temperature > 0, jax.nn.log_softmax(logits / safe_t)[token], 0.0)
     return jnp.where(done, PAD, token), jnp.where(done, 0.0, logp).astype(F32)
@@ -190,20 +193,22 @@ def sample(params: Policy, prompt, key, temperature, max_new: int) -> tuple[Arra
     _check_lengths(params, prompt_len, max_new)
     temperature = jnp.asarray(temperature, F32)
     logits, cache = _forward(params, prompt, 0, _empty_cache(params.shape, params.shape.max_len))
-    keys = jax.random.split(key, max_new)
+    # all the noise at once, outside the loop (the package's unrolled Threefry: one fused kernel)
+    uniform = jnp.maximum(threefry.uniform(key, (max_new, params.shape.vocab), F32), jnp.finfo(F32).tiny)
+    gumbel = -jnp.log(-jnp.log(uniform))
 
     def step(carry, xs):
         logits, cache, done = carry
-        position, step_key = xs
-        token, logp = _pick(logits, step_key, temperature, done)
+        position, noise = xs
+        token, logp = _pick(logits, noise, temperature, done)
         next_logits, cache = _forward(params, token[None], position, cache)
         return (next_logits[0], cache, done | (token == EOS)), (token, logp)
 
     positions = prompt_len + jnp.arange(max_new - 1)
     (logits, _, done), (tokens, logps) = jax.lax.scan(
-        step, (logits[-1], cache, jnp.asarray(False)), (positions, keys[:-1])
+        step, (logits[-1], cache, jnp.asarray(False)), (positions, gumbel[:-1])
     )
-    token, logp = _pick(logits, keys[-1], temperature, done)  # the last token needs no forward pass after it
+    token, logp = _pick(logits, gumbel[-1], temperature, done)  # the last token needs no forward pass after it
     return jnp.append(tokens, token), jnp.append(logps, logp)
 
 
