@@ -27,6 +27,7 @@ from .base.outputs import (
     staged_outputs,
     write_csv,
 )
+from .base.progress import report, stage_lines
 from .base.runtime import deferred_interrupts, interrupt_handling, interrupt_requested
 from .logs.readers import FORMATS
 from .models.hyperparameters import HYPERPARAMETERS
@@ -345,7 +346,11 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
         )
     config = _bandit_config(args)
     _check_file_outputs(args)
+    # stage lines only for a long run (about a second or more of simulation): a short one is over before they help
+    progress = stage_lines("simulate", enabled=not args.quiet and runs * args.steps >= 100_000)
+    report(progress, f"compiling and simulating {args.steps} steps × {runs} run(s)")
     run = simulate(config, args.steps, mode=args.mode, seeds=args.seeds, key=jax.random.key(args.seed))
+    report(progress, "writing")
     reward = np.atleast_2d(np.asarray(run.reward))
     diverged = np.atleast_1d(np.asarray(run.diverged))
     with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -710,7 +715,9 @@ def _cmd_fit(args: argparse.Namespace) -> None:
     log = _read_log(args)
     check_analysis(log, metric=args.metric, n_samples=args.samples_per_step)
     check_output_dir(args.out, "fit", overwrite=args.overwrite)
-    analysis = analyse_log(log, metric=args.metric, n_samples=args.samples_per_step)
+    progress = stage_lines("fit", enabled=not args.quiet)
+    analysis = analyse_log(log, metric=args.metric, n_samples=args.samples_per_step, progress=progress)
+    report(progress, "writing the report and figures")
     with staged_outputs() as staged:
         result = write_analysis(analysis, log, _claim(args, staged, "fit", FIT_OUTPUTS))
     r2 = ", ".join(f"{law} {'—' if f['r2'] is None else format(f['r2'], '.3f')}" for law, f in result["fits"].items())
@@ -766,19 +773,32 @@ def _not_stationary(cal) -> str:
     return f"not a stationary point ({cal.map_offset:.2g} s.e. off): ± unreliable"
 
 
+def _refuse_unfitted(args: argparse.Namespace, command: str, fit_check) -> None:
+    """Refuse (exit 2, one line naming the check and its numbers) a forecast or what-if from a calibration that
+    fails its goodness-of-fit check, unless --force."""
+    if not fit_check.passed and not args.force:
+        raise UsageError(
+            f"{command}: the calibration {fit_check.describe()}; no {command} from it (--force gives one, marked "
+            "'calibration failed')"
+        )
+
+
 def _cmd_calibrate(args: argparse.Namespace) -> None:
     from .calibration.inference import calibrate
-    from .reports.calibration_report import CALIBRATE_OUTPUTS, write_calibration
+    from .reports.calibration_report import CALIBRATE_OUTPUTS, calibration_band, write_calibration
 
     log, run, fit_until = _calibration_inputs(args, "calibrate")
-    cal = calibrate(log, run, fit_until=fit_until)
+    progress = stage_lines("calibrate", enabled=not args.quiet)
+    cal = calibrate(log, run, fit_until=fit_until, progress=progress)
+    band, fit_check = calibration_band(log, cal, level=args.band, seed=args.seed, progress=progress)
     out = Path(args.out)
     with staged_outputs() as staged:
         stage = _claim(args, staged, "calibrate", CALIBRATE_OUTPUTS)
-        data = write_calibration(log, cal, stage, level=args.band, seed=args.seed)
+        data = write_calibration(log, cal, band, fit_check, stage)
     undetermined = [k for k, v in data["parameters"].items() if v["undetermined"]]
     print(
-        f"calibrated on {cal.n_points} steps of {args.log}: "
+        ("" if fit_check.passed else f"CALIBRATION FAILED: it {fit_check.describe()}; ")
+        + f"calibrated on {cal.n_points} steps of {args.log}: "
         + ", ".join(f"{k} {v['value']:.3g} ± {v['stderr']:.2g}" for k, v in data["parameters"].items())
         + f"; overdispersion {cal.overdispersion:.3g}"
         + (f"; undetermined: {', '.join(undetermined)}" if undetermined else "")
@@ -788,16 +808,19 @@ def _cmd_calibrate(args: argparse.Namespace) -> None:
 
 
 def _cmd_forecast(args: argparse.Namespace) -> None:
-    from .calibration.forecast import draws_note, forecast
+    from .calibration.forecast import draws_note, forecast, goodness_of_fit
     from .calibration.inference import calibrate
-    from .reports.calibration_report import FORECAST_OUTPUTS, write_forecast
+    from .reports.calibration_report import FAILED, FORECAST_OUTPUTS, write_forecast
 
     log, run, fit_until = _calibration_inputs(args, "forecast")
-    cal = calibrate(log, run, fit_until=fit_until, horizon=_horizon(args, log))
-    result, band = forecast(log, cal, until=args.until, level=args.band, seed=args.seed)
+    progress = stage_lines("forecast", enabled=not args.quiet)
+    cal = calibrate(log, run, fit_until=fit_until, horizon=_horizon(args, log), progress=progress)
+    result, band = forecast(log, cal, until=args.until, level=args.band, seed=args.seed, progress=progress)
+    fit_check = goodness_of_fit(log, cal, band)
+    _refuse_unfitted(args, "forecast", fit_check)
     out = Path(args.out)
     with staged_outputs() as staged:
-        write_forecast(log, cal, result, band, _claim(args, staged, "forecast", FORECAST_OUTPUTS))
+        write_forecast(log, cal, result, band, fit_check, _claim(args, staged, "forecast", FORECAST_OUTPUTS))
     held = result.get("heldout")
     if held is None:
         score = "no held-out steps to score"
@@ -810,7 +833,8 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
         )
     notes = [draws_note(band)] + ([] if cal.stationary else [_not_stationary(cal)])
     print(
-        f"forecast to step {result['steps'][-1]:g} from a fit up to step {cal.fit_until:g}: {score}"
+        ("" if fit_check.passed else f"{FAILED.upper()}: ")
+        + f"forecast to step {result['steps'][-1]:g} from a fit up to step {cal.fit_until:g}: {score}"
         + "".join(f"; {note}" for note in notes if note)
         + f"; wrote {out}"
     )
@@ -824,10 +848,10 @@ def _horizon(args: argparse.Namespace, log) -> int:
 
 
 def _cmd_what_if(args: argparse.Namespace) -> None:
-    from .calibration.forecast import check_scenario, draws_note, what_if
+    from .calibration.forecast import check_scenario, draws_note, goodness_of_fit, what_if
     from .calibration.inference import calibrate
     from .calibration.run_config import parse_scenario
-    from .reports.calibration_report import WHATIF_OUTPUTS, write_whatif
+    from .reports.calibration_report import WHATIF_OUTPUTS, marked, write_whatif
 
     scenarios = [parse_scenario(text) for text in args.scenario]
     log, run, fit_until = _calibration_inputs(args, "what-if")
@@ -836,18 +860,21 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
     steps = log.series("reward")[0]
     first = float(steps[0])
     until = float(steps[-1]) if args.steps is None else first + args.steps - 1
-    cal = calibrate(log, run, fit_until=fit_until, horizon=int(until - first) + 1)
-    result, bands = what_if(cal, scenarios, until=until, level=args.band, seed=args.seed)
+    progress = stage_lines("what-if", enabled=not args.quiet)
+    cal = calibrate(log, run, fit_until=fit_until, horizon=int(until - first) + 1, progress=progress)
+    result, bands = what_if(cal, scenarios, until=until, level=args.band, seed=args.seed, progress=progress)
+    fit_check = goodness_of_fit(log, cal, bands["baseline"], level=args.band, seed=args.seed)
+    _refuse_unfitted(args, "what-if", fit_check)
     out = Path(args.out)
     with staged_outputs() as staged:
-        write_whatif(log, cal, result, bands, _claim(args, staged, "what-if", WHATIF_OUTPUTS))
+        write_whatif(log, cal, result, bands, fit_check, _claim(args, staged, "what-if", WHATIF_OUTPUTS))
     rows = [("calibrated run", result["baseline"])] + [
         (",".join(f"{k}={v}" for k, v in s["set"].items()), s) for s in result["scenarios"]
     ]
     for (label, entry), band in zip(rows, bands.values()):
         final = "—" if entry["final_reward"] is None else f"{entry['final_reward']:.3f}"
         note = draws_note(band)
-        print(f"{label}: {entry['verdict']}, final reward {final}" + (f" ({note})" if note else ""))
+        print(f"{label}: {marked(entry['verdict'], fit_check)}, final reward {final}" + (f" ({note})" if note else ""))
     if not cal.stationary:
         print(f"calibration: {_not_stationary(cal)}")
     print(f"wrote {out}/whatif.json and report.md")
@@ -993,6 +1020,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="CSV file, one row per step")
     p.add_argument("--plot", default=None, help="figure of the reward curve (mean ± std band): .png, .pdf or .svg")
     p.add_argument("--overwrite", action="store_true", help="replace existing --out and --plot files")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_cmd_simulate)
 
     for name, help_text in (
@@ -1105,6 +1133,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", required=True, help="output directory: report.md, fit.json, fit.png, diagnostics.png")
     p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_cmd_fit)
 
     formats = ("auto", *FORMATS)
@@ -1158,6 +1187,13 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"output directory (calibration.json{own_json}, report.md, figure)",
         )
         p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
+        p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+        if name != "calibrate":
+            p.add_argument(
+                "--force",
+                action="store_true",
+                help="answer even when the calibration fails its goodness-of-fit check (marked 'calibration failed')",
+            )
         p.set_defaults(func=func)
 
     p = sub.add_parser("tune", help="gradient search for hyperparameters of a bandit configuration")

@@ -33,9 +33,10 @@ from ..analysis.summaries import UNSTABLE, summarize_curve
 from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none
+from ..base.progress import Progress, report
 from ..logs.laws import KNOWN_LAWS, fit_law
 from ..logs.readers import TrainingLog, check_log
-from .inference import Band, Calibration, check_calibration, model_steps, predictive_band
+from .inference import DRAWS, Band, Calibration, check_calibration, model_steps, predictive_band
 from .model import population_model
 from .run_config import RunConfig
 
@@ -79,10 +80,12 @@ def extend(calibration: Calibration, until_step: float, run: RunConfig | None = 
     return calibration.with_model(model)
 
 
-def heldout_score(log: TrainingLog, calibration: Calibration, band: Band) -> dict | None:
+def heldout_score(
+    log: TrainingLog, calibration: Calibration, band: Band, *, progress: Progress | None = None
+) -> dict | None:
     """MAE and band coverage of the forecast on the log's rewards after the fit window, with the baselines' MAE;
     None when the log has no steps after it (within the band's range). A diverged forecast has no MAE and no
-    coverage (None): it is not a number to compare."""
+    coverage (None): it is not a number to compare. The baselines' fit is told to `progress`."""
     steps, reward = log.series("reward")
     fit = steps <= calibration.fit_until
     held = (steps > calibration.fit_until) & (steps <= band.steps[-1])
@@ -93,6 +96,7 @@ def heldout_score(log: TrainingLog, calibration: Calibration, band: Band) -> dic
     mean, lo, hi = band.mean[idx], band.lo[idx], band.hi[idx]
     t_fit, y_fit = steps[fit], reward[fit]
     baselines = {"persistence": float(np.mean(np.abs(y - y_fit[-max(len(y_fit) // 10, 1) :].mean())))}
+    report(progress, f"fitting {len(BASELINE_LAWS)} baseline laws to the fit window")
     for law in BASELINE_LAWS:
         try:
             curve = fit_law(law, t_fit, y_fit).curve(steps[held])
@@ -208,12 +212,20 @@ def band_dict(band: Band) -> dict:
 
 
 def forecast(
-    log: TrainingLog, calibration: Calibration, *, until: float | None = None, level: float = 0.8, seed: int = 0
+    log: TrainingLog,
+    calibration: Calibration,
+    *,
+    until: float | None = None,
+    level: float = 0.8,
+    seed: int = 0,
+    progress: Progress | None = None,
 ) -> tuple[dict, Band]:
-    """forecast.json's content (keys of the README) and the band, from a calibration on the same log."""
+    """forecast.json's content (keys of the README) and the band, from a calibration on the same log; each stage
+    (the band, the baselines) is told to `progress`."""
     check_log(log)
     check_calibration(calibration)
     until = float(log["step"][-1]) if until is None else float(until)
+    report(progress, f"drawing the {level:.0%} band to step {until:g} ({DRAWS + 1} runs)")
     band = predictive_band(extend(calibration, until), level=level, seed=seed)
     out = dict(
         fit_until=calibration.fit_until,
@@ -222,7 +234,7 @@ def forecast(
         diverged=band.diverged,
         diverged_fraction=band.diverged_fraction,
     )
-    score = heldout_score(log, calibration, band)
+    score = heldout_score(log, calibration, band, progress=progress)
     if score is not None:
         out["heldout"] = score
     return out, band
@@ -310,15 +322,21 @@ def what_if(
     until: float,
     level: float = 0.8,
     seed: int = 0,
+    progress: Progress | None = None,
 ) -> tuple[dict, dict[str, Band]]:
-    """whatif.json's content and the bands: the calibrated run itself (`baseline`) and one entry per scenario."""
+    """whatif.json's content and the bands: the calibrated run itself (`baseline`) and one entry per scenario; each
+    band's start is told to `progress`."""
     check_calibration(calibration)
     base_run = calibration.model.run
     runs = [check_scenario(base_run, changes) for changes in scenarios]  # every scenario checked before any runs
+    total = len(scenarios) + 1
+    report(progress, f"drawing the calibrated run's {level:.0%} band (1/{total}, {DRAWS + 1} runs)")
     bands = {"baseline": predictive_band(extend(calibration, until), level=level, seed=seed)}
     out = {"band": level, "baseline": dict(**scenario_summary(bands["baseline"]), **band_dict(bands["baseline"]))}
     entries = []
     for i, (changes, run) in enumerate(zip(scenarios, runs)):
+        label = ", ".join(f"{k}={v}" for k, v in changes.items())
+        report(progress, f"drawing scenario {i + 1}'s band, {label} ({i + 2}/{total})")
         band = predictive_band(extend(calibration, until, run), level=level, seed=seed)
         bands[f"scenario {i + 1}"] = band
         entries.append(dict(set=changes, **scenario_summary(band), **band_dict(band)))

@@ -29,6 +29,7 @@ import optimistix as optx
 
 from ..base.checks import check_choice, check_range, check_seed
 from ..base.errors import PgrpoSimError
+from ..base.progress import Progress, report
 from ..base.sharding import pad_to_devices, shard_batch
 from ..logs.readers import TrainingLog, check_log
 from ..models.config import BanditConfig
@@ -242,9 +243,15 @@ def _padded(idx: np.ndarray, value: np.ndarray) -> tuple:
 
 
 def calibrate(
-    log: TrainingLog, run: RunConfig, *, fit_until: float | None = None, horizon: int | None = None
+    log: TrainingLog,
+    run: RunConfig,
+    *,
+    fit_until: float | None = None,
+    horizon: int | None = None,
+    progress: Progress | None = None,
 ) -> Calibration:
-    """Fit θ to the log's steps ≤ `fit_until` (default: all) by MAP + Laplace (module doc)."""
+    """Fit θ to the log's steps ≤ `fit_until` (default: all) by MAP + Laplace (module doc); the fit's start is told
+    to `progress`."""
     check_log(log)
     check_run_config(run)
     check_range("horizon", horizon, 1, integer=True)
@@ -267,6 +274,11 @@ def calibrate(
     padded = {name: _padded(idx, value) for name, (idx, value) in data.items()}
     prior = (jnp.asarray(mean0, dtype), jnp.asarray(sd0, dtype))
     fitted = population_model(run, -(-last // STEP_BUCKET) * STEP_BUCKET, log_format=log.format, horizon=model.horizon)
+    report(
+        progress,
+        f"fitting the population bandit to {data['reward'][0].size} rewarded steps (BFGS from {STARTS} of "
+        f"{len(grid)} starts; a log's first shape compiles, tens of seconds)",
+    )
     theta, hessian, gradient, chi2, failed = _fit(grid, fitted.config(), fitted.reading(), padded, prior)
     theta, hessian, gradient = (np.asarray(x, np.float64) for x in (theta, hessian, gradient))
     if bool(failed) or not np.all(np.isfinite(theta)) or not np.all(np.isfinite(hessian)):

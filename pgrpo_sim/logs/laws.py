@@ -29,6 +29,7 @@ from jax.typing import ArrayLike
 from ..base.checks import as_float, check_choice, check_range
 from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none
+from ..base.progress import Progress, report
 from ..models import theory
 from ..models.config import LEAF_RANGES
 
@@ -499,9 +500,16 @@ def fit_law(
         )
 
 
-def fit_laws(steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = None) -> dict[str, LawFit]:
-    """`fit_law` for every law in `LAWS`, same data and weights (so AIC/BIC compare)."""
-    return {law: fit_law(law, steps, values, sigma=sigma) for law in LAWS}
+def fit_laws(
+    steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = None, progress: Progress | None = None
+) -> dict[str, LawFit]:
+    """`fit_law` for every law in `LAWS`, same data and weights (so AIC/BIC compare); each law's start is told to
+    `progress`."""
+    fits = {}
+    for i, law in enumerate(LAWS):
+        report(progress, f"fitting the {law} law ({i + 1}/{len(LAWS)})")
+        fits[law] = fit_law(law, steps, values, sigma=sigma)
+    return fits
 
 
 CRITICAL_BAND = 0.1
@@ -597,6 +605,11 @@ def read_regime(fit: LawFit, *, steps: ArrayLike, simpler_bic: dict[str, float])
                 f"spacings = {MIN_PERIOD_SPACINGS * spacing:.3g} to the span {span:.3g})",
             )
     return RegimeReading(regime, None)
+
+
+def fitted_regime(fit: LawFit, *, steps: ArrayLike, simpler_bic: dict[str, float]) -> str:
+    """The regime of `read_regime`, without its reason."""
+    return read_regime(fit, steps=steps, simpler_bic=simpler_bic).regime
 
 
 def simpler_bics(fits: dict[str, LawFit], steps: ArrayLike, values: ArrayLike, *, sigma=None) -> dict[str, float]:

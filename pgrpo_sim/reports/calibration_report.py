@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.outputs import json_text
-from ..calibration.forecast import draws_note, extend
-from ..calibration.inference import Calibration, predictive_band
+from ..base.progress import Progress, report
+from ..calibration.forecast import GoodnessOfFit, draws_note, extend, goodness_of_fit
+from ..calibration.inference import DRAWS, Calibration, predictive_band
 from ..calibration.model import PARAMETERS
 from ..logs.readers import TrainingLog
 from ..viz.calibration_figures import plot_bands
@@ -14,18 +15,55 @@ from ..viz.calibration_figures import plot_bands
 CALIBRATE_OUTPUTS = ("calibration.json", "report.md", "calibration.png")
 FORECAST_OUTPUTS = ("calibration.json", "forecast.json", "report.md", "forecast.png")
 WHATIF_OUTPUTS = ("calibration.json", "whatif.json", "report.md", "whatif.png")
+FAILED = "calibration failed"
+"""The mark of every verdict and score drawn from a calibration that fails its goodness-of-fit check (`--force`)."""
+
+
+def _warning(fit_check: GoodnessOfFit) -> str | None:
+    """A figure's title when the calibration fails its check."""
+    return None if fit_check.passed else f"{FAILED}: the model misses the rewards it was fitted to"
+
+
+def calibration_dict(cal: Calibration, fit_check: GoodnessOfFit) -> dict:
+    """calibration.json: the calibration's `as_dict` with its `goodness_of_fit`."""
+    return cal.as_dict() | {"goodness_of_fit": fit_check.as_dict()}
+
+
+def marked(verdict: str, fit_check: GoodnessOfFit) -> str:
+    """A verdict as printed: marked `FAILED` when the calibration fails its check."""
+    return verdict if fit_check.passed else f"{verdict} ({FAILED})"
+
+
+def with_fit_check(result: dict, fit_check: GoodnessOfFit) -> dict:
+    """forecast.json's or whatif.json's content with the calibration's `goodness_of_fit` and, per what-if entry,
+    `calibration_failed`."""
+    out = dict(result, goodness_of_fit=fit_check.as_dict())
+    if "baseline" in out:
+        failed = not fit_check.passed
+        out["baseline"] = dict(out["baseline"], calibration_failed=failed)
+        out["scenarios"] = [dict(s, calibration_failed=failed) for s in out["scenarios"]]
+    return out
 
 
 def _fmt(v) -> str:
     return "—" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def calibration_markdown(log: TrainingLog, cal: Calibration) -> list[str]:
-    """The calibration's part of a report: parameters with standard errors, what was assumed and used."""
+def calibration_markdown(log: TrainingLog, cal: Calibration, fit_check: GoodnessOfFit) -> list[str]:
+    """The calibration's part of a report: its goodness of fit, parameters with standard errors, what was assumed
+    and used."""
     d = cal.as_dict()
+    check = fit_check.describe()
     lines = [
         f"Log: `{log.path}` ({log.format}); fit window steps {d['fit_window']['first_step']:g}–"
         f"{d['fit_window']['fit_until']:g} ({d['fit_window']['points']} rewarded steps).",
+        "",
+        f"Goodness of fit: the calibration {check}."
+        if fit_check.passed
+        else f"**Goodness of fit: the calibration "
+        f"{check}**: it does not describe the data it was fitted to, so its parameters, forecasts and verdicts are "
+        "no findings.",
+        f"(Tolerance: {fit_check.as_dict()['rule']}.)",
         "",
         "| parameter | value | s.e. | determined by the log |",
         "|---|---|---|---|",
@@ -67,15 +105,30 @@ def write_json(path: Path, data: dict) -> None:
     path.write_text(json_text(data, indent=2))
 
 
-def write_calibration(log: TrainingLog, cal: Calibration, out: Path, *, level: float = 0.8, seed: int = 0) -> dict:
-    """calibration.json, report.md and calibration.png (the fitted model over the whole log, with its band drawn
-    with `seed`)."""
-    data = cal.as_dict()
-    write_json(out / "calibration.json", data)
+def calibration_band(
+    log: TrainingLog, cal: Calibration, *, level: float = 0.8, seed: int = 0, progress: Progress | None = None
+):
+    """The calibrated model's band over the whole log (drawn with `seed`) and its `goodness_of_fit`."""
+    report(progress, f"drawing the {level:.0%} band ({DRAWS + 1} runs) and checking the fit")
     band = predictive_band(extend(cal, float(log["step"][-1])), level=level, seed=seed)
+    return band, goodness_of_fit(log, cal, band)
+
+
+def write_calibration(log: TrainingLog, cal: Calibration, band, fit_check: GoodnessOfFit, out: Path) -> dict:
+    """calibration.json, report.md and calibration.png (the fitted model over the whole log with its `band`, from
+    `calibration_band`). Returns calibration.json's content."""
+    data = calibration_dict(cal, fit_check)
+    write_json(out / "calibration.json", data)
     steps, reward = log.series("reward")
-    plot_bands(steps, reward, {"calibrated model": band}, out / "calibration.png", fit_until=cal.fit_until)
-    lines = ["# pgrpo-sim calibration", "", *calibration_markdown(log, cal), *_draws_lines(band)]
+    plot_bands(
+        steps,
+        reward,
+        {"calibrated model": band},
+        out / "calibration.png",
+        fit_until=cal.fit_until,
+        warning=_warning(fit_check),
+    )
+    lines = ["# pgrpo-sim calibration", "", *calibration_markdown(log, cal, fit_check), *_draws_lines(band)]
     lines += ["", "![calibration](calibration.png)"]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return data
@@ -87,13 +140,18 @@ def _draws_lines(band) -> list[str]:
     return ["", f"In the figure's band, {note}."] if note else []
 
 
-def write_forecast(log: TrainingLog, cal: Calibration, result: dict, band, out: Path) -> None:
-    """calibration.json, forecast.json, report.md with the held-out table, forecast.png."""
-    write_json(out / "calibration.json", cal.as_dict())
-    write_json(out / "forecast.json", result)
+def write_forecast(log: TrainingLog, cal: Calibration, result: dict, band, fit_check: GoodnessOfFit, out: Path) -> None:
+    """calibration.json, forecast.json (with the calibration's `goodness_of_fit`), report.md with the held-out
+    table (marked `FAILED` when the check failed), forecast.png."""
+    write_json(out / "calibration.json", calibration_dict(cal, fit_check))
+    write_json(out / "forecast.json", with_fit_check(result, fit_check))
     steps, reward = log.series("reward")
-    plot_bands(steps, reward, {"forecast": band}, out / "forecast.png", fit_until=cal.fit_until)
-    lines = ["# pgrpo-sim forecast", "", *calibration_markdown(log, cal), ""]
+    plot_bands(
+        steps, reward, {"forecast": band}, out / "forecast.png", fit_until=cal.fit_until, warning=_warning(fit_check)
+    )
+    lines = ["# pgrpo-sim forecast", "", *calibration_markdown(log, cal, fit_check), ""]
+    if not fit_check.passed:
+        lines += [f"**Every number below comes from a failed calibration ({FAILED}).**", ""]
     held = result.get("heldout")
     if held is None:
         lines.append("No logged steps after the fit window: nothing to score the forecast on.")
@@ -114,20 +172,30 @@ def write_forecast(log: TrainingLog, cal: Calibration, result: dict, band, out: 
     (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
-def write_whatif(log: TrainingLog, cal: Calibration, result: dict, bands: dict, out: Path) -> None:
-    """calibration.json, whatif.json, report.md (one row per scenario), whatif.png (scenarios over the log)."""
-    write_json(out / "calibration.json", cal.as_dict())
-    write_json(out / "whatif.json", result)
+def write_whatif(
+    log: TrainingLog, cal: Calibration, result: dict, bands: dict, fit_check: GoodnessOfFit, out: Path
+) -> None:
+    """calibration.json, whatif.json (with `with_fit_check`), report.md (one row per scenario, verdicts marked
+    `FAILED` when the check failed), whatif.png (scenarios over the log)."""
+    write_json(out / "calibration.json", calibration_dict(cal, fit_check))
+    write_json(out / "whatif.json", with_fit_check(result, fit_check))
     steps, reward = log.series("reward")
     labels = {"baseline": "calibrated run"} | {
         f"scenario {i + 1}": ", ".join(f"{k}={v}" for k, v in s["set"].items())
         for i, s in enumerate(result["scenarios"])
     }
-    plot_bands(steps, reward, {labels[k]: b for k, b in bands.items()}, out / "whatif.png", fit_until=cal.fit_until)
+    plot_bands(
+        steps,
+        reward,
+        {labels[k]: b for k, b in bands.items()},
+        out / "whatif.png",
+        fit_until=cal.fit_until,
+        warning=_warning(fit_check),
+    )
     lines = [
         "# pgrpo-sim what-if",
         "",
-        *calibration_markdown(log, cal),
+        *calibration_markdown(log, cal, fit_check),
         "",
         "| scenario | verdict | final reward | band | plateau | time to 90 % | draws diverged |",
         "|---|---|---|---|---|---|---|",
@@ -136,9 +204,9 @@ def write_whatif(log: TrainingLog, cal: Calibration, result: dict, bands: dict, 
         (labels[f"scenario {i + 1}"], s) for i, s in enumerate(result["scenarios"])
     ]:
         lines.append(
-            f"| {label} | {entry['verdict']} | {_fmt(entry['final_reward'])} | [{_fmt(entry['final_lo'])}, "
-            f"{_fmt(entry['final_hi'])}] | {_fmt(entry['plateau'])} | {_fmt(entry['time_to_90'])} | "
-            f"{entry['diverged_fraction']:.0%} |"
+            f"| {label} | {marked(entry['verdict'], fit_check)} | {_fmt(entry['final_reward'])} | "
+            f"[{_fmt(entry['final_lo'])}, {_fmt(entry['final_hi'])}] | {_fmt(entry['plateau'])} | "
+            f"{_fmt(entry['time_to_90'])} | {entry['diverged_fraction']:.0%} |"
         )
     notes = [f"- {labels[key]}: {note}." for key, band in bands.items() if (note := draws_note(band))]
     if notes:

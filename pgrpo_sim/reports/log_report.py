@@ -17,6 +17,7 @@ import numpy as np
 
 from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none, json_text
+from ..base.progress import Progress
 from ..logs import laws
 from ..logs.diagnostics import Diagnosis, diagnose
 from ..logs.readers import TrainingLog, check_log
@@ -118,14 +119,16 @@ def rows_without_value(log: TrainingLog, metric: str) -> dict:
     )
 
 
-def analyse_log(log: TrainingLog, *, metric: str = "reward", n_samples: int | None = None) -> LogAnalysis:
+def analyse_log(
+    log: TrainingLog, *, metric: str = "reward", n_samples: int | None = None, progress: Progress | None = None
+) -> LogAnalysis:
     """Fit every law in `laws.LAWS` to `metric` (weighted by the per-step error when `reward_std` and the
     samples per step are known; `n_samples` overrides the log's), read out the four diagnostics and, when the
-    log has an eval reward, the train/eval coupling."""
+    log has an eval reward, the train/eval coupling. Each law's fit is told to `progress` as it starts."""
     check_analysis(log, metric=metric, n_samples=n_samples)
     steps, values = log.series(metric)
     sigma, noise = _reward_stderr(log, metric, n_samples)
-    fits = laws.fit_laws(steps, values, sigma=sigma)
+    fits = laws.fit_laws(steps, values, sigma=sigma, progress=progress)
     diagnosis = diagnose(log)
     coupling = None
     if "eval_reward" in log and log.series("eval_reward")[0].size >= 5:

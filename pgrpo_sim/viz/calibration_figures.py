@@ -8,24 +8,54 @@ import matplotlib.pyplot as plt
 
 from .figures import PALETTE
 
+SCENARIO_STYLES = ("--", "-.", ":", (0, (6, 2, 1, 2, 1, 2)))
+"""Line styles of the scenarios (cycled with their colours), so that curves that coincide stay distinguishable."""
 
-def plot_bands(steps, reward, bands: dict, path: str | Path, *, fit_until: float | None = None) -> None:
-    """The logged reward (points) and, per label, a band's mean (line) and its interval (shaded); a band whose
-    calibrated run diverged is only named in the legend."""
-    fig, ax = plt.subplots(figsize=(7.0, 4.2), layout="constrained")
-    ax.plot(steps, reward, ".", ms=2.5, color="0.55", label="logged reward")
+
+def bands_figure(steps, reward, bands: dict, *, fit_until: float | None = None, warning: str | None = None):
+    """The logged reward (points) and, per label, a band's mean (line) and its interval; a band whose calibrated run
+    diverged is only named in the legend; `warning` (e.g. a failed calibration) is the figure's title, in red.
+
+    One band: shaded. Several (what-if): the first is the calibrated run, drawn on top in black with its interval as
+    thin dotted lines; each scenario gets its own colour and line style, its interval a light shade; the legend
+    sits beside the axes."""
+    several = len(bands) > 1
+    fig, ax = plt.subplots(figsize=(9.5, 4.6) if several else (7.0, 4.2), layout="constrained")
+    ax.plot(steps, reward, ".", ms=2.5, color="0.6", label="logged reward", zorder=1)
+    colours = [c for c in PALETTE if c not in ("#000000", "#F0E442")]  # black is the calibrated run's; yellow is faint
     for i, (label, band) in enumerate(bands.items()):
-        colour = PALETTE[i % len(PALETTE)]
+        base = several and i == 0
+        colour = "black" if base else (PALETTE[0] if not several else colours[(i - 1) % len(colours)])
+        style = "-" if not several or base else SCENARIO_STYLES[(i - 1) % len(SCENARIO_STYLES)]
         if band.diverged:  # no curve: a diverged run is reported as diverged, never as numbers
-            ax.plot([], [], color=colour, ls="--", label=f"{label}: diverged")
+            ax.plot([], [], color=colour, ls=style, label=f"{label}: diverged")
             continue
-        ax.fill_between(band.steps, band.lo, band.hi, color=colour, alpha=0.2, lw=0)
-        ax.plot(band.steps, band.mean, color=colour, lw=1.6, label=f"{label} ({band.level:.0%} band)")
+        name = f"{label} ({band.level:.0%} band)"
+        if base:
+            ax.plot(band.steps, band.mean, color=colour, lw=1.5, label=name, zorder=10)
+            for edge in (band.lo, band.hi):
+                ax.plot(band.steps, edge, color=colour, lw=0.8, ls=":", alpha=0.8, zorder=9)
+            continue
+        ax.fill_between(band.steps, band.lo, band.hi, color=colour, alpha=0.08 if several else 0.2, lw=0, zorder=2)
+        ax.plot(band.steps, band.mean, color=colour, ls=style, lw=2.4 if several else 1.6, label=name, zorder=5)
     if fit_until is not None:
         ax.axvline(fit_until, color="0.3", ls=":", lw=1, label="end of the fit window")
     ax.set_xlabel("logged step")
     ax.set_ylabel("reward")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    if warning:
+        ax.set_title(warning, color="#B00000", fontsize=9)
+    if several:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    else:
+        ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def plot_bands(
+    steps, reward, bands: dict, path: str | Path, *, fit_until: float | None = None, warning: str | None = None
+) -> None:
+    """`bands_figure`, written to `path`."""
+    fig = bands_figure(steps, reward, bands, fit_until=fit_until, warning=warning)
     fig.savefig(path, dpi=120)
     plt.close(fig)

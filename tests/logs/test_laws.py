@@ -89,6 +89,7 @@ def test_a_straight_line_has_no_regime():
     assert zeta + 2 * err < 1  # what the ζ interval alone reads: underdamped
     reading = _regime(fits, T, y)
     assert reading.regime == "undetermined" and "straight line" in reading.reason, reading
+    assert fit.fitted_regime(fits["oscillator"], steps=T, simpler_bic=fit.simpler_bics(fits, T, y)) == "undetermined"
 
 
 def test_a_resolved_damped_oscillation_stays_underdamped_and_an_unresolved_one_does_not():

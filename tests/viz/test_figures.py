@@ -98,3 +98,33 @@ def test_rollout_reuse_figure_draws_each_onset_per_clip():
     second = {line.get_label(): line for line in fig.axes[1].get_lines()}
     np.testing.assert_array_equal(second["continuous model: 2τ* + 1"].get_ydata(), [2.0])
     np.testing.assert_array_equal(second["reuse (measured)"].get_ydata(), [3])
+
+
+def test_what_if_figure_keeps_several_scenarios_apart():
+    """Issue 37: four overlapping shaded bands made the what-if figure unreadable. With several bands the calibrated
+    run is drawn on top (black, highest z-order), each scenario has its own colour and line style with a light
+    band (alpha ≤ 0.1), and the legend sits outside the axes; one band (calibrate, forecast) stays shaded."""
+    from pgrpo_sim.calibration.inference import Band
+    from pgrpo_sim.viz.calibration_figures import bands_figure
+
+    steps = np.arange(1.0, 51.0)
+
+    def band(level):  # identical curves for two scenarios: the line styles must still tell them apart
+        return Band(steps, np.full(50, level), np.full(50, level - 0.1), np.full(50, level + 0.1), 0.8, False, 0.0)
+
+    bands = {"calibrated run": band(0.5), "a=1": band(0.5), "b=2": band(0.6), "c=3": band(0.4)}
+    fig = bands_figure(steps, np.full(50, 0.5), bands, fit_until=50.0, warning="calibration failed: …")
+    ax = fig.axes[0]
+    means = {line.get_label().split(" (")[0]: line for line in ax.get_lines() if "band)" in line.get_label()}
+    assert set(means) == set(bands)
+    top = means.pop("calibrated run")
+    others = [line.get_zorder() for line in ax.get_lines() if line is not top]
+    assert top.get_color() == "black" and top.get_zorder() > max(others)
+    styles = {(line.get_color(), str(line.get_linestyle())) for line in means.values()}
+    assert len({c for c, _ in styles}) == 3 and len({s for _, s in styles}) == 3
+    assert all(patch.get_alpha() <= 0.1 for patch in ax.collections)
+    legend = ax.get_legend()
+    assert legend.get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1  # beside the axes, not over the data
+    assert ax.get_title() == "calibration failed: …"
+    single = bands_figure(steps, np.full(50, 0.5), {"calibrated model": band(0.5)}).axes[0]
+    assert [patch.get_alpha() for patch in single.collections] == [0.2]

@@ -1,0 +1,34 @@
+"""Progress of long commands: stage lines on stderr, "calibrate [  12 s] drawing the 80 % band…".
+
+Library functions that take long accept `progress`, a `Progress` callback called with each stage as it starts
+(default None: silent); the command line passes `stage_lines(command)` unless `--quiet`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+Progress = Callable[[str], None]
+"""Called with the name of each stage as it starts (no trailing punctuation)."""
+
+
+def stage_lines(command: str, *, enabled: bool = True, stream: TextIO | None = None) -> Progress | None:
+    """A `Progress` that prints each stage as one line, "COMMAND [T s] STAGE…", T the seconds since this call, to
+    `stream` (default stderr, flushed at once); None when not `enabled` (`--quiet`)."""
+    if not enabled:
+        return None
+    start = time.monotonic()
+
+    def say(stage: str) -> None:
+        print(f"{command} [{time.monotonic() - start:4.0f} s] {stage}…", file=stream or sys.stderr, flush=True)
+
+    return say
+
+
+def report(progress: Progress | None, stage: str) -> None:
+    """Tell `progress`, if any, that `stage` starts."""
+    if progress is not None:
+        progress(stage)
