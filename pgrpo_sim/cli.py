@@ -549,13 +549,35 @@ def _sweep_kwargs(args: argparse.Namespace) -> dict:
 
 
 def _check_sweep(args: argparse.Namespace, base: dict, axes) -> None:
-    """Validate the whole sweep as it will run (every setting and grid value), creating nothing."""
-    from .analysis.sweep import SweepError, check_sweep
+    """Validate the whole sweep as it will run (every setting and grid value), and the size of its files: refused
+    if they would not fit in the free space of --out's disk, and above `CONFIRM_BYTES` without --yes. Creates
+    nothing."""
+    import shutil
+
+    from .analysis.sweep import SweepError, output_bytes
 
     try:
-        check_sweep(base, axes, **_sweep_kwargs(args))
+        sizes = output_bytes(base, axes, **_sweep_kwargs(args))  # validates as `check_sweep`
     except SweepError as exc:
         raise UsageError(str(exc)) from None
+    total, where = sum(sizes.values()), Path(args.out).absolute()
+    while not where.exists():
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    parts = ", ".join(f"{name} {size / 1e9:.3g} GB" for name, size in sizes.items())
+    if total > free:
+        raise UsageError(
+            f"{args.command}: its files need about {total / 1e9:.3g} GB ({parts}), more than the "
+            f"{free / 1e9:.3g} GB free in {where}: a smaller grid, or another --out"
+        )
+    if total > CONFIRM_BYTES and not args.yes:
+        raise UsageError(
+            f"{args.command}: its files need about {total / 1e9:.3g} GB ({parts}): pass --yes to write them"
+        )
+
+
+CONFIRM_BYTES = 1e9
+"""Sweeps that write more than this (bytes) run only with --yes."""
 
 
 def _claim_sweep(args: argparse.Namespace, staged, command: str, outputs: Sequence[str]) -> Path | None:
@@ -1068,6 +1090,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--overwrite", action="store_true", help="replace a different sweep or another command's output in --out"
         )
         p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.add_argument("--yes", action="store_true", help="write files of more than 1 GB (the size is told first)")
         p.add_argument(
             "--coordinator",
             default=None,

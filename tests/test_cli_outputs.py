@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pgrpo_sim import cli
 from pgrpo_sim.analysis import sweep as sweep_module
 from pgrpo_sim.analysis.sweep import load_sweep
 from pgrpo_sim.base import runtime
@@ -241,3 +243,39 @@ def test_plot_paths_are_checked_before_running(tmp_path, capsys):
     assert main(argv) == 2
     assert "--plot" in _one_line(capsys.readouterr().err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["figs"] and not list((tmp_path / "figs").iterdir())
+
+
+def test_sweep_that_would_not_fit_or_is_large_is_refused_before_it_starts(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "d"
+    argv = ["sweep", "--grid", "eta=log:0.01:0.5:40", "--beta", "0.5", "--steps", "20", "--out", str(out)]
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=1000))
+    assert main(argv) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert "GB free in" in err and "summary.csv" in err and "sweep.nc" in err and "chunks" in err
+    monkeypatch.undo()
+    monkeypatch.setattr(cli, "CONFIRM_BYTES", 1000)
+    assert main(argv) == 2
+    assert "pass --yes" in _one_line(capsys.readouterr().err)
+    assert not out.exists()
+    assert main(argv + ["--yes"]) == 0  # with its progress while writing, and the chunks removed at the end
+    assert "writing" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == [MARK, "summary.csv", "sweep.json", "sweep.nc"]
+
+
+def test_output_size_estimate(tmp_path):
+    """`output_bytes` against the files a sweep writes (chunks kept: the final files go to another folder)."""
+    axes = [sweep_module.parse_axis("eta=log:0.001:1:40"), sweep_module.parse_axis("momentum=0:0.9:25")]
+    options = dict(steps=20, decimate=5)
+    estimate = sweep_module.output_bytes({"beta": 0.5}, axes, **options)
+    (tmp_path / "final").mkdir()
+    base = {"beta": 0.5}
+    sweep_module.compute_sweep(base, axes, out_dir=tmp_path, results_dir=tmp_path / "final", progress=False, **options)
+    actual = {
+        "summary.csv": (tmp_path / "final" / "summary.csv").stat().st_size,
+        "sweep.nc": (tmp_path / "final" / "sweep.nc").stat().st_size,
+        "chunks": sum(p.stat().st_size for p in (tmp_path / "chunks").glob("*.npz")),
+    }
+    # binary files: exact but for headers (~1 kB of 30 kB); text: typical widths, within a third
+    for name, tolerance in (("sweep.nc", 0.05), ("chunks", 0.05), ("summary.csv", 0.35)):
+        assert abs(estimate[name] - actual[name]) <= tolerance * actual[name], (name, estimate, actual)

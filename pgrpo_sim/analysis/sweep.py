@@ -386,7 +386,7 @@ def compute_sweep(
         bar.close()  # before any error message: it must not be glued onto the bar's line
     result = _assemble(groups, traced, static, spec)
     if store:
-        store.finish(result, results_dir)
+        store.finish(result, results_dir, progress)
     return result
 
 
@@ -405,6 +405,40 @@ def check_sweep(
     """Validate a sweep as `run_sweep` would (every setting, every grid value, every static group's
     configuration) without running or creating anything; raises `SweepError` / `PgrpoSimError`."""
     _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate)
+
+
+CSV_WIDTHS = {"f4": 12, "f8": 20, "i": 4}
+"""Typical characters of a value in `summary.csv` (with its comma), by dtype: a float32 in its shortest round-trip
+form, e.g. 0.20096147 or 2.5774158e-9; a float64; a small integer (a regime code, a step)."""
+
+
+def output_bytes(
+    base: dict,
+    axes: Sequence[Axis],
+    *,
+    steps: int,
+    mode: str = "expected",
+    seeds: int = 1,
+    seed: int = 0,
+    chunk_size: int | None = None,
+    max_memory: float = 2e9,
+    decimate: int = 0,
+) -> dict[str, int]:
+    """About how many bytes a sweep with `out_dir` writes (arguments as `compute_sweep`, validated as `check_sweep`):
+    {"summary.csv", "sweep.nc", "chunks"}, all on disk at once before the chunks are removed. The fields and
+    their dtypes are the summaries' own (traced, not run); the CSV's widths are typical ones (`CSV_WIDTHS`, each
+    coordinate's from its values)."""
+    _, _, _, configs = _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate)
+    runs = (1, seeds) if mode == "sampled" else (1,)
+    curves = jax.ShapeDtypeStruct((steps + 1, *runs), configs[0].rewards.dtype)
+    flags = jax.ShapeDtypeStruct(runs, bool), jax.ShapeDtypeStruct(runs, jnp.int32)
+    fields = jax.eval_shape(lambda c, d, s: _summarize_batch(c, d, s, mode, decimate), curves, *flags)
+    per_point = sum(f.dtype.itemsize * math.prod(f.shape[1:]) for f in fields.values())
+    row = sum(CSV_WIDTHS.get(f.dtype.str[1:], CSV_WIDTHS["i"]) for k, f in fields.items() if k != "trajectory")
+    for a in axes:  # each coordinate's typical width, from up to 1000 of its values
+        row += int(np.mean([len(repr(v)) for v in a.values[:: max(1, a.size // 1000)]])) + 1
+    n, coords = math.prod(a.size for a in axes), 8 * sum(a.size for a in axes)
+    return {"summary.csv": n * row, "sweep.nc": n * per_point + coords, "chunks": n * (per_point + 8)}  # + index
 
 
 def grid_axes(axes: Sequence[Axis]) -> list[Axis]:
@@ -536,12 +570,12 @@ class _Quiet:
         pass
 
 
-def _progress(total: int, enabled: bool):
+def _progress(total: int, enabled: bool, desc: str = "sweep", unit: str = "cfg"):
     if not enabled:
         return _Quiet()
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="cfg", desc="sweep", smoothing=0.1)
+    return tqdm(total=total, unit=unit, desc=desc, smoothing=0.1)
 
 
 def _assemble(groups: list[dict[str, np.ndarray]], traced: Sequence[Axis], static: Sequence[Axis], spec: SweepSpec):
@@ -592,26 +626,32 @@ class _ChunkStore:
                 f"cannot write {path}: {exc.strerror}; the finished chunks in {self.chunks} are kept, rerun to resume"
             ) from None
 
-    def finish(self, result: SweepResult, results_dir) -> None:
+    def finish(self, result: SweepResult, results_dir, progress: bool) -> None:
         """Write `sweep.json`, `sweep.nc` (netCDF-3, as xarray's scipy engine writes `result.to_dataset()`) and
         `summary.csv` (one row per grid point, trajectories left out) into `results_dir`; without one, into the
-        directory through `staged_outputs`, and then remove the chunks."""
+        directory through `staged_outputs`, and then remove the chunks. With `progress`, a bar of the rows written
+        (the netCDF file's, then the CSV's)."""
         if results_dir is None:
             with staged_outputs() as staged:
-                self._write(result, staged.directory(self.dir, None))
+                self._write(result, staged.directory(self.dir, None), progress)
             shutil.rmtree(self.chunks, ignore_errors=True)
         else:
-            self._write(result, Path(results_dir))
+            self._write(result, Path(results_dir), progress)
 
-    def _write(self, result: SweepResult, into: Path) -> None:
+    def _write(self, result: SweepResult, into: Path, progress: bool) -> None:
         coords = result.coords()
         summaries = {k: v for k, v in result.fields.items() if k != "trajectory"}
+        bar = _progress(2 * result.size, progress, desc="writing", unit="row")
         try:
             (into / "sweep.json").write_text(result.spec.to_json())
             write_netcdf3(into / "sweep.nc", coords, result.variables(), result.attrs())
-            write_csv(grid_columns({a.name: coords[a.name] for a in result.axes}, summaries), into / "summary.csv")
+            bar.update(result.size)
+            table = grid_columns({a.name: coords[a.name] for a in result.axes}, summaries)
+            write_csv(table, into / "summary.csv", progress=bar.update)
         except OSError as exc:
             raise SweepError(f"cannot write the dataset to {self.dir}: {exc.strerror}") from None
+        finally:
+            bar.close()
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
