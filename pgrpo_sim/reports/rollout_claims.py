@@ -48,7 +48,7 @@ FULL = RolloutResolution()
 
 
 def _verdict(holds: bool, text: str) -> dict:
-    return {"holds": bool(holds), "text": f"{'holds' if holds else 'fails'}: {text}"}
+    return {"holds": bool(holds), "text": text}
 
 
 _summarize = jax.jit(summarize_curves)  # op by op, its scan and checks took 0.2 s a call
@@ -142,7 +142,14 @@ def rollout_reuse(res: RolloutResolution, plot: Callable | None) -> dict:
         + f" (none: stable up to {res.max_epochs} epochs)"
     )
     figure = plot("rollout_reuse", cases, res.max_epochs) if plot else None
-    return dict(cases=cases, max_epochs=res.max_epochs, verdict=_verdict(matches == len(cases), text), figure=figure)
+    table = [["η", "clip", "onset, reuse", "onset, fresh samples", "paper's K_ref*", "2K_ref* + 1", "exact (Floquet)"]]
+    table += [
+        [f"{c['eta']:g}", f"{c['clip']:g}", show(c["refresh"]), show(c["refresh_fresh"]), f"{c['paper']:.1f}",
+         f"{c['continuous']:.1f}", show(c["floquet"])]
+        for c in cases
+    ]  # fmt: skip
+    verdict = _verdict(matches == len(cases), text)
+    return dict(cases=cases, max_epochs=res.max_epochs, table=table, verdict=verdict, figure=figure)
 
 
 def mean_field(res: RolloutResolution, plot: Callable | None) -> dict:
@@ -205,4 +212,12 @@ def mean_field(res: RolloutResolution, plot: Callable | None) -> dict:
         "parameters change the effective step through ΦΦᵀ, so they are reported, not judged)"
     )
     figure = plot("mean_field", curves) if plot else None
-    return dict(zeta_single_prompt=ref_zeta, fits=rows, verdict=_verdict(all(good), text), figure=figure)
+    table = [["population", "parameters", "spread of p", "R²", "ζ ± s.e.", "ζ − single prompt's, in s.e."]]
+    table += [["single prompt", "—", "0", f"{ref.r2:.4f}", f"{ref_zeta:.3f} ± {ref_se:.3f}", "—"]]
+    table += [
+        ["identical" if r["concentration"] is None else f"Beta, concentration {r['concentration']:g}",
+         "shared" if r["shared"] else "per prompt", f"{r['spread']:.2f}", f"{r['r2']:.4f}",
+         f"{r['zeta']:.3f} ± {r['zeta_stderr']:.3f}", f"{r['zeta_difference_se']:.2g}"]
+        for r in rows
+    ]  # fmt: skip
+    return dict(zeta_single_prompt=ref_zeta, fits=rows, table=table, verdict=_verdict(all(good), text), figure=figure)

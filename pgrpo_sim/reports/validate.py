@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import functools
 import math
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -221,7 +222,7 @@ def fluctuations(res: Resolution, seed: int, plot: Callable | None) -> dict:
         "predicted_slope": pred_slope,
         "predicted_z": ratio_z.tolist(),
         "z": VERDICT_Z,
-        "verdict": _verdict(scaling, ("holds: " if scaling else "fails: ") + text),
+        "verdict": _verdict(scaling, text),
         "table": [["G", "Var(p) measured", "± s.e.", "predicted D/(2GCK)", "ratio", "difference / s.e."]]
         + [
             [int(a), f"{b:.3e}", f"{c:.1e}", f"{d:.3e}", f"{b / d:.3f}", f"{z:+.1f}"]
@@ -283,9 +284,7 @@ def oscillation_onset(res: Resolution, seed: int, plot: Callable | None) -> dict
         "continuous_onset": continuous,
         "discrete_onset": discrete,
         "grid_step": step,
-        "verdict": _verdict(
-            ok_continuous and ok_discrete, ("holds: " if ok_continuous and ok_discrete else "fails: ") + text
-        ),
+        "verdict": _verdict(ok_continuous and ok_discrete, text),
         "table": [
             ["", "onset μ"],
             ["bandit (measured)", "—" if measured is None else f"{measured:.4f}"],
@@ -377,7 +376,7 @@ def lag_threshold(res: Resolution, seed: int, plot: Callable | None) -> dict:
         "cases": cases,
         "summary": summary,
         "max_lag": res.max_lag,
-        "verdict": _verdict(holds, ("holds: " if holds else "fails: ") + text),
+        "verdict": _verdict(holds, text),
         "table": [["lag model", "η", "μ", "measured critical lag", "exact (Floquet)", "max radius", "continuous"]]
         + [
             [
@@ -447,7 +446,7 @@ def saturation_law(res: Resolution, seed: int, plot: Callable | None) -> dict:
     )
     out = {
         "cases": cases,
-        "verdict": _verdict(limit and slow_start, ("holds: " if limit and slow_start else "fails: ") + text),
+        "verdict": _verdict(limit and slow_start, text),
         "table": [
             ["η", "μ", "ζ", "R² saturation", "R² critical", "R² oscillator", "BIC saturation − best", "lowest BIC"]
         ]
@@ -514,7 +513,7 @@ def stiffness(res: Resolution, seed: int, plot: Callable | None) -> dict:
         "max_fit_error_overdamped": fit_err,
         "max_fit_z_overdamped": fit_z,
         "z": VERDICT_Z,
-        "verdict": _verdict(holds, ("holds: " if holds else "fails: ") + text),
+        "verdict": _verdict(holds, text),
         "table": [["η", "μ", "regime", "K exact (a)", "K early slope (b)", "K fit (c)", "(c − a) / s.e."]]
         + [row + [f"{c['fit_z']:.1f}"] for row, c in zip(rows, cases)],
     }
@@ -525,8 +524,8 @@ def stiffness(res: Resolution, seed: int, plot: Callable | None) -> dict:
 
 # 7 ---------------------------------------------------------------------------------------------------
 def failure_modes(res: Resolution, seed: int, plot: Callable | None) -> dict:
-    """Claim: the four failure modes are separable. The four read-outs of `diagnostics` on four provoked bandit
-    runs (`diagnostics.PROVOKED`) and on a healthy one: which flag fires, and which first."""
+    """Claim: the four failure modes are separable. The four read-outs of the log diagnostics that `fit` reports
+    on four provoked bandit runs (`diagnostics.PROVOKED`) and on a healthy one: which flag fires, and which first."""
     runs = {**PROVOKED, "healthy": BASE | dict(eta=0.1)}
     cases = {}
     for name, kwargs in runs.items():
@@ -548,7 +547,7 @@ def failure_modes(res: Resolution, seed: int, plot: Callable | None) -> dict:
     step = lambda v: "—" if v is None else f"{v:g}"  # noqa: E731
     out = {
         "cases": cases,
-        "verdict": _verdict(separated, ("holds: " if separated else "fails: ") + text),
+        "verdict": _verdict(separated, text),
         "table": [["provoked run", *READOUTS, "first"]]
         + [[name, *[step(c["first_steps"][r]) for r in READOUTS], c["first"] or "—"] for name, c in cases.items()],
     }
@@ -744,6 +743,12 @@ def validate(
     return results
 
 
+def _readable(doc: str) -> str:
+    """A section's description for the report: the tolerance's value instead of its constant's name, and no
+    references to the code that computes it (a parenthesised `module.name`)."""
+    return re.sub(r"\s*\(`[\w.]+\.[\w.]+`\)", "", doc).replace("`VERDICT_Z`", f"{VERDICT_Z:g}")
+
+
 def report_markdown(results: dict, *, quick: bool, seed: int) -> str:
     """The report: per claim, its verdict, table and figure."""
     lines = [
@@ -762,7 +767,7 @@ def report_markdown(results: dict, *, quick: bool, seed: int) -> str:
         if key not in results:
             continue
         r = results[key]
-        lines += ["", f"## {title}", "", " ".join(section.__doc__.split("\n\n")[0].split()), ""]
+        lines += ["", f"## {title}", "", _readable(" ".join(section.__doc__.split("\n\n")[0].split())), ""]
         if r.get("figure"):
             lines += [f"![{title}]({r['figure']})", ""]
         table = r.get("table", [])
@@ -771,5 +776,5 @@ def report_markdown(results: dict, *, quick: bool, seed: int) -> str:
             lines.append("|" + "---|" * len(table[0]))
             lines += ["| " + " | ".join(map(str, row)) + " |" for row in table[1:]]
             lines.append("")
-        lines.append(f"**Verdict: {'holds' if r['verdict']['holds'] else 'fails'}** — {r['verdict']['text']}")
+        lines.append(f"**Verdict: {'holds' if r['verdict']['holds'] else 'fails'}.** {r['verdict']['text']}")
     return "\n".join(lines) + "\n"

@@ -24,7 +24,9 @@ def test_reuse_onset_is_the_first_unstable_epoch_count():
         run = ps.simulate(config.replace(lag=epochs), TINY.cycles * epochs)
         strobe = np.asarray(run.reward)[::epochs]
         assert (int(ps.summarize_curve(strobe, run.diverged).regime) == 3) == unstable
-    assert out["verdict"]["text"].startswith(("holds: paper's K_ref*", "fails: paper's K_ref*"))
+    assert out["verdict"]["text"].startswith("paper's K_ref*")  # no "holds:"/"fails:": the report says that
+    header, row = out["table"]
+    assert header[2] == "onset, reuse" and row[:3] == ["1", "0.1", k]
 
 
 def test_identical_prompts_are_the_single_prompt_at_a_dth_of_the_step():
@@ -35,3 +37,4 @@ def test_identical_prompts_are_the_single_prompt_at_a_dth_of_the_step():
     np.testing.assert_allclose(plain["zeta"], out["zeta_single_prompt"], rtol=1e-6)
     assert plain["zeta_difference_se"] < 1e-3 and plain["r2"] > 0.99
     assert shared["shared"]
+    assert [row[1] for row in out["table"][1:]] == ["—", "per prompt", "shared"]  # the reference, then each fit
