@@ -37,8 +37,23 @@ class UsageError(PgrpoSimError):
     """A user error of the command line itself (flags, files), printed like every `PgrpoSimError`."""
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's help with every option's default, as `ArgumentDefaultsHelpFormatter`, except where the help text
+    already states it or there is none to state (None, off, an empty list)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        unset = action.default is None or action.default is False or action.default in ([], argparse.SUPPRESS)
+        if unset or "default" in text or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)".lstrip()
+
+
 class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
+        # no abbreviations: `--steps` must never be read as `--steps-per-generation` (nor any prefix as a flag)
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
         # values that start with "-" but are numbers or lists of them (-1e9, -1,2, -.5) are values, not flags
         self._negative_number_matcher = re.compile(r"^-(?:\d|\.\d)[\d.,:eE+-]*$")
@@ -85,6 +100,9 @@ def _finite_float(text: str) -> float:
 
 IMAGE_SUFFIXES = ("png", "pdf", "svg")
 """File types `--plot` writes (by its suffix)."""
+MODES = ("expected", "sampled")
+MODE_HELP = "expected: the exact mean update, one run; sampled: drawn groups, --seeds runs"
+FORMAT_HELP = "log format (auto: from the file's name and contents)"
 
 
 def _add_oscillator_args(p: argparse.ArgumentParser) -> None:
@@ -107,10 +125,10 @@ def _add_bandit_args(p: argparse.ArgumentParser) -> None:
     a("--correct", type=_integer, default=1, help="number of correct arms c in [1, N-1]")
     a("--p-ref", type=_finite_float, default=0.2, help=_help("p_ref", "(= KL reference)"))
     a("--prompts", type=_integer, default=1, help="independent bandits sharing the hyperparameters")
-    a("--eta", type=_finite_float, default=0.1, help=_help("eta"))
+    a("--eta", "--learning-rate", type=_finite_float, default=0.1, help=_help("eta", "(TRL learning_rate)"))
     a("--momentum", type=_finite_float, default=0.0, help=_help("momentum", "(Adam: b1)"))
-    a("--beta", type=_finite_float, default=0.0, help=_help("beta"))
-    a("--group-size", type=_integer, default=8, help=_help("group_size"))
+    a("--beta", type=_finite_float, default=0.0, help=_help("beta", "(TRL beta)"))
+    a("--group-size", "--num-generations", type=_integer, default=8, help=_help("group_size", "(TRL num_generations)"))
     a(
         "--lag-model",
         choices=("none", "refresh", "refresh_fresh", "stale"),
@@ -159,6 +177,14 @@ def _add_bandit_args(p: argparse.ArgumentParser) -> None:
         help="TRL's name for the advantage scaling: group (= std), batch, none (= mean)",
     )
     a(
+        "--loss-type",
+        type=_loss_type,
+        default=None,
+        metavar="|".join(LOSS_TYPES),
+        help="TRL's token aggregation: a bandit's completion is one token, so every one of these is the mean over "
+        "the completions (accepted, the same run)",
+    )
+    a(
         "--difficulty",
         default=None,
         metavar="A,B",
@@ -179,17 +205,45 @@ def _add_bandit_args(p: argparse.ArgumentParser) -> None:
         metavar="F",
         help="shared parameters: a linear-softmax policy over F Gaussian prompt features (fixed seed 0)",
     )
-    a("--kl", choices=("k1", "k2", "k3", "exact"), default="k3")
+    a("--kl", choices=("k1", "k2", "k3", "exact"), default="k3", help="KL estimator (exact: the full sum over arms)")
     a("--kl-clamp", type=_finite_float, default=None, help="clamp k3 to [-c, c] (verl: 10)")
-    a("--clip", type=_finite_float, default=0.2, help=_help("clip", "(ε_low, and ε_high unless given)"))
-    a("--clip-high", type=_finite_float, default=None, help=_help("clip_high"))
+    a(
+        "--clip",
+        "--epsilon",
+        type=_finite_float,
+        default=0.2,
+        help=_help("clip", "(TRL epsilon; ε_high too unless given)"),
+    )
+    a("--clip-high", "--epsilon-high", type=_finite_float, default=None, help=_help("clip_high", "(TRL epsilon_high)"))
     a("--dual-clip", type=_finite_float, default=None, help="dual-clip constant c > 1 (verl: 3)")
     a("--grad-clip", type=_finite_float, default=None, help="global gradient-norm bound")
-    a("--optimizer", choices=("sgd", "nesterov", "adam"), default="sgd")
+    a("--optimizer", choices=("sgd", "nesterov", "adam"), default="sgd", help="optimiser of the logits")
 
 
 SCALE_REWARDS = {"group": "std", "batch": "batch", "none": "mean"}
 """TRL `scale_rewards` → the advantage kind."""
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
+"""TRL loss types that only aggregate the clipped surrogate's tokens differently: on one-token completions they
+coincide (TRL's others — cispo, sapo, luspo, vespo — change the surrogate, which the bandit does not simulate)."""
+
+
+def _loss_type(text: str) -> str:
+    if text not in LOSS_TYPES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not simulated: the bandit has TRL's clipped surrogate, whose token aggregations "
+            f"({', '.join(LOSS_TYPES)}) coincide on its one-token completions"
+        )
+    return text
+
+
+def _version() -> str:
+    """The installed package's version (importlib.metadata), or "unknown" when it is run from a bare source tree."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pgrpo-sim")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _population_args(args: argparse.Namespace) -> dict:
@@ -239,12 +293,32 @@ def _rollout_args(args: argparse.Namespace) -> dict:
     out = dict(lag_model=lag_model, lag=lag, minibatches=m, ref_sync_alpha=args.ref_sync_alpha)
     if args.ref_sync_steps is not None:
         out["ref_sync_steps"] = args.ref_sync_steps
+    elif "ref_sync_alpha" in getattr(args, "explicit", ()):
+        raise UsageError("--ref-sync-alpha sets the mix at each KL reference sync: it needs --ref-sync-steps S")
     return out
+
+
+def _check_clip_order(clip, clip_high) -> None:
+    """A `UsageError` where ε_high (`clip_high`, None: = ε_low) lies below ε_low (`clip`): each a value or the values
+    of a grid axis. The bandit would clip a gain before a loss of the same size, the opposite of DAPO's clip-higher;
+    TRL and verl do not refuse it, so a typo would pass silently."""
+    if clip_high is not None and np.min(clip_high) < np.max(clip):
+        raise UsageError(
+            f"ε_high (--clip-high/--epsilon-high {np.min(clip_high):g}) must be >= ε_low (--clip/--epsilon "
+            f"{np.max(clip):g}): a smaller upper clip is not a clip-higher setting; leave it out for a symmetric clip"
+        )
+
+
+def _refuse_unused_seeds(args: argparse.Namespace) -> None:
+    """A `UsageError` for --seeds in expected mode, which is one exact run whatever it says."""
+    if args.mode == "expected" and "seeds" in getattr(args, "explicit", ()):
+        raise UsageError("--seeds counts the runs of --mode sampled; expected mode is one exact run: drop --seeds")
 
 
 def _bandit_config(args: argparse.Namespace):
     from .models.config import bandit_config
 
+    _check_clip_order(args.clip, args.clip_high)
     return bandit_config(
         n_arms=args.arms,
         n_correct=args.correct,
@@ -272,7 +346,8 @@ def _cmd_theory(args: argparse.Namespace) -> None:
     from .models import linear, theory
 
     osc = (args.eta, args.momentum, args.lag, args.stiffness)
-    coef = theory.coefficients(*osc)
+    coef = theory.coefficients(*osc)  # the inputs' own ranges first, then the range float64 can compute them in
+    theory.check_representable(*osc)
     out = dict(
         mass=float(coef.mass),
         damping=float(coef.damping),
@@ -288,6 +363,14 @@ def _cmd_theory(args: argparse.Namespace) -> None:
         disc = (args.eta, args.momentum, int(args.lag), args.stiffness)
         out[f"spectral_radius_{model}"] = float(linear.spectral_radius(*disc, lag_model=model))
         out[f"discrete_regime_{model}"] = linear.discrete_regime(*disc, lag_model=model)
+    # the slowest multiplier is 1 − Kη/(1−μ) to first order: below float64's spacing at 1 it rounds to 1, and the
+    # map would read as unstable whatever its true radius
+    shift, eps = args.stiffness * args.eta / (1 - args.momentum), float(np.finfo(np.float64).eps)
+    if out["spectral_radius_stale"] >= 1 and shift < eps:
+        raise UsageError(
+            f"theory: Kη/(1−μ) = {shift:.3g} is below float64's resolution at 1 ({eps:.3g}): the discrete map's "
+            "slowest multiplier 1 − Kη/(1−μ) rounds to 1, so its stability cannot be computed; give a larger η or K"
+        )
     if (args.noise is None) != (args.group_size is None):
         raise UsageError("theory: give both --noise and --group-size for the stationary variance")
     if args.noise is not None:
@@ -328,22 +411,22 @@ def _check_file_outputs(args: argparse.Namespace) -> None:
 def _cmd_simulate(args: argparse.Namespace) -> None:
     import jax
 
-    from .base.runtime import physical_memory
     from .models.bandit import STEP_READOUTS, simulate
     from .viz.figures import plot_reward_curve
 
     check_steps(args.steps)
     check_seeds(args.seeds)
+    _refuse_unused_seeds(args)
     check_seed(args.seed)
     # every read-out of every run and step is held, on the device and again as float64 on the host; expected
     # mode is one run whatever --seeds says
     runs = args.seeds if args.mode == "sampled" else 1
-    need, have = runs * (args.steps + 1) * len(STEP_READOUTS) * 12, physical_memory()
-    if have is not None and need > have:
-        raise UsageError(
-            f"simulate: --seeds × --steps needs about {need / 1e9:.3g} GB of read-outs, more than this machine's "
-            f"{have / 1e9:.3g} GB: fewer seeds or steps (a sweep streams its summaries: pgrpo-sim sweep)"
-        )
+    _check_memory(
+        "simulate: --seeds × --steps",
+        runs * (args.steps + 1) * len(STEP_READOUTS) * 12,
+        "read-outs",
+        "fewer seeds or steps (a sweep streams its summaries: pgrpo-sim sweep)",
+    )
     config = _bandit_config(args)
     _check_file_outputs(args)
     # stage lines only for a long run (about a second or more of simulation): a short one is over before they help
@@ -369,6 +452,18 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
     n_div = int(diverged.sum())
     final = "diverged" if n_div == diverged.size else f"{np.nanmean(reward[~diverged, -1]):.6f}"
     print(f"final reward {final}; {n_div} of {diverged.size} run(s) diverged; wrote {args.out}")
+
+
+def _check_memory(what: str, need: int, held: str, advice: str) -> None:
+    """A `UsageError` when `need` bytes of `held` results (what a command keeps of its runs) exceed this machine's
+    physical memory: refused in one line before a run that would end in an out-of-memory traceback."""
+    from .base.runtime import physical_memory
+
+    have = physical_memory()
+    if have is not None and need > have:
+        raise UsageError(
+            f"{what} needs about {need / 1e9:.3g} GB of {held}, more than this machine's {have / 1e9:.3g} GB: {advice}"
+        )
 
 
 def _plot(draw, *args, **kwargs) -> None:
@@ -405,6 +500,12 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
     check_range("noise", args.noise, 0.0)
     check_range("group_size", args.group_size, 2.0)
     osc = (args.eta, args.momentum, args.lag, args.stiffness)
+    theory.check_representable(*osc)
+    # every path's value at every step is held, on the device and again on the host
+    itemsize = np.dtype(jax.dtypes.canonicalize_dtype(float)).itemsize
+    _check_memory(
+        "oscillator: --paths × --steps", 2 * args.paths * (args.steps + 1) * itemsize, "paths", "fewer paths or steps"
+    )
     limit = sde.euler_step_limit(*osc, span=args.steps)
     if limit == 0.0:
         raise UsageError("oscillator: no Euler step down to 2^-30 resolves these dynamics")
@@ -487,6 +588,10 @@ def _sweep_base(args: argparse.Namespace, axes) -> dict:
     for axis in axes:
         _refuse_flags_setting(args, axis.name, f"a grid axis here ({axis.spec}): drop one")
         base.pop(axis.name, None)
+    values = {a.name: np.asarray(a.values) for a in axes}
+    _check_clip_order(values.get("clip", args.clip), values.get("clip_high", args.clip_high))
+    if "ref_sync_alpha" in values and args.ref_sync_steps is None:
+        raise UsageError("grid axis ref_sync_alpha sets the mix at each KL reference sync: it needs --ref-sync-steps S")
     if any(a.name == "lag" for a in axes):
         base.pop("lag", None)
         if base["lag_model"] == "none":
@@ -522,6 +627,7 @@ def _claim(
 def _check_sweep_flags(args: argparse.Namespace) -> None:
     check_steps(args.steps)
     check_seeds(args.seeds)
+    _refuse_unused_seeds(args)
     check_seed(args.seed)
     check_range("chunk_size", args.chunk_size, 1, integer=True)
     check_range("max_memory", args.max_memory, 0.0, low_open=True)
@@ -760,11 +866,19 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
     """Read the log and run config, check every flag and --out (creating nothing), and return (log, run,
     fit_until)."""
     from .calibration.forecast import horizon_limit
-    from .calibration.run_config import log_settings, read_run_config, resolve_run_config
+    from .calibration.run_config import kl_warning, load_run_config, log_settings, resolve_run_config
 
     log = _read_log(args)
-    given = read_run_config(args.run_config) if args.run_config else None
-    run = resolve_run_config(given, log_settings(log))
+    loaded = load_run_config(args.run_config) if args.run_config else None
+    run = resolve_run_config(loaded and loaded.keys, log_settings(log))
+    run = run.with_notes(*(loaded.summary() if loaded else ()))
+    run = run.with_notes(kl_warning(run, log))
+    if loaded and loaded.not_used:
+        print(
+            f"pgrpo-sim: note: --run-config {args.run_config}: {len(loaded.not_used)} keys not used (no counterpart "
+            f"in the bandit: {', '.join(loaded.not_used[:3])}, …), all listed in the report",
+            file=sys.stderr,
+        )
     steps = log.series("reward")[0] if "reward" in log else np.array([])
     if steps.size == 0:
         raise UsageError(f"{command}: {args.log} has no reward to calibrate on")
@@ -788,6 +902,12 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
     check_seed(args.seed)
     check_output_dir(args.out, command, overwrite=args.overwrite)
     return log, run, fit_until
+
+
+def _run_notes(run) -> list[str]:
+    """The clauses a calibration's summary line adds about its run configuration: the settings assumed (TRL's
+    defaults) and a warning where the log contradicts one (`RunConfig.assumed`, `kl_warning`)."""
+    return [note for note in (run.assumed(), *run.notes) if note.startswith(("assumed:", "warning:"))]
 
 
 def _not_stationary(cal) -> str:
@@ -825,6 +945,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> None:
         + f"; overdispersion {cal.overdispersion:.3g}"
         + (f"; undetermined: {', '.join(undetermined)}" if undetermined else "")
         + ("" if cal.stationary else f"; {_not_stationary(cal)}")
+        + "".join(f"; {note}" for note in _run_notes(run))
         + f"; wrote {out}/calibration.json and report.md"
     )
 
@@ -853,7 +974,7 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
             f"held-out MAE {held['mae']:.4f} over {held['n']} steps, coverage {held['coverage']:.2f} of a "
             f"{args.band:.0%} band (persistence MAE {held['baselines']['persistence']:.4f})"
         )
-    notes = [draws_note(band)] + ([] if cal.stationary else [_not_stationary(cal)])
+    notes = [draws_note(band)] + ([] if cal.stationary else [_not_stationary(cal)]) + _run_notes(run)
     print(
         ("" if fit_check.passed else f"{FAILED.upper()}: ")
         + f"forecast to step {result['steps'][-1]:g} from a fit up to step {cal.fit_until:g}: {score}"
@@ -899,6 +1020,8 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
         print(f"{label}: {marked(entry['verdict'], fit_check)}, final reward {final}" + (f" ({note})" if note else ""))
     if not cal.stationary:
         print(f"calibration: {_not_stationary(cal)}")
+    for note in _run_notes(run):
+        print(f"calibration: {note}")
     print(f"wrote {out}/whatif.json and report.md")
 
 
@@ -911,6 +1034,29 @@ def _int_list(flag: str, text: str | None) -> list[int] | None:
         raise UsageError(f"tune: {flag} expects comma-separated integers, got {text!r}") from None
 
 
+BOX_EDGE = 0.01
+"""A searched value within this fraction of its box's width (in the box's own scale, logarithmic for η, β, clip) of
+a bound counts as on the edge: Adam moves in logit(box coordinate), which reaches the bounds only asymptotically,
+so a best point this close to one was still pushing outwards."""
+
+
+def _box_edges(best: dict, bounds: dict) -> dict[str, str]:
+    """The searched names whose `best` value lies on the edge of their search box (`bounds`, else the default box):
+    name → "lower" or "upper"."""
+    from .analysis.search import DEFAULT_BOUNDS
+
+    edges = {}
+    for name, value in best.items():
+        if name not in DEFAULT_BOUNDS:  # an integer outer-grid value (lag, group size): no box
+            continue
+        scale = np.log if HYPERPARAMETERS[name].log_scale else np.asarray
+        low, high = (float(scale(v)) for v in bounds.get(name, DEFAULT_BOUNDS[name]))
+        u = (float(scale(value)) - low) / (high - low)
+        if u <= BOX_EDGE or u >= 1 - BOX_EDGE:
+            edges[name] = "lower" if u <= BOX_EDGE else "upper"
+    return edges
+
+
 def _cmd_tune(args: argparse.Namespace) -> None:
     import jax
 
@@ -919,6 +1065,7 @@ def _cmd_tune(args: argparse.Namespace) -> None:
     from .viz.figures import plot_convergence
 
     check_output_dir(args.out, "tune", overwrite=args.overwrite)
+    check_range("search_lr", args.search_lr, 0.0, low_open=True)
     bounds = {}
     for spec in args.bound:
         name, _, body = spec.partition("=")
@@ -943,16 +1090,25 @@ def _cmd_tune(args: argparse.Namespace) -> None:
         radius_margin=args.radius_margin,
         restarts=args.restarts,
         iterations=args.iterations,
-        learning_rate=args.learning_rate,
+        learning_rate=args.search_lr,
         lags=_int_list("--lags", args.lags),
         group_sizes=_int_list("--group-sizes", args.group_sizes),
         seed=args.seed,
     )
+    summary = result.summary()
+    summary["on_box_edge"] = _box_edges(result.best, bounds)
+    if summary["on_box_edge"]:
+        summary["warning"] = (
+            "the best point lies on the edge of the search box ("
+            + ", ".join(f"{k} at its {side} bound" for k, side in summary["on_box_edge"].items())
+            + "): the optimum may lie outside it; widen the box with --bound NAME=LOW:HIGH"
+        )
+        print(f"pgrpo-sim: warning: {summary['warning']}", file=sys.stderr)
     out = Path(args.out)
     try:
         with staged_outputs() as staged:
             stage = _claim(args, staged, "tune", TUNE_OUTPUTS)
-            (stage / "summary.json").write_text(json_text(result.summary(), indent=2))
+            (stage / "summary.json").write_text(json_text(summary, indent=2))
             plot_convergence(result, str(stage / "convergence.png"))
     except OSError as exc:
         raise UsageError(f"cannot write to {args.out}: {exc.strerror}") from None
@@ -1018,6 +1174,7 @@ def _axis_symbol(name: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `pgrpo-sim` and its subcommands."""
     parser = _Parser(prog="pgrpo-sim", description="Simulate GRPO training dynamics and test the oscillator theory.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     parser.add_argument(
         "--no-compile-cache",
         action="store_true",
@@ -1036,7 +1193,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("simulate", help="run the softmax-bandit GRPO environment")
     _add_bandit_args(p)
     p.add_argument("--steps", type=_integer, default=1000, help="optimiser steps (>= 1)")
-    p.add_argument("--mode", choices=("expected", "sampled"), default="expected")
+    p.add_argument("--mode", choices=MODES, default="expected", help=MODE_HELP)
     p.add_argument("--seeds", type=_integer, default=64, help="independent seeds in sampled mode (>= 1)")
     p.add_argument("--seed", type=_integer, default=0, help="PRNG seed (>= 0)")
     p.add_argument("--out", required=True, help="CSV file, one row per step")
@@ -1066,7 +1223,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="grid axis: name=v1,v2 | name=start:stop:num | name=log:start:stop:num | name=start:stop",
         )
         p.add_argument("--steps", type=_integer, default=2000, help="optimiser steps per run (>= 1)")
-        p.add_argument("--mode", choices=("expected", "sampled"), default="expected")
+        p.add_argument("--mode", choices=MODES, default="expected", help=MODE_HELP)
         p.add_argument(
             "--seeds",
             type=_integer,
@@ -1139,7 +1296,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_oscillator)
     p = sub.add_parser("fit", help="fit the closed-form laws to a training log and diagnose its failure modes")
     p.add_argument("log", help="TRL trainer_state.json, verl JSONL or console log, JSONL or CSV")
-    p.add_argument("--format", choices=("auto", *FORMATS), default="auto")
+    p.add_argument("--format", choices=("auto", *FORMATS), default="auto", help=FORMAT_HELP)
     p.add_argument("--metric", default="reward", help="canonical metric to fit (reward, eval_reward, true_reward)")
     p.add_argument(
         "--column",
@@ -1169,7 +1326,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "log", help="training log (TRL trainer_state.json or console, JSONL, TensorBoard, W&B CSV, verl)"
         )
-        p.add_argument("--format", choices=formats, default="auto")
+        p.add_argument("--format", choices=formats, default="auto", help=FORMAT_HELP)
         p.add_argument(
             "--column",
             action="append",
@@ -1252,11 +1409,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--restarts", type=_integer, default=8, help="vmapped restarts (Latin hypercube)")
     p.add_argument("--iterations", type=_integer, default=100, help="Adam iterations per restart")
-    p.add_argument("--learning-rate", type=_finite_float, default=0.3, help="Adam step, in logit(box coordinate) units")
+    p.add_argument(
+        "--search-lr",
+        type=_finite_float,
+        default=0.3,
+        help="the search's Adam step, in logit(box coordinate) units (--learning-rate is the run's η)",
+    )
     p.add_argument("--seed", type=_integer, default=0, help="seed of the restarts")
     p.add_argument("--out", required=True, help="output directory: summary.json, convergence.png")
     p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
-    p.set_defaults(func=_cmd_tune)
+    # β = 0 has no interior fixed point p*, which every objective's stability constraint needs: as phase-diagram's
+    p.set_defaults(beta=0.5, func=_cmd_tune)
     return parser
 
 

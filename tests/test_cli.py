@@ -1,16 +1,19 @@
 """The `pgrpo-sim` command: outputs, JSON keys, and one-line errors with exit code 2."""
 
+import argparse
 import csv
+import importlib.metadata
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
 import pgrpo_sim as ps
-from pgrpo_sim.cli import SIMULATE_COLUMNS, main
+from pgrpo_sim.cli import SIMULATE_COLUMNS, build_parser, main
 
 THEORY = ["theory", "--eta", "0.05", "--momentum", "0.9", "--lag", "2", "--stiffness", "0.3"]
 
@@ -225,3 +228,91 @@ def test_predict_and_oscillator_bad_input(argv, word, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and word in err
+
+
+def _subparsers():
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return parser, sub.choices
+
+
+def test_help_shows_every_default_and_no_abbreviations():
+    """Issue 37, 8 and 13: every option with a default says it in --help (argparse wraps lines, so whitespace is
+    normalised), and no parser matches a prefix of a flag."""
+    parser, commands = _subparsers()
+    for name, sub in {"pgrpo-sim": parser, **commands}.items():
+        assert not sub.allow_abbrev, name
+        text = " ".join(sub.format_help().split())
+        for action in sub._actions:
+            default = action.default
+            if not action.option_strings or default is None or default is False or default in ([], argparse.SUPPRESS):
+                continue
+            assert f"(default: {default})" in text or "default" in (action.help or ""), (name, action.dest)
+
+
+def test_version_is_the_installed_one(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.strip() == f"pgrpo-sim {importlib.metadata.version('pgrpo-sim')}"
+
+
+TRL_NAMES = {  # issue 37, 14: TRL's name → the short form it stands for, with a value for each
+    ("--learning-rate", "0.3"): "--eta",
+    ("--num-generations", "4"): "--group-size",
+    ("--epsilon", "0.1"): "--clip",
+    ("--epsilon-high", "0.3"): "--clip-high",
+}
+
+
+@pytest.mark.parametrize("command", ["simulate", "sweep", "tune"])
+def test_trl_names_set_the_same_settings_as_the_short_forms(command):
+    _, commands = _subparsers()
+    rest = {"simulate": ["--out", "x"], "sweep": ["--out", "x"], "tune": ["--objective", "final-reward", "--out", "x"]}
+    common = ["--beta", "0.1", "--num-iterations", "2", "--steps-per-generation", "1", "--scale-rewards", "none"]
+    trl = [v for pair in TRL_NAMES for v in pair] + ["--loss-type", "dr_grpo"]
+    short = [v for (_, value), flag in TRL_NAMES.items() for v in (flag, value)]
+    a = commands[command].parse_args(trl + common + rest[command])
+    b = commands[command].parse_args(short + common + rest[command])
+    assert {k: v for k, v in vars(a).items() if k not in ("explicit", "loss_type")} == {
+        k: v for k, v in vars(b).items() if k not in ("explicit", "loss_type")
+    }
+    assert (a.eta, a.group_size, a.clip, a.clip_high) == (0.3, 4, 0.1, 0.3)
+    help_text = commands[command].format_help()
+    for (name, _), flag in TRL_NAMES.items():
+        assert f"{flag} " in help_text and f"{name} " in help_text  # help shows both
+
+
+def test_simulate_with_trl_names_runs_as_with_the_short_forms(tmp_path, capsys):
+    args = ["simulate", "--steps", "5", "--beta", "0.5"]
+    assert main(args + ["--learning-rate", "0.3", "--num-generations", "4", "--loss-type", "dapo", "--out"]
+                + [str(tmp_path / "a.csv")]) == 0  # fmt: skip
+    assert main(args + ["--eta", "0.3", "--group-size", "4", "--out", str(tmp_path / "b.csv")]) == 0
+    assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text()
+
+
+def _readme_tune_examples() -> list[list[str]]:
+    """The concrete `pgrpo-sim tune` lines of the README (not the usage template with alternatives)."""
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    lines = [line.split("#")[0].split() for line in text.splitlines() if line.startswith("pgrpo-sim tune --objective")]
+    return [line[1:] for line in lines if not any("|" in word or "[" in word for word in line)]
+
+
+def test_readme_tune_usage_runs_and_an_edge_point_is_warned(tmp_path, capsys):
+    """Issue 37, 16: the README's tune example runs as written (its best point inside the box), and a search whose
+    best point lies on the box's edge says so on stderr and in summary.json."""
+    (example,) = _readme_tune_examples()
+    quick = ["--restarts", "2", "--iterations", "30"]  # the README's point, found with fewer Adam steps
+    example[example.index("--out") + 1] = str(tmp_path / "readme")
+    assert main(example + quick) == 0
+    summary = json.loads((tmp_path / "readme" / "summary.json").read_text())
+    assert summary["on_box_edge"] == {} and "warning" not in summary
+    assert "warning" not in capsys.readouterr().err
+    # β = 0.5, μ = 0, no lag: ζ = 1 needs η beyond the default box (η <= 1); Adam moves in logit(box coordinate), so
+    # a larger step (--search-lr 3) reaches the edge in 20 iterations
+    edge = ["tune", "--objective", "damping-ratio", "--target", "1", "--out", str(tmp_path / "edge")]
+    assert main(edge + ["--restarts", "2", "--iterations", "20", "--search-lr", "3"]) == 0
+    summary = json.loads((tmp_path / "edge" / "summary.json").read_text())
+    assert summary["on_box_edge"] == {"eta": "upper"} and "edge of the search box" in summary["warning"]
+    err = capsys.readouterr().err
+    assert err.count("pgrpo-sim: warning:") == 1 and "eta at its upper bound" in err

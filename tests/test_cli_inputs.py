@@ -209,6 +209,40 @@ CASES = {
     "tune unwritable out": (TUNE + ["--out", "FILE/d"], "--out"),
     "tune foreign out": (TUNE + ["--out", "FOREIGN"], "--overwrite"),
     "tune another command's out": (TUNE + ["--out", "OTHER"], "validate"),
+    "tune nan search step": (TUNE + ["--search-lr", "nan"], "--search-lr"),
+    "tune zero search step": (TUNE + ["--search-lr", "0"], "search_lr"),
+    # 6: memory and the floating-point range of the oscillator (each value out of range in float32 and float64)
+    "oscillator paths beyond memory": (OSCILLATOR + ["--paths", "100000000", "--steps", "100000"], "GB of paths"),
+    "oscillator subnormal eta": (OSCILLATOR + ["--eta", "1e-320"], "eta = 9.99989e-321 is outside the range"),
+    "oscillator overflowing K·eta": (OSCILLATOR + ["--eta", "1e300", "--stiffness", "1e10"], "outside the range"),
+    # 7: theory beyond float64
+    "theory overflowing K·eta": (THEORY + ["--eta", "1e308", "--stiffness", "1e308"], "Kη = inf"),
+    "theory subnormal eta": (THEORY + ["--eta", "1e-320"], "outside the range the computation supports (float64"),
+    "theory subnormal stiffness": (THEORY + ["--stiffness", "1e-310"], "stiffness = 1e-310"),
+    "theory mass overflows": (THEORY + ["--eta", "1e-309", "--lag", "0"], "outside the range"),
+    "theory map below float64 resolution": (THEORY + ["--eta", "1e-20", "--momentum", "0"], "resolution"),
+    # 8: no abbreviations
+    "predict --steps is not --steps-per-generation": (PREDICT + ["--steps", "100"], "unrecognized arguments: --steps"),
+    "simulate abbreviated --seed": (SIMULATE + ["--se", "3"], "unrecognized arguments: --se"),
+    "sweep abbreviated --grid": (SWEEP + ["--gri", "beta=0.1,0.2"], "unrecognized arguments: --gri"),
+    # 9: flags that would do nothing
+    "simulate seeds in expected mode": (SIMULATE + ["--seeds", "64"], "--seeds"),
+    "sweep seeds in expected mode": (SWEEP + ["--seeds", "8"], "--seeds"),
+    "simulate ref-sync-alpha without ref-sync-steps": (SIMULATE + ["--ref-sync-alpha", "0.5"], "--ref-sync-steps"),
+    "sweep ref_sync_alpha axis without ref-sync-steps": (SWEEP + ["--grid", "ref_sync_alpha=0.2,0.4"], "--ref-sync"),
+    "simulate clip-high below clip": (SIMULATE + ["--clip-high", "0.1"], "--clip-high"),
+    "sweep clip axis above clip-high": (SWEEP + ["--grid", "clip=0.1,0.3", "--clip-high", "0.2"], "--clip-high"),
+    "run config epsilon_high below epsilon": (FORECAST + ["--run-config", "CLIP.yaml"], "epsilon_high"),
+    # 14: TRL names: the same checks as the short forms
+    "simulate epsilon-high below epsilon": (SIMULATE + ["--epsilon", "0.3", "--epsilon-high", "0.2"], "--epsilon-high"),
+    "simulate one generation": (SIMULATE + ["--num-generations", "1"], "group_size"),
+    "simulate negative learning rate": (SIMULATE + ["--learning-rate", "-1"], "eta"),
+    "simulate loss type not simulated": (SIMULATE + ["--loss-type", "cispo"], "not simulated"),
+    "simulate scale-rewards against advantage": (SIMULATE + ["--scale-rewards", "none", "--advantage", "std"], "mean"),
+    "tune TRL name of a searched eta": (TUNE + ["--learning-rate", "0.5"], "which tune searches"),
+    # 15: TRL and verl run configs
+    "run config TRL dump with a partial group": (FORECAST + ["--run-config", "TRL_PARTIAL.json"], "whole number"),
+    "run config verl with another estimator": (FORECAST + ["--run-config", "VERL_GAE.yaml"], "adv_estimator"),
 }
 
 
@@ -227,6 +261,10 @@ def workdir(tmp_path, monkeypatch):
         Path(name).mkdir()
         Path(name, ".pgrpo-sim.json").write_text(json.dumps({"command": command, "outputs": ["report.md"]}))
         Path(name, "report.md").write_text(f"# {command} report\n")
+    Path("CLIP.yaml").write_text("epsilon: 0.2\nepsilon_high: 0.1\n")
+    # a TRL dump whose rollout (per device 4 × steps_per_generation 1) holds half a group of 8
+    Path("TRL_PARTIAL.json").write_text(json.dumps({"output_dir": "o", "per_device_train_batch_size": 4}))
+    Path("VERL_GAE.yaml").write_text("algorithm:\n  adv_estimator: gae\n")
     return tmp_path
 
 

@@ -141,6 +141,25 @@ def check_shapes(**values: Any) -> None:
         raise PgrpoSimError(f"{', '.join(shapes)} must have shapes that broadcast together, got {listed}") from None
 
 
+def check_normal(name: str, value: Any, dtype, where: str = "") -> None:
+    """Raise `PgrpoSimError` unless every element of concrete `value`, as `dtype`, is zero or a finite normal number:
+    beyond the largest one a computation overflows to ±inf, below the smallest (subnormal numbers, or a non-zero
+    number that underflows to 0) it keeps few or no significant digits. The message names `name`, `where` (the
+    inputs it came from, if any) and the range. No-op on tracers."""
+    if not is_concrete(value):
+        return
+    info = np.finfo(dtype)
+    with np.errstate(all="ignore"):
+        given = np.asarray(value, dtype=float)
+        cast = given.astype(dtype)
+        bad = ~np.isfinite(cast) | ((given != 0) & (np.abs(cast) < info.tiny))
+    if bad.any():
+        raise PgrpoSimError(
+            f"{name} = {_show(given[bad])}{where} is outside the range the computation supports ({np.dtype(dtype)}: 0 "
+            f"or {info.tiny:.3g} <= |x| <= {info.max:.3g}; beyond it values overflow or lose their digits)"
+        )
+
+
 def check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     """Raise `ValueError` unless `value` is one of `choices`."""
     if value not in choices:

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base.checks import as_float, check_range, check_shapes, in_range, nan_unless
+from ..base.checks import as_float, check_normal, check_range, check_shapes, in_range, is_concrete, nan_unless
 from ..base.regimes import INVALID, REGIMES, Damping
 from .config import LEAF_RANGES
 
@@ -68,6 +69,34 @@ def coefficients(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness:
     mass = ((1 + momentum) + stiffness * eta * lag**2) / (2 * eta)
     damping = ((1 - momentum) - stiffness * eta * lag) / eta
     return Coefficients(nan_unless(ok, mass), nan_unless(ok, damping), nan_unless(ok, stiffness + 0 * mass))
+
+
+def check_representable(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike, dtype=None) -> None:
+    """Raise `PgrpoSimError` unless η, K and the closed forms' M, C, Kη, ζ, ω_n and τ* are zero or finite normal
+    numbers of `dtype` (default: JAX's float dtype, float32 unless x64 is on): the range in which they are computed
+    without overflow or underflow (e.g. η = 1e308 with K = 1e308 overflows Kη; η = 1e-320 is subnormal and 1/η
+    overflows). For concrete inputs within their ranges (`coefficients` checks those); a no-op on tracers."""
+    if not is_concrete(eta, momentum, lag, stiffness):
+        return
+    dtype = np.dtype(jax.dtypes.canonicalize_dtype(float) if dtype is None else dtype)
+    check_normal("eta", eta, dtype)
+    check_normal("stiffness", stiffness, dtype)
+    where = f" at eta={eta:g}, momentum={momentum:g}, lag={lag:g}, stiffness={stiffness:g}" if np.ndim(eta) == 0 else ""
+    with np.errstate(all="ignore"):
+        eta, momentum, lag, stiffness = (np.asarray(x, dtype) for x in (eta, momentum, lag, stiffness))
+        k_eta = stiffness * eta
+        m = ((1 + momentum) + k_eta * lag**2) / (2 * eta)
+        c = ((1 - momentum) - k_eta * lag) / eta
+        derived = {
+            "Kη": k_eta,
+            "mass M": m,
+            "damping C": c,
+            "damping ratio ζ": c / (2 * np.sqrt(m * stiffness)),
+            "natural frequency ω_n": np.sqrt(stiffness / m),
+            "critical lag τ*": (1 - momentum) / k_eta,
+        }
+    for name, value in derived.items():
+        check_normal(name, value, dtype, where)
 
 
 def damping_ratio(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Array:

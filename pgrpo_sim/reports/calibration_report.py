@@ -97,7 +97,8 @@ def calibration_markdown(log: TrainingLog, cal: Calibration, fit_check: Goodness
         "",
     ]
     run = d["run_config"]
-    lines += [f"- {k} = {_fmt(run[k])} ({run['sources'][k]})" for k in run if k != "sources"]
+    lines += [f"- {k} = {_fmt(run[k])} ({run['sources'][k]})" for k in run if k not in ("sources", "notes")]
+    lines += [f"- {note}" for note in run["notes"]]  # derived and unused keys of the file, a contradicting log
     return lines
 
 

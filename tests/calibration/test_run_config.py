@@ -7,17 +7,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from pgrpo_sim.base.errors import PgrpoSimError
 from pgrpo_sim.calibration.run_config import (
     KEYS,
     RunConfig,
+    kl_warning,
+    load_run_config,
     log_settings,
     parse_scenario,
     read_run_config,
     resolve_run_config,
+    translate_run_config,
 )
-from pgrpo_sim.logs.readers import tidy
+from pgrpo_sim.logs.readers import read_log, tidy
 
 
 def test_precedence_file_over_log_over_defaults():
@@ -144,3 +148,96 @@ def test_cli_bad_scenario_is_refused_before_calibrating(tmp_path):
         proc = _cli("what-if", "log.jsonl", "--scenario", scenario, "--out", "out", cwd=tmp_path)
         assert proc.returncode == 2 and match in proc.stderr, proc.stderr
         assert not (tmp_path / "out").exists()
+
+
+DATA = Path(__file__).parents[1] / "data"
+
+
+def test_a_trl_grpo_config_dump_is_a_run_config():
+    """Issue 37, 15: `trainer.args.to_dict()` of a GRPOConfig (tests/data/trl_grpo_config.json, TRL 1.16's and
+    transformers 5's fields): its GRPOConfig names are read, the batch sizes give prompts per rollout and optimiser
+    steps per epoch, and every other key is accepted and listed as not used."""
+    dump = json.loads((DATA / "trl_grpo_config.json").read_text())
+    loaded = load_run_config(DATA / "trl_grpo_config.json")
+    keys = loaded.keys
+    g = dump["num_generations"]
+    assert keys["prompts_per_step"] == dump["generation_batch_size"] // g
+    assert keys["steps_per_generation"] == dump["steps_per_generation"] // dump["gradient_accumulation_steps"]
+    for name in ("learning_rate", "beta", "epsilon", "epsilon_high", "loss_type", "num_iterations", "max_steps"):
+        assert keys[name] == dump[name], name
+    assert keys["warmup_ratio"] == dump["warmup_steps"]  # transformers 5: warmup_steps below 1 is a fraction
+    assert keys["optimizer"] == "adamw"  # optim adamw_torch_fused
+    used = {"generation_batch_size", "gradient_accumulation_steps", "steps_per_generation", "optim", "warmup_steps"}
+    assert set(loaded.not_used) == set(dump) - set(keys) - used
+    assert {"output_dir", "logging_steps", "per_device_train_batch_size", "temperature"} <= set(loaded.not_used)
+    run = resolve_run_config(keys).with_notes(*loaded.summary())
+    assert run.assumed() == ""  # G, prompts per step, β and epochs all given
+    assert any(note.startswith(f"not used ({len(loaded.not_used)} keys") for note in run.as_dict()["notes"])
+
+
+def test_trl_batch_without_generation_batch_size():
+    """prompts per rollout = per_device_train_batch_size × world size × steps_per_generation / G (TRL's
+    generation_batch_size), with gradient accumulation as its default steps_per_generation."""
+    base = {"output_dir": "o", "per_device_train_batch_size": 8, "gradient_accumulation_steps": 4}
+    one = translate_run_config({**base, "num_generations": 8})
+    assert one.keys["prompts_per_step"] == 8 * 4 // 8 and one.keys["steps_per_generation"] == 1
+    assert "world size 1" in one.notes[0]
+    two = translate_run_config({**base, "num_generations": 8, "world_size": 2, "steps_per_generation": 8})
+    assert two.keys["prompts_per_step"] == 8 * 2 * 8 // 8 and two.keys["steps_per_generation"] == 8 // 4
+    assert "max_steps" not in translate_run_config({**base, "max_steps": -1}).keys  # -1: trained by epochs
+    with pytest.raises(PgrpoSimError, match="whole number"):  # a rollout of 2 × 1 completions: a quarter group
+        translate_run_config({**base, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1})
+    with pytest.raises(PgrpoSimError, match="steps_per_generation / gradient_accumulation_steps"):
+        translate_run_config({**base, "steps_per_generation": 6})
+
+
+def test_a_verl_config_nested_or_dotted():
+    loaded = load_run_config(DATA / "verl_ppo_trainer.yaml")
+    keys = loaded.keys
+    actor = yaml.safe_load((DATA / "verl_ppo_trainer.yaml").read_text())["actor_rollout_ref"]["actor"]
+    assert keys["num_iterations"] == actor["ppo_epochs"] and keys["beta"] == actor["kl_loss_coef"]
+    assert (keys["epsilon"], keys["epsilon_high"]) == (actor["clip_ratio_low"], actor["clip_ratio_high"])
+    assert keys["num_generations"] == 5 and keys["prompts_per_step"] == 32  # rollout.n, data.train_batch_size
+    assert keys["steps_per_generation"] == 32 // actor["ppo_mini_batch_size"]
+    assert keys["loss_type"] == "dapo" and keys["scale_rewards"] == "group" and "max_steps" not in keys
+    assert {"trainer.project_name", "actor_rollout_ref.rollout.temperature"} <= set(loaded.not_used)
+    dotted = {
+        "actor_rollout_ref.actor.ppo_epochs": 2,
+        "data.train_batch_size": 32,
+        "actor_rollout_ref.rollout.n": 5,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": 8,
+        "actor_rollout_ref.actor.clip_ratio_low": 0.2,
+        "actor_rollout_ref.actor.clip_ratio_high": 0.28,
+        "actor_rollout_ref.actor.kl_loss_coef": 0.001,
+    }
+    assert translate_run_config(dotted).keys == {
+        k: keys[k]
+        for k in ("num_iterations", "prompts_per_step", "num_generations", "steps_per_generation", "epsilon")
+        + ("epsilon_high", "beta")
+    }
+    assert translate_run_config({**dotted, "actor_rollout_ref.actor.use_kl_loss": False}).keys["beta"] == 0.0
+    with pytest.raises(PgrpoSimError, match="only grpo"):
+        translate_run_config({"algorithm": {"adv_estimator": "gae"}})
+
+
+def test_epsilon_high_below_epsilon_is_refused():
+    """Issue 37, 9: a smaller upper clip is a slip, refused in a file, a log's settings and a scenario alike."""
+    with pytest.raises(PgrpoSimError, match=r"epsilon_high \(0.1\) must be >= epsilon \(0.2\)"):
+        resolve_run_config({"epsilon_high": 0.1})
+    with pytest.raises(PgrpoSimError, match="epsilon_high"):
+        resolve_run_config(None, {"epsilon_high": 0.28}).replace(epsilon=0.3)
+
+
+def test_assumed_settings_and_a_kl_the_log_records():
+    """Issue 37, 15: what was assumed is named, and a log with a non-zero KL calibrated at β = 0 is warned about."""
+    assumed = resolve_run_config().assumed()
+    assert assumed.startswith("assumed: G = 8, prompts_per_step = 8, β = 0") and "--run-config" in assumed
+    assert "G =" not in resolve_run_config(None, {"num_generations": 6}).assumed()  # the log says it
+    with pytest.warns(UserWarning, match="skipped 1 record"):  # the file's last record has no reward
+        log = read_log(DATA / "trl_state.json")
+    assert np.any(log.series("kl")[1] != 0)
+    warning = kl_warning(resolve_run_config(), log)
+    assert warning.startswith("warning: the log records a non-zero KL") and "β = 0 (default)" in warning
+    assert kl_warning(resolve_run_config({"beta": 0.04}), log) == ""
+    quiet = tidy([{"step": s, "reward": 0.1, "kl": 0.0} for s in range(5)], format="jsonl", path=None)
+    assert kl_warning(resolve_run_config(), quiet) == ""
