@@ -110,3 +110,29 @@ def test_a_kink_of_the_clipped_posterior_is_reported():
         offsets[name.split("/")[0]] = (cal.map_offset, cal.stationary, cal.as_dict()["stationary"])
     assert offsets["cs336_clip_ablation"][0] > 1 and offsets["cs336_clip_ablation"][1:] == (False, False), offsets
     assert offsets["cs336_long_run"][0] < 0.01 and offsets["cs336_long_run"][1:] == (True, True), offsets
+
+
+@pytest.mark.skipif(not ANCHORS.is_dir(), reason="shared/anchors not present")
+def test_a_calibration_that_misses_its_window_is_said_and_gives_no_verdicts(tmp_path):
+    """Issue 37: on the whole CS336 clip (0.2, 0.2) log the command line's calibration ends its mean near 0.48
+    while the log sits at 0.6–0.85: `calibrate` says it failed (line, report, calibration.json), `forecast`
+    refuses in one line (exit 2, nothing written), and `what-if --force` marks every verdict."""
+    log = str(ANCHORS / "sweeps" / "cs336_clip_ablation" / "GRPO-Clip_0p20_0p20_e2_tb256.metrics.jsonl")
+    cli = lambda *a: subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", *a], capture_output=True, text=True)  # noqa: E731
+    proc = cli("calibrate", log, "--out", str(tmp_path / "c"))
+    assert proc.returncode == 0 and proc.stdout.startswith("CALIBRATION FAILED: it misses its fit window"), proc
+    check = json.loads((tmp_path / "c" / "calibration.json").read_text())["goodness_of_fit"]
+    assert check["passed"] is False and check["above"] - check["expected_each_side"] > check["tolerance_above"]
+    assert "**Goodness of fit: the calibration misses" in (tmp_path / "c" / "report.md").read_text()
+    assert "calibrate [" in proc.stderr  # stage lines
+    proc = cli("forecast", log, "--quiet", "--out", str(tmp_path / "f"))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "misses its fit window" in proc.stderr, proc
+    assert "--force" in proc.stderr and not (tmp_path / "f").exists()
+    proc = cli("what-if", log, "--scenario", "epsilon=none", "--steps", "50", "--force", "--quiet", "--out",
+               str(tmp_path / "w"))  # fmt: skip
+    assert proc.returncode == 0 and proc.stderr == "", proc
+    verdicts = [line for line in proc.stdout.splitlines() if "final reward" in line]
+    assert len(verdicts) == 2 and all("(calibration failed)" in line for line in verdicts), proc.stdout
+    w = json.loads((tmp_path / "w" / "whatif.json").read_text())
+    assert w["goodness_of_fit"]["passed"] is False
+    assert all(e["calibration_failed"] for e in [w["baseline"], *w["scenarios"]])
