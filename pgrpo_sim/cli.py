@@ -1022,6 +1022,8 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
         print(f"calibration: {_not_stationary(cal)}")
     for note in _run_notes(run):
         print(f"calibration: {note}")
+    if not fit_check.passed:
+        print(f"calibration: it {fit_check.describe()}")
     print(f"wrote {out}/whatif.json and report.md")
 
 
@@ -1079,6 +1081,8 @@ def _cmd_tune(args: argparse.Namespace) -> None:
     names = [n.strip().replace("-", "_") for n in args.search.split(",")] if args.search else None
     for name in searched_names(args.objective, names):
         _refuse_flags_setting(args, name, f"which tune searches: drop it, or bound it (--bound {name}=LOW:HIGH)")
+    progress = stage_lines("tune", enabled=not args.quiet)
+    report(progress, f"compiling and searching: {args.restarts} restart(s) × {args.iterations} Adam steps")
     result = search(
         args.objective,
         _bandit_config(args),
@@ -1095,6 +1099,7 @@ def _cmd_tune(args: argparse.Namespace) -> None:
         group_sizes=_int_list("--group-sizes", args.group_sizes),
         seed=args.seed,
     )
+    report(progress, "writing")
     summary = result.summary()
     summary["on_box_edge"] = _box_edges(result.best, bounds)
     if summary["on_box_edge"]:
@@ -1418,6 +1423,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_integer, default=0, help="seed of the restarts")
     p.add_argument("--out", required=True, help="output directory: summary.json, convergence.png")
     p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     # β = 0 has no interior fixed point p*, which every objective's stability constraint needs: as phase-diagram's
     p.set_defaults(beta=0.5, func=_cmd_tune)
     return parser
