@@ -180,7 +180,7 @@ def test_cli_refresh_lag_means_rollout_reuse(tmp_path):
         (["--num-iterations", "0"], "--num-iterations must be >= 1"),
         (["--prompts", "3", "--steps-per-generation", "2"], "minibatches must divide"),
         (["--ref-sync-steps", "0"], "ref_sync_steps must be >= 1"),
-        (["--ref-sync-alpha", "1.5"], "ref_sync_alpha must be in"),
+        (["--ref-sync-steps", "5", "--ref-sync-alpha", "1.5"], "ref_sync_alpha must be in"),
     ],
 )
 def test_cli_rollout_flags_refuse_bad_input(extra, words, tmp_path, capsys):
