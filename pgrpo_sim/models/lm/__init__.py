@@ -1,6 +1,19 @@
 """The language-model level: a small causal transformer trained by GRPO on a synthetic verifiable task
 (`task`), started from a supervised (SFT) policy (`pretrain`)."""
 
+from .config import (
+    DEFAULT_LEARNING_RATE as DEFAULT_LEARNING_RATE,
+    SCALE_REWARDS as SCALE_REWARDS,
+    LMConfig as LMConfig,
+    lm_config as lm_config,
+)
+from .loss import (
+    IMPORTANCE_SAMPLING_LEVELS as IMPORTANCE_SAMPLING_LEVELS,
+    LOSS_TYPES as LOSS_TYPES,
+    LossStats as LossStats,
+    grpo_loss as grpo_loss,
+    loss_type_code as loss_type_code,
+)
 from .policy import (
     Policy as Policy,
     PolicyShape as PolicyShape,
@@ -25,4 +38,11 @@ from .task import (
     solutions as solutions,
     task_prompts as task_prompts,
     task_reward as task_reward,
+)
+from .train import (
+    READOUTS as READOUTS,
+    LMRun as LMRun,
+    lm_simulate as lm_simulate,
+    make_lm_run as make_lm_run,
+    make_optimizer as make_optimizer,
 )

@@ -1,0 +1,225 @@
+"""GRPO training of the language-model level's policy, one pure function per configuration (jit/vmap-able).
+
+Each GRPO step does what TRL 1.x `GRPOTrainer` does for one generation batch: draw `prompts_per_step` training
+prompts, sample G completions of each at `temperature` (each prompt's G completions consecutive, as TRL's
+`RepeatSampler` orders them), score them (`task_reward`), form group advantages (`group_advantages`, TRL's
+ε 1e-4), compute π_old's log-probabilities (a teacher-forced pass at the rollout's parameters; with one optimiser
+step per rollout TRL uses the current log-probabilities, detached, and so does this) and the reference's (the
+start policy, when `kl_reference`), shuffle the batch and split it into `steps_per_generation` mini-batches, and
+take `num_iterations` passes over them, one AdamW step per mini-batch (`loss.grpo_loss`).
+"""
+
+from __future__ import annotations
+
+import types
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax import Array
+
+from ...base.checks import as_key, check_seeds, check_steps
+from ...base.errors import PgrpoSimError
+from ..bandit import learning_rate_factor
+from ..grpo import ADVANTAGES, group_advantages
+from .config import ADVANTAGE_EPS, LMConfig
+from .loss import grpo_loss
+from .policy import Policy, completion_logps, sample
+from .task import EOS, eval_prompts, format_ok, response_mask, task_prompts, task_reward
+
+READOUTS = (
+    "reward",
+    "reward_std",
+    "frac_reward_zero_std",
+    "format_ok",
+    "entropy",
+    "completions/mean_length",
+    "completions/clipped_ratio",
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "clip_ratio/region_mean",
+    "kl",
+    "loss",
+    "grad_norm",
+    "eval_accuracy",
+)
+"""Read-outs per GRPO step, under TRL's names where TRL has one. Rollout statistics (reward — its mean, reward_std
+— unbiased over the batch, frac_reward_zero_std, format_ok — share of well-formed completions, completions/…) are
+of the rollout drawn at that step; loss-side ones (entropy, clip_ratio/…, kl — NaN without `kl_reference`, loss,
+grad_norm — before clipping) are means over the step's optimiser steps. `eval_accuracy`: greedy (temperature 0)
+accuracy on the task's held-out prompts before the step's update, every `eval_every` steps (NaN between)."""
+
+
+class LMRun(NamedTuple):
+    """A run's read-outs (`READOUTS` → float32[steps], leading axes for vmapped runs), final parameters, and
+    whether it diverged (non-finite parameters or loss) and at which GRPO step (−1 if never). From its divergence
+    on, a run's read-outs are NaN and its parameters stay those before the divergence."""
+
+    readouts: dict[str, Array]
+    params: Policy
+    diverged: Array
+    diverged_step: Array
+
+
+def make_optimizer(config: LMConfig, total_steps: int) -> optax.GradientTransformation:
+    """HF Trainer's optimiser as optax: global-norm clipping at `max_grad_norm` (∞: off; optax divides by the norm,
+    torch by norm + 1e-6), then AdamW (decoupled weight decay on matrices only, as HF excludes biases and LayerNorm)
+    at `learning_rate` × the HF schedule factor over `total_steps` optimiser steps."""
+    schedule = types.SimpleNamespace(
+        eta=config.learning_rate,
+        warmup_steps=config.warmup_steps,
+        decay_steps=total_steps,
+        lr_schedule=config.lr_scheduler_type,
+    )
+    adamw = optax.adamw(
+        lambda count: config.learning_rate * learning_rate_factor(schedule, count),
+        b1=config.adam_beta1,
+        b2=config.adam_beta2,
+        eps=config.adam_epsilon,
+        weight_decay=config.weight_decay,
+        mask=lambda params: jax.tree.map(lambda leaf: leaf.ndim >= 2, params),
+    )
+    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), adamw)
+
+
+def _finite(tree) -> Array:
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(tree)]))
+
+
+def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
+    """`run(hyper, key) -> LMRun`: `steps` GRPO steps from the start policy, pure and jit/vmap-able. `hyper` is an
+    `LMConfig` with `config`'s static structure (its traced hyperparameters may be vmapped); `start` the initial
+    (and reference) parameters, by default the SFT start `pretrained_policy(config.task, config.policy,
+    config.start_accuracy, config.sft_seed)`."""
+    if not isinstance(config, LMConfig):
+        raise PgrpoSimError(f"config must be an LMConfig (build it with lm_config), got {type(config).__name__}")
+    check_steps(steps)
+    if start is None:
+        from .pretrain import pretrained_policy
+
+        start = pretrained_policy(config.task, config.policy, config.start_accuracy, config.sft_seed)
+    structure = jax.tree.structure(config)
+    spec, g, p = config.task, config.num_generations, config.prompts_per_step
+    n, s, iterations = config.generation_batch, config.steps_per_generation, config.num_iterations
+    length = spec.max_response_len
+    held_out, held_out_answers = eval_prompts(spec)
+
+    def run(hyper: LMConfig, key) -> LMRun:
+        key = as_key(key)
+        if jax.tree.structure(hyper) != structure:
+            raise PgrpoSimError("hyper must have the static structure (sizes, code paths) of the run's config")
+        # the policy is float32 (also under x64): so are its hyperparameters, or optax's state would change dtype
+        hyper = jax.tree.map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) else x, hyper)
+        optimizer = make_optimizer(hyper, steps * config.steps_per_rollout)
+        draw = jax.vmap(sample, in_axes=(None, 0, 0, None, None))
+        logps = jax.vmap(completion_logps, in_axes=(None, 0, 0, None))
+
+        def evaluate(params):
+            greedy, _ = draw(params, held_out, jax.random.split(eval_key, held_out.shape[0]), 0.0, length)
+            return jnp.mean(task_reward(spec, greedy, held_out_answers))
+
+        def grpo_step(carry, xs):
+            params, opt_state, diverged, diverged_step = carry
+            index, step_key = xs
+            eval_accuracy = jax.lax.cond(
+                index % config.eval_every == 0, evaluate, lambda _: jnp.asarray(jnp.nan, jnp.float32), params
+            )
+            prompt_key, sample_key, shuffle_key = jax.random.split(step_key, 3)
+            prompts, answers = task_prompts(spec, prompt_key, p)
+            prompts, answers = jnp.repeat(prompts, g, axis=0), jnp.repeat(answers, g)
+            completions, _ = draw(params, prompts, jax.random.split(sample_key, n), hyper.temperature, length)
+            lengths = response_mask(spec, completions)
+            truncated = ~jnp.any(completions == EOS, axis=-1)
+            mask = lengths * ~truncated[:, None] if config.mask_truncated_completions else lengths
+            rewards = task_reward(spec, completions, answers)
+            groups = rewards.reshape(p, g)
+            advantages = group_advantages(groups, hyper.advantage, eps=ADVANTAGE_EPS).ravel()
+            batch = dict(prompts=prompts, completions=completions, mask=mask, advantages=advantages)
+            if config.steps_per_rollout > 1:
+                batch["old"] = logps(params, prompts, completions, hyper.temperature)[0]
+            if config.kl_reference:
+                batch["ref"] = logps(start, prompts, completions, hyper.temperature)[0]
+            order = jax.random.permutation(shuffle_key, n)
+            batch = jax.tree.map(lambda x: x[order].reshape(s, n // s, *x.shape[1:]), batch)
+            items = jnp.sum(mask)
+
+            def optimiser_step(state, i):
+                params, opt_state = state
+                mini = jax.tree.map(lambda x: x[i % s], batch)
+
+                def loss(params):
+                    logp, entropy = logps(params, mini["prompts"], mini["completions"], hyper.temperature)
+                    return grpo_loss(
+                        logp,
+                        mini.get("old", jax.lax.stop_gradient(logp)),
+                        mini["advantages"],
+                        mini["mask"],
+                        loss_type=hyper.loss_type,
+                        epsilon=hyper.epsilon,
+                        epsilon_high=hyper.epsilon_high,
+                        delta=hyper.delta,
+                        beta=hyper.beta,
+                        ref_logp=mini.get("ref"),
+                        entropy=entropy,
+                        num_items_in_batch=items,
+                        steps_per_generation=s,
+                        importance_sampling_level=config.importance_sampling_level,
+                    )
+
+                (value, stats), grads = jax.value_and_grad(loss, has_aux=True)(params)
+                updates, opt_state = optimizer.update(grads, opt_state, params)
+                return (optax.apply_updates(params, updates), opt_state), (value, stats, optax.tree.norm(grads))
+
+            (new_params, new_opt_state), (values, stats, grad_norms) = jax.lax.scan(
+                optimiser_step, (params, opt_state), jnp.arange(iterations * s)
+            )
+            blown = ~(_finite(new_params) & jnp.all(jnp.isfinite(values)))
+            group_std_zero = jnp.all(groups == groups[:, :1], axis=-1)
+            batch_std_zero = jnp.all(rewards == rewards[0])
+            zero_std = jnp.where(hyper.advantage == ADVANTAGES.index("batch"), batch_std_zero, group_std_zero)
+            readouts = {
+                "reward": jnp.mean(rewards),
+                "reward_std": jnp.std(rewards, ddof=1),
+                "frac_reward_zero_std": jnp.mean(zero_std.astype(jnp.float32)),
+                "format_ok": jnp.mean(format_ok(spec, completions).astype(jnp.float32)),
+                "entropy": jnp.mean(stats.entropy),
+                "completions/mean_length": jnp.mean(jnp.sum(lengths, -1)),
+                "completions/clipped_ratio": jnp.mean(truncated.astype(jnp.float32)),
+                "clip_ratio/low_mean": jnp.mean(stats.clip_low),
+                "clip_ratio/high_mean": jnp.mean(stats.clip_high),
+                "clip_ratio/region_mean": jnp.mean(stats.clip_region),
+                "kl": jnp.mean(stats.kl),
+                "loss": jnp.mean(values),
+                "grad_norm": jnp.mean(grad_norms),
+                "eval_accuracy": eval_accuracy,
+            }
+            readouts = {
+                name: jnp.where(diverged, jnp.nan, value.astype(jnp.float32)) for name, value in readouts.items()
+            }
+            now_diverged = diverged | blown
+            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(now_diverged, b, a), new, old)
+            carry = (
+                keep(new_params, params),
+                keep(new_opt_state, opt_state),
+                now_diverged,
+                jnp.where(blown & ~diverged, index, diverged_step),
+            )
+            return carry, readouts
+
+        init = (start, optimizer.init(start), jnp.asarray(False), jnp.asarray(-1, jnp.int32))
+        eval_key, key = jax.random.split(key)
+        xs = (jnp.arange(steps, dtype=jnp.int32), jax.random.split(key, steps))
+        (params, _, diverged, diverged_step), readouts = jax.lax.scan(grpo_step, init, xs)
+        return LMRun(readouts, params, diverged, diverged_step)
+
+    return run
+
+
+def lm_simulate(config: LMConfig, steps: int, seeds: int = 1, key=0, start: Policy | None = None) -> LMRun:
+    """`steps` GRPO steps of `config` for `seeds` independent seeds (rollout randomness; one SFT start), vmapped
+    in one compiled program: read-outs float32[seeds, steps]. `key` an int seed or a JAX key."""
+    check_seeds(seeds)
+    run = make_lm_run(config, steps, start)
+    keys = jax.random.split(as_key(key), seeds)
+    return jax.jit(jax.vmap(run, in_axes=(None, 0)))(config, keys)

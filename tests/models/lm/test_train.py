@@ -1,0 +1,168 @@
+"""The language-model level's configuration, optimiser and GRPO loop. The loop's tests compile a tiny policy's whole
+run (~15 s on 2 cores) and are in the slow suite."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from pgrpo_sim.base.errors import PgrpoSimError
+from pgrpo_sim.models.lm import (
+    READOUTS,
+    completion_logps,
+    init_policy,
+    lm_config,
+    lm_simulate,
+    make_lm_run,
+    make_optimizer,
+    response_mask,
+    solutions,
+    task_prompts,
+)
+
+TINY = dict(
+    prompts_per_step=4, num_generations=4, max_completion_length=8, operands=2, width=16, layers=1, heads=2,
+    eval_size=16, eval_every=2,
+)  # fmt: skip
+
+
+def test_config_names_and_codes_read_back():
+    config = lm_config(loss_type="bnpo", scale_rewards="none", num_iterations=2, steps_per_generation=4)
+    assert (config.loss_type_name, config.scale_rewards, config.steps_per_rollout) == ("bnpo", "none", 8)
+    assert config.generation_batch == 256 and not config.kl_reference
+    assert lm_config(beta=0.04).kl_reference
+    assert np.isinf(lm_config(epsilon=None).epsilon_high)  # no clip: both sides
+    assert lm_config(epsilon=0.2, epsilon_high=0.28).epsilon_high == 0.28
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(steps_per_generation=3), "steps_per_generation must divide the generation batch"),
+        (dict(learning_rate=0.0), "learning_rate must be > 0"),
+        (dict(adam_beta2=1.0), "adam_beta2 must be in"),
+        (dict(beta=0.1, kl_reference=False), "beta > 0 needs kl_reference"),
+        (dict(scale_rewards="std"), "scale_rewards must be one of"),
+        (dict(loss_type="ppo"), "loss_type must be one of"),
+        (dict(num_generations=1), "num_generations must be"),
+        (dict(lr_scheduler_type="polynomial"), "lr_scheduler_type must be one of"),
+        (dict(warmup_steps=1.5), "warmup_steps must be an integer"),
+        (dict(learning_rate=[1e-3, 1e-2]), "learning_rate must be a single number"),
+    ],
+)
+def test_bad_settings_raise_one_line(kwargs, match):
+    with pytest.raises(PgrpoSimError, match=match):
+        lm_config(**kwargs)
+
+
+def test_optimizer_is_hf_adamw_with_clipping_and_schedule():
+    """Three steps of `make_optimizer` against HF's AdamW written out in NumPy: global-norm clip (optax's g·c/‖g‖),
+    bias-corrected Adam, decoupled weight decay on matrices only, a linear schedule with one warm-up step (HF's
+    factor 0 at step 0). float64 both: 1e-12."""
+    config = lm_config(
+        learning_rate=0.1, weight_decay=0.1, max_grad_norm=0.5, lr_scheduler_type="linear", warmup_steps=1,
+        adam_beta1=0.8, adam_beta2=0.9, adam_epsilon=1e-3,
+    )  # fmt: skip
+    rng = np.random.default_rng(0)
+    params = {"w": rng.normal(size=(2, 3)), "b": rng.normal(size=3)}
+    grads = [{"w": rng.normal(size=(2, 3)), "b": rng.normal(size=3)} for _ in range(3)]
+    optimizer = make_optimizer(config, total_steps=4)
+    state, got, update = optimizer.init(params), params, jax.jit(optimizer.update)  # one program, not one per op
+    for g in grads:
+        updates, state = update(g, state, got)
+        got = jax.tree.map(lambda p, u: p + u, got, updates)
+    want, m, v = dict(params), {k: 0.0 for k in params}, {k: 0.0 for k in params}
+    for t, g in enumerate(grads, start=1):
+        norm = np.sqrt(sum(np.sum(x**2) for x in g.values()))
+        scale = min(1.0, 0.5 / norm)
+        lr = 0.1 * (0.0 if t == 1 else (4 - (t - 1)) / (4 - 1))  # HF linear: warm-up 1, decay to 0 at step 4
+        for k in params:
+            gk = g[k] * scale
+            m[k] = 0.8 * m[k] + 0.2 * gk
+            v[k] = 0.9 * v[k] + 0.1 * gk**2
+            adam = (m[k] / (1 - 0.8**t)) / (np.sqrt(v[k] / (1 - 0.9**t)) + 1e-3)
+            want[k] = want[k] - lr * (adam + (0.1 * want[k] if k == "w" else 0.0))
+    for k in params:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-12, atol=1e-15)
+
+
+def _demonstrated(config, steps=60):
+    """A start that earns some reward (so advantages and gradients are not 0): Adam on the cross-entropy of the
+    task's full solutions, a few steps from a random policy."""
+    spec = config.task
+    optimizer = optax.adam(1e-2)
+
+    @jax.jit
+    def step(params, state, key):
+        prompts, _ = task_prompts(spec, key, 64)
+        demos = solutions(spec, prompts, jnp.full(64, spec.operands))
+
+        def cross_entropy(params):
+            logp, _ = jax.vmap(completion_logps, in_axes=(None, 0, 0, None))(params, prompts, demos, 1.0)
+            mask = response_mask(spec, demos)
+            return -jnp.sum(logp * mask) / jnp.sum(mask)
+
+        updates, state = optimizer.update(jax.grad(cross_entropy)(params), state)
+        return optax.apply_updates(params, updates), state
+
+    params = init_policy(config.policy, jax.random.key(0))
+    state = optimizer.init(params)
+    for key in jax.random.split(jax.random.key(1), steps):
+        params, state = step(params, state, key)
+    return params
+
+
+@pytest.fixture(scope="module")
+def tiny_run():
+    config = lm_config(**TINY, num_iterations=2, steps_per_generation=2, beta=0.04, learning_rate=1e-2)
+    start = _demonstrated(config)
+    return config, start, lm_simulate(config, 4, seeds=2, key=1, start=start)
+
+
+@pytest.mark.slow
+def test_run_read_outs(tiny_run):
+    config, start, result = tiny_run
+    assert set(result.readouts) == set(READOUTS)
+    for name, value in result.readouts.items():
+        assert value.shape == (2, 4), name
+    r = {name: np.asarray(value) for name, value in result.readouts.items()}
+    assert np.all(np.isnan(r["eval_accuracy"][:, 1::2])) and np.all(np.isfinite(r["eval_accuracy"][:, ::2]))
+    assert np.all((0 <= r["reward"]) & (r["reward"] <= 1)) and np.all(r["completions/mean_length"] <= 8)
+    assert np.all(r["reward"] > 0) and np.all(r["reward_std"] > 0)  # the demonstrated start earns some reward
+    assert np.all(r["kl"] >= 0) and np.all(r["kl"][:, 1:] > 0)  # k3 ≥ 0; the policy leaves the start after step 0
+    assert np.all(r["entropy"] > 0) and np.all(r["grad_norm"] > 0)
+    assert np.any(r["clip_ratio/region_mean"] > 0)  # 2 × 2 steps per rollout move ratios past the clip
+    assert not np.any(result.diverged) and np.all(result.diverged_step == -1)
+    # seeds differ: their rollouts are independent
+    assert not np.allclose(r["completions/mean_length"][0], r["completions/mean_length"][1])
+
+
+@pytest.mark.slow
+def test_a_diverged_run_reads_nan_and_keeps_its_parameters():
+    """A start with a NaN weight diverges at step 0: read-outs NaN from step 1 on, parameters frozen there."""
+    config = lm_config(**TINY)
+    start = init_policy(config.policy, jax.random.key(0))
+    broken = eqx.tree_at(lambda p: p.unembed, start, start.unembed.at[0, 0].set(jnp.nan))
+    result = lm_simulate(config, 3, seeds=1, start=broken)
+    assert bool(result.diverged[0]) and int(result.diverged_step[0]) == 0
+    for name, value in result.readouts.items():
+        assert np.all(np.isnan(np.asarray(value)[0, 1:])), name
+    for got, want in zip(jax.tree.leaves(result.params), jax.tree.leaves(broken)):
+        np.testing.assert_array_equal(got[0], want)
+
+
+@pytest.mark.slow
+def test_vmap_over_hyperparameters_equals_separate_runs():
+    """Two learning rates in one vmapped program equal each run alone (same key), to float32 rounding of
+    differently batched matrix products (1e-5 on rewards in [0, 1] after 3 steps)."""
+    config = lm_config(**TINY)
+    run = make_lm_run(config, 3, _demonstrated(config))
+    rates = jnp.asarray([1e-3, 3e-2], jnp.float32)
+    stacked = jax.vmap(lambda lr: config.replace(learning_rate=lr))(rates)
+    both = jax.jit(jax.vmap(run, in_axes=(0, None)))(stacked, jax.random.key(3))
+    for i, lr in enumerate(rates):
+        alone = jax.jit(run)(config.replace(learning_rate=lr), jax.random.key(3))
+        np.testing.assert_allclose(both.readouts["loss"][i], alone.readouts["loss"], rtol=1e-4, atol=1e-5)
+    assert not np.allclose(both.readouts["grad_norm"][0, 1:], both.readouts["grad_norm"][1, 1:])
