@@ -1082,7 +1082,6 @@ def _cmd_tune(args: argparse.Namespace) -> None:
     for name in searched_names(args.objective, names):
         _refuse_flags_setting(args, name, f"which tune searches: drop it, or bound it (--bound {name}=LOW:HIGH)")
     progress = stage_lines("tune", enabled=not args.quiet)
-    report(progress, f"compiling and searching: {args.restarts} restart(s) × {args.iterations} Adam steps")
     result = search(
         args.objective,
         _bandit_config(args),
@@ -1098,6 +1097,7 @@ def _cmd_tune(args: argparse.Namespace) -> None:
         lags=_int_list("--lags", args.lags),
         group_sizes=_int_list("--group-sizes", args.group_sizes),
         seed=args.seed,
+        progress=progress,
     )
     report(progress, "writing")
     summary = result.summary()

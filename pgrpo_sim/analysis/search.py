@@ -27,6 +27,7 @@ from ..base.autodiff import value_and_grad
 from ..base.checks import check_choice, check_range, check_seed, check_steps
 from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none
+from ..base.progress import Progress, report
 from ..models import linear
 from ..models.bandit import simulate
 from ..models.config import BanditConfig
@@ -416,6 +417,7 @@ def search(
     lags: Sequence[int] | None = None,
     group_sizes: Sequence[int] | None = None,
     seed: int = 0,
+    progress: Progress | None = None,
 ) -> SearchResult:
     """Gradient search for hyperparameters of `config` (its other hyperparameters stay fixed).
 
@@ -438,7 +440,8 @@ def search(
     optimum instead of crawling along a stiff penalty wall. Lag and group size are integer: give `lags` /
     `group_sizes` for an outer grid, one search per combination. The best point over all evaluations (full
     penalty) wins. Evaluations whose loss or gradient is NaN are skipped (with a warning); if every one is
-    NaN, ValueError.
+    NaN, ValueError. Each search (one per outer-grid combination) is told to `progress` once its box is found
+    feasible.
     """
     names, numeric = _setup(
         objective, search, target, bounds, steps, smoothing, min_damping_ratio, radius_margin, penalty
@@ -448,11 +451,14 @@ def search(
     check_range("learning_rate", learning_rate, 0.0, low_open=True)
     check_seed(seed)
     runs = []
-    for label, cfg in _outer_grid(config, lags, group_sizes):
+    grid = _outer_grid(config, lags, group_sizes)
+    for i, (label, cfg) in enumerate(grid):
         cfg2 = two_arm_reduction(cfg)
         problem = _problem(objective, names, cfg, eta_scale(cfg), steps, numeric)
         num = _numeric_arrays(numeric, cfg2, names)
         _check_feasible(problem, cfg2, num, label)
+        where = "".join(f", {k}={v}" for k, v in label.items())
+        report(progress, f"searching{where} ({i + 1}/{len(grid)}): {restarts} restart(s) × {iterations} Adam steps")
         z0 = jnp.asarray(_logit(_latin_hypercube(int(seed), restarts, len(names))), cfg2.eta.dtype)
         history = _optimise(problem, cfg2, num, z0, jnp.asarray(learning_rate, cfg2.eta.dtype), int(iterations))
         runs.append((label, cfg2, problem, jax.tree.map(np.asarray, history)))

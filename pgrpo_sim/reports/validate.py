@@ -148,8 +148,7 @@ def group_size_invariance(res: Resolution, seed: int, plot: Callable | None) -> 
     holds = all(k["largest_difference"]["z"] <= VERDICT_Z for k in out["kinds"].values())
     out["verdict"] = _verdict(
         holds,
-        ("holds" if holds else "fails")
-        + f" (late-time means of {res.seeds_curves} sampled seeds, G = {res.group_sizes[0]}–{res.group_sizes[-1]}; "
+        f"(late-time means of {res.seeds_curves} sampled seeds, G = {res.group_sizes[0]}–{res.group_sizes[-1]}; "
         f"G matters beyond {VERDICT_Z:g} s.e.): " + "; ".join(parts),
     )
     out["table"] = [
@@ -609,8 +608,7 @@ def group_spread(res: Resolution, seed: int, plot: Callable | None) -> dict:
     residual = rows[0]["spread_leading_z"] > VERDICT_Z
     holds = exact_ok and residual
     text = (
-        ("holds" if holds else "fails")
-        + f" ({res.seeds_curves} sampled seeds per G, last {window} of {steps} steps; a difference counts beyond "
+        f"({res.seeds_curves} sampled seeds per G, last {window} of {steps} steps; a difference counts beyond "
         f"{VERDICT_Z:g} s.e.): within-group reward std measured / exact E[s_G | p] / leading order √(p(1 − p)): "
         + "; ".join(
             f"G = {r['group_size']}: {r['spread']:.4f} / {r['spread_exact']:.4f} ({r['spread_exact_z']:.1f} s.e.) / "
@@ -772,9 +770,10 @@ def report_markdown(results: dict, *, quick: bool, seed: int) -> str:
             lines += [f"![{title}]({r['figure']})", ""]
         table = r.get("table", [])
         if table:
-            lines.append("| " + " | ".join(map(str, table[0])) + " |")
+            cells = lambda row: "| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |"  # noqa: E731
+            lines.append(cells(table[0]))
             lines.append("|" + "---|" * len(table[0]))
-            lines += ["| " + " | ".join(map(str, row)) + " |" for row in table[1:]]
+            lines += [cells(row) for row in table[1:]]
             lines.append("")
         lines.append(f"**Verdict: {'holds' if r['verdict']['holds'] else 'fails'}.** {r['verdict']['text']}")
     return "\n".join(lines) + "\n"
