@@ -23,6 +23,13 @@ from .policy import (
     task_policy_shape as task_policy_shape,
     token_logits as token_logits,
 )
+from .pretrain import (
+    SFTStart as SFTStart,
+    demonstrations as demonstrations,
+    eval_accuracy as eval_accuracy,
+    pretrained_policy as pretrained_policy,
+    pretrained_start as pretrained_start,
+)
 from .task import (
     ANS_CLOSE as ANS_CLOSE,
     ANS_OPEN as ANS_OPEN,

@@ -1,0 +1,258 @@
+"""The language-model level's start: a supervised (SFT) policy with a chosen accuracy, made from a seed and cached.
+
+Real GRPO runs start from a pretrained model that already writes the format most of the time, answers right some
+of the time and varies its length. Here the policy is trained by cross-entropy (Adam) on demonstrations
+(`demonstrations`) and **stopped early** when its sampled (T = 1) accuracy on the held-out evaluation prompts first
+reaches `start_accuracy`, measured every `CHECK_EVERY` steps on `EVAL_SAMPLES` completions per prompt.
+
+Why early stopping and not a label-noise mixture: a model trained to convergence on a mixture of right and wrong
+answers learns the task and a calibrated coin on top — GRPO then only has to sharpen a distribution the model
+already computes. Stopped early, the model has learned the format and part of the arithmetic, and its errors are
+its own (wrong partial sums, answers guessed after skipped steps), as in a pretrained model that is not good at
+the task yet; GRPO must improve the computation itself, which is slower and can break.
+
+What keeps the start broad: demonstrations write a uniformly chosen number of reasoning steps (0 … k, so lengths
+4 … 2k + 4 tokens, with the shorter ones harder), and a fraction `FORMAT_NOISE` of them is malformed (no
+`<ans>`, no `</ans>`, or no EOS and random digits up to the length cap), so the start also produces some malformed
+and runaway completions.
+
+Cache: `$PGRPO_SIM_CACHE/lm/` (default `$XDG_CACHE_HOME/pgrpo-sim/lm/`, else `~/.cache/pgrpo-sim/lm/`), one file per
+setting named by a hash of every setting that changes the result (task, shape, target, seed, the SFT constants
+below and `SFT_VERSION`). Deleting it is safe: the next call trains again (same result on the same machine).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optax
+from jax import Array
+
+from ...base.checks import check_range, check_seed
+from ...base.errors import PgrpoSimError
+from .policy import Policy, PolicyShape, init_policy, sample, token_logits
+from .task import (
+    DIGIT0,
+    PAD,
+    TaskSpec,
+    eval_prompts,
+    max_solution_steps,
+    response_mask,
+    solutions,
+    task_prompts,
+    task_reward,
+)
+
+SFT_VERSION = 1
+"""Bump when the SFT recipe changes, so cached starts made by the old one are not reused."""
+SFT_BATCH = 128
+"""Demonstrations per SFT step."""
+SFT_LEARNING_RATE = 3e-3
+"""Adam's learning rate for SFT (fast for widths 32–128; the start only needs to pass the target)."""
+CHECK_EVERY = 20
+"""SFT steps between accuracy checks (the early-stopping resolution)."""
+MAX_SFT_STEPS = 6000
+"""SFT gives up (one-line error) when the target is not reached in this many steps."""
+EVAL_SAMPLES = 4
+"""Sampled completions per evaluation prompt in the accuracy check (256 prompts: 1024 completions, standard error
+≤ 0.016)."""
+FORMAT_NOISE = 0.1
+"""Share of malformed demonstrations (a third each: no `<ans>`, no `</ans>`, no EOS)."""
+MAX_START_ACCURACY = 0.95
+"""Highest target: the accuracy must be reachable and leave GRPO something to learn."""
+SFT_OPTIMIZER = optax.adam(SFT_LEARNING_RATE)
+CACHE_ENV = "PGRPO_SIM_CACHE"
+"""Environment variable: the cache root (the SFT starts go to its `lm/` folder)."""
+
+
+class SFTStart(NamedTuple):
+    """A pretrained start: `params`, its measured sampled (T = 1) accuracy on the evaluation prompts, and the SFT
+    steps it took."""
+
+    params: Policy
+    accuracy: float
+    steps: int
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "n"))
+def demonstrations(spec: TaskSpec, key, n: int, format_noise: float = FORMAT_NOISE) -> tuple[Array, Array]:
+    """`n` SFT examples: training prompts int32[n, prompt_len] and completions int32[n, max_response_len] that write
+    a uniformly chosen number of reasoning steps and the right answer; a share `format_noise` is malformed (see the
+    module docstring)."""
+    k_prompt, k_steps, k_kind, k_drop, k_digits = jax.random.split(key, 5)
+    prompts, _ = task_prompts(spec, k_prompt, n)
+    steps = jax.random.randint(k_steps, (n,), 0, max_solution_steps(spec) + 1)
+    good = solutions(spec, prompts, steps)
+    length = spec.max_response_len
+    # malformed kinds 0, 1, 2 drop `<ans>`, `</ans>` or EOS; kind 3 (the rest) keeps the demonstration intact
+    kind = jnp.where(jax.random.uniform(k_kind, (n,)) < format_noise, jax.random.randint(k_drop, (n,), 0, 3), 3)
+    answer_at = 2 * steps  # position of `<ans>`; `</ans>` is 2 later, EOS 3 later
+    dropped = answer_at + jnp.asarray([0, 2, 3, length])[kind]
+    positions = jnp.arange(length)[None, :]
+    source = jnp.minimum(positions + (positions >= dropped[:, None]), length - 1)
+    shifted = jnp.where(positions == length - 1, PAD, jnp.take_along_axis(good, source, axis=1))
+    digits = jax.random.randint(k_digits, (n, length), DIGIT0, DIGIT0 + spec.modulus)
+    runaway = (kind == 2)[:, None] & (positions >= answer_at[:, None] + 3)
+    completions = jnp.where(runaway, digits, jnp.where(kind[:, None] == 3, good, shifted))
+    return prompts, completions.astype(jnp.int32)
+
+
+def _sft_loss(params: Policy, prompts: Array, completions: Array, spec: TaskSpec) -> Array:
+    """Mean cross-entropy (nats per token) of the completion tokens up to and including EOS."""
+    sequences = jnp.concatenate([prompts, completions], axis=1)[:, :-1]
+    logits = jax.vmap(token_logits, in_axes=(None, 0))(params, sequences)[:, spec.prompt_len - 1 :]
+    log_probs = jax.nn.log_softmax(logits, axis=-1)
+    nll = -jnp.take_along_axis(log_probs, completions[..., None], axis=-1)[..., 0]
+    mask = response_mask(spec, completions)
+    return (nll * mask).sum() / mask.sum()
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "samples"))
+def eval_accuracy(spec: TaskSpec, params: Policy, key, temperature=1.0, samples: int = EVAL_SAMPLES) -> Array:
+    """Share of rewarded completions on the evaluation prompts, `samples` completions each at `temperature` (0:
+    greedy, where one sample per prompt suffices). Compiled once per (`spec`, `samples`, policy shape)."""
+    prompts, answers = eval_prompts(spec)
+    prompts, answers = jnp.tile(prompts, (samples, 1)), jnp.tile(answers, samples)
+    keys = jax.random.split(key, len(answers))
+    draw = jax.vmap(sample, in_axes=(None, 0, 0, None, None))
+    completions, _ = draw(params, prompts, keys, temperature, spec.max_response_len)
+    return task_reward(spec, completions, answers).mean()
+
+
+def _settings(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int) -> dict:
+    """Everything that changes the SFT result, as JSON-able values."""
+    return dict(
+        version=SFT_VERSION,
+        task=dict(modulus=spec.modulus, operands=spec.operands, max_response_len=spec.max_response_len),
+        eval_size=spec.eval_size,
+        shape=dict(vocab=shape.vocab, max_len=shape.max_len, width=shape.width, layers=shape.layers, heads=shape.heads),
+        start_accuracy=float(start_accuracy),
+        seed=int(seed),
+        sft=dict(
+            batch=SFT_BATCH,
+            learning_rate=SFT_LEARNING_RATE,
+            check_every=CHECK_EVERY,
+            max_steps=MAX_SFT_STEPS,
+            eval_samples=EVAL_SAMPLES,
+            format_noise=FORMAT_NOISE,
+        ),
+    )
+
+
+def cache_dir(environ: dict | None = None) -> Path:
+    """Where SFT starts are cached: `$PGRPO_SIM_CACHE/lm`, else `$XDG_CACHE_HOME/pgrpo-sim/lm`, else
+    `~/.cache/pgrpo-sim/lm`."""
+    env = os.environ if environ is None else environ
+    if env.get(CACHE_ENV):
+        return Path(env[CACHE_ENV]).expanduser() / "lm"
+    root = env.get("XDG_CACHE_HOME") or str(Path("~/.cache").expanduser())
+    return Path(root).expanduser() / "pgrpo-sim" / "lm"
+
+
+def _check(spec: TaskSpec, shape: PolicyShape, start_accuracy, seed) -> None:
+    if not isinstance(spec, TaskSpec) or not isinstance(shape, PolicyShape):
+        raise PgrpoSimError("task_spec must be a TaskSpec and shape a PolicyShape")
+    if shape.vocab != spec.vocab_size or shape.max_len < spec.prompt_len + spec.max_response_len:
+        raise PgrpoSimError(
+            f"shape must have vocab {spec.vocab_size} and max_len >= {spec.prompt_len + spec.max_response_len} for "
+            f"this task, got vocab {shape.vocab} and max_len {shape.max_len} (use task_policy_shape)"
+        )
+    check_range("start_accuracy", start_accuracy, 0, MAX_START_ACCURACY, low_open=True)
+    check_seed(seed)
+
+
+@functools.partial(jax.jit, static_argnames=("spec",))
+def _train_chunk(spec: TaskSpec, params: Policy, opt_state, key):
+    """`CHECK_EVERY` SFT steps, each on fresh demonstrations."""
+
+    def step(carry, step_key):
+        params, opt_state = carry
+        prompts, completions = demonstrations(spec, step_key, SFT_BATCH)
+        grads = jax.grad(_sft_loss)(params, prompts, completions, spec)
+        updates, opt_state = SFT_OPTIMIZER.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), None
+
+    return jax.lax.scan(step, (params, opt_state), jax.random.split(key, CHECK_EVERY))[0]
+
+
+def _train(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int) -> SFTStart:
+    """SFT from `seed` until the checked accuracy first reaches `start_accuracy`; of that check and the one before,
+    the one closer to the target."""
+    key_init, key_data, key_eval = jax.random.split(jax.random.key(seed), 3)
+    params = init_policy(shape, key_init)
+
+    def accuracy(params):
+        return float(eval_accuracy(spec, params, key_eval))
+
+    opt_state = SFT_OPTIMIZER.init(params)
+    before = SFTStart(params, accuracy(params), 0)
+    for chunk in range(MAX_SFT_STEPS // CHECK_EVERY):
+        params, opt_state = _train_chunk(spec, params, opt_state, jax.random.fold_in(key_data, chunk))
+        now = SFTStart(params, accuracy(params), (chunk + 1) * CHECK_EVERY)
+        if now.accuracy >= start_accuracy:
+            closer = abs(before.accuracy - start_accuracy) < abs(now.accuracy - start_accuracy)
+            return before if closer and before.steps > 0 else now
+        before = now
+    raise PgrpoSimError(
+        f"start_accuracy {start_accuracy:g} was not reached in {MAX_SFT_STEPS} SFT steps (reached {before.accuracy:.3f}"
+        "): ask for less, or give the policy more width or layers"
+    )
+
+
+def pretrained_start(
+    task_spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int = 0, *, cache: bool = True
+) -> SFTStart:
+    """The SFT start (params, measured accuracy, steps) for these settings: loaded from the cache when there, else
+    trained (see the module docstring) and, with `cache`, saved. The accuracy is the sampled (T = 1) share of
+    rewarded completions on the evaluation prompts; it lands within about one check's progress of the target
+    (typically ±0.03; the returned value says where)."""
+    _check(task_spec, shape, start_accuracy, seed)
+    settings = _settings(task_spec, shape, start_accuracy, seed)
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:20]
+    path = cache_dir() / f"sft-{digest}.eqx"
+    like = (init_policy(shape, jax.random.key(0)), jnp.zeros((), jnp.float32), jnp.zeros((), jnp.int32))
+    if cache and path.exists():
+        params, accuracy, steps = eqx.tree_deserialise_leaves(path, like)
+        return SFTStart(params, float(accuracy), int(steps))
+    start = _train(task_spec, shape, float(start_accuracy), int(seed))
+    if cache:
+        _save(path, (start.params, jnp.asarray(start.accuracy, jnp.float32), jnp.asarray(start.steps, jnp.int32)))
+    return start
+
+
+def _save(path: Path, tree) -> None:
+    """Write atomically (a temporary file renamed into place), so a concurrent reader never sees half a file; an
+    unwritable cache only costs the training next time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as handle:
+            eqx.tree_serialise_leaves(handle, tree)
+        os.replace(handle.name, path)
+    except OSError:
+        return
+
+
+def pretrained_policy(task_spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int = 0) -> Policy:
+    """The parameters of `pretrained_start` (cached on disk): a reproducible SFT policy whose sampled (T = 1)
+    accuracy on the evaluation prompts is about `start_accuracy` (in (0, 0.95])."""
+    return pretrained_start(task_spec, shape, start_accuracy, seed).params
+
+
+def measured_lengths(spec: TaskSpec, params: Policy, key, temperature=1.0) -> Array:
+    """Response lengths (tokens up to and including EOS; the cap when truncated) of one sampled completion per
+    evaluation prompt, for read-outs of the start's length distribution."""
+    prompts, _ = eval_prompts(spec)
+    keys = jax.random.split(key, len(prompts))
+    completions, _ = jax.vmap(sample, in_axes=(None, 0, 0, None, None))(
+        params, prompts, keys, temperature, spec.max_response_len
+    )
+    return response_mask(spec, completions).sum(-1)

@@ -1,0 +1,90 @@
+"""The LM level's SFT start: demonstrations, early stopping at the target accuracy, reproducibility and the cache."""
+
+import jax
+import numpy as np
+import pytest
+
+from pgrpo_sim.base.errors import PgrpoSimError
+from pgrpo_sim.models import lm
+from pgrpo_sim.models.lm import pretrain
+
+SPEC = lm.TaskSpec(modulus=4, operands=2, max_response_len=8, eval_size=64)
+SHAPE = lm.task_policy_shape(SPEC, width=16, layers=1, heads=2)
+TARGET = 0.3
+
+
+@pytest.fixture(scope="module")
+def cache_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("pgrpo-sim-cache")
+
+
+@pytest.fixture(scope="module")
+def start(cache_root):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(pretrain.CACHE_ENV, str(cache_root))
+        return pretrain.pretrained_start(SPEC, SHAPE, TARGET, seed=3)
+
+
+def test_demonstrations_are_mostly_right_and_vary_in_length():
+    noise = 0.3
+    prompts, completions = pretrain.demonstrations(SPEC, jax.random.key(0), 3000, noise)
+    answers = (np.asarray(prompts)[:, :-1] - lm.DIGIT0).sum(-1) % SPEC.modulus
+    rewarded = np.asarray(lm.task_reward(SPEC, completions, answers))
+    # well-formed demonstrations are right: the reward share is 1 − noise up to 4 binomial errors (σ ≈ 0.008)
+    assert abs(rewarded.mean() - (1 - noise)) < 0.035
+    lengths = np.asarray(lm.response_mask(SPEC, completions)).sum(-1)
+    assert set(np.unique(lengths[rewarded == 1])) == {4, 6, 8}  # 0, 1 or 2 reasoning steps
+    runaway = ~np.asarray(completions == lm.EOS).any(-1)
+    assert 0.05 < runaway.mean() < 0.15  # a third of the malformed ones have no EOS (expected 0.1)
+    assert np.all(np.asarray(completions)[runaway] >= lm.DIGIT0 - 3)  # no PAD inside a truncated completion
+
+
+def test_start_stops_near_the_target_and_reports_its_accuracy(start):
+    # a check's progress near the target is a few points; the measurement's own error is ~0.03 (1 − … on 256 draws)
+    assert abs(start.accuracy - TARGET) < 0.1 and start.steps % pretrain.CHECK_EVERY == 0 and start.steps > 0
+    again = float(pretrain.eval_accuracy(SPEC, start.params, jax.random.key(11)))
+    n = pretrain.EVAL_SAMPLES * len(lm.eval_prompts(SPEC)[1])
+    # two independent measurements of the same accuracy differ by at most 4 standard errors of their difference
+    assert abs(again - start.accuracy) < 4 * np.sqrt(2 * TARGET * (1 - TARGET) / n)
+
+
+def test_the_cache_returns_the_same_start_and_matches_a_fresh_training(start, cache_root, monkeypatch):
+    monkeypatch.setenv(pretrain.CACHE_ENV, str(cache_root))
+    files = list((cache_root / "lm").glob("sft-*.eqx"))
+    assert len(files) == 1
+
+    def no_training(*args):
+        raise AssertionError("trained although cached")
+
+    monkeypatch.setattr(pretrain, "_train", no_training)
+    loaded = pretrain.pretrained_start(SPEC, SHAPE, TARGET, seed=3)
+    assert (loaded.accuracy, loaded.steps) == (start.accuracy, start.steps)
+    jax.tree.map(np.testing.assert_array_equal, loaded.params, start.params)
+    jax.tree.map(np.testing.assert_array_equal, pretrain.pretrained_policy(SPEC, SHAPE, TARGET, 3), start.params)
+    with pytest.raises(AssertionError, match="trained although cached"):  # another seed is another file
+        pretrain.pretrained_policy(SPEC, SHAPE, TARGET, 4)
+
+
+def test_training_again_from_the_seed_gives_the_same_start(start):
+    fresh = pretrain.pretrained_start(SPEC, SHAPE, TARGET, seed=3, cache=False)
+    assert (fresh.accuracy, fresh.steps) == (start.accuracy, start.steps)
+    jax.tree.map(np.testing.assert_array_equal, fresh.params, start.params)
+
+
+def test_cache_dir_follows_the_environment(tmp_path):
+    assert pretrain.cache_dir({pretrain.CACHE_ENV: str(tmp_path)}) == tmp_path / "lm"
+    assert pretrain.cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "pgrpo-sim" / "lm"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((SPEC, SHAPE, 0.0, 0), "start_accuracy must be in"),
+        ((SPEC, SHAPE, 0.99, 0), "start_accuracy must be in"),
+        ((SPEC, SHAPE, 0.2, -1), "seed must be in"),
+        ((SPEC, lm.task_policy_shape(lm.TaskSpec()), 0.2, 0), "shape must have vocab"),
+    ],
+)
+def test_bad_settings_are_refused(args, message):
+    with pytest.raises(PgrpoSimError, match=message):
+        pretrain.pretrained_start(*args)
