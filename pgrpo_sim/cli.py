@@ -854,6 +854,8 @@ def _cmd_fit(args: argparse.Namespace) -> None:
     if pred["damping_ratio"] is not None:
         err = "—" if pred["damping_ratio_stderr"] is None else f"{pred['damping_ratio_stderr']:.2g}"
         zeta = f" (ζ = {pred['damping_ratio']:.3g} ± {err})"
+    if pred.get("regime_reason"):  # why no regime, however tight ζ's error
+        zeta += f": {pred['regime_reason']}"
     skipped = result["rows_without_reward"]
     print(
         f"fitted {result['n_points']} points of {result['source']} ({skipped['count']} row(s) without a usable "

@@ -593,9 +593,9 @@ def read_regime(fit: LawFit, *, steps: ArrayLike, simpler_bic: dict[str, float])
     for name in against:
         gain = simpler_bic[name] - fit.bic  # NaN: the simpler description fits exactly, nothing can beat it
         if not gain > BIC_DECISIVE:
-            margin = "exactly" if np.isnan(gain) else f"as well (BIC {name} − oscillator = {gain:.3g}, decisive: > "
+            margin = "exactly" if np.isnan(gain) else f"as well (BIC {name} − oscillator = {gain:.3g}, not above "
             margin += "" if np.isnan(gain) else f"{BIC_DECISIVE:g})"
-            return RegimeReading("undetermined", f"the {name} fits the data {margin}: ζ = {zeta:.3g} reads nothing")
+            return RegimeReading("undetermined", f"the {name} fits the data {margin}")
     if regime == "underdamped":
         period, spacing, span = oscillation_period(fit), float(np.median(np.diff(t))), float(t[-1] - t[0])
         if not MIN_PERIOD_SPACINGS * spacing <= period <= span:
