@@ -875,12 +875,6 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
     run = resolve_run_config(loaded and loaded.keys, log_settings(log))
     run = run.with_notes(*(loaded.summary() if loaded else ()))
     run = run.with_notes(kl_warning(run, log))
-    if loaded and loaded.not_used:
-        print(
-            f"pgrpo-sim: note: --run-config {args.run_config}: {len(loaded.not_used)} keys not used (no counterpart "
-            f"in the bandit: {', '.join(loaded.not_used[:3])}, …), all listed in the report",
-            file=sys.stderr,
-        )
     steps = log.series("reward")[0] if "reward" in log else np.array([])
     if steps.size == 0:
         raise UsageError(f"{command}: {args.log} has no reward to calibrate on")
@@ -903,6 +897,12 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
     check_range("band", args.band, 0.0, 1.0, low_open=True, high_open=True)
     check_seed(args.seed)
     check_output_dir(args.out, command, overwrite=args.overwrite)
+    if loaded and loaded.not_used:  # after every check: bad input stays one line
+        print(
+            f"pgrpo-sim: note: --run-config {args.run_config}: {len(loaded.not_used)} keys not used (no counterpart "
+            f"in the bandit: {', '.join(loaded.not_used[:3])}, …), all listed in the report",
+            file=sys.stderr,
+        )
     return log, run, fit_until
 
 

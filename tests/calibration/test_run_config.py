@@ -241,3 +241,31 @@ def test_assumed_settings_and_a_kl_the_log_records():
     assert kl_warning(resolve_run_config({"beta": 0.04}), log) == ""
     quiet = tidy([{"step": s, "reward": 0.1, "kl": 0.0} for s in range(5)], format="jsonl", path=None)
     assert kl_warning(resolve_run_config(), quiet) == ""
+
+
+@pytest.mark.slow  # one calibration (~30 s on 2 busy cores)
+def test_cli_names_assumed_settings_a_kl_at_beta_0_and_unused_keys(tmp_path):
+    """Issue 37, 15: calibrate on a TRL log that records a KL, without a run config: the summary line names what
+    was assumed and warns about β = 0, as the report does; with a GRPOConfig dump, neither, and its unused keys
+    are one stderr line and a line of the report."""
+    log = str(DATA / "trl_state.json")
+    proc = _cli("calibrate", log, "--quiet", "--out", "a", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "assumed: G = 8, prompts_per_step = 8, β = 0" in proc.stdout
+    assert "warning: the log records a non-zero KL" in proc.stdout
+    assert "warning: the log records a non-zero KL" in (tmp_path / "a" / "report.md").read_text()
+    proc = _cli(
+        "calibrate", log, "--quiet", "--run-config", str(DATA / "trl_grpo_config.json"), "--out", "b", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "assumed" not in proc.stdout and "warning" not in proc.stdout  # the dump gives G, P, β = 0.04, epochs
+    unused = len(load_run_config(DATA / "trl_grpo_config.json").not_used)
+    assert (
+        [line for line in proc.stderr.splitlines() if "keys not used" in line]
+        == [line for line in proc.stderr.splitlines() if f"{unused} keys not used" in line]
+        != []
+    )
+    report = (tmp_path / "b" / "report.md").read_text()
+    assert f"- not used ({unused} keys" in report and "- prompts_per_step = generation_batch_size" in report
+    notes = json.loads((tmp_path / "b" / "calibration.json").read_text())["run_config"]["notes"]
+    assert any(n.startswith("not used") for n in notes)
