@@ -411,7 +411,7 @@ def _check_file_outputs(args: argparse.Namespace) -> None:
 def _cmd_simulate(args: argparse.Namespace) -> None:
     import jax
 
-    from .models.bandit import STEP_READOUTS, simulate
+    from .models.bandit import STEP_READOUTS, simulate_in_chunks
     from .viz.figures import plot_reward_curve
 
     check_steps(args.steps)
@@ -432,7 +432,8 @@ def _cmd_simulate(args: argparse.Namespace) -> None:
     # stage lines only for a long run (about a second or more of simulation): a short one is over before they help
     progress = stage_lines("simulate", enabled=not args.quiet and runs * args.steps >= 100_000)
     report(progress, f"compiling and simulating {args.steps} steps × {runs} run(s)")
-    run = simulate(config, args.steps, mode=args.mode, seeds=args.seeds, key=jax.random.key(args.seed))
+    # in pieces of steps: Ctrl-C stops a long run within a second or two
+    run = simulate_in_chunks(config, args.steps, mode=args.mode, seeds=args.seeds, key=jax.random.key(args.seed))
     report(progress, "writing")
     reward = np.atleast_2d(np.asarray(run.reward))
     diverged = np.atleast_1d(np.asarray(run.diverged))

@@ -202,3 +202,41 @@ def test_ctrl_c_on_a_real_fit_rerun(tmp_path, delay):
 def test_ctrl_c_at_many_moments(tmp_path, command, delay):
     argv, names = COMMANDS[command][:2]
     _interrupt_rerun(tmp_path, argv, command, names, delay)
+
+
+@pytest.mark.parametrize(
+    "settings, mode, seeds",
+    [
+        ({"lag_model": "stale", "lag": 2}, "sampled", 2),
+        pytest.param({}, "expected", 1, marks=pytest.mark.slow),  # each case compiles two programs: ~10 s here
+        pytest.param({"lag_model": "refresh", "lag": 2, "beta": 0.1}, "expected", 1, marks=pytest.mark.slow),
+    ],
+)
+def test_a_run_in_pieces_equals_the_whole_run(caplog, settings, mode, seeds):
+    """`simulate_in_chunks` (what `simulate` runs, so that Ctrl-C stops it between pieces): the same numbers bit for
+    bit as one `simulate` call, in expected and sampled mode, with a stale lag and with rollout reuse (its
+    branches); one compilation serves all the pieces of a run."""
+    import jax
+    import numpy as np
+
+    from pgrpo_sim.models import bandit
+    from pgrpo_sim.models.config import bandit_config
+
+    config = bandit_config(eta=0.3, **settings)
+    whole = bandit.simulate(config, 30, mode=mode, seeds=seeds, key=jax.random.key(1))
+    with jax.log_compiles(), caplog.at_level("WARNING"):
+        pieces = bandit.simulate_in_chunks(config, 30, mode=mode, seeds=seeds, key=jax.random.key(1), chunk=7)
+    assert sum("Compiling" in r.getMessage() and "_chunk_advance" in r.getMessage() for r in caplog.records) == 1
+    for name in (*bandit.STEP_READOUTS, "final_logits", "diverged", "diverged_step"):
+        a, b = getattr(whole, name), getattr(pieces, name)
+        assert (a is None) == (b is None), name
+        if a is not None:
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
+
+
+@pytest.mark.slow  # ~15 s
+def test_a_long_simulate_stops_within_two_seconds(tmp_path):
+    code, err, took = _run_and_interrupt(SIMULATE + ["--out", "run.csv"], 8.0, tmp_path)
+    assert code == 130 and took < 2.0, (code, took, err)
+    _check_interrupted(code, err)
+    assert not list(tmp_path.iterdir())

@@ -872,6 +872,18 @@ def run(
     `binary_rewards`: every reward is exactly 0 or 1, which lets expected-mode reuse enumerate fewer rollouts.
     `checkpoint`: reverse-mode derivatives keep O(√steps) states (`base.autodiff.scan`). A run whose (traced)
     hyperparameters are out of range (`valid_hyperparameters`) steps by a NaN η: diverged at step 0, NaN after."""
+    carry, update, final_state = run_loop(config, mode, binary_rewards=binary_rewards)
+    keys = jax.random.split(key, steps + 1)
+    carry, metrics = scan(update, carry, keys[:steps], steps, checkpoint=checkpoint)
+    _, last = update(carry, keys[steps])
+    metrics = jax.tree.map(lambda seq, end: jnp.concatenate([seq, end[None]]), metrics, last)
+    return _bandit_run(metrics, final_state(carry))
+
+
+def run_loop(config: BanditConfig, mode: str, *, binary_rewards: bool = False):
+    """(Low-level API) the loop of `run`: (carry, update, final_state), its carry before step 0, its step
+    (carry, key) → (carry, the read-outs of the step) (the key unused in expected mode), and the `BanditState` of a
+    carry. Pure and unchecked, as `run`; for a caller that runs the steps in pieces (`simulate_in_chunks`)."""
     config = eqx.tree_at(lambda c: c.eta, config, nan_unless(valid_hyperparameters(config), config.eta))
     optimizer = make_optimizer(config)
     state = initial_state(config, optimizer, config.init_logits)
@@ -886,15 +898,11 @@ def run(
             b, w, m = reuse_branch_step(config, optimizer, *carry, outcomes)
             return (b, w), m
 
-        carry, metrics = scan(update, (branches, weights), None, steps, checkpoint=checkpoint)
-        _, last = update(carry, None)
-        final = collapse_branches(*carry)
-    else:
-        update = functools.partial(step, config, optimizer, mode)
-        keys = jax.random.split(key, steps + 1)
-        final, metrics = scan(update, state, keys[:steps], steps, checkpoint=checkpoint)
-        _, last = update(final, keys[steps])
-    metrics = jax.tree.map(lambda seq, end: jnp.concatenate([seq, end[None]]), metrics, last)
+        return (branches, weights), update, lambda carry: collapse_branches(*carry)
+    return state, functools.partial(step, config, optimizer, mode), lambda carry: carry
+
+
+def _bandit_run(metrics: dict, final: BanditState) -> BanditRun:
     return BanditRun(
         **metrics,
         final_logits=final.logits,
@@ -955,6 +963,22 @@ def simulate(
     Values and forward-mode derivatives are the same either way. Derivatives are exact for runs that do not
     diverge; a diverged run's (its read-outs NaN, its final state frozen) are not meaningful.
     """
+    key, binary, keep = _simulate_args(config, steps, mode, seeds, key, binary_rewards, readouts)
+    return _simulate(
+        config,
+        key,
+        steps=int(steps),
+        mode=mode,
+        seeds=int(seeds),
+        binary_rewards=binary,
+        readouts=keep,
+        checkpoint=bool(checkpoint),
+    )
+
+
+def _simulate_args(config, steps, mode, seeds, key, binary_rewards, readouts):
+    """`simulate`'s checks; returns its key, whether expected-mode reuse takes rewards as binary, and the read-outs
+    to keep."""
     check_steps(steps)
     if isinstance(readouts, str):  # one name
         readouts = (readouts,)
@@ -966,13 +990,75 @@ def simulate(
     key = as_key(0 if key is None else key)
     binary = rewards_are_binary(config, binary_rewards) and mode == "expected" and config.lag_model == "refresh"
     keep = STEP_READOUTS if readouts is None else tuple(name for name in STEP_READOUTS if name in readouts)
-    return _simulate(
-        config,
-        key,
-        steps=int(steps),
-        mode=mode,
-        seeds=int(seeds),
-        binary_rewards=binary,
-        readouts=keep,
-        checkpoint=bool(checkpoint),
-    )
+    return key, binary, keep
+
+
+CHUNK_WORK = 2**20
+"""Run-steps (steps × seeds) per piece of `simulate_in_chunks`: well under a second of sampled steps on a CPU."""
+
+
+def simulate_in_chunks(
+    config: BanditConfig,
+    steps: int,
+    *,
+    mode: str = "expected",
+    seeds: int = 1,
+    key: Array | None = None,
+    binary_rewards: bool | None = None,
+    readouts: Sequence[str] | None = None,
+    chunk: int | None = None,
+) -> BanditRun:
+    """`simulate` (same arguments and numbers), its steps run in pieces of `chunk` steps (default: `CHUNK_WORK`
+    run-steps a piece) that carry the state: one compiled program called once a piece, whose read-outs are
+    brought to the host (as NumPy arrays) before the next starts. Python runs between pieces, so Ctrl-C stops a
+    long run within a piece, where `simulate` is one call that runs to its end. The same keys drive the same
+    steps: the numbers equal `simulate`'s, up to float rounding where XLA compiles the loop differently."""
+    key, binary, keep = _simulate_args(config, steps, mode, seeds, key, binary_rewards, readouts)
+    steps, seeds = int(steps), int(seeds)
+    runs = seeds if mode == "sampled" else 1
+    chunk = min(steps + 1, chunk or max(1, CHUNK_WORK // runs))
+    padded = -(-(steps + 1) // chunk) * chunk
+    carry, keys = _chunks_start(config, key, steps, padded, mode, seeds, binary)
+    pieces = []
+    for first in range(0, steps + 1, chunk):
+        carry, metrics = _chunk_advance(config, carry, keys, first, steps, chunk, mode, binary, keep)
+        pieces.append(jax.tree.map(np.asarray, metrics))  # waits for the piece: an interrupt is raised here
+    axis = 1 if mode == "sampled" else 0  # the step axis
+    within = (slice(None),) * axis + (slice(steps + 1),)
+    joined = {k: np.concatenate([p[k] for p in pieces], axis)[within] for k in keep if pieces[0][k] is not None}
+    final = _chunks_final(config, carry, mode, binary)
+    return _bandit_run({name: joined.get(name) for name in STEP_READOUTS}, final)
+
+
+@functools.partial(jax.jit, static_argnames=("steps", "padded", "mode", "seeds", "binary"))
+def _chunks_start(config, key, steps, padded, mode, seeds, binary):
+    """The carry before step 0 and the keys of every step (as `_simulate` splits them), padded to `padded` steps."""
+    carry = lambda: run_loop(config, mode, binary_rewards=binary)[0]  # noqa: E731
+    pad = lambda k: jnp.concatenate([k, jnp.broadcast_to(k[-1:], (padded - steps - 1,))])  # noqa: E731
+    if mode == "expected":
+        return carry(), pad(jax.random.split(key, steps + 1))
+    seed_keys = jax.random.split(key, seeds)
+    return jax.vmap(lambda _: carry())(seed_keys), jax.vmap(lambda k: pad(jax.random.split(k, steps + 1)))(seed_keys)
+
+
+@functools.partial(jax.jit, static_argnames=("chunk", "mode", "binary", "keep"))
+def _chunk_advance(config, carry, keys, first, steps, chunk, mode, binary, keep):
+    """Steps `first` … `first + chunk - 1` of the run(s) and their read-outs; the state stays at step `steps`."""
+    _, update, _ = run_loop(config, mode, binary_rewards=binary)
+
+    def piece(carry, keys):
+        def body(carry, x):
+            n, k = x
+            new, metrics = update(carry, k)
+            carry = jax.tree.map(lambda a, b: jnp.where(n < steps, a, b), new, carry)  # step `steps`: read only
+            return carry, {name: metrics[name] for name in keep}
+
+        return jax.lax.scan(body, carry, (first + jnp.arange(chunk), jax.lax.dynamic_slice_in_dim(keys, first, chunk)))
+
+    return jax.vmap(piece)(carry, keys) if mode == "sampled" else piece(carry, keys)
+
+
+@functools.partial(jax.jit, static_argnames=("mode", "binary"))
+def _chunks_final(config, carry, mode, binary):
+    final = run_loop(config, mode, binary_rewards=binary)[2]
+    return jax.vmap(final)(carry) if mode == "sampled" else final(carry)
