@@ -97,3 +97,16 @@ def test_json_text_takes_jax_arrays_and_sorts_keys_on_request():
     assert json_text(data, sort_keys=True) == '{"a": 3, "m": 0.25, "z": [[1.0, null]]}'
     with pytest.raises(TypeError):
         json_text({"x": object()})
+
+
+def test_write_csv_in_blocks_writes_the_same_text(tmp_path, monkeypatch):
+    """With `progress` (a sweep's final files), blocks of rows each reported, and the same file."""
+    from pgrpo_sim.base import outputs
+
+    monkeypatch.setattr(outputs, "CSV_BLOCK_ROWS", 3)
+    columns = {"eta": np.linspace(0.1, 1.0, 10), "reward": np.array([np.nan, *np.arange(9)], np.float32)}
+    seen = []
+    write_csv(columns, tmp_path / "blocks.csv", progress=seen.append)
+    write_csv(columns, tmp_path / "whole.csv")
+    assert seen == [3, 3, 3, 1]
+    assert (tmp_path / "blocks.csv").read_text() == (tmp_path / "whole.csv").read_text()
