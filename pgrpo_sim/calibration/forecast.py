@@ -152,14 +152,16 @@ class GoodnessOfFit:
         if self.diverged:
             return f"misses its fit window: the calibrated run diverges there ({self.n} logged rewards)"
 
-        def side(share: float, n: int, where: str) -> str:
-            expected = f"{self.expected:.0%} ± {self.tolerance(n):.1%} expected"
-            return f"{share:.0%} {where} ({expected}{'' if n == self.n else f', of {n}'})" if n else f"none {where}"
-
+        clauses = []
+        for share, n, word in ((self.below, self.n_below, "below"), (self.above, self.n_above, "above")):
+            if not n:
+                clauses.append(f"none can lie {word} it (that edge is at the reward's bound)")
+                continue
+            of = "" if n == self.n else f", of {n} counted"
+            clauses.append(f"{share:.0%} lie {word} it ({self.expected:.0%} ± {self.tolerance(n):.1%} expected{of})")
         return (
-            f"{'fits' if self.passed else 'misses'} its fit window: of its {self.n} logged rewards "
-            f"{side(self.below, self.n_below, 'lie below')} and {side(self.above, self.n_above, 'above')} its "
-            f"{self.level:.0%} band"
+            f"{'fits' if self.passed else 'misses'} its fit window: of its {self.n} logged rewards and its "
+            f"{self.level:.0%} band, {clauses[0]} and {clauses[1]}"
         )
 
     def as_dict(self) -> dict:
