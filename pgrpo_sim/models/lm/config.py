@@ -25,6 +25,7 @@ from ..config import LR_SCHEDULES
 from ..grpo import ADVANTAGES, advantage_code
 from .loss import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, loss_type_code
 from .policy import PolicyShape, task_policy_shape
+from .pretrain import MAX_START_ACCURACY
 from .task import TaskSpec, check_sizes
 
 SCALE_REWARDS = MappingProxyType({"group": "std", "batch": "batch", "none": "mean"})
@@ -126,7 +127,7 @@ class LMConfig(eqx.Module):
                 raise PgrpoSimError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if not self.kl_reference and is_concrete(self.beta) and np.any(np.asarray(self.beta) != 0):
             raise PgrpoSimError("beta > 0 needs kl_reference=True (the reference policy's log-probabilities)")
-        check_range("start_accuracy", self.start_accuracy, 0.0, 1.0, low_open=True, high_open=True)
+        check_range("start_accuracy", self.start_accuracy, 0.0, MAX_START_ACCURACY, low_open=True)  # pretrain's range
         want = task_policy_shape(self.task, self.policy.width, self.policy.layers, self.policy.heads)
         if self.policy != want:
             raise PgrpoSimError(f"policy shape {self.policy} does not fit the task (want {want})")

@@ -26,6 +26,7 @@ from ..grpo import ADVANTAGES, group_advantages
 from .config import ADVANTAGE_EPS, LMConfig
 from .loss import grpo_loss
 from .policy import Policy, completion_logps, sample
+from .pretrain import pretrained_policy
 from .task import EOS, eval_prompts, format_ok, response_mask, task_prompts, task_reward
 
 READOUTS = (
@@ -96,8 +97,6 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
         raise PgrpoSimError(f"config must be an LMConfig (build it with lm_config), got {type(config).__name__}")
     check_steps(steps)
     if start is None:
-        from .pretrain import pretrained_policy
-
         start = pretrained_policy(config.task, config.policy, config.start_accuracy, config.sft_seed)
     structure = jax.tree.structure(config)
     spec, g, p = config.task, config.num_generations, config.prompts_per_step

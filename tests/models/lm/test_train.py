@@ -50,6 +50,7 @@ def test_config_names_and_codes_read_back():
         (dict(lr_scheduler_type="polynomial"), "lr_scheduler_type must be one of"),
         (dict(warmup_steps=1.5), "warmup_steps must be an integer"),
         (dict(learning_rate=[1e-3, 1e-2]), "learning_rate must be a single number"),
+        (dict(start_accuracy=0.99), "start_accuracy must be in"),
     ],
 )
 def test_bad_settings_raise_one_line(kwargs, match):
