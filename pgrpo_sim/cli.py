@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base.checks import check_range, check_seed, check_seeds, check_steps
+from .base.checks import check_normal, check_range, check_seed, check_seeds, check_steps
 from .base.errors import PgrpoSimError
 from .base.outputs import (
     check_distinct_outputs,
@@ -375,6 +375,8 @@ def _cmd_theory(args: argparse.Namespace) -> None:
         raise UsageError("theory: give both --noise and --group-size for the stationary variance")
     if args.noise is not None:
         out["stationary_variance"] = float(theory.stationary_variance(*osc, args.noise, args.group_size))
+        if out["damping"] > 0:  # else +inf by definition: no stationary distribution
+            check_normal("stationary variance D/(2GCK)", out["stationary_variance"], np.float64, " at these inputs")
     if args.json:
         print(json_text(out))
     else:

@@ -221,6 +221,10 @@ CASES = {
     "theory subnormal stiffness": (THEORY + ["--stiffness", "1e-310"], "stiffness = 1e-310"),
     "theory mass overflows": (THEORY + ["--eta", "1e-309", "--lag", "0"], "outside the range"),
     "theory map below float64 resolution": (THEORY + ["--eta", "1e-20", "--momentum", "0"], "resolution"),
+    "theory stationary variance overflows": (
+        THEORY + ["--stiffness", "1e-3", "--noise", "1e308", "--group-size", "2"],
+        "variance",
+    ),
     # 8: no abbreviations
     "predict --steps is not --steps-per-generation": (PREDICT + ["--steps", "100"], "unrecognized arguments: --steps"),
     "simulate abbreviated --seed": (SIMULATE + ["--se", "3"], "unrecognized arguments: --se"),
