@@ -39,10 +39,11 @@ def _contents(path: Path) -> dict[str, bytes]:
 
 
 def _one_line(err: str) -> str:
-    """The command's one line on stderr, after any progress lines."""
+    """The command's one line on stderr (its error or interrupt), the last one."""
     lines = err.replace("\r", "\n").strip().splitlines()
     assert "Traceback" not in err and "Exception ignored" not in err, err
-    assert lines and lines[-1].startswith("pgrpo-sim: ") and sum(x.startswith("pgrpo-sim:") for x in lines) == 1, err
+    endings = [x for x in lines if x.startswith(("pgrpo-sim: error:", "pgrpo-sim: interrupted;"))]
+    assert endings and endings == lines[-1:], err  # one, the last (warnings and progress lines may come before)
     return lines[-1]
 
 
@@ -173,8 +174,7 @@ def _check_interrupted(code: int, err: str) -> None:
     assert code in (0, 130), (code, err)
     assert "Traceback" not in err and "Exception ignored" not in err, err
     if code == 130:
-        lines = [line for line in err.replace("\r", "\n").splitlines() if line.startswith("pgrpo-sim:")]
-        assert len(lines) == 1 and lines[0].startswith("pgrpo-sim: interrupted; "), err
+        assert _one_line(err).startswith("pgrpo-sim: interrupted; "), err
 
 
 def _interrupt_rerun(tmp_path: Path, argv, command: str, names, delay: float) -> str:
