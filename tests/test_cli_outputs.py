@@ -172,7 +172,7 @@ def test_ctrl_c_on_a_real_validate_process(tmp_path):
         env=dict(os.environ, PYTHONUNBUFFERED="1"),
     )
     deadline = time.time() + 120
-    while not (out.exists() and any(out.glob("*.png"))) and proc.poll() is None and time.time() < deadline:
+    while not (out.exists() and any(out.rglob("*.png"))) and proc.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
