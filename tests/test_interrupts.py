@@ -155,6 +155,9 @@ def test_an_interrupt_dropped_by_a_gc_callback_still_stops(tmp_path):
             with outputs_module.staged_outputs() as staged:
                 staged.file(tmp_path / "a.csv").write_text("new")
     assert not list(tmp_path.iterdir())
+    with outputs_module.staged_outputs() as staged:  # after the handling, a later command's outputs are committed
+        staged.file(tmp_path / "a.csv").write_text("new")
+    assert (tmp_path / "a.csv").read_text() == "new"
 
 
 def _run_and_interrupt(argv: list[str], delay: float, cwd: Path) -> tuple[int, str]:

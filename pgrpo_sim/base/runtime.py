@@ -316,3 +316,4 @@ def interrupt_handling():
         if previous is not signal.SIG_IGN:
             signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
         sys.unraisablehook = previous_hook
+        _Interrupts.requested = False  # outside the block, outputs are committed as if none came
