@@ -15,9 +15,10 @@ a small transformer does poorly. So accuracy depends on length, as with chain of
 varied length (pretrain.py) leave a broad distribution over lengths for GRPO to move. Hardness is set by `operands`
 (k, the work per answer) and `modulus` (m, chance 1/m).
 
-Held-out prompts: a prompt belongs to the evaluation set when Σ_i (k − i + 1)·a_i ≡ 0 (mod 11) (about 1 in 11
-prompts); `task_prompts` never draws one (its last operand is drawn uniformly among the values that keep the
-prompt out, so the training distribution is uniform over the first k−1 operands and near uniform over the set).
+Held-out prompts: a prompt belongs to the evaluation set when Σ_i 3^(k−i)·a_i ≡ 0 (mod 11): about 1 in 11 of the
+m^k prompts (so m^k ≳ 11·eval_size gives a full evaluation set). `task_prompts` never draws one: its last operand
+(weight 1) is drawn uniformly among the values that keep the prompt out, so the training distribution is uniform
+over the first k−1 operands and near uniform over the set.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ MAX_VOCAB = 64
 HOLDOUT_MOD = 11
 """A prompt is held out for evaluation when its weighted operand sum is ≡ 0 mod this prime (~9 % of prompts)."""
 MAX_OPERANDS = 10
-"""Most operands: the hold-out weights k … 1 must stay non-zero mod `HOLDOUT_MOD`."""
+"""Most operands (prompts of at most 11 tokens); a full solution of 2k + 4 tokens fits the longest response, 32."""
 ENUMERATE_LIMIT = 2**20
 """Prompt spaces up to this size are enumerated to pick the evaluation set; larger ones are sampled."""
 EVAL_SEED = 20260101
@@ -100,7 +101,8 @@ class TaskSpec(eqx.Module):
 
 
 def _holdout_weights(spec: TaskSpec, xp=jnp):
-    return xp.arange(spec.operands, 0, -1)
+    """3^(k−i) mod 11 for operand i = 1 … k: never 0 mod 11 and mixing all operands; the last weight is 1."""
+    return xp.asarray([pow(3, spec.operands - 1 - i, HOLDOUT_MOD) for i in range(spec.operands)])
 
 
 def is_held_out(spec: TaskSpec, operands) -> Array:
