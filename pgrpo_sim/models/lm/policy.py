@@ -121,10 +121,11 @@ def _layer_norm(x, scale, bias):
 
 
 def _empty_cache(shape: PolicyShape, length: int):
-    """Keys and values float32[layers, heads, length, head_dim] (heads before positions: XLA's batched dots are
-    fastest so), zeros (masked until written)."""
-    zeros = jnp.zeros((shape.layers, shape.heads, length, shape.width // shape.heads), F32)
-    return zeros, zeros
+    """Per layer, keys and values float32[heads, length, head_dim] (heads before positions: XLA's batched dots are
+    fastest so), zeros (masked until written). Separate arrays per layer, not one stack: a stacked cache was sliced
+    and re-stacked (copied whole) at every sampled token."""
+    zeros = jnp.zeros((shape.heads, length, shape.width // shape.heads), F32)
+    return tuple((zeros, zeros) for _ in range(shape.layers))
 
 
 def _forward(params: Policy, tokens: Array, start, cache):
@@ -135,10 +136,9 @@ def _forward(params: Policy, tokens: Array, start, cache):
     length = tokens.shape[0]
     x = params.embed[tokens] + jax.lax.dynamic_slice_in_dim(params.positions, start, length)
     query_pos = start + jnp.arange(length)
-    visible = jnp.arange(cache[0].shape[2])[None, :] <= query_pos[:, None]  # [T, S]
+    visible = jnp.arange(cache[0][0].shape[1])[None, :] <= query_pos[:, None]  # [T, S]
 
-    def layer(x, inputs):
-        block, keys, values = inputs
+    def layer(x, block, keys, values):
         h = _layer_norm(x, block.ln1_scale, block.ln1_bias)
         # heads-first einsums (not reshapes of [T, width] products): XLA's CPU dots then need no transposes
         qkv = jnp.einsum("tw,whd->htd", h, block.qkv.reshape(shape.width, 3 * heads, head_dim))
@@ -153,10 +153,12 @@ def _forward(params: Policy, tokens: Array, start, cache):
         x = x + jax.nn.gelu(h @ block.mlp_in + block.mlp_in_bias) @ block.mlp_out + block.mlp_out_bias
         return x, (keys, values)
 
-    # unrolled: a rolled loop over 1–2 layers halved the speed of sampling on CPU (its cache slices are copied)
-    x, new_cache = jax.lax.scan(layer, x, (params.blocks, *cache), unroll=True)
+    new_cache = []
+    for i, (keys, values) in enumerate(cache):  # unrolled: a rolled loop over 1–2 layers halved sampling's speed
+        x, keys_values = layer(x, jax.tree.map(lambda leaf: leaf[i], params.blocks), keys, values)
+        new_cache.append(keys_values)
     logits = _layer_norm(x, params.ln_scale, params.ln_bias) @ params.unembed
-    return logits, new_cache
+    return logits, tuple(new_cache)
 
 
 def token_logits(params: Policy, tokens) -> Array:
