@@ -131,9 +131,13 @@ def test_run_read_outs(tiny_run):
     r = {name: np.asarray(value) for name, value in result.readouts.items()}
     assert np.all(np.isnan(r["eval_accuracy"][:, 1::2])) and np.all(np.isfinite(r["eval_accuracy"][:, ::2]))
     assert np.all((0 <= r["reward"]) & (r["reward"] <= 1)) and np.all(r["completions/mean_length"] <= 8)
-    assert np.all(r["reward"] > 0) and np.all(r["reward_std"] > 0)  # the demonstrated start earns some reward
-    assert np.all(r["kl"] >= 0) and np.all(r["kl"][:, 1:] > 0)  # k3 ≥ 0; the policy leaves the start after step 0
-    assert np.all(r["entropy"] > 0) and np.all(r["grad_norm"] > 0)
+    assert np.all(np.any(r["reward"] > 0, axis=1))  # the demonstrated start earns some reward in each run
+    # a rollout with a group of unequal rewards has nonzero advantages and gradient; after one, the policy has left
+    # the start and k3 (≥ 0) against it is positive
+    informative = r["frac_reward_zero_std"] < 1
+    assert np.all(informative.any(axis=1)) and np.all(r["grad_norm"][informative] > 0)
+    assert np.all(r["kl"] >= 0) and np.all(r["kl"][np.cumsum(informative, axis=1) - informative > 0] > 0)
+    assert np.all(r["entropy"] > 0)
     assert np.any(r["clip_ratio/region_mean"] > 0)  # 2 × 2 steps per rollout move ratios past the clip
     assert not np.any(result.diverged) and np.all(result.diverged_step == -1)
     # seeds differ: their rollouts are independent
