@@ -40,8 +40,9 @@ def test_demonstrations_are_mostly_right_and_vary_in_length():
 
 
 def test_start_stops_near_the_target_and_reports_its_accuracy(start):
-    # a check's progress near the target is a few points; the measurement's own error is ~0.03 (1 − … on 256 draws)
-    assert abs(start.accuracy - TARGET) < 0.1 and start.steps % pretrain.CHECK_EVERY == 0 and start.steps > 0
+    # the stop lies between two adjacent SFT steps that straddle the target, measured with the same key (common
+    # random numbers), so it lands within half one step's change: a few of the 188 completions, < 0.05
+    assert abs(start.accuracy - TARGET) < 0.05 and start.steps > 0
     again = float(pretrain.eval_accuracy(SPEC, start.params, jax.random.key(11)))
     n = pretrain.EVAL_SAMPLES * len(lm.eval_prompts(SPEC)[1])
     # two independent measurements of the same accuracy differ by at most 4 standard errors of their difference
