@@ -253,14 +253,3 @@ def pretrained_policy(task_spec: TaskSpec, shape: PolicyShape, start_accuracy: f
     """The parameters of `pretrained_start` (cached on disk): a reproducible SFT policy whose sampled (T = 1)
     accuracy on the evaluation prompts is about `start_accuracy` (in (0, 0.95])."""
     return pretrained_start(task_spec, shape, start_accuracy, seed).params
-
-
-def measured_lengths(spec: TaskSpec, params: Policy, key, temperature=1.0) -> Array:
-    """Response lengths (tokens up to and including EOS; the cap when truncated) of one sampled completion per
-    evaluation prompt, for read-outs of the start's length distribution."""
-    prompts, _ = eval_prompts(spec)
-    keys = jax.random.split(key, len(prompts))
-    completions, _ = jax.vmap(sample, in_axes=(None, 0, 0, None, None))(
-        params, prompts, keys, temperature, spec.max_response_len
-    )
-    return response_mask(spec, completions).sum(-1)
