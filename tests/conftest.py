@@ -1,13 +1,18 @@
 """Tests run in float64 (x64 enabled here only, never by the library); float32 checks pass float32 arrays.
 The command line's compilation cache is off (`PGRPO_SIM_NO_COMPILE_CACHE`, inherited by the CLI subprocesses
-the tests start): tests never write into the user's cache directory."""
+the tests start): tests never write into the user's cache directory. Nor the language-model level's SFT starts: they
+go to a folder of this test session's (`PGRPO_SIM_CACHE`, shared by the xdist workers of one run, so a start is
+trained once per run)."""
 
 import os
+import tempfile
 
 import jax
 import pytest
 
 os.environ["PGRPO_SIM_NO_COMPILE_CACHE"] = "1"
+_RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())
+os.environ["PGRPO_SIM_CACHE"] = os.path.join(tempfile.gettempdir(), f"pgrpo-sim-test-cache-{_RUN}")
 jax.config.update("jax_enable_x64", True)
 
 

@@ -17,8 +17,9 @@ What keeps the start broad: demonstrations write a uniformly chosen number of re
 and runaway completions.
 
 Cache: `$PGRPO_SIM_CACHE/lm/` (default `$XDG_CACHE_HOME/pgrpo-sim/lm/`, else `~/.cache/pgrpo-sim/lm/`), one file per
-setting named by a hash of every setting that changes the result (task, shape, target, seed, the SFT constants
-below and `SFT_VERSION`). Deleting it is safe: the next call trains again (same result on the same machine).
+setting named by a hash of every setting that changes the result (task, held-out rule, shape, architecture constants,
+target, seed, the SFT constants below and `SFT_VERSION`). Deleting it is safe: the next call trains again (same result
+on the same machine); so does a file that cannot be read back (truncated, or written by other code).
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ from jax import Array
 
 from ...base.checks import check_range, check_seed
 from ...base.errors import PgrpoSimError
-from .policy import Policy, PolicyShape, init_policy, sample, token_logits
+from .policy import INIT_STD, LN_EPS, MLP_RATIO, Policy, PolicyShape, init_policy, sample, token_logits
 from .task import (
     DIGIT0,
+    HOLDOUT_MOD,
     PAD,
     TaskSpec,
     eval_prompts,
@@ -52,8 +54,9 @@ from .task import (
     task_reward,
 )
 
-SFT_VERSION = 1
-"""Bump when the SFT recipe changes, so cached starts made by the old one are not reused."""
+SFT_VERSION = 2
+"""Bump when the SFT recipe, the task's held-out rule or the architecture's code changes, so cached starts made by the
+old one are not reused (version 2: MLP width 2×, held-out weights 3^(k−i))."""
 SFT_BATCH = 128
 """Demonstrations per SFT step."""
 SFT_LEARNING_RATE = 3e-3
@@ -135,6 +138,8 @@ def _settings(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: i
         task=dict(modulus=spec.modulus, operands=spec.operands, max_response_len=spec.max_response_len),
         eval_size=spec.eval_size,
         shape=dict(vocab=shape.vocab, max_len=shape.max_len, width=shape.width, layers=shape.layers, heads=shape.heads),
+        architecture=dict(mlp_ratio=MLP_RATIO, init_std=INIT_STD, ln_eps=LN_EPS),
+        held_out_modulus=HOLDOUT_MOD,
         start_accuracy=float(start_accuracy),
         seed=int(seed),
         sft=dict(
@@ -229,8 +234,11 @@ def pretrained_start(
     path = cache_dir() / f"sft-{digest}.eqx"
     like = (init_policy(shape, jax.random.key(0)), jnp.zeros((), jnp.float32), jnp.zeros((), jnp.int32))
     if cache and path.exists():
-        params, accuracy, steps = eqx.tree_deserialise_leaves(path, like)
-        return SFTStart(params, float(accuracy), int(steps))
+        try:
+            params, accuracy, steps = eqx.tree_deserialise_leaves(path, like)
+            return SFTStart(params, float(accuracy), int(steps))
+        except (OSError, ValueError, RuntimeError, EOFError):
+            pass  # unreadable or stale: trained again below and the file replaced
     start = _train(task_spec, shape, float(start_accuracy), int(seed))
     if cache:
         _save(path, (start.params, jnp.asarray(start.accuracy, jnp.float32), jnp.asarray(start.steps, jnp.int32)))

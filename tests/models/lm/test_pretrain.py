@@ -66,6 +66,24 @@ def test_the_cache_returns_the_same_start_and_matches_a_fresh_training(start, ca
         pretrain.pretrained_policy(SPEC, SHAPE, TARGET, 4)
 
 
+def test_an_unreadable_cache_file_is_trained_again_and_replaced(start, tmp_path, monkeypatch):
+    monkeypatch.setenv(pretrain.CACHE_ENV, str(tmp_path))
+    pretrain.pretrained_start(SPEC, SHAPE, TARGET, seed=3)  # a cached copy of `start` under tmp_path
+    (path,) = (tmp_path / "lm").glob("sft-*.eqx")
+    path.write_bytes(path.read_bytes()[:100])  # truncated, as a killed writer without the rename would leave it
+    calls = []
+    monkeypatch.setattr(pretrain, "_train", lambda *args: calls.append(args) or start)
+    again = pretrain.pretrained_start(SPEC, SHAPE, TARGET, seed=3)
+    assert len(calls) == 1 and again.steps == start.steps
+    assert path.stat().st_size > 100  # replaced by a whole file
+
+
+def test_the_cache_key_changes_with_the_architecture(monkeypatch):
+    before = pretrain._settings(SPEC, SHAPE, TARGET, 3)
+    monkeypatch.setattr(pretrain, "MLP_RATIO", pretrain.MLP_RATIO + 1)
+    assert pretrain._settings(SPEC, SHAPE, TARGET, 3) != before
+
+
 @pytest.mark.slow  # a second SFT run (~5 s); the cache test covers the default suite's reuse of one
 def test_training_again_from_the_seed_gives_the_same_start(start):
     fresh = pretrain.pretrained_start(SPEC, SHAPE, TARGET, seed=3, cache=False)
