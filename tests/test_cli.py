@@ -298,6 +298,7 @@ def _readme_tune_examples() -> list[list[str]]:
     return [line[1:] for line in lines if not any("|" in word or "[" in word for word in line)]
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_readme_tune_usage_runs_and_an_edge_point_is_warned(tmp_path, capsys):
     """Issue 37, 16: the README's tune example runs as written (its best point inside the box), and a search whose
     best point lies on the box's edge says so on stderr and in summary.json."""

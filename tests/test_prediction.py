@@ -40,7 +40,8 @@ def test_stiffness_is_the_decay_rate_of_the_n_arm_simulator():
 
 
 @pytest.mark.parametrize(
-    "lag_model, lag, optimizer", [("none", 0, "sgd"), ("stale", 3, "sgd"), ("none", 0, "nesterov")]
+    "lag_model, lag, optimizer",
+    [("none", 0, "sgd"), pytest.param("stale", 3, "sgd", marks=pytest.mark.slow), ("none", 0, "nesterov")],  # ~7 s
 )
 def test_floquet_radius_matches_linear_map(lag_model, lag, optimizer):
     config = ps.bandit_config(**BASE, eta=0.1, momentum=0.6, lag_model=lag_model, lag=lag, optimizer=optimizer)
@@ -138,7 +139,12 @@ def _linear_range_start(e, fraction=0.05):
 
 
 @pytest.mark.parametrize(
-    "kwargs", OVERDAMPED + UNDERDAMPED, ids=[f"over{i}" for i in range(3)] + [f"under{i}" for i in range(3)]
+    "kwargs",
+    [  # one case of each regime in the default run, the rest (3-5 s of compilation each) in the slow suite
+        pytest.param(kw, id=f"{name}{i}", marks=() if i == 0 else pytest.mark.slow)
+        for name, cases in (("over", OVERDAMPED), ("under", UNDERDAMPED))
+        for i, kw in enumerate(cases)
+    ],
 )
 def test_bridge_expected_bandit_follows_the_oscillator(kwargs):
     """e(t) of the exact bandit vs theory.trajectory from the same (e, ė) once |e| < 5 % of |e(0)|: R² ≥ 0.95."""
@@ -157,7 +163,9 @@ def test_bridge_expected_bandit_follows_the_oscillator(kwargs):
     assert r2 >= 0.95
 
 
-@pytest.mark.parametrize("group_size", [4, 8, pytest.param(16, marks=pytest.mark.slow)])  # G = 16: ~8 s
+@pytest.mark.parametrize(  # G = 4 and 16: ~7 s each, in the slow suite
+    "group_size", [pytest.param(4, marks=pytest.mark.slow), 8, pytest.param(16, marks=pytest.mark.slow)]
+)
 def test_bridge_sampled_stationary_variance(group_size):
     """At η_eff·K ≤ 0.05, late-time Var(p) over 500 seeds matches predict's D/(2GCK) within 20 %
     (sampling error of the variance ≈ √(2/500) = 6 % per step, less averaged over the late window)."""

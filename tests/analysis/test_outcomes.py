@@ -49,6 +49,7 @@ def test_checkpointed_outcomes_have_the_same_reverse_mode_gradient():
         assert float(blocks[1][name]) == pytest.approx(float(plain[1][name]), rel=1e-12), name
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_gradient_in_momentum_alone():
     """`jax.grad` and `jax.jacfwd` with respect to μ alone (p* then stays concrete and is computed once, eagerly):
     both equal central differences (float64, h = 1e-6: error ≪ 1e-6 relative). This raised a config error before:

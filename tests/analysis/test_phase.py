@@ -19,6 +19,7 @@ def test_interior_mask():
     np.testing.assert_array_equal(inside, expected)
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_predicted_regimes_match_theory_cell_by_cell():
     base = dict(p_ref=0.2, beta=0.5, group_size=8, momentum=0.9, lag_model="stale")
     ds = run_sweep(base, [parse_axis("eta=log:0.003:1:5"), parse_axis("lag=0,4")], steps=400, progress=False)

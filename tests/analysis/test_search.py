@@ -44,6 +44,7 @@ def test_search_solves_for_critical_damping_like_the_grid():
 FINAL_REWARD = dict(steps=100, search="momentum", radius_margin=None)  # one name, as a string
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_search_maximises_final_reward_like_the_grid():
     cfg = ps.bandit_config(**(BASE | dict(eta=0.05)))
     found = search.search("final-reward", cfg, **FINAL_REWARD)

@@ -78,6 +78,7 @@ def test_sweep_equals_direct_runs(tmp_path):
     assert (tmp_path / "summary.csv").read_text().count("\n") == 5
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_expected_reuse_sweep_enumerates_arms_only_and_equals_direct_runs():
     """Expected-mode rollout reuse in a sweep enumerates multisets of arms only, as binary rewards allow
     (C(G + N − 1, N − 1) = 5 rollouts at N = 2, G = 4, not C(G + 2N − 1, 2N − 1) = 35), and equals `simulate`
@@ -142,6 +143,7 @@ def test_sampled_sweep_equals_direct_runs():
         assert float(cell.late_variance) == pytest.approx(late_variance, rel=1e-10)
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_results_do_not_depend_on_chunk_size():
     axes = [parse_axis("eta=log:0.01:0.5:5"), parse_axis("momentum=0,0.5,0.9")]
     base = dict(p_ref=0.2, beta=0.5, group_size=4)

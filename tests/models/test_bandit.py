@@ -98,6 +98,7 @@ def test_on_policy_fast_path_equals_general_expectation(advantage, kl, kl_clamp)
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 @pytest.mark.parametrize("advantage", ["std", "rloo"])
 @pytest.mark.parametrize("kl,kl_clamp", [("k1", None), ("k3", None), ("k3", 0.05), ("exact", None)])
 @pytest.mark.parametrize("n_arms", [3, 12])  # per-arm selects (N <= 8) and gathers (N > 8)
@@ -168,6 +169,7 @@ def test_class_symmetric_reduction_to_scalar_logit(momentum):
     np.testing.assert_allclose(p_n_arm, ps_scalar, rtol=1e-11)
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_class_symmetric_reduction_holds_off_policy():
     """With refresh lag and clipping the N-arm dynamics still equal the 2-arm ones at η·N/(2c(N−c))."""
     common = dict(p_ref=0.25, momentum=0.5, beta=0.2, group_size=5, lag_model="refresh_fresh", lag=3, clip=0.05)
@@ -322,6 +324,7 @@ def test_grad_of_late_reward_matches_finite_differences():
         np.testing.assert_allclose(grads[i], fd, rtol=1e-4, err_msg=name)
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 @pytest.mark.parametrize("advantage", ["std", "mean", "rloo"])
 @pytest.mark.parametrize("kl", ["k1", "k2", "k3", "exact"])
 def test_loss_gradients_match_finite_differences(advantage, kl):
@@ -448,6 +451,7 @@ def test_expected_mode_refuses_batch_advantages_and_reports_a_traced_one_as_dive
     assert bool(out.diverged) and int(out.diverged_step) == 0
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 @pytest.mark.parametrize("mode", ["expected", "sampled"])
 def test_readouts_keep_only_what_is_asked(mode):
     """`readouts` drops the other per-step read-outs (None) without moving the kept ones: another compiled program,

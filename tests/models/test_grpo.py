@@ -28,6 +28,7 @@ def test_advantages_match_reference_vectors():
     np.testing.assert_allclose(ps.group_advantages(REWARDS[0], "std", eps=1e-4), (REWARDS[0] - 0.5) / (s + 1e-4))
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_advantage_gradient_of_an_all_equal_group_is_finite():
     """At an all-equal group the std is the tip of a cone; with its subgradient 0 there, ∂A_i/∂r_j =
     (δ_ij − 1/G)/eps for "std" (and "batch" when the whole batch is equal), exactly; it was NaN for every kind (∞·0

@@ -104,6 +104,7 @@ def test_trl_read_outs_expected_equals_sampled_mean():
         assert z < 4, (name, values.mean(), float(getattr(want, name)))
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_cli_population_flags(tmp_path):
     """--prompts D --difficulty A,B --batch-prompts P --scale-rewards batch --dynamic-sampling is the population
     configuration; its CSV has the TRL read-outs."""

@@ -142,6 +142,7 @@ def _csv_reward(path):
     return np.loadtxt(path, delimiter=",", skiprows=1, usecols=1)
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_cli_refresh_lag_means_rollout_reuse(tmp_path):
     """`simulate --lag-model refresh --lag K --mode sampled`: reuse with K optimiser steps per rollout (K epochs of
     one mini-batch); `--num-iterations E --steps-per-generation M` is K = E × M with M mini-batches."""
@@ -192,6 +193,7 @@ def test_cli_rollout_flags_refuse_bad_input(extra, words, tmp_path, capsys):
     assert words in err and "\n" not in err and not out.exists()
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 @pytest.mark.parametrize("n_arms, group_size", [(2, 8), (3, 4)])
 def test_binary_rewards_enumerate_fewer_rollouts_with_the_same_result(n_arms, group_size):
     """With 0/1 rewards only multisets of arms occur (C(G+N−1, N−1) instead of C(G+2N−1, 2N−1)); the expected

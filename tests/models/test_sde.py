@@ -120,6 +120,7 @@ def _orders(solver):
     return np.polyfit(np.log(dts), np.log(strong), 1)[0], np.polyfit(np.log(dts), np.log(weak), 1)[0]
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_euler_convergence_orders():
     """Euler–Maruyama with additive noise: strong order 1, weak order 1 (±0.4)."""
     strong, weak = _orders("euler")
@@ -127,6 +128,7 @@ def test_euler_convergence_orders():
     assert abs(strong - 1.0) < 0.4 and abs(weak - 1.0) < 0.4
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 @pytest.mark.parametrize("solver", ["shark", "sra1"])
 def test_srk_convergence_order(solver):
     """ShARK and SRA1 with additive noise: strong order ≥ 1.5 (measured ≈ 2.1 on this linear problem)."""

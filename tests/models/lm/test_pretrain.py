@@ -39,6 +39,7 @@ def test_demonstrations_are_mostly_right_and_vary_in_length():
     assert np.all(np.asarray(completions)[runaway] >= lm.DIGIT0 - 3)  # no PAD inside a truncated completion
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_start_stops_near_the_target_and_reports_its_accuracy(start):
     # the stop lies between two adjacent SFT steps that straddle the target, measured with the same key (common
     # random numbers), so it lands within half one step's change: a few of the 188 completions, < 0.05
@@ -49,6 +50,7 @@ def test_start_stops_near_the_target_and_reports_its_accuracy(start):
     assert abs(again - start.accuracy) < 4 * np.sqrt(2 * TARGET * (1 - TARGET) / n)
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_the_cache_returns_the_same_start_and_matches_a_fresh_training(start, cache_root, monkeypatch):
     monkeypatch.setenv(pretrain.CACHE_ENV, str(cache_root))
     files = list((cache_root / "lm").glob("sft-*.eqx"))
@@ -66,6 +68,7 @@ def test_the_cache_returns_the_same_start_and_matches_a_fresh_training(start, ca
         pretrain.pretrained_policy(SPEC, SHAPE, TARGET, 4)
 
 
+@pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_an_unreadable_cache_file_is_trained_again_and_replaced(start, tmp_path, monkeypatch):
     monkeypatch.setenv(pretrain.CACHE_ENV, str(tmp_path))
     pretrain.pretrained_start(SPEC, SHAPE, TARGET, seed=3)  # a cached copy of `start` under tmp_path
