@@ -1,6 +1,7 @@
 """Run configurations: GRPOConfig names, precedence, scenarios and one-line errors (CLI: exit 2, nothing created)."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -269,3 +270,20 @@ def test_cli_names_assumed_settings_a_kl_at_beta_0_and_unused_keys(tmp_path):
     assert f"- not used ({unused} keys" in report and "- prompts_per_step = generation_batch_size" in report
     notes = json.loads((tmp_path / "b" / "calibration.json").read_text())["run_config"]["notes"]
     assert any(n.startswith("not used") for n in notes)
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "run_configs"
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.rglob("*.yaml")), ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_every_example_run_config_loads(path):
+    """The shipped run configs are valid; an `eN_tbM` run of the reuse sweep takes N × 256/M optimiser steps per
+    rollout of 256 completions (its name, read independently of the file)."""
+    keys = load_run_config(path).keys
+    config = RunConfig(**keys)
+    assert config.learning_rate > 0
+    named = re.search(r"_e(\d+)_tb(\d+)_", path.stem)
+    if named:
+        epochs, batch = map(int, named.groups())
+        assert config.steps_per_rollout == epochs * 256 // batch
+        assert config.num_generations * config.prompts_per_step == 256
