@@ -5,7 +5,7 @@ what-if"), written as a generated block in the README — never typed by hand:
 
 1. Forecasts: each usable log calibrated on its first 30 % and 50 % (logs with reused rollouts, slow to
    calibrate, on 50 % only) and forecast to its end; MAE on the held-out steps beside the baselines, and the 80 %
-   band's coverage.
+   band's coverage, and whether each calibration fits its own window (`goodness_of_fit`).
 2. Clip ablation: the (0.2, 0.2) run calibrated on its first half, then what-if (0.2, 0.28) and no clip, against
    what those runs did.
 3. Replicates: one replicate calibrated on its first 30 %; the band's coverage of the other replicates' held-out
@@ -23,7 +23,7 @@ import numpy as np
 
 from ..base.outputs import json_text
 from ..base.runtime import configure_jax
-from ..calibration.forecast import forecast, what_if
+from ..calibration.forecast import forecast, goodness_of_fit, what_if
 from ..calibration.inference import calibrate, model_steps
 from ..calibration.run_config import log_settings, read_run_config, resolve_run_config
 from ..logs.readers import parse_column_map, read_log
@@ -94,8 +94,9 @@ def forecasts(anchors: Path, calibrations: dict, log_fn=print) -> list[dict]:
         for fraction in FRACTIONS if run.num_iterations == 1 else FRACTIONS[-1:]:
             cal = calibrate(log, run, fit_until=_fit_until(log, fraction))
             calibrations[path, fraction] = cal
-            result, _ = forecast(log, cal, level=0.8)
+            result, band = forecast(log, cal, level=0.8)
             held = result["heldout"]
+            fit = goodness_of_fit(log, cal, band)
             rows.append(
                 dict(
                     log=label,
@@ -109,6 +110,7 @@ def forecasts(anchors: Path, calibrations: dict, log_fn=print) -> list[dict]:
                     map_offset=cal.map_offset,
                     stationary=cal.stationary,
                     overdispersion=cal.overdispersion,
+                    fit_check=fit.as_dict(),
                 )
             )
             log_fn(f"{label} @ {fraction}: MAE {held['mae']:.4f}, coverage {held['coverage']:.2f}")
@@ -133,11 +135,12 @@ def clip_ablation(anchors: Path, calibrations: dict, log_fn=print) -> dict:
             _load(anchors, "sweeps/cs336_clip_ablation/GRPO-No-Clip_e2_tb256.metrics.jsonl", None, ())[0]
         ),
     }
+    fit = goodness_of_fit(log, cal, level=0.8)
     rows = [dict(scenario="as logged (0.2, 0.2)", **_pick(result["baseline"]), actual=actual["baseline"])]
     for s, key in zip(result["scenarios"], ("epsilon_high=0.28", "epsilon=None")):
         rows.append(dict(scenario=key, **_pick(s), actual=actual[key]))
     log_fn("clip ablation: " + "; ".join(f"{r['scenario']}: {r['verdict']} vs actual {r['actual']:.3f}" for r in rows))
-    return dict(rows=rows, fit_until=cal.fit_until)
+    return dict(rows=rows, fit_until=cal.fit_until, fit_check=fit.as_dict(), fit_check_text=fit.describe())
 
 
 def _pick(entry: dict) -> dict:
@@ -171,8 +174,8 @@ def study_markdown(study: dict) -> str:
         "the share of its posterior draws that diverged (the mean and band are over the others):",
         "",
         "| log | fit | model MAE | persistence | saturation | critical | oscillator | sigmoid | coverage "
-        "| draws diverged | undetermined | MAP stationary (Newton step, s.e.) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| draws diverged | undetermined | MAP stationary (Newton step, s.e.) | fit window (below / above the band) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     num = lambda v: "—" if v is None else f"{v:.3f}"  # noqa: E731
     for r in study["forecasts"]:
@@ -186,18 +189,21 @@ def study_markdown(study: dict) -> str:
         lines.append(
             f"| {r['log']} | {r['fraction']:.0%} | {' | '.join(cells)} | {r['coverage']:.2f} | "
             f"{r['diverged_fraction']:.0%} | {', '.join(r['undetermined']) or 'none'} | "
-            f"{'yes' if r['stationary'] else '**no**'} ({r['map_offset']:.2g}) |"
+            f"{'yes' if r['stationary'] else '**no**'} ({r['map_offset']:.2g}) | {_fit_cell(r['fit_check'])} |"
         )
+    misses = [r for r in study["forecasts"] if not r["fit_check"]["passed"]]
     wins = sum(r["mae"] <= min(v for v in r["baselines"].values() if v is not None) for r in study["forecasts"])
     cov = [r["coverage"] for r in study["forecasts"]]
     lines += [
         "",
         f"The model has the lowest MAE in {wins} of {len(study['forecasts'])} forecasts; its 80 % band covers "
-        f"{min(cov):.2f}–{max(cov):.2f} of the held-out steps (mean {np.mean(cov):.2f}).",
+        f"{min(cov):.2f}–{max(cov):.2f} of the held-out steps (mean {np.mean(cov):.2f}). {len(misses)} of the "
+        "calibrations miss their own fit window (each side's share within 3 binomial s.e. of the nominal 10 %): "
+        "forecast and what-if refuse those unless forced.",
         "",
         f"Clip ablation: the (0.2, 0.2) run calibrated up to step {study['clip']['fit_until']:g}, then changed "
         "(final reward = the model's mean at the last step, with its 80 % band; actual = what the logged run did, the "
-        "mean of its last 10 % of steps):",
+        f"mean of its last 10 % of steps). The calibration {study['clip']['fit_check_text']}:",
         "",
         "| scenario | verdict | final reward [80 % band] | draws diverged | actual |",
         "|---|---|---|---|---|",
@@ -215,6 +221,15 @@ def study_markdown(study: dict) -> str:
         + " of the other replicates' later steps.",
     ]
     return "\n".join(lines)
+
+
+def _fit_cell(check: dict) -> str:
+    """The goodness-of-fit check in one cell: fits / **misses**, with the shares below and above the band."""
+    if check["diverged"]:
+        return "**misses** (diverges)"
+    share = lambda v: "—" if v is None else f"{v:.0%}"  # noqa: E731
+    word = "fits" if check["passed"] else "**misses**"
+    return f"{word} ({share(check['below'])} / {share(check['above'])})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
