@@ -1475,6 +1475,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # clean-up under way once crashed (`tune`, exit 139): exit at once, nothing is left to write
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if code == 130:
+            import gc
+
+            # a stopped worker pool (validate) is held in reference cycles: collected, its semaphores are released;
+            # left to os._exit, multiprocessing's resource tracker warns of them on stderr after the one line
+            gc.collect()
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
