@@ -103,6 +103,7 @@ IMAGE_SUFFIXES = ("png", "pdf", "svg")
 MODES = ("expected", "sampled")
 MODE_HELP = "expected: the exact mean update, one run; sampled: drawn groups, --seeds runs"
 FORMAT_HELP = "log format (auto: from the file's name and contents)"
+RUN_HELP = "the run to read from a file that holds several (a W&B long-form CSV: run_name,metric,step,value)"
 
 
 def _add_oscillator_args(p: argparse.ArgumentParser) -> None:
@@ -610,9 +611,7 @@ TUNE_OUTPUTS = ("summary.json", "convergence.png")
 """What each command writes into its --out directory (removed when another command --overwrite's it)."""
 
 
-def _claim(
-    args: argparse.Namespace, staged, command: str, outputs: Sequence[str], *, resumable: bool = False
-) -> Path:
+def _claim(args: argparse.Namespace, staged, command: str, outputs: Sequence[str], *, resumable: bool = False) -> Path:
     """Claim --out for `command` (refusing another command's or a foreign directory): the folder in it where the
     command writes its outputs, moved into place only when `staged` (`base.outputs.staged_outputs`) commits them;
     and what an interrupt leaves, for its one line: a resumable command's finished chunks, or the previous results.
@@ -834,7 +833,7 @@ def _read_log(args: argparse.Namespace):
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*skipped .* record", category=UserWarning)
-        return read_log(args.log, args.format, parse_column_map(args.column))
+        return read_log(args.log, args.format, parse_column_map(args.column), run=args.run)
 
 
 def _cmd_fit(args: argparse.Namespace) -> None:
@@ -1315,6 +1314,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=SOURCE",
         help="read canonical metric NAME from column SOURCE, e.g. reward=train/reward (repeatable)",
     )
+    p.add_argument("--run", default=None, metavar="NAME", help=RUN_HELP)
     p.add_argument(
         "--samples-per-step",
         type=_integer,
@@ -1344,6 +1344,7 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="NAME=SOURCE",
             help="read canonical metric NAME from column SOURCE, e.g. reward=rewards/correctness_reward_func",
         )
+        p.add_argument("--run", default=None, metavar="NAME", help=RUN_HELP)
         p.add_argument("--run-config", default=None, help="JSON or YAML file of TRL GRPOConfig keys (README table)")
         p.add_argument("--band", type=_finite_float, default=0.8, help="central probability of the band, in (0, 1)")
         p.add_argument("--seed", type=_integer, default=0, help="seed of the band's draws (>= 0)")

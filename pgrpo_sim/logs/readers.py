@@ -20,6 +20,10 @@ Formats (`FORMATS`; `detect_format` picks one from the file's content, or its na
 - "wandb": a Weights & Biases CSV export: a panel's (`Step`, `<run> - train/reward`, `..__MIN`, `..__MAX`;
   the min/max band columns are not metrics, a single run's name prefix is removed) or a run's history
   (`_step`, `_runtime`, `trainer/global_step`, ...; `trainer/global_step` is preferred to `_step`).
+- "wandb_long": a W&B export in long form, `run_name,metric,step,value`, one row per logged value, often several
+  runs of a sweep in one file: `run` picks one (required when the file holds several; the error lists them). A
+  metric logged several times at one step (per optimiser step, e.g. `train/grad_norm` with 16 updates per
+  rollout) is averaged there.
 - "jsonl": any other file of one JSON object per line, or one JSON array of objects (pandas' `to_json(orient=
   "records")`). Strings holding a number (`"0.125"`) are numbers in every JSON format.
 - "csv": any comma- (or tab-) separated table with a header row, including `pgrpo-sim simulate` output.
@@ -64,7 +68,7 @@ from ..base.errors import PgrpoSimError
 if TYPE_CHECKING:  # the bandit (and JAX) are not needed to read logs
     from ..models.bandit import BanditRun
 
-FORMATS = ("trl", "trl_console", "typed_jsonl", "verl", "tensorboard", "wandb", "jsonl", "csv")
+FORMATS = ("trl", "trl_console", "typed_jsonl", "verl", "tensorboard", "wandb", "wandb_long", "jsonl", "csv")
 """Log formats `read_log` understands ("auto" detects one of these)."""
 
 CANONICAL: dict[str, tuple[str, ...]] = {
@@ -250,7 +254,8 @@ def detect_format(path: str | Path) -> str:
     lines with verl-style keys (`actor/…`, `critic/…`, `val-core/…`, or a `data` object) or console lines
     `step:N - key:value - …` are "verl"; other JSON lines "jsonl"; text holding TRL's printed dicts
     (`{'loss': …, 'reward': …}`) "trl_console"; a table with W&B columns (`…__MIN`/`…__MAX`, `_step`,
-    `trainer/global_step`, `<run> - <metric>`) "wandb"; anything else "csv"."""
+    `trainer/global_step`, `<run> - <metric>`) "wandb"; the header `run_name,metric,step,value` "wandb_long";
+    anything else "csv"."""
     if _is_tensorboard(path):
         return "tensorboard"
     return _detect(_read_text(path), path)
@@ -286,18 +291,26 @@ def _detect(text: str, path) -> str:
         return "verl"
     if _has_trl_console_dicts(text):
         return "trl_console"
-    if _is_wandb_header(_csv_header(text)):
+    header = _csv_header(text)
+    if _is_wandb_header(header):
         return "wandb"
+    if [h.lower() for h in header] == list(_WANDB_LONG):
+        return "wandb_long"
     return "csv"
 
 
-def read_log(path: str | Path, format: str = "auto", columns: Mapping[str, str] | None = None) -> TrainingLog:
+def read_log(
+    path: str | Path, format: str = "auto", columns: Mapping[str, str] | None = None, run: str | None = None
+) -> TrainingLog:
     """Read a training log into a `TrainingLog` (see the module docstring for formats and rules).
 
     `path` is a file, or for TensorBoard also a folder of event files. `columns` maps canonical names to source
-    column names and overrides the built-in lookup. Raises a one-line `ValueError` for a missing or unreadable
-    file, malformed content, no reward column, backwards steps or conflicting duplicates.
+    column names and overrides the built-in lookup. `run`: the run to read from a file that holds several (W&B long
+    form). Raises a one-line `ValueError` for a missing or unreadable file, malformed content, no reward column,
+    backwards steps or conflicting duplicates, a file of several runs without `run`, or `run` on a one-run format.
     """
+    if run is not None and not isinstance(run, str):
+        raise PgrpoSimError(f"run must be a run's name (str), got {type(run).__name__}")
     if not isinstance(path, (str, Path)):
         raise PgrpoSimError(f"path must be a file path (str or Path), got {type(path).__name__}")
     if format != "auto" and format not in FORMATS:
@@ -309,6 +322,14 @@ def read_log(path: str | Path, format: str = "auto", columns: Mapping[str, str] 
     text = _read_text(path)
     if format == "auto":
         format = _detect(text, path)
+    if format == "wandb_long":
+        records = _parse_wandb_long(text, path, run)
+        return tidy(records, format=format, path=str(path), columns=columns)
+    if run is not None:
+        raise PgrpoSimError(
+            f"{_name(path)} is a {format} log of one run: a run is chosen only in a W&B long-form CSV "
+            f"({','.join(_WANDB_LONG)}); drop --run"
+        )
     parser = {
         "trl": _parse_trl,
         "trl_console": _parse_trl_console,
@@ -407,9 +428,14 @@ def tidy(
             if found is not None and found not in sources.values():
                 sources[name] = found
     if "reward" not in sources:
+        hint = (
+            f" (it logs only an eval reward, {sources['eval_reward']!r}: reward={sources['eval_reward']} reads it)"
+            if "eval_reward" in sources
+            else ""
+        )
         raise PgrpoSimError(
             f"no reward column in {_name(path)} (looked for {', '.join(CANONICAL['reward'])}); "
-            f"columns: {_show(present)}; map one with reward=NAME"
+            f"columns: {_show(present)}; map one with reward=NAME{hint}"
         )
     step_key = sources.get("step")
     merged: dict[float, dict[str, float]] = {}
@@ -675,6 +701,38 @@ def _parse_wandb(text: str, path) -> Parsed:
                 "curve; export a run's history or a panel's CSV"
             )
     return _csv_records(keep, rows), {}
+
+
+_WANDB_LONG = ("run_name", "metric", "step", "value")
+"""The header of a W&B export in long form."""
+
+
+def _parse_wandb_long(text: str, path, run: str | None) -> list[dict[str, float]]:
+    """One record per logged step of `run` (the file's only run when None): each metric's values at that step,
+    averaged when there are several (one per optimiser step)."""
+    _, rows = _csv_rows(text, path)
+    runs = list(dict.fromkeys(row[0] for row in rows))
+    if run is None and len(runs) > 1:
+        raise PgrpoSimError(
+            f"{_name(path)} holds {len(runs)} runs in W&B long form; choose one with --run NAME (run=NAME): "
+            f"{', '.join(runs)}"
+        )
+    run = runs[0] if run is None else run
+    if run not in runs:
+        raise PgrpoSimError(f"{_name(path)} has no run {run!r}; its runs: {', '.join(runs)}")
+    values: dict[float, dict[str, list[float]]] = {}
+    for i, (name, metric, step, value) in enumerate(rows, 2):
+        if name != run:
+            continue
+        number = _numeric(step)
+        if number is None or not math.isfinite(number):
+            raise PgrpoSimError(f"{_name(path)}: row {i} has no numeric step ({step!r})")
+        cell = _numeric(value)
+        values.setdefault(number, {}).setdefault(metric, []).append(_TEXT if cell is None else cell)
+    return [
+        {"step": step, **{m: v[0] if len(v) == 1 else float(np.mean(v)) for m, v in metrics.items()}}
+        for step, metrics in sorted(values.items())
+    ]
 
 
 # ------------------------------------------------------------------------------------------ TRL console

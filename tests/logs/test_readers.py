@@ -2,6 +2,7 @@
 simulate output), run settings, bad input, and every real anchor log (format, steps, reward range, fit report)."""
 
 import ast
+import csv
 import json
 import math
 import re
@@ -579,11 +580,25 @@ def _expected_anchor(path: Path):
     raise AssertionError(f"no expectation for anchor {path}: add one to _expected_anchor")
 
 
+def _long_form_runs(path: Path) -> dict[str, list[tuple[str, float, float]]]:
+    """A W&B long-form CSV's (metric, step, value) rows by run, read with the csv module."""
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    runs = {}
+    for row in rows:
+        runs.setdefault(row["run_name"], []).append((row["metric"], float(row["step"]), float(row["value"])))
+    return runs
+
+
+LONG_FORM = [n for n in ALL_ANCHORS if n.endswith(".csv")]
+
+
 @needs_anchors
-@pytest.mark.parametrize("name", [n for n in ALL_ANCHORS if not n.endswith(".md")])
+@pytest.mark.parametrize("name", [n for n in ALL_ANCHORS if not n.endswith(".md") and n not in LONG_FORM])
 def test_every_anchor_log_parses(name):
     """Every file in shared/anchors and its sweeps/ folders: the right format, step count and reward range, no
-    step skipped; for the typed logs the reward is the rollout's and the eval reward the eval records' (no leak)."""
+    step skipped; for the typed logs the reward is the rollout's and the eval reward the eval records' (no leak).
+    The W&B long-form sweeps: `test_every_run_of_the_long_form_anchors_parses`."""
     path = ANCHORS / name
     fmt, rows, n_reward, low, high = _expected_anchor(path)
     log = logs.read_log(path)
@@ -625,3 +640,72 @@ def test_anchor_settings():
     assert long_run.settings["num_iterations"] == 1 and "epsilon" not in long_run.settings
     console = logs.read_log(ANCHORS / "sweeps/gsm8k_qwen35_9b_replicates/rho1.00_seed42.console.log")
     assert console.settings == {}  # warmup then decay: no constant learning rate, nothing else stated
+
+
+@needs_anchors
+@pytest.mark.parametrize("name", LONG_FORM)
+def test_every_run_of_the_long_form_anchors_parses(name):
+    """Each run of a W&B long-form sweep: without a run the file is refused with every run named; with one, its
+    steps are the steps it logged anything at, its eval reward the logged values, and a metric logged once per
+    optimiser step (several rows at one step) their mean there."""
+    path = ANCHORS / name
+    runs = _long_form_runs(path)
+    assert logs.detect_format(path) == "wandb_long"
+    with pytest.raises(ValueError, match=f"holds {len(runs)} runs.*--run NAME") as info:
+        logs.read_log(path)
+    assert all(run in str(info.value) for run in runs)
+    for run, rows in runs.items():
+        log = logs.read_log(path, run=run, columns={"reward": "eval/reward"})
+        assert log.format == "wandb_long" and len(log) == len({step for _, step, _ in rows})
+        evals = {step: value for metric, step, value in rows if metric == "eval/reward"}
+        steps, reward = log.series("reward")
+        assert dict(zip(steps, reward)) == evals
+        for metric in {m for m, _, _ in rows} - {"eval/reward"}:
+            at = {}
+            for m, step, value in rows:
+                if m == metric:
+                    at.setdefault(step, []).append(value)
+            column = log.other.get(metric)
+            if column is None:
+                column = log[next(k for k, v in log.sources.items() if v == metric)]
+            got = dict(zip(log["step"], column))
+            for step, values in at.items():
+                assert got[step] == pytest.approx(sum(values) / len(values), rel=1e-12), (run, metric, step)
+
+
+def test_long_form_runs_are_chosen_by_name(tmp_path):
+    text = (
+        "run_name,metric,step,value\n"
+        "a,train/reward,0,0.1\na,train/reward,1,0.3\na,train/grad_norm,1,1.0\na,train/grad_norm,1,3.0\n"
+        "b,train/reward,0,0.5\nb,eval/reward,0,0.6\n"
+    )
+    path = _write(tmp_path, "sweep.csv", text)
+    with pytest.raises(ValueError, match=r"holds 2 runs in W&B long form; choose one with --run NAME .*: a, b"):
+        logs.read_log(path)
+    with pytest.raises(ValueError, match=r"no run 'c'; its runs: a, b"):
+        logs.read_log(path, run="c")
+    a = logs.read_log(path, run="a")
+    assert a.format == "wandb_long" and list(a["step"]) == [0, 1] and list(a["reward"]) == [0.1, 0.3]
+    assert np.isnan(a["grad_norm"][0]) and a["grad_norm"][1] == 2.0  # two optimiser steps at step 1: their mean
+    b = logs.read_log(path, run="b")
+    assert list(b["reward"]) == [0.5] and list(b["eval_reward"]) == [0.6]
+    one = _write(tmp_path, "one.csv", "run_name,metric,step,value\nonly,reward,0,0.2\n")
+    assert list(logs.read_log(one)["reward"]) == [0.2]  # one run: no name needed
+    with pytest.raises(ValueError, match="csv log of one run: a run is chosen only in a W&B long-form CSV"):
+        logs.read_log(DATA / "generic.csv", run="a")
+    with pytest.raises(ValueError, match="it logs only an eval reward, 'eval/reward': reward=eval/reward reads it"):
+        logs.read_log(_write(tmp_path, "eval.csv", "run_name,metric,step,value\nx,eval/reward,0,0.2\n"))
+
+
+def test_cli_fit_reads_one_run_of_a_long_form_file(tmp_path, capsys):
+    from pgrpo_sim.cli import main
+
+    curve = lambda k, s: 0.8 - 0.6 * math.exp(-s / (8 + 4 * k))  # noqa: E731
+    rows = "".join(f"r{k},train/reward,{s},{curve(k, s):.6f}\n" for k in (1, 2) for s in range(60))
+    path = _write(tmp_path, "sweep.csv", "run_name,metric,step,value\n" + rows)
+    assert main(["fit", str(path), "--out", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert "choose one with --run NAME" in err and err.count("\n") == 1 and not (tmp_path / "none").exists()
+    assert main(["fit", str(path), "--run", "r2", "--quiet", "--out", str(tmp_path / "fit")]) == 0
+    fitted = json.loads((tmp_path / "fit" / "fit.json").read_text())
+    assert fitted["log"]["format"] == "wandb_long" and fitted["log"]["rows"] == 60
