@@ -29,6 +29,7 @@ from .base.outputs import (
 )
 from .base.progress import report, stage_lines
 from .base.runtime import deferred_interrupts, interrupt_handling, interrupt_requested
+from .cli_lm import add_model_args
 from .logs.readers import FORMATS
 from .models.hyperparameters import HYPERPARAMETERS
 
@@ -412,6 +413,11 @@ def _check_file_outputs(args: argparse.Namespace) -> None:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> None:
+    from .cli_lm import refuse_lm_flags, simulate_lm
+
+    if args.model == "lm":
+        return simulate_lm(args, IMAGE_SUFFIXES)
+    refuse_lm_flags(args)
     import jax
 
     from .models.bandit import STEP_READOUTS, simulate_in_chunks
@@ -729,6 +735,11 @@ def _parse_axes(specs: Sequence[str]):
 
 
 def _cmd_sweep(args: argparse.Namespace) -> None:
+    from .cli_lm import refuse_lm_flags, sweep_lm
+
+    if args.model == "lm":
+        return sweep_lm(args)
+    refuse_lm_flags(args)
     _check_sweep_flags(args)
     axes = _parse_axes(args.grid)
     if not axes:
@@ -1199,7 +1210,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_theory)
 
-    p = sub.add_parser("simulate", help="run the softmax-bandit GRPO environment")
+    p = sub.add_parser("simulate", help="run the softmax-bandit GRPO environment or the small language model")
+    add_model_args(p)
     _add_bandit_args(p)
     p.add_argument("--steps", type=_integer, default=1000, help="optimiser steps (>= 1)")
     p.add_argument("--mode", choices=MODES, default="expected", help=MODE_HELP)
@@ -1212,10 +1224,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_simulate)
 
     for name, help_text in (
-        ("sweep", "run the bandit over a hyperparameter grid (resumable)"),
+        ("sweep", "run the bandit or the small language model over a hyperparameter grid (resumable)"),
         ("phase-diagram", "regime map of a 2-D sweep with the predicted boundaries"),
     ):
         p = sub.add_parser(name, help=help_text)
+        if name == "sweep":
+            add_model_args(p)
         _add_bandit_args(p)
         if name == "phase-diagram":
             p.add_argument("--x", default="eta", help="horizontal axis (a grid parameter)")

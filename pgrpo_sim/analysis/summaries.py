@@ -218,3 +218,30 @@ def summarize_curves(rewards: ArrayLike, diverged: ArrayLike = False, stderr: Ar
     time_to_90 = jnp.where(travel != 0, t90, -1)
     return _summary(p[-1], plateau, time_to_90, overshoot, changes, late_changes, flip_like, a_mid, a_late, tol,
                     diverged)  # fmt: skip
+
+
+_summarize_jit = jax.jit(summarize_curve)
+
+
+def verdict(mean: np.ndarray, diverged: bool, summary=None) -> str:
+    """The verdict of a reward curve `mean` (what-if's scenarios, the language-model level's runs), with r0 = its
+    first point and final = its plateau (`summarize_curve`: the mean of the last 10 %):
+    - "diverges": `diverged`, or a non-finite point;
+    - "collapses": final < ½ r0 (the reward fell and stayed down);
+    - "oscillates": the curve's regime is unstable (sustained or growing oscillation; `summarize_curve`);
+    - "plateaus": the last 20 % of the steps gain less than 0.01, and at most 10 % of (final − r0) or less than
+      0.001 (a curve that barely moves does not learn);
+    - "learns": otherwise (still rising at the end).
+    `summary`: the curve's `summarize_curve`, when the caller has it already."""
+    if diverged or not np.all(np.isfinite(mean)):
+        return "diverges"
+    n, summary = mean.size, _summarize_jit(mean) if summary is None else summary
+    r0, final = float(mean[0]), float(summary.plateau)
+    if final < 0.5 * r0:
+        return "collapses"
+    if int(summary.regime) == UNSTABLE:
+        return "oscillates"
+    gain_late = float(mean[-1] - mean[int(0.8 * (n - 1))])
+    if gain_late < 0.01 and (gain_late <= 0.1 * abs(final - r0) or gain_late < 0.001):  # a flat curve plateaus
+        return "plateaus"
+    return "learns"

@@ -8,15 +8,9 @@ of the last 10 % of the window), the saturation, critical and oscillator laws, a
 and above the predictive band, each within `GOF_Z` binomial standard errors of the nominal tail. A calibration that
 fails it is no basis for a forecast or a verdict (the command line refuses them unless forced).
 
-`what_if`: the calibrated θ (and its uncertainty) rerun with changed run-config keys. Verdict rule (`verdict`),
-on the scenario's mean curve m over its steps, r0 = m at the first step, final = its plateau (`summarize_curve`:
-the mean of the last 10 %):
-- `diverges`: the MAP run diverged (non-finite logits);
-- `collapses`: final < ½ r0 (the reward fell and stayed down);
-- `oscillates`: the curve's regime is unstable (sustained or growing oscillation; `summarize_curve`);
-- `plateaus`: the last 20 % of the steps gain less than 0.01, and at most 10 % of (final − r0) or less than 0.001
-  (a curve that barely moves does not learn);
-- `learns`: otherwise (still rising at the end).
+`what_if`: the calibrated θ (and its uncertainty) rerun with changed run-config keys; each scenario's mean curve
+gets a verdict by `analysis.summaries.verdict` (diverges | collapses | oscillates | plateaus | learns; the MAP run's
+divergence is `diverges`).
 A posterior draw that diverges has no curve: the mean and band are over the draws that did not, and the fraction
 that did (`diverged_fraction`) is reported beside them (`draws_note`).
 """
@@ -29,7 +23,7 @@ import math
 import jax
 import numpy as np
 
-from ..analysis.summaries import UNSTABLE, summarize_curve
+from ..analysis.summaries import summarize_curve, verdict
 from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none
@@ -255,23 +249,6 @@ def draws_note(band: Band) -> str | None:
         f"{share}, more than the band's {tail:.0%} tail: mean and band are over the others, and the band is no "
         f"central {band.level:.0%} interval of all draws"
     )
-
-
-def verdict(mean: np.ndarray, diverged: bool, summary=None) -> str:
-    """The documented verdict of a scenario's mean curve (module doc); `summary`: its `summarize_curve`, when the
-    caller has it already."""
-    if diverged or not np.all(np.isfinite(mean)):
-        return "diverges"
-    n, summary = mean.size, _summarize(mean) if summary is None else summary
-    r0, final = float(mean[0]), float(summary.plateau)
-    if final < 0.5 * r0:
-        return "collapses"
-    if int(summary.regime) == UNSTABLE:
-        return "oscillates"
-    gain_late = float(mean[-1] - mean[int(0.8 * (n - 1))])
-    if gain_late < 0.01 and (gain_late <= 0.1 * abs(final - r0) or gain_late < 0.001):  # a flat curve plateaus
-        return "plateaus"
-    return "learns"
 
 
 def scenario_summary(band: Band) -> dict:

@@ -215,10 +215,33 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
     return run
 
 
+PROGRAM_CACHE_SIZE = 8
+"""Compiled `lm_simulate` programs kept, by static structure and steps (oldest dropped first)."""
+_programs: dict = {}
+
+
+def _seeds_program(config: LMConfig, steps: int, start: Policy | None):
+    """`make_lm_run` vmapped over keys and jitted; for the SFT start, one program per static structure and `steps`,
+    so configurations that differ only in traced hyperparameters share its compilation."""
+    if start is not None:
+        return jax.jit(jax.vmap(make_lm_run(config, steps, start), in_axes=(None, 0)))
+    cache_key = (jax.tree.structure(config), steps)
+    if cache_key not in _programs:
+        program = jax.jit(jax.vmap(make_lm_run(config, steps), in_axes=(None, 0)))
+        while len(_programs) >= PROGRAM_CACHE_SIZE:
+            _programs.pop(next(iter(_programs)))
+        _programs[cache_key] = program
+    return _programs[cache_key]
+
+
 def lm_simulate(config: LMConfig, steps: int, seeds: int = 1, key=0, start: Policy | None = None) -> LMRun:
     """`steps` GRPO steps of `config` for `seeds` independent seeds (rollout randomness; one SFT start), vmapped
-    in one compiled program: read-outs float32[seeds, steps]. `key` an int seed or a JAX key."""
+    in one compiled program: read-outs float32[seeds, steps]. `key` an int seed or a JAX key. With the SFT start
+    (`start` None), a configuration that differs from an earlier one only in traced hyperparameters (learning rate,
+    ε, β, temperature, …) reuses its compilation."""
+    if not isinstance(config, LMConfig):
+        raise PgrpoSimError(f"config must be an LMConfig (build it with lm_config), got {type(config).__name__}")
     check_seeds(seeds)
-    run = make_lm_run(config, steps, start)
+    check_steps(steps)
     keys = jax.random.split(as_key(key), seeds)
-    return jax.jit(jax.vmap(run, in_axes=(None, 0)))(config, keys)
+    return _seeds_program(config, steps, start)(config, keys)

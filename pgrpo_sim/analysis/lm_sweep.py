@@ -1,0 +1,223 @@
+"""Runs and sweeps of the language-model level (`models.lm`): settings under TRL `GRPOConfig` names, a grid of
+them × seeds, each run's summary and verdict, finished work kept on disk so an interrupted sweep resumes.
+
+Settings are `lm_config`'s keyword arguments (`LM_KEYS`: TRL's names, plus the task and model sizes `modulus`,
+`operands`, `max_completion_length`, `width`, `layers`, `heads`, the SFT start's `start_accuracy` and `sft_seed`,
+and `eval_every`, `eval_size`). A grid point's seeds run in one vmapped program (`lm_simulate`); points that differ
+only in traced hyperparameters (learning rate, ε, β, temperature, …) reuse its compilation.
+
+Per run (`summarize_lm_runs`), with the reward curve r_0 … r_{T−1} of the GRPO steps' rollouts (256 completions
+each by default, so a single step's reward has a standard error of about 0.03):
+- `final_reward`, `final_entropy`, `final_mean_length`: means over the last 10 % of the steps (at least one);
+- `peak_reward`: the maximum of the trailing running mean of the reward over `smoothing_window(T)` steps;
+- `final_eval_accuracy`: the last greedy eval accuracy on the held-out prompts;
+- `verdict`: `analysis.summaries.verdict` (the rule of what-if) on the trailing running mean, or "diverges";
+- a diverged run has no numbers (NaN) and `diverged_step` ≥ 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import itertools
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..base.checks import check_seed, check_seeds, check_steps
+from ..base.errors import PgrpoSimError
+from ..models.lm import READOUTS, LMRun, lm_config, lm_simulate
+from ..models.lm.config import UNBOUNDED
+from .summaries import verdict
+
+LM_KEYS = tuple(inspect.signature(lm_config).parameters)
+"""The settings of a language-model run (`lm_config`'s keyword arguments)."""
+NULLABLE = (*UNBOUNDED, "kl_reference")
+"""Settings that take `none` (ε, ε_high, δ, the gradient clip: off; kl_reference: from β)."""
+SUMMARY_FIELDS = (
+    "final_reward",
+    "peak_reward",
+    "final_entropy",
+    "final_mean_length",
+    "final_eval_accuracy",
+    "diverged_step",
+    "verdict",
+)
+"""A run's summary, in `summary.csv`'s column order (after the grid keys and `seed`)."""
+
+
+def _kind(key: str) -> type:
+    default = inspect.signature(lm_config).parameters[key].default
+    if key == "kl_reference" or isinstance(default, bool):
+        return bool
+    if key in UNBOUNDED or isinstance(default, float):
+        return float
+    return type(default)
+
+
+def parse_lm_value(key: str, text: str):
+    """A setting's value from its text: a number, `none` (where `NULLABLE`), true/false, or a name."""
+    if key not in LM_KEYS:
+        raise PgrpoSimError(f"unknown language-model setting {key!r} (known: {', '.join(LM_KEYS)})")
+    text = text.strip()
+    if text.lower() in ("none", "null") and key in NULLABLE:
+        return None
+    kind = _kind(key)
+    if kind is bool:
+        if text.lower() not in ("true", "false"):
+            raise PgrpoSimError(f"{key} must be true or false, got {text!r}")
+        return text.lower() == "true"
+    if kind is str:
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        none = " or none" if key in NULLABLE else ""
+        raise PgrpoSimError(f"{key} must be a number{none}, got {text!r}") from None
+    if kind is int:
+        if value != round(value):
+            raise PgrpoSimError(f"{key} must be an integer, got {text!r}")
+        return int(value)
+    return value
+
+
+def parse_settings(items: Sequence[str]) -> dict:
+    """`KEY=VALUE` items as settings (`parse_lm_value`); a key given twice is an error."""
+    settings = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise PgrpoSimError(f"a setting is KEY=VALUE, got {item!r}")
+        if key.strip() in settings:
+            raise PgrpoSimError(f"setting {key.strip()!r} given twice")
+        settings[key.strip()] = parse_lm_value(key.strip(), text)
+    return settings
+
+
+def parse_lm_grid(items: Sequence[str]) -> dict[str, list]:
+    """`KEY=V1,V2,…` items (or `KEY=log:START:STOP:NUM` for a real setting) as grid axes."""
+    grid = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not text.strip():
+            raise PgrpoSimError(f"a grid axis is KEY=V1,V2,… or KEY=log:START:STOP:NUM, got {item!r}")
+        if key in grid:
+            raise PgrpoSimError(f"grid axis {key!r} given twice")
+        if text.startswith("log:"):
+            parts = text.split(":")[1:]
+            if len(parts) != 3 or _kind(key) is not float:
+                raise PgrpoSimError(f"{key}=log:START:STOP:NUM needs a real setting and three numbers, got {text!r}")
+            start, stop = (parse_lm_value(key, t) for t in parts[:2])
+            num = parse_lm_value("eval_every", parts[2])  # a positive integer
+            if not (start and stop and start > 0 and stop > 0 and num >= 1):
+                raise PgrpoSimError(f"{key}=log:START:STOP:NUM needs START, STOP > 0 and NUM >= 1, got {text!r}")
+            grid[key] = [float(v) for v in np.geomspace(start, stop, num)]
+        else:
+            grid[key] = [parse_lm_value(key, t) for t in text.split(",")]
+    return grid
+
+
+def grid_points(base: Mapping, grid: Mapping[str, Sequence]) -> list[dict]:
+    """Every combination of the grid's values (the last axis varying fastest), each over `base`; each is checked
+    by building its `LMConfig` (a bad value: `PgrpoSimError` naming it)."""
+    overlap = sorted(set(base) & set(grid))
+    if overlap:
+        raise PgrpoSimError(f"{overlap[0]} is both set and a grid axis: give it once")
+    points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+    for point in points:
+        lm_config(**base, **point)
+    return points
+
+
+def smoothing_window(steps: int) -> int:
+    """The running mean's window for a run of `steps` GRPO steps: 10 % of them, at least 1."""
+    return max(1, steps // 10)
+
+
+def running_mean(curve: np.ndarray, window: int) -> np.ndarray:
+    """Trailing running mean along the last axis: point t averages t − window + 1 … t (fewer at the start)."""
+    total = np.cumsum(curve, axis=-1)
+    lagged = np.concatenate([np.zeros_like(total[..., :window]), total[..., :-window]], axis=-1)
+    counts = np.minimum(np.arange(1, curve.shape[-1] + 1), window)
+    return (total - lagged) / counts
+
+
+def summarize_lm_runs(run: LMRun) -> list[dict]:
+    """One summary per seed of `run` (read-outs [seeds, steps]; module docstring)."""
+    readouts = {name: np.asarray(value, float) for name, value in run.readouts.items()}
+    reward = readouts["reward"]
+    seeds, steps = reward.shape
+    tail = slice(steps - max(1, steps // 10), steps)
+    smooth = running_mean(reward, smoothing_window(steps))
+    out = []
+    for s in range(seeds):
+        diverged = bool(np.asarray(run.diverged)[s])
+        evals = readouts["eval_accuracy"][s][np.isfinite(readouts["eval_accuracy"][s])]
+        row = dict(
+            final_reward=float(np.mean(reward[s, tail])),
+            peak_reward=float(np.max(smooth[s])),
+            final_entropy=float(np.mean(readouts["entropy"][s, tail])),
+            final_mean_length=float(np.mean(readouts["completions/mean_length"][s, tail])),
+            final_eval_accuracy=float(evals[-1]) if evals.size else math.nan,
+            diverged_step=int(np.asarray(run.diverged_step)[s]),
+            verdict=verdict(smooth[s], diverged),
+        )
+        if diverged:
+            row.update({k: math.nan for k in SUMMARY_FIELDS[:5]})
+        out.append(row)
+    return out
+
+
+def _point_file(chunks: Path, point: Mapping, base: Mapping, steps: int, seeds: int, seed: int) -> Path:
+    """A finished grid point's file, named by a hash of everything that determines its runs."""
+    spec = json.dumps(dict(settings={**base, **point}, steps=steps, seeds=seeds, seed=seed), sort_keys=True)
+    return chunks / f"point-{hashlib.sha256(spec.encode()).hexdigest()[:16]}.npz"
+
+
+def run_lm_sweep(
+    base: Mapping,
+    grid: Mapping[str, Sequence],
+    *,
+    seeds: int,
+    steps: int,
+    seed: int = 0,
+    chunks: Path | None = None,
+    progress: Callable[[str], object] | None = None,
+) -> tuple[list[dict], dict[str, np.ndarray]]:
+    """Every grid point (`grid_points`) × `seeds` runs of `steps` GRPO steps (`lm_simulate` with key `seed`), in
+    grid order. `chunks`: a folder where each finished point is saved (and found again on a rerun, so an
+    interrupted sweep resumes). Returns (rows: the grid keys, `seed` and the `SUMMARY_FIELDS` per point and seed;
+    curves: each read-out as float32[points, seeds, steps])."""
+    check_seeds(seeds)
+    check_steps(steps)
+    check_seed(seed)
+    points = grid_points(base, grid)
+    rows, curves = [], {name: [] for name in READOUTS}
+    for i, point in enumerate(points):
+        path = None if chunks is None else _point_file(chunks, point, base, steps, seeds, seed)
+        if path is not None and path.exists():
+            with np.load(path) as saved:
+                run = LMRun({name: saved[name] for name in READOUTS}, None, saved["diverged"], saved["diverged_step"])
+        else:
+            if progress is not None:
+                progress(f"grid point {i + 1}/{len(points)}: {_describe(point)} × {seeds} seed(s)")
+            run = lm_simulate(lm_config(**base, **point), steps, seeds, key=seed)
+            run = LMRun({k: np.asarray(v) for k, v in run.readouts.items()}, None, *map(np.asarray, run[2:]))
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                temp = path.with_suffix(".tmp.npz")
+                np.savez(temp, diverged=run.diverged, diverged_step=run.diverged_step, **run.readouts)
+                temp.replace(path)
+        for s, summary in enumerate(summarize_lm_runs(run)):
+            rows.append({**point, "seed": s, **summary})
+        for name in READOUTS:
+            curves[name].append(np.asarray(run.readouts[name], np.float32))
+    return rows, {name: np.stack(values) for name, values in curves.items()}
+
+
+def _describe(point: Mapping) -> str:
+    return ", ".join(f"{k}={v}" for k, v in point.items()) or "the base setting"

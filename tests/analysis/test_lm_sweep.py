@@ -1,0 +1,157 @@
+"""Sweeps of the language-model level: settings parsed by name, grid order, summaries against the read-outs they
+come from, verdicts, resumption and the command line (tiny task and model, a few steps: compilation dominates)."""
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pgrpo_sim.analysis import lm_sweep
+from pgrpo_sim.base.errors import PgrpoSimError
+from pgrpo_sim.models import lm
+
+TINY = dict(
+    prompts_per_step=4, num_generations=4, modulus=5, operands=2, max_completion_length=8, width=16, layers=1,
+    heads=2, eval_size=16, eval_every=2, start_accuracy=0.3,
+)  # fmt: skip
+TINY_FLAGS = [f"--set={k}={v}" for k, v in TINY.items()]
+
+
+def test_settings_and_grids_are_parsed_by_kind():
+    assert lm_sweep.parse_settings(["learning_rate=3e-3", "epsilon=none", "loss_type=dr_grpo", "layers=2"]) == dict(
+        learning_rate=3e-3, epsilon=None, loss_type="dr_grpo", layers=2
+    )
+    grid = lm_sweep.parse_lm_grid(["learning_rate=log:1e-4:1e-2:3", "num_iterations=1,2"])
+    np.testing.assert_allclose(grid["learning_rate"], [1e-4, 1e-3, 1e-2], rtol=1e-12)
+    assert grid["num_iterations"] == [1, 2]
+    for bad, match in [
+        (["learning_rat=1"], "unknown language-model setting 'learning_rat'"),
+        (["layers=1.5"], "layers must be an integer"),
+        (["beta=none"], "beta must be a number, got 'none'"),
+        (["epsilon=wide"], "epsilon must be a number or none"),
+        (["beta=0.1", "beta=0.2"], "given twice"),
+        (["beta"], "KEY=VALUE"),
+    ]:
+        with pytest.raises(PgrpoSimError, match=match):
+            lm_sweep.parse_settings(bad)
+    with pytest.raises(PgrpoSimError, match="needs a real setting"):
+        lm_sweep.parse_lm_grid(["layers=log:1:4:3"])
+    with pytest.raises(PgrpoSimError, match="both set and a grid axis"):
+        lm_sweep.grid_points(dict(beta=0.1), dict(beta=[0.0]))
+    with pytest.raises(PgrpoSimError, match="epsilon must be >= 0"):
+        lm_sweep.grid_points({}, dict(epsilon=[0.2, -1.0]))
+    points = lm_sweep.grid_points({}, dict(learning_rate=[1e-3, 2e-3], epsilon=[0.2, None]))
+    assert [tuple(p.values()) for p in points] == [(1e-3, 0.2), (1e-3, None), (2e-3, 0.2), (2e-3, None)]
+
+
+def test_running_mean_is_trailing():
+    curve = np.array([[1.0, 3.0, 5.0, 7.0, 9.0]])
+    np.testing.assert_allclose(lm_sweep.running_mean(curve, 2), [[1.0, 2.0, 4.0, 6.0, 8.0]])
+    np.testing.assert_allclose(lm_sweep.running_mean(curve, 1), curve)
+
+
+def _run(reward, diverged=False, entropy=0.5, length=6.0):
+    steps = reward.size
+    readouts = {name: np.full((1, steps), 0.0) for name in lm.READOUTS}
+    readouts["reward"] = reward[None]
+    readouts["entropy"][:] = entropy
+    readouts["completions/mean_length"][:] = length
+    readouts["eval_accuracy"][:] = np.nan
+    readouts["eval_accuracy"][0, ::10] = np.linspace(0.2, 0.4, len(range(0, steps, 10)))
+    return lm.LMRun(readouts, None, np.array([diverged]), np.array([3 if diverged else -1]))
+
+
+def test_summaries_and_verdicts_of_known_curves():
+    t = np.arange(100)
+    learns = lm_sweep.summarize_lm_runs(_run(0.2 + 0.6 * t / 99))[0]
+    assert learns["verdict"] == "learns" and learns["final_reward"] == pytest.approx(np.mean(0.2 + 0.6 * t[90:] / 99))
+    assert learns["final_eval_accuracy"] == pytest.approx(0.4) and learns["final_mean_length"] == 6.0
+    # rises to 0.6 by step 30, then falls to 0.02: the running mean's peak (window 10) and a collapse
+    rise_fall = np.where(t < 30, 0.2 + 0.4 * t / 30, np.maximum(0.6 - 0.04 * (t - 30), 0.02))
+    collapsed = lm_sweep.summarize_lm_runs(_run(rise_fall))[0]
+    assert collapsed["verdict"] == "collapses"
+    assert collapsed["peak_reward"] == pytest.approx(lm_sweep.running_mean(rise_fall[None], 10).max())
+    diverged = lm_sweep.summarize_lm_runs(_run(np.full(100, 0.3), diverged=True))[0]
+    assert diverged["verdict"] == "diverges" and diverged["diverged_step"] == 3 and math.isnan(diverged["final_reward"])
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """A 2-point sweep of 2 seeds, run straight through."""
+    grid = dict(learning_rate=[1e-3, 3e-3])
+    rows, curves = lm_sweep.run_lm_sweep(TINY, grid, seeds=2, steps=4, seed=5)
+    return grid, rows, curves
+
+
+def test_a_sweep_row_is_the_run_of_its_setting(sweep):
+    grid, rows, curves = sweep
+    assert [(r["learning_rate"], r["seed"]) for r in rows] == [(1e-3, 0), (1e-3, 1), (3e-3, 0), (3e-3, 1)]
+    alone = lm.lm_simulate(lm.lm_config(**TINY, learning_rate=3e-3), 4, 2, key=5)
+    np.testing.assert_array_equal(curves["reward"][1], np.asarray(alone.readouts["reward"]))
+    strip = lambda row: {k: v for k, v in row.items() if k not in ("learning_rate", "seed")}  # noqa: E731
+    assert lm_sweep.summarize_lm_runs(alone) == [strip(r) for r in rows[2:]]
+
+
+def test_an_interrupted_sweep_resumes_with_the_same_results(sweep, tmp_path):
+    grid, rows, curves = sweep
+    chunks = tmp_path / "chunks"
+
+    def stop_at_second(stage):
+        if stage.startswith("grid point 2/"):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        lm_sweep.run_lm_sweep(TINY, grid, seeds=2, steps=4, seed=5, chunks=chunks, progress=stop_at_second)
+    assert len(list(chunks.glob("point-*.npz"))) == 1
+    ran = []
+    again, curves_again = lm_sweep.run_lm_sweep(
+        TINY, grid, seeds=2, steps=4, seed=5, chunks=chunks, progress=ran.append
+    )
+    assert len(ran) == 1 and ran[0].startswith("grid point 2/")  # the first point was found, not run again
+    assert again == rows
+    for name in lm.READOUTS:
+        np.testing.assert_array_equal(curves_again[name], curves[name])
+
+
+@pytest.mark.slow  # two command-line processes, each training its start's compilation (~30 s)
+def test_cli_simulate_and_sweep(tmp_path):
+    cli = [sys.executable, "-m", "pgrpo_sim.cli"]
+    out = tmp_path / "lm.csv"
+    done = subprocess.run([*cli, "simulate", "--model", "lm", *TINY_FLAGS, "--steps", "4", "--seeds", "2",
+                           "--quiet", "--out", str(out)], capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    header = out.read_text().splitlines()[0].split(",")
+    assert header[:2] == ["step", "reward"] and "completions/mean_length" in header and "reward_seed_std" in header
+    sweep_dir = tmp_path / "sweep"
+    done = subprocess.run([*cli, "sweep", "--model", "lm", *TINY_FLAGS, "--grid", "learning_rate=1e-3,3e-3",
+                           "--steps", "4", "--seeds", "2", "--quiet", "--out", str(sweep_dir)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = (sweep_dir / "summary.csv").read_text().splitlines()
+    assert lines[0].split(",")[:3] == ["learning_rate", "seed", "final_reward"] and len(lines) == 5
+    assert not (sweep_dir / "chunks").exists() and (sweep_dir / "curves.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["simulate", "--model", "lm", "--set", "learning_rat=1"], "unknown language-model setting 'learning_rat'"),
+        (["simulate", "--model", "lm", "--eta", "0.1"], "--eta is a bandit flag"),
+        (["simulate", "--set", "learning_rate=1"], "--set sets language-model settings: it needs --model lm"),
+        (["simulate", "--model", "lm", "--set", "epsilon=-1"], "epsilon must be >= 0"),
+        (["simulate", "--model", "lm", "--steps", "0"], "steps must be"),
+        (["sweep", "--model", "lm"], "give at least one --grid"),
+        (["sweep", "--model", "lm", "--grid", "beta=0,x"], "beta must be a number"),
+        (["sweep", "--model", "lm", "--grid", "beta=0", "--mode", "sampled"], "--mode is a bandit flag"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_creates_nothing(argv, match, tmp_path, capsys):
+    from pgrpo_sim.cli import main
+
+    out = tmp_path / ("x.csv" if argv[0] == "simulate" else "dir")
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert match in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
