@@ -37,7 +37,7 @@ from ..models import linear, theory
 from ..models.bandit import BanditRun, expected_group_std, simulate
 from ..models.config import bandit_config
 from ..prediction import predict
-from . import rollout_claims
+from . import lm_claims, rollout_claims
 
 BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
 VERDICT_Z = 3.0
@@ -61,6 +61,7 @@ class Resolution:
     max_lag: int = 30
     lag_steps: int = 3000
     rollouts: rollout_claims.RolloutResolution = rollout_claims.FULL
+    lm: lm_claims.LMResolution = lm_claims.FULL
 
 
 QUICK = Resolution(
@@ -72,6 +73,7 @@ QUICK = Resolution(
     refresh_pairs=((1.0, 0.0), (0.2, 0.9)),
     lag_steps=1500,
     rollouts=rollout_claims.QUICK,
+    lm=lm_claims.QUICK,
 )
 FULL = Resolution()
 
@@ -636,6 +638,13 @@ def group_spread(res: Resolution, seed: int, plot: Callable | None) -> dict:
     )
 
 
+# 11 --------------------------------------------------------------------------------------------------
+def lm_collapse(res: Resolution, seed: int, plot: Callable | None) -> dict:
+    """Claim: the language-model level fails where LLM GRPO runs fail — a learning rate a few times the best, many
+    optimiser steps per rollout, no clip with reuse — and the bandit cannot (`lm_claims.lm_collapse`)."""
+    return lm_claims.lm_collapse(res.lm, seed, plot)
+
+
 SECTIONS: dict[str, tuple[str, Callable]] = {
     "group_size_invariance": ("1. Group-size invariance", group_size_invariance),
     "fluctuations": ("2. 1/G fluctuations", fluctuations),
@@ -647,8 +656,10 @@ SECTIONS: dict[str, tuple[str, Callable]] = {
     "rollout_reuse": ("8. Rollout reuse: the critical number of epochs", rollout_reuse),
     "mean_field": ("9. One oscillator for a prompt population", mean_field),
     "group_spread": ("10. Residual group-size dependence of the within-group spread", group_spread),
+    "lm_collapse": ("11. The language-model level breaks where LLM runs break", lm_collapse),
 }
 SCHEDULE = (
+    ("lm_collapse",),
     ("rollout_reuse",),
     ("lag_threshold",),
     ("fluctuations",),

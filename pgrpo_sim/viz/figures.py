@@ -346,7 +346,24 @@ def _fig_group_spread(points):
     return fig
 
 
+def _fig_lm_collapse(rates, finals, ses, reuse_steps, reuse_finals, reuse_ses):
+    """Final reward (mean ± s.e. over seeds) against the learning rate, and against the optimiser steps per rollout
+    at the best rate."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained", sharey=True)
+    for ax, x, y, e, label in (
+        (axes[0], rates, finals, ses, "learning rate"),
+        (axes[1], reuse_steps, reuse_finals, reuse_ses, "optimiser steps per rollout (clip 0.2, best rate)"),
+    ):
+        ax.errorbar(x, y, yerr=e, marker="o", color=PALETTE[0], capsize=3)
+        ax.set_xscale("log")
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("final reward (mean ± s.e. over seeds)")
+    return fig
+
+
 VALIDATION_FIGURES = {
+    "lm_collapse": _fig_lm_collapse,
     "rollout_reuse": _fig_rollout_reuse,
     "mean_field": _fig_mean_field,
     "saturation_law": _fig_saturation,

@@ -1,0 +1,191 @@
+"""Validation section 11: does the language-model level (`models.lm`) break where LLM GRPO runs break?
+
+Real runs (shared/anchors, Qwen2.5-Math-1.5B on MATH) collapse when the learning rate is a few times too high
+(1e-4 against the best 3e-5: a ratio of 3.3), when a rollout is reused for 16 optimiser steps, and when the clip is
+dropped with 2 epochs per rollout. The level's own runs, `seeds` per setting from the same SFT start, are asked
+the same questions. A run's verdict is `analysis.lm_sweep`'s (the what-if rule on the trailing running mean of its
+reward): it *collapses* when its final reward falls below half its first; a setting collapses when at least half
+its seeds do, and its collapse share is given with its binomial standard error. Final rewards are compared with
+`VERDICT_Z` standard errors over seeds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ..analysis.lm_sweep import run_lm_sweep
+
+VERDICT_Z = 3.0
+"""A difference of final rewards counts when it exceeds VERDICT_Z standard errors (over seeds)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LMResolution:
+    """How much of the level each claim runs: GRPO steps, seeds per setting, the learning rates (a grid over two
+    decades), the optimiser steps per rollout as (num_iterations, steps_per_generation), and the epochs of the clip
+    comparison; `settings`: the task, model and batch (`lm_config`'s; default its own: 32 prompts × G 8, ≤ 16 tokens,
+    width 64, 2 layers)."""
+
+    steps: int = 80
+    seeds: int = 6
+    learning_rates: tuple = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2)
+    reuse: tuple = ((1, 1), (2, 1), (4, 1), (4, 2), (4, 4))
+    clip_epochs: tuple = (2, 4)
+    settings: dict = dataclasses.field(default_factory=dict)
+
+
+QUICK = LMResolution(steps=40, seeds=4)
+FULL = LMResolution()
+
+
+def _setting(rows: list[dict], **point) -> dict:
+    """The seeds of one grid point: their final rewards' mean and standard error, collapse share and its s.e."""
+    runs = [r for r in rows if all(r[k] == v for k, v in point.items())]
+    final = np.array([r["final_reward"] for r in runs], float)
+    collapsed = np.array([r["verdict"] in ("collapses", "diverges") for r in runs])
+    n = len(runs)
+    share = float(collapsed.mean())
+    return dict(
+        **point,
+        seeds=n,
+        final=float(np.nanmean(final)) if np.isfinite(final).any() else math.nan,
+        final_se=float(np.nanstd(final, ddof=1) / math.sqrt(n)) if n > 1 else math.nan,
+        peak=float(np.nanmean([r["peak_reward"] for r in runs])),
+        length=float(np.nanmean([r["final_mean_length"] for r in runs])),
+        entropy=float(np.nanmean([r["final_entropy"] for r in runs])),
+        collapse_share=share,
+        collapse_se=math.sqrt(share * (1 - share) / n),
+        collapses=share >= 0.5,
+    )
+
+
+def _run_points(base: dict, points: list[dict], common: dict) -> list[dict]:
+    """`run_lm_sweep` rows of each of `points` (settings over `base`), tagged with all of the point's keys."""
+    rows = []
+    for point in points:
+        (key, value), *rest = point.items()
+        found, _ = run_lm_sweep({**base, **dict(rest)}, {key: [value]}, **common)
+        rows += [{**point, **row} for row in found]
+    return rows
+
+
+def _worse(a: dict, b: dict) -> bool:
+    """Whether setting `a`'s final reward is below `b`'s by more than VERDICT_Z standard errors."""
+    se = math.hypot(a["final_se"], b["final_se"])
+    return bool(b["final"] - a["final"] > VERDICT_Z * se)
+
+
+def _row(s: dict, label: str) -> list:
+    return [
+        label,
+        f"{s['final']:.3f} ± {s['final_se']:.3f}",
+        f"{s['peak']:.3f}",
+        f"{s['length']:.1f}",
+        f"{s['entropy']:.3f}",
+        f"{s['collapse_share']:.2f} ± {s['collapse_se']:.2f}",
+    ]
+
+
+HEADER = ["setting", "final reward (mean ± s.e.)", "peak", "mean length", "entropy", "collapse share (± s.e.)"]
+
+
+def lm_collapse(res: LMResolution, seed: int, plot: Callable | None) -> dict:
+    """Claim: the language-model level fails where LLM runs fail. (a) Over two decades of learning rate the final
+    reward rises, peaks and the largest rates collapse; (b) at the best rate with clip 0.2, 1 optimiser step per
+    rollout learns and 16 collapse; (c) without the clip, reuse collapses where the clipped run does not; (d) near
+    the edge some seeds collapse and others not. Holds when (a), (b) and (c) hold; (d) is reported."""
+    common = dict(seeds=res.seeds, steps=res.steps, seed=seed)
+    lr_rows, _ = run_lm_sweep(dict(res.settings), dict(learning_rate=list(res.learning_rates)), **common)
+    rates = [_setting(lr_rows, learning_rate=lr) for lr in res.learning_rates]
+    best = max(rates, key=lambda s: s["final"])
+    collapsing = [s for s in rates if s["collapses"]]
+    lowest_collapse = min((s["learning_rate"] for s in collapsing), default=None)
+    ratio = lowest_collapse / best["learning_rate"] if lowest_collapse else None
+    interior = rates[0] is not best and rates[-1] is not best
+    a_holds = bool(interior and rates[-1]["collapses"] and _worse(rates[0], best))
+
+    base = dict(res.settings, learning_rate=best["learning_rate"], epsilon=0.2)
+    reuse_points = [dict(num_iterations=e, steps_per_generation=m) for e, m in res.reuse]
+    reuse_rows = _run_points(base, reuse_points, common)
+    reuse = [_setting(reuse_rows, **point) for point in reuse_points]
+    first = reuse[0]
+    degrades = next((e * m for (e, m), s in zip(res.reuse, reuse) if _worse(s, first)), None)
+    collapse_at = next((e * m for (e, m), s in zip(res.reuse, reuse) if s["collapses"]), None)
+    b_holds = bool(not first["collapses"] and reuse[-1]["collapses"])
+
+    clip_rows, _ = run_lm_sweep(
+        dict(res.settings, learning_rate=best["learning_rate"]),
+        dict(num_iterations=list(res.clip_epochs), epsilon=[0.2, None]),
+        **common,
+    )
+    clip = {
+        (e, eps): _setting(clip_rows, num_iterations=e, epsilon=eps) for e in res.clip_epochs for eps in (0.2, None)
+    }
+    c_holds = any(clip[e, None]["collapses"] and not clip[e, 0.2]["collapses"] for e in res.clip_epochs)
+
+    settings = [*rates, *reuse, *clip.values()]
+    edge = [s for s in settings if 0 < s["collapse_share"] < 1]
+    holds = a_holds and b_holds and c_holds
+    ratio_text = f"{ratio:g}" if ratio else "none (no rate collapses)"
+    text = (
+        f"({res.seeds} seeds × {res.steps} GRPO steps per setting) "
+        f"(a) {'holds' if a_holds else 'fails'}: best learning rate {best['learning_rate']:g} (final reward "
+        f"{best['final']:.3f}), lowest collapsing rate / best = {ratio_text} (the real sweep: 3.3); "
+        f"(b) {'holds' if b_holds else 'fails'}: steps per rollout degrade from "
+        f"{degrades or 'none'} and collapse from {collapse_at or 'none'} (the real sweep: 16 collapses); "
+        f"(c) {'holds' if c_holds else 'fails'}: no clip vs clip 0.2, collapse share at "
+        + ", ".join(
+            f"{e} epochs {clip[e, None]['collapse_share']:.2f} vs {clip[e, 0.2]['collapse_share']:.2f}"
+            for e in res.clip_epochs
+        )
+        + f"; (d) {len(edge)} of {len(settings)} settings split their seeds"
+        + (
+            " (" + "; ".join(f"{_label(s)}: {s['collapse_share']:.2f} ± {s['collapse_se']:.2f}" for s in edge) + ")"
+            if edge
+            else ""
+        )
+    )
+    table = [HEADER]
+    table += [_row(s, f"learning_rate={s['learning_rate']:g}") for s in rates]
+    table += [
+        _row(s, f"lr {best['learning_rate']:g}, {e}×{m} = {e * m} steps/rollout") for (e, m), s in zip(res.reuse, reuse)
+    ]
+    table += [
+        _row(s, f"lr {best['learning_rate']:g}, {e} epochs, " + ("no clip" if eps is None else f"clip {eps}"))
+        for (e, eps), s in clip.items()
+    ]
+    figure = None
+    if plot:
+        figure = plot("lm_collapse", [s["learning_rate"] for s in rates], [s["final"] for s in rates],
+                      [s["final_se"] for s in rates], [e * m for e, m in res.reuse], [s["final"] for s in reuse],
+                      [s["final_se"] for s in reuse])  # fmt: skip
+    out = dict(
+        z=VERDICT_Z,
+        learning_rates=rates,
+        best_learning_rate=best["learning_rate"],
+        lowest_collapsing_learning_rate=lowest_collapse,
+        collapse_ratio=ratio,
+        reuse=reuse,
+        reuse_degrades_at=degrades,
+        reuse_collapses_at=collapse_at,
+        clip=[
+            dict(epochs=e, epsilon=eps, **{k: v for k, v in s.items() if k not in ("num_iterations", "epsilon")})
+            for (e, eps), s in clip.items()
+        ],  # fmt: skip
+        edge=[_label(s) for s in edge],
+        claims=dict(learning_rate=a_holds, reuse=b_holds, clip=c_holds),
+        verdict=dict(holds=bool(holds), text=text),
+        table=table,
+    )
+    if figure:
+        out["figure"] = figure
+    return out
+
+
+def _label(s: dict) -> str:
+    keys = ("learning_rate", "num_iterations", "steps_per_generation", "epsilon")
+    return ", ".join(f"{k}={s[k]}" for k in keys if k in s)
