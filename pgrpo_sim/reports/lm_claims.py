@@ -42,7 +42,7 @@ QUICK = LMResolution(steps=40, seeds=4)
 FULL = LMResolution()
 
 
-def _setting(rows: list[dict], **point) -> dict:
+def summarize_setting(rows: list[dict], **point) -> dict:
     """The seeds of one grid point: their final rewards' mean and standard error, collapse share and its s.e."""
     runs = [r for r in rows if all(r[k] == v for k, v in point.items())]
     final = np.array([r["final_reward"] for r in runs], float)
@@ -73,7 +73,7 @@ def _run_points(base: dict, points: list[dict], common: dict) -> list[dict]:
     return rows
 
 
-def _worse(a: dict, b: dict) -> bool:
+def significantly_worse(a: dict, b: dict) -> bool:
     """Whether setting `a`'s final reward is below `b`'s by more than VERDICT_Z standard errors."""
     se = math.hypot(a["final_se"], b["final_se"])
     return bool(b["final"] - a["final"] > VERDICT_Z * se)
@@ -100,20 +100,20 @@ def lm_collapse(res: LMResolution, seed: int, plot: Callable | None) -> dict:
     the edge some seeds collapse and others not. Holds when (a), (b) and (c) hold; (d) is reported."""
     common = dict(seeds=res.seeds, steps=res.steps, seed=seed)
     lr_rows, _ = run_lm_sweep(dict(res.settings), dict(learning_rate=list(res.learning_rates)), **common)
-    rates = [_setting(lr_rows, learning_rate=lr) for lr in res.learning_rates]
+    rates = [summarize_setting(lr_rows, learning_rate=lr) for lr in res.learning_rates]
     best = max(rates, key=lambda s: s["final"])
     collapsing = [s for s in rates if s["collapses"]]
     lowest_collapse = min((s["learning_rate"] for s in collapsing), default=None)
     ratio = lowest_collapse / best["learning_rate"] if lowest_collapse else None
     interior = rates[0] is not best and rates[-1] is not best
-    a_holds = bool(interior and rates[-1]["collapses"] and _worse(rates[0], best))
+    a_holds = bool(interior and rates[-1]["collapses"] and significantly_worse(rates[0], best))
 
     base = dict(res.settings, learning_rate=best["learning_rate"], epsilon=0.2)
     reuse_points = [dict(num_iterations=e, steps_per_generation=m) for e, m in res.reuse]
     reuse_rows = _run_points(base, reuse_points, common)
-    reuse = [_setting(reuse_rows, **point) for point in reuse_points]
+    reuse = [summarize_setting(reuse_rows, **point) for point in reuse_points]
     first = reuse[0]
-    degrades = next((e * m for (e, m), s in zip(res.reuse, reuse) if _worse(s, first)), None)
+    degrades = next((e * m for (e, m), s in zip(res.reuse, reuse) if significantly_worse(s, first)), None)
     collapse_at = next((e * m for (e, m), s in zip(res.reuse, reuse) if s["collapses"]), None)
     b_holds = bool(not first["collapses"] and reuse[-1]["collapses"])
 
@@ -123,7 +123,9 @@ def lm_collapse(res: LMResolution, seed: int, plot: Callable | None) -> dict:
         **common,
     )
     clip = {
-        (e, eps): _setting(clip_rows, num_iterations=e, epsilon=eps) for e in res.clip_epochs for eps in (0.2, None)
+        (e, eps): summarize_setting(clip_rows, num_iterations=e, epsilon=eps)
+        for e in res.clip_epochs
+        for eps in (0.2, None)
     }
     c_holds = any(clip[e, None]["collapses"] and not clip[e, 0.2]["collapses"] for e in res.clip_epochs)
 

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from pgrpo_sim.reports.lm_claims import LMResolution
 from pgrpo_sim.reports.rollout_claims import RolloutResolution
 from pgrpo_sim.reports.validate import (
     BIC_DECISIVE,
@@ -30,6 +31,26 @@ TINY = Resolution(
     lag_steps=600,
     rollouts=RolloutResolution(
         reuse_etas=(1.0,), reuse_clips=(0.1,), max_epochs=4, cycles=20, spreads=(None,), prompts=2, population_steps=200
+    ),
+    lm=LMResolution(
+        steps=6,
+        seeds=2,
+        learning_rates=(1e-3, 1e-2, 1e-1),
+        reuse=((1, 1), (2, 2)),
+        clip_epochs=(2,),
+        settings=dict(
+            prompts_per_step=4,
+            num_generations=4,
+            modulus=5,
+            operands=2,
+            max_completion_length=8,
+            width=16,
+            layers=1,
+            heads=2,
+            eval_size=16,
+            eval_every=2,
+            start_accuracy=0.3,
+        ),  # fmt: skip
     ),
 )
 
