@@ -46,6 +46,7 @@ WORKLOADS = (
     "bench_grad",
     "bench_rollouts",
     "bench_sweep",
+    "bench_lm",
 )
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
