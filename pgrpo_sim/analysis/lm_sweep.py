@@ -173,8 +173,11 @@ def summarize_lm_runs(run: LMRun) -> list[dict]:
 
 
 def _point_file(chunks: Path, point: Mapping, base: Mapping, steps: int, seeds: int, seed: int) -> Path:
-    """A finished grid point's file, named by a hash of everything that determines its runs."""
-    spec = json.dumps(dict(settings={**base, **point}, steps=steps, seeds=seeds, seed=seed), sort_keys=True)
+    """A finished grid point's file, named by a hash of everything that determines its runs: every setting (the
+    defaults filled in, so one configuration written two ways is one file), steps, seeds and the seed."""
+    settings = inspect.signature(lm_config).bind(**base, **point)
+    settings.apply_defaults()
+    spec = json.dumps(dict(settings=settings.arguments, steps=steps, seeds=seeds, seed=seed), sort_keys=True)
     return chunks / f"point-{hashlib.sha256(spec.encode()).hexdigest()[:16]}.npz"
 
 

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shutil
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -38,7 +41,7 @@ class LMResolution:
     settings: dict = dataclasses.field(default_factory=dict)
 
 
-QUICK = LMResolution(steps=40, seeds=4)
+QUICK = LMResolution(steps=40, seeds=4, settings=dict(prompts_per_step=16))
 FULL = LMResolution()
 
 
@@ -98,7 +101,14 @@ def lm_collapse(res: LMResolution, seed: int, plot: Callable | None) -> dict:
     reward rises, peaks and the largest rates collapse; (b) at the best rate with clip 0.2, 1 optimiser step per
     rollout learns and 16 collapse; (c) without the clip, reuse collapses where the clipped run does not; (d) near
     the edge some seeds collapse and others not. Holds when (a), (b) and (c) hold; (d) is reported."""
-    common = dict(seeds=res.seeds, steps=res.steps, seed=seed)
+    chunks = Path(tempfile.mkdtemp(prefix="pgrpo-sim-lm-claims-"))  # a setting asked twice runs once
+    try:
+        return _lm_collapse(res, seed, plot, dict(seeds=res.seeds, steps=res.steps, seed=seed, chunks=chunks))
+    finally:
+        shutil.rmtree(chunks, ignore_errors=True)
+
+
+def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: dict) -> dict:
     lr_rows, _ = run_lm_sweep(dict(res.settings), dict(learning_rate=list(res.learning_rates)), **common)
     rates = [summarize_setting(lr_rows, learning_rate=lr) for lr in res.learning_rates]
     best = max(rates, key=lambda s: s["final"])
