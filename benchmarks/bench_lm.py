@@ -52,7 +52,8 @@ def check() -> list[tuple[str, bool]]:
 
     from pgrpo_sim.models import lm
 
-    config = lm.lm_config(prompts_per_step=4, num_generations=4, width=16, layers=1, heads=2, eval_size=32)
+    config = lm.lm_config(prompts_per_step=4, num_generations=4, modulus=5, operands=2, max_completion_length=8,
+                          width=16, layers=1, heads=2, eval_size=16, start_accuracy=0.3)  # fmt: skip
     both = lm.lm_simulate(config, 3, 2, key=7)
     keys = jax.random.split(jax.random.key(7), 2)
     run = lm.make_lm_run(config, 3)

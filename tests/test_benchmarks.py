@@ -17,11 +17,19 @@ import harness  # noqa: E402
 @pytest.mark.slow
 def test_baselines_agree_with_pgrpo_sim():
     proc = subprocess.run(
-        [sys.executable, str(RUN), "--quick", "--check"], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, str(RUN), "--quick", "--check"], capture_output=True, text=True, timeout=400, check=False
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[ok]" in proc.stdout and "FAIL" not in proc.stdout
-    for workload in ("bench_bandit", "bench_sde", "bench_compile", "bench_scaling", "bench_grad", "bench_rollouts"):
+    for workload in (
+        "bench_bandit",
+        "bench_sde",
+        "bench_compile",
+        "bench_scaling",
+        "bench_grad",
+        "bench_rollouts",
+        "bench_lm",
+    ):
         assert f"[ok] {workload}:" in proc.stdout
 
 
