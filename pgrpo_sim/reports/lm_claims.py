@@ -175,26 +175,46 @@ def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: di
         figure = plot("lm_collapse", [s["learning_rate"] for s in rates], [s["final"] for s in rates],
                       [s["final_se"] for s in rates], [e * m for e, m in res.reuse], [s["final"] for s in reuse],
                       [s["final_se"] for s in reuse])  # fmt: skip
+    none_collapse = "no learning rate collapsed in at least half its seeds"
     out = dict(
         z=VERDICT_Z,
-        learning_rates=rates,
+        learning_rates=[_reported(s) for s in rates],
         best_learning_rate=best["learning_rate"],
         lowest_collapsing_learning_rate=lowest_collapse,
         collapse_ratio=ratio,
-        reuse=reuse,
+        reuse=[_reported(s) for s in reuse],
         reuse_degrades_at=degrades,
         reuse_collapses_at=collapse_at,
-        clip=[
-            dict(epochs=e, epsilon=eps, **{k: v for k, v in s.items() if k not in ("num_iterations", "epsilon")})
-            for (e, eps), s in clip.items()
-        ],  # fmt: skip
+        clip=[_reported(dict(s, epsilon="none" if eps is None else eps)) for (_, eps), s in clip.items()],
         edge=[_label(s) for s in edge],
         claims=dict(learning_rate=a_holds, reuse=b_holds, clip=c_holds),
         verdict=dict(holds=bool(holds), text=text),
         table=table,
     )
+    reasons = dict(
+        lowest_collapsing_learning_rate=none_collapse,
+        collapse_ratio=none_collapse,
+        reuse_degrades_at=f"no number of steps per rollout ended {VERDICT_Z:g} s.e. below one step per rollout",
+        reuse_collapses_at="no number of steps per rollout collapsed in at least half its seeds",
+    )
+    out.update({f"{k}_missing_reason": why for k, why in reasons.items() if out[k] is None})
     if figure:
         out["figure"] = figure
+    return out
+
+
+def _reported(setting: dict) -> dict:
+    """A setting's summary for results.json: an undefined number (NaN) is None with the reason beside it."""
+    reasons = dict(
+        final_se="fewer than 2 seeds with a final reward",
+        **dict.fromkeys(("final", "peak", "length", "entropy"), "every seed diverged"),
+    )
+    out = {}
+    for key, value in setting.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            out[key], out[f"{key}_missing_reason"] = None, reasons.get(key, "not defined")
+        else:
+            out[key] = value
     return out
 
 
