@@ -3,11 +3,13 @@
 The README quotes the tool's verdicts; they must never drift apart. The block between `BEGIN` and `END` in
 README.md is written by this module from a `results.json`, never by hand:
 
-    pgrpo-sim validate --quick --out validation
+    PGRPO_SIM_CACHE=$(mktemp -d) pgrpo-sim validate --quick --out validation
     python -m pgrpo_sim.reports.findings validation/results.json README.md           # rewrite the block
     python -m pgrpo_sim.reports.findings validation/results.json README.md --check   # exit 1 if it drifted
 
-The slow test `tests/reports/test_findings.py` runs the tool and the check.
+The slow test `tests/reports/test_findings.py` runs the tool and the check. Both start from an empty cache: the
+language-model section's SFT start is then trained by the command itself, under its XLA settings (a start cached by
+a Python session with other settings differs in its last digits, and so do the runs that follow from it).
 """
 
 from __future__ import annotations
