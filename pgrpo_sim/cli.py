@@ -1284,7 +1284,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="lower resolution (about 5 minutes on 2 CPU cores, most of it the language-model section)",
+        help="lower resolution (5 to 12 minutes on 2 CPU cores, most of it the language-model section)",
     )
     p.add_argument("--seed", type=_integer, default=0, help="PRNG seed (>= 0)")
     p.add_argument("--out", default="validation", help="output directory (default: validation)")
