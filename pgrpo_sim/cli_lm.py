@@ -29,6 +29,9 @@ SIMULATE_FLAGS = frozenset({"model", "set", "steps", "seeds", "seed", "out", "pl
 """The options `simulate --model lm` takes; any other given on the command line is refused."""
 SWEEP_FLAGS = frozenset({"model", "set", "grid", "steps", "seeds", "seed", "out", "overwrite", "quiet"})
 """The options `sweep --model lm` takes."""
+LM_SWEEP = "sweep --model lm"
+"""The command named in an LM sweep's --out mark: not the bandit sweep's, so neither replaces the other's files
+without --overwrite."""
 SWEEP_OUTPUTS = ("summary.csv", "curves.csv", "sweep.json")
 """What `sweep --model lm` writes in --out (besides `chunks/`, its resume state until it ends)."""
 MODEL_HELP = (
@@ -121,11 +124,11 @@ def sweep_lm(args: argparse.Namespace) -> None:
         raise PgrpoSimError("sweep --model lm: give at least one --grid KEY=V1,V2,…")
     steps, seeds = _run_size(args)
     points = grid_points(settings, grid)  # every point checked before anything is created
-    check_output_dir(args.out, "sweep", overwrite=args.overwrite)
+    check_output_dir(args.out, LM_SWEEP, overwrite=args.overwrite)
     out = Path(args.out)
     progress = stage_lines("sweep", enabled=not args.quiet)
     with staged_outputs() as staged:
-        results = staged.directory(out, "sweep", SWEEP_OUTPUTS, overwrite=args.overwrite, resumable=True)
+        results = staged.directory(out, LM_SWEEP, SWEEP_OUTPUTS, overwrite=args.overwrite, resumable=True)
         args.interrupt_note = f"the finished grid points are kept in {out}/chunks; rerun the same command to resume"
         rows, curves = run_lm_sweep(
             settings, grid, seeds=seeds, steps=steps, seed=args.seed, chunks=out / "chunks", progress=progress
