@@ -30,6 +30,7 @@ from .base.outputs import (
 from .base.progress import report, stage_lines
 from .base.runtime import deferred_interrupts, interrupt_handling, interrupt_requested
 from .cli_lm import add_model_args
+from .cli_lm_forecast import add_level_args, answering_model
 from .logs.readers import FORMATS
 from .models.hyperparameters import HYPERPARAMETERS
 
@@ -971,6 +972,11 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
     from .reports.calibration_report import FAILED, FORECAST_OUTPUTS, write_forecast
 
     log, run, fit_until = _calibration_inputs(args, "forecast")
+    if answering_model(args) == "lm":
+        from .cli_lm_forecast import lm_forecast_command
+
+        claim = lambda staged, outputs: _claim(args, staged, "forecast", outputs)  # noqa: E731
+        return lm_forecast_command(args, log, run, fit_until, claim)
     progress = stage_lines("forecast", enabled=not args.quiet)
     cal = calibrate(log, run, fit_until=fit_until, horizon=_horizon(args, log), progress=progress)
     result, band = forecast(log, cal, until=args.until, level=args.band, seed=args.seed, progress=progress)
@@ -1009,10 +1015,14 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
     from .calibration.forecast import check_scenario, draws_note, goodness_of_fit, what_if
     from .calibration.inference import calibrate
     from .calibration.run_config import parse_scenario
+    from .cli_lm_forecast import lm_what_if_command
     from .reports.calibration_report import WHATIF_OUTPUTS, marked, write_whatif
 
     scenarios = [parse_scenario(text) for text in args.scenario]
     log, run, fit_until = _calibration_inputs(args, "what-if")
+    if answering_model(args, scenarios) == "lm":
+        claim = lambda staged, outputs: _claim(args, staged, "what-if", outputs)  # noqa: E731
+        return lm_what_if_command(args, log, run, fit_until, scenarios, claim)
     for changes in scenarios:
         check_scenario(run, changes)  # every scenario is checked before the calibration starts
     steps = log.series("reward")[0]
@@ -1364,8 +1374,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--run-config", default=None, help="JSON or YAML file of TRL GRPOConfig keys (README table)")
         p.add_argument("--band", type=_finite_float, default=0.8, help="central probability of the band, in (0, 1)")
         p.add_argument("--seed", type=_integer, default=0, help="seed of the band's draws (>= 0)")
-        if name != "what-if":
-            p.add_argument("--fit-until", type=_finite_float, default=None, help="last logged step of the fit window")
+        p.add_argument("--fit-until", type=_finite_float, default=None, help="last logged step of the fit window")
+        if name != "calibrate":
+            add_level_args(p)
         if name == "forecast":
             p.add_argument(
                 "--fit-fraction", type=_finite_float, default=None, help="fit window as a fraction of the log"

@@ -135,6 +135,7 @@ def test_bad_input_is_one_pgrpo_sim_error_naming_it(label, call, words):
     assert words in str(info.value) and "\n" not in str(info.value), str(info.value)
 
 
+@pytest.mark.slow
 def test_convenient_forms_mean_what_they_say():
     """An int key is a seed, one name is a one-name list (search's one name: tests/analysis/test_search.py), a
     whole float is an integer, lists are arrays."""
@@ -155,6 +156,7 @@ def test_convenient_forms_mean_what_they_say():
     assert float(ps.kl_estimate([-1.0], [-1.0])[0]) == 0.0
 
 
+@pytest.mark.slow
 def test_adv_eps_zero_gives_zero_advantage_to_an_all_equal_group():
     """eps = 0 (no ε in the std normalisation): an all-equal group's advantages are 0, as documented, not 0/0; the
     expected run is the limit eps → 0 (eps = 1e-30 moves a non-degenerate group's advantages by ~1e-30 relative,
@@ -171,6 +173,7 @@ def test_adv_eps_zero_gives_zero_advantage_to_an_all_equal_group():
         assert not np.any(sampled.diverged) and np.all(np.isfinite(sampled.reward))
 
 
+@pytest.mark.slow
 def test_traced_hyperparameters_out_of_range_make_the_run_diverge():
     """Under a caller's vmap the eager checks cannot see the values: a run with η < 0, μ ≥ 1 or a stale lag beyond
     the buffer (`max_lag` 2, which would wrap around it) is NaN from its first update, reported as diverged at

@@ -17,6 +17,7 @@ RANK = {
     "reports": 6,
     "cli": 7,
     "cli_lm": 7,
+    "cli_lm_forecast": 7,
 }
 """Layer ranks, lower first: a module may import from its own layer and lower ones only (analysis and logs are
 peers: logs may use prediction, analysis never reads logs)."""

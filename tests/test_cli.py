@@ -42,6 +42,7 @@ def test_theory_text(capsys):
     assert "damping_ratio" in text and "stationary_variance" not in text
 
 
+@pytest.mark.slow
 def test_simulate_writes_csv_and_plot(tmp_path, capsys):
     out, png = tmp_path / "traj.csv", tmp_path / "traj.png"
     args = [
@@ -152,6 +153,7 @@ def test_predict_without_fixed_point_says_why(capsys):
     assert out["stable"] is False and out["reason"] == "no interior fixed point" and out["p_star"] is None
 
 
+@pytest.mark.slow
 def test_oscillator_writes_paths(tmp_path, capsys):
     out, png = tmp_path / "osc.csv", tmp_path / "osc.png"
     argv = [

@@ -285,6 +285,7 @@ def test_bad_input_exit_2_one_line_nothing_created(case, workdir, capsys):
     assert _tree(workdir) == before, f"{case}: files changed"
 
 
+@pytest.mark.slow
 def test_console_script_bad_input_has_no_traceback(tmp_path):
     """The real console process (stderr as a user sees it) for one case per kind of failure."""
     for argv in (

@@ -207,6 +207,7 @@ def test_ctrl_c_at_many_moments(tmp_path, command, delay):
     _interrupt_rerun(tmp_path, argv, command, names, delay)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "settings, mode, seeds",
     [

@@ -17,6 +17,7 @@ def _closed_form_p_star(beta, p_ref):
     return (1 + 2 * beta**2 * p_ref + np.sqrt(1 + 4 * beta**2 * p_ref * (1 - p_ref))) / (2 * (1 + beta**2))
 
 
+@pytest.mark.slow
 def test_fixed_point_is_a_zero_of_the_expected_update_and_is_reached():
     config = ps.bandit_config(**BASE, eta=0.2)
     pred = ps.predict(config)
@@ -236,6 +237,7 @@ def test_population_mean_field_is_exact_for_identical_prompts():
         ps.predict(ps.bandit_config(rewards=[[1, 0, 0], [1, 1, 0]], beta=0.5))
 
 
+@pytest.mark.slow
 def test_a_radius_within_rounding_of_one_is_undetermined_not_unstable():
     """η 1e-7 (an LLM learning rate): the radius is 1 − 1.4e-8 in float64, which float32 rounds to 1; float32
     refuses the verdict (|r − 1| ≤ 4 eps) rather than calling the run unstable, float64 proves it stable."""

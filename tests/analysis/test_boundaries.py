@@ -74,6 +74,7 @@ def test_bandit_slice_where_the_stiffness_moves():
         assert float(ps.predict(cfg.replace(eta=eta, beta=beta)).damping_ratio) == pytest.approx(1.0, abs=1e-8)
 
 
+@pytest.mark.slow
 def test_phase_boundaries_of_a_sweep():
     """A phase-diagram dataset (eta × lag, stale): C = 0 is η·τ = const, and at τ = 1 the exact discrete
     threshold equals it (README: the continuous threshold is exact at τ = 1)."""

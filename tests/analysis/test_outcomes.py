@@ -93,6 +93,7 @@ def test_a_start_at_the_fixed_point_has_covered_the_way():
     assert np.isfinite(float(grad))
 
 
+@pytest.mark.slow
 def test_outcomes_of_a_scheduled_run_are_its_simulated_curve():
     """A learning-rate schedule is simulated exactly (the 2-arm reduction keeps it): outcomes' curve of a 5-arm
     cosine-decayed run is `simulate`'s, to float32 rounding over 15 steps (1e-6); only `predict`, whose radius is
@@ -103,6 +104,7 @@ def test_outcomes_of_a_scheduled_run_are_its_simulated_curve():
     np.testing.assert_allclose(ps.outcomes(cfg, 15).reward, ps.simulate(cfg, 15).reward, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_outcomes_of_reused_rollouts_enumerate_binary_rewards():
     # G = 64 with rollout reuse: 0/1 rewards enumerate 65 reward counts; taken as arbitrary they would exceed
     # the enumeration bound and be refused. Same curve as simulate's (the exact two-arm reduction)

@@ -37,6 +37,7 @@ def test_predicted_regimes_match_theory_cell_by_cell():
     assert scores["cells"] == 10 and 0 <= scores["agreement_discrete"] <= 1
 
 
+@pytest.mark.slow
 def test_phase_diagram_command(tmp_path, capsys, monkeypatch):
     argv = [
         "phase-diagram",

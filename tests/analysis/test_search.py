@@ -99,6 +99,7 @@ def test_grid_search_refuses_a_grid_beyond_max_grid_points():
         search.grid_search("damping-ratio", cfg, target=1.0, search=names, num=64)
 
 
+@pytest.mark.slow
 def test_all_nan_objective_is_an_error_not_a_number():
     # without KL a one-hot policy feels no force, so in 100 steps the logits coast to η·g·(1 − μ¹⁰⁰)/(1 − μ),
     # ≥ 1e307 · 0.3 · 79 for every μ in the box: past the float64 maximum, so every final reward is NaN
@@ -107,6 +108,7 @@ def test_all_nan_objective_is_an_error_not_a_number():
         search.search("final-reward", cfg, bounds={"momentum": (0.995, 0.999)}, **FINAL_REWARD)
 
 
+@pytest.mark.slow
 def test_tune_command(tmp_path, capsys):
     argv = [
         "tune",

@@ -7,6 +7,7 @@ import pgrpo_sim as ps
 BASE = dict(p_ref=0.2, beta=0.5, group_size=8, eta=0.1, momentum=0.9)
 
 
+@pytest.mark.slow
 def test_sensitivities_match_finite_differences():
     cfg = ps.bandit_config(**BASE)
     sens = ps.sensitivities(cfg)

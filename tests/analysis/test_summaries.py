@@ -54,6 +54,7 @@ def test_batched_summaries_are_not_a_copy_of_the_first_curve():
     assert np.isnan(many.final_reward[7]) and int(many.regime[7]) == UNSTABLE  # the NaN curve counts as diverged
 
 
+@pytest.mark.slow
 def test_overshoot_is_read_before_the_plateau_window():
     """A curve still rising through its last 10 % (the plateau's own window) did not go past its plateau: its
     overshoot is the (negative) distance to it at the window's start, not p_T minus the window's mean, which

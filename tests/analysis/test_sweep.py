@@ -65,6 +65,7 @@ def test_regime_classification_on_synthetic_curves():
     assert float(summarize_curve(oscillatory).overshoot) > 0.1
 
 
+@pytest.mark.slow
 def test_sweep_equals_direct_runs(tmp_path):
     axes = [parse_axis("eta=0.01,0.3"), parse_axis("lag=0,3")]
     ds = run_sweep(BASE, axes, steps=300, out_dir=tmp_path, progress=False)
@@ -106,6 +107,7 @@ def test_sweep_with_prompt_features_saves_and_resumes(tmp_path):
         run_sweep({**base, "features": features + 1}, axes, steps=20, mode="sampled", seeds=2, out_dir=tmp_path)
 
 
+@pytest.mark.slow
 def test_saved_files_are_what_xarray_and_pandas_write(tmp_path):
     """`compute_sweep` writes sweep.nc and summary.csv without xarray: read back, they equal xarray's own
     netCDF-3 file and pandas' table of the same Dataset (a static axis, an integer axis, trajectories)."""
@@ -129,6 +131,7 @@ def test_saved_files_are_what_xarray_and_pandas_write(tmp_path):
     np.testing.assert_array_equal(ds.trajectory.sel(eta=0.4, group_size=2, lag=2).values, run.reward[::10])
 
 
+@pytest.mark.slow
 def test_sampled_sweep_equals_direct_runs():
     """The sweep's own batched loop draws what `simulate` draws: the same seeds, the same numbers."""
     import jax
@@ -156,6 +159,7 @@ def test_results_do_not_depend_on_chunk_size():
             np.testing.assert_allclose(other[field].values, runs[0][field].values, rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.slow
 def test_sampled_sweep_shares_seeds_and_static_group_axis():
     axes = [parse_axis("group_size=2,8"), parse_axis("eta=0.1,0.2")]
     ds = run_sweep(dict(p_ref=0.3, beta=0.5), axes, steps=50, mode="sampled", seeds=16, progress=False)

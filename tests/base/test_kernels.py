@@ -39,6 +39,7 @@ def test_uniform_is_uniform_and_keyed(dtype):
     assert abs(np.corrcoef(u, other)[0, 1]) < 4 / np.sqrt(n)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
 def test_uniform_never_repeats_the_words_of_keys_derived_from_its_key(dtype):
     """The sampled step draws its groups from a step key and derives shuffle keys from it with `fold_in(key, 1)`

@@ -4,6 +4,7 @@ library silent unless given a callback."""
 import io
 
 import numpy as np
+import pytest
 
 from pgrpo_sim.base.progress import report, stage_lines
 from pgrpo_sim.logs import laws
@@ -21,6 +22,7 @@ def test_stage_lines_name_the_command_and_the_time_and_can_be_off():
     report(None, "nothing")  # no callback: silent
 
 
+@pytest.mark.slow
 def test_the_library_tells_a_callback_and_is_silent_without_one(capsys):
     t = np.arange(40.0)
     y = 0.8 - 0.6 * np.exp(-t / 10)

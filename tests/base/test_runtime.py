@@ -74,6 +74,7 @@ def test_only_validate_is_compile_bound():
         assert getattr(parser.parse_args(argv), "compile_bound", False) is False
 
 
+@pytest.mark.slow
 def test_cli_process_uses_every_core_and_the_flag():
     """`pgrpo-sim` sets both before JAX's backend starts, although importing the CLI imports JAX: a fresh
     process runs a command, then reports its devices, its cores and its XLA flags."""
@@ -131,6 +132,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from Linux's /proc")
 def test_workers_exit_when_their_parent_is_killed(tmp_path):
     """kill -9 of the parent (which cannot stop its workers) leaves no worker behind for long: each exits within

@@ -14,6 +14,7 @@ from pgrpo_sim.calibration.run_config import RunConfig
 RUN = RunConfig(learning_rate=1e-5, num_generations=8, prompts_per_step=32, lr_scheduler_type="constant")
 
 
+@pytest.mark.slow
 def test_one_difficulty_is_the_plain_bandit():
     """σ → 0 and no unsolvable prompts: every prompt is the same bandit, so the mean reward is exactly its curve."""
     model = population_model(RUN, 60, log_format="jsonl")
@@ -69,6 +70,7 @@ def test_batch_moments_match_monte_carlo(unsolvable, dataset):
         assert float(obs.reward_var) == pytest.approx(within / g / batch, rel=0.1)
 
 
+@pytest.mark.slow
 def test_scenarios_changing_only_float_keys_share_one_compilation(backend_compiles):
     """A what-if over learning rate, β, clip and `scale_rewards` (the advantage kind, a traced code) compiles the
     population model once (their values are traced), and
@@ -101,6 +103,7 @@ def test_scenarios_changing_only_float_keys_share_one_compilation(backend_compil
         np.testing.assert_allclose(b.mean, direct, rtol=1e-8)
 
 
+@pytest.mark.slow
 def test_synthetic_log_with_minibatches_reuses_each_rollout():
     """TRL's steps_per_generation M > 1 at one epoch is rollout reuse (M optimiser steps per rollout), so the
     synthetic run is built (it used to be refused as mini-batches without lag model 'refresh') and learns: over

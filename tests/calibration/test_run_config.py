@@ -118,6 +118,7 @@ def _tiny_log(path: Path, n: int = 40):
     path.write_text("\n".join(lines) + "\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "config, extra, match",
     [
@@ -143,6 +144,7 @@ def test_cli_log_too_short_says_so(tmp_path):
     assert proc.returncode == 2 and "needs at least 10" in proc.stderr and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_cli_bad_scenario_is_refused_before_calibrating(tmp_path):
     _tiny_log(tmp_path / "log.jsonl")
     for scenario, match in (("num_generations=1", "num_generations"), ("optimizer=sgd", "cannot change optimizer")):

@@ -30,6 +30,7 @@ def test_each_failure_mode_fires_first_and_alone_first(mode):
     assert all(step is None or step > order[mode] for name, step in order.items() if name != mode)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["hacking", "instability"])
 def test_sampled_seed_mean_gives_the_same_first_flag(mode):
     """Sampled mode, mean of 4 seeds (sampling noise in every metric), for the two read-outs built on slopes and

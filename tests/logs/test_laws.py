@@ -23,6 +23,7 @@ def _noisy(law, params, t=T, seed=0, noise=NOISE):
     return clean + np.random.default_rng(seed).normal(0, noise, t.size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("law", fit.LAWS)
 def test_recovers_known_parameters(law):
     """Each parameter within 4 standard errors of the truth (a Gaussian 4σ miss has probability 6e-5), and the
@@ -150,6 +151,7 @@ def _linear_start(e, fraction):
 BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kwargs", [dict(eta=0.02, momentum=0.9), dict(eta=0.1, momentum=0.9), dict(eta=0.05, momentum=0.95)]
 )
@@ -306,6 +308,7 @@ def test_coupling_ratio_of_a_flat_train_reward_is_undefined():
     assert np.all(np.isnan(c.ratio[late])) and np.all(c.train_slope[late] == 0)
 
 
+@pytest.mark.slow
 def test_stiffness_fit_of_a_diverged_curve_is_nan():
     # every start's cost is NaN once the curve is: no fit, never the last start's K (10)
     rewards = np.concatenate([np.linspace(0.2, 0.6, 30), np.full(20, np.nan)])

@@ -292,6 +292,7 @@ def test_constant_log_reports_nulls_not_numbers(tmp_path):
     assert result["prediction"]["regime"] == "undetermined" and result["diagnostics"]["first"] is None
 
 
+@pytest.mark.slow
 def test_plateaus_the_run_has_not_reached_are_called_extrapolations(tmp_path):
     """A success rate decaying as 0.3·e^(−t/150) towards 0 (a collapse, noise 0.003): logged for 200 steps it ends
     at 0.08, so the saturation law's plateau (≈ 0) lies beyond every logged value and the report says so; logged

@@ -77,6 +77,7 @@ def test_expected_mode_equals_average_over_every_group(group_size, advantage, kl
     np.testing.assert_allclose(exact, _enumerated_grad(config, THETA, THETA_OLD), rtol=1e-10, atol=1e-13)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("advantage", ["std", "mean", "rloo"])
 @pytest.mark.parametrize("kl,kl_clamp", [("k2", None), ("k3", None), ("k3", 0.05), ("exact", None)])
 def test_on_policy_fast_path_equals_general_expectation(advantage, kl, kl_clamp):
@@ -229,6 +230,7 @@ def test_lag_models_match_python_loop_reference(lag_model, optimizer):
         assert np.all(run.ratio_max[1::3][:-1] != 1.0)
 
 
+@pytest.mark.slow
 def test_sampled_one_step_update_is_unbiased():
     config = ps.bandit_config(
         rewards=[0.9, 0.3, 0.0], init_logits=[0.0, 0.2, 0.4], eta=0.5, beta=0.2, group_size=4, advantage="rloo"
@@ -244,6 +246,7 @@ def test_sampled_one_step_update_is_unbiased():
     assert abs(zf.mean() - float(ps.simulate(config, 1).zero_adv_frac[0])) < 4 * zf.std() / np.sqrt(s)
 
 
+@pytest.mark.slow
 def test_sampled_mean_tracks_expected_curve_at_small_step():
     """η = 0.03, G = 4, 1000 seeds: seed-mean p_t within 4 standard errors of the expected curve."""
     config = ps.bandit_config(p_ref=0.2, beta=0.5, group_size=4, eta=0.03)
@@ -306,6 +309,7 @@ def test_fixed_point_tends_to_large_group_closed_form():
     assert abs(gaps[4]) > 0.1  # the closed form fails at small G
 
 
+@pytest.mark.slow
 def test_grad_of_late_reward_matches_finite_differences():
     base = dict(eta=0.15, momentum=0.5, beta=0.3)
 
@@ -377,6 +381,7 @@ def test_vmap_over_hyperparameters_and_divergence_flag():
     assert int(runs.diverged_step[0]) == -1
 
 
+@pytest.mark.slow
 def test_true_reward_and_output_shapes():
     config = ps.bandit_config(rewards=[1.0, 1.0, 0.0], true_rewards=[1.0, 0.0, 0.0], n_prompts=2, eta=0.3, group_size=4)
     run = ps.simulate(config, 20, mode="sampled", seeds=3)
@@ -470,6 +475,7 @@ def test_readouts_keep_only_what_is_asked(mode):
         ps.simulate(config, 5, readouts=("rewards",))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "mode, lag_model, steps",
     [
@@ -558,6 +564,7 @@ def test_binomial_mean_equals_sum_over_pmf(n):
         np.testing.assert_allclose(row, values @ dpmf, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 7, 61])
 def test_binomial_mean_derivatives_every_mode(n):
     """`binomial_mean`'s own derivative rule, float64: reverse mode equals forward mode (1e-13), the

@@ -11,6 +11,7 @@ from scipy.stats import beta
 import pgrpo_sim as ps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "extra",
     [
@@ -68,6 +69,7 @@ def test_batch_scaled_advantages_match_a_hand_computation():
         ps.simulate(ps.bandit_config(advantage="batch"), 3)
 
 
+@pytest.mark.slow
 def test_dynamic_sampling_drops_groups_without_signal():
     """DAPO: a group whose rewards are all equal carries no weight; the others share the loss."""
     config = ps.bandit_config(n_prompts=2, beta=0.3, group_size=4, dynamic_sampling=True)
@@ -155,6 +157,7 @@ def test_identity_features_are_independent_prompts():
     np.testing.assert_allclose(shared.final_logits, plain.final_logits, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.slow
 def test_shared_parameters_equal_a_hand_loop_and_move_every_prompt():
     """θ = θ_0 + Φ W, W ← W − η Φᵀ ∂L/∂θ (expected mode, SGD); with a batch of one prompt the others move too."""
     phi = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])

@@ -14,6 +14,7 @@ import pgrpo_sim as ps
 BASE = dict(p_ref=0.2, eta=0.5, clip=0.2, group_size=4, lag_model="refresh")
 
 
+@pytest.mark.slow
 def test_reuse_equals_a_hand_written_loop_over_one_rollout():
     """Each refresh draws one rollout (with that step's key) and every inner step uses those same samples."""
     config = ps.bandit_config(**BASE, beta=0.1, momentum=0.5, n_prompts=3, lag=3)
@@ -49,6 +50,7 @@ def test_reuse_equals_a_hand_written_loop_over_one_rollout():
         np.testing.assert_array_equal(state.rollout_rewards, drawn[n // 3][1])
 
 
+@pytest.mark.slow
 def test_clipping_stops_samples_that_left_the_trust_region():
     """Within a rollout the ratio drifts from 1 and clipping switches on; at every refresh it is exactly 1."""
     config = ps.bandit_config(**(BASE | dict(eta=2.0)), n_prompts=8, lag=8)
@@ -83,6 +85,7 @@ def test_minibatches_partition_the_prompts_once_per_epoch():
     assert any(not np.array_equal(orders[0], o) for o in orders[1:])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("advantage", ["std", pytest.param("rloo", marks=pytest.mark.slow)])
 def test_expected_cycle_equals_the_mean_of_sampled_reuse(advantage):
     """Within a cycle expected mode is the exact mean over rollouts: sampled seed means agree within 4 s.e."""

@@ -33,6 +33,7 @@ def test_gradient_through_deterministic_solve_matches_finite_differences():
     np.testing.assert_allclose(g, fd, rtol=1e-3)
 
 
+@pytest.mark.slow
 def test_ensemble_stationary_variance_and_one_over_g():
     params, noise = REGIMES["critical-ish"], 0.01
     ts = jnp.arange(0.0, 601.0)
@@ -47,6 +48,7 @@ def test_ensemble_stationary_variance_and_one_over_g():
     assert out[16] / out[8] == pytest.approx(0.5, rel=0.07)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", ["euler", "shark"])
 def test_ensemble_mean_closed_form_and_independent_paths(solver):
     """All paths in one solve: the mean follows the closed form, and paths do not share noise."""
@@ -95,6 +97,7 @@ def test_block_brownian_path_increments():
     assert abs(np.asarray(bm.evaluate(0.5)).var() / 0.5 - 1) < 5 * np.sqrt(2 / n)
 
 
+@pytest.mark.slow
 def test_ensemble_shapes_and_seeds():
     ens = ps.solve_ensemble(jnp.arange(0.0, 11.0), 0.1, 0.0, *REGIMES["over"], 0.01, 4, paths=7, key=jax.random.key(0))
     assert ens.paths.shape == (7, 11) and np.all(ens.paths[:, 0] == 0.1)

@@ -50,6 +50,7 @@ from .train import (
     READOUTS as READOUTS,
     LMRun as LMRun,
     lm_simulate as lm_simulate,
+    lm_simulate_each as lm_simulate_each,
     make_lm_run as make_lm_run,
     make_optimizer as make_optimizer,
 )

@@ -220,18 +220,25 @@ PROGRAM_CACHE_SIZE = 8
 _programs: dict = {}
 
 
-def _seeds_program(config: LMConfig, steps: int, start: Policy | None):
-    """`make_lm_run` vmapped over keys and jitted; for the SFT start, one program per static structure and `steps`,
-    so configurations that differ only in traced hyperparameters share its compilation."""
+def _program(config: LMConfig, steps: int, start: Policy | None, hyper_axis: int | None):
+    """`make_lm_run` vmapped over keys (and over the hyperparameters' leading axis when `hyper_axis` is 0) and
+    jitted; for the SFT start, one program per static structure, `steps` and vmap layout, so configurations that
+    differ only in traced hyperparameters share its compilation."""
     if start is not None:
-        return jax.jit(jax.vmap(make_lm_run(config, steps, start), in_axes=(None, 0)))
-    cache_key = (jax.tree.structure(config), steps)
+        return jax.jit(jax.vmap(make_lm_run(config, steps, start), in_axes=(hyper_axis, 0)))
+    cache_key = (jax.tree.structure(config), steps, hyper_axis)
     if cache_key not in _programs:
-        program = jax.jit(jax.vmap(make_lm_run(config, steps), in_axes=(None, 0)))
+        program = jax.jit(jax.vmap(make_lm_run(config, steps), in_axes=(hyper_axis, 0)))
         while len(_programs) >= PROGRAM_CACHE_SIZE:
             _programs.pop(next(iter(_programs)))
         _programs[cache_key] = program
     return _programs[cache_key]
+
+
+def _check_call(config, steps: int) -> None:
+    if not isinstance(config, LMConfig):
+        raise PgrpoSimError(f"config must be an LMConfig (build it with lm_config), got {type(config).__name__}")
+    check_steps(steps)
 
 
 def lm_simulate(config: LMConfig, steps: int, seeds: int = 1, key=0, start: Policy | None = None) -> LMRun:
@@ -239,9 +246,23 @@ def lm_simulate(config: LMConfig, steps: int, seeds: int = 1, key=0, start: Poli
     in one compiled program: read-outs float32[seeds, steps]. `key` an int seed or a JAX key. With the SFT start
     (`start` None), a configuration that differs from an earlier one only in traced hyperparameters (learning rate,
     ε, β, temperature, …) reuses its compilation."""
-    if not isinstance(config, LMConfig):
-        raise PgrpoSimError(f"config must be an LMConfig (build it with lm_config), got {type(config).__name__}")
+    _check_call(config, steps)
     check_seeds(seeds)
-    check_steps(steps)
     keys = jax.random.split(as_key(key), seeds)
-    return _seeds_program(config, steps, start)(config, keys)
+    return _program(config, steps, start, None)(config, keys)
+
+
+def lm_simulate_each(configs: list[LMConfig], steps: int, key=0) -> LMRun:
+    """`steps` GRPO steps of each configuration in `configs` (one static structure, traced hyperparameters free:
+    e.g. one learning rate per run), each with its own seed drawn from `key`, vmapped in one compiled program from
+    their shared SFT start: read-outs float32[len(configs), steps]."""
+    if not configs:
+        raise PgrpoSimError("configs must hold at least one LMConfig")
+    for config in configs:
+        _check_call(config, steps)
+    structure = jax.tree.structure(configs[0])
+    if any(jax.tree.structure(c) != structure for c in configs):
+        raise PgrpoSimError("configs must share one static structure (sizes, code paths); only hyperparameters vary")
+    stacked = jax.tree.map(lambda *leaves: jnp.stack(leaves), *configs)
+    keys = jax.random.split(as_key(key), len(configs))
+    return _program(configs[0], steps, None, 0)(stacked, keys)

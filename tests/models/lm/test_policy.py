@@ -85,6 +85,7 @@ def test_token_logits_are_causal():
     assert not np.allclose(before[-3:], after[-3:])
 
 
+@pytest.mark.slow
 def test_vmap_over_runs_equals_each_run_alone():
     stack = jax.tree.map(lambda a, b: jnp.stack([a, b]), PARAMS, _params(7))
     keys = jnp.stack([KEYS, jax.random.split(jax.random.key(3), 16)])
@@ -98,6 +99,7 @@ def test_vmap_over_runs_equals_each_run_alone():
     assert not np.array_equal(tokens[0], tokens[1])
 
 
+@pytest.mark.slow
 def test_first_token_frequencies_follow_the_tempered_softmax():
     rounds, temperature = 64, 2.5
     prompts = jnp.broadcast_to(PROMPTS[0], PROMPTS.shape)

@@ -1,0 +1,435 @@
+"""The language-model level (`models.lm`) calibrated on a training log, and the forecasts and what-if scenarios
+answered on it: the level that can collapse where the bandit only plateaus.
+
+What a log tells the level (`calibrate_lm`):
+- `start_accuracy`: the log's first reward (the policy before GRPO), the SFT start's target;
+- `lr_scale`: the factor from the real run's learning rate to the level's (a 1.5B-parameter model at 3e-5 and a
+  ~100k-parameter transformer at ~1e-3 take steps of like effect). Its posterior lies on a grid of level rates
+  (`LMLevel.lr_grid`): each rate is run for `LMLevel.seeds` seeds from the start and its mean reward curve is
+  compared with the log's at the logged steps, the variance per point being the level's across-seed variance plus
+  the log's own sampling variance p(1 − p)/n (n: the rollout batch, or the eval set's size for an eval-only log),
+  with the log-likelihood tempered by the overdispersion φ = max(1, χ²_min/points) (quasi-likelihood). Its value and
+  standard error are the posterior mean and s.d. of log10(lr_scale); "undetermined" when the s.d. exceeds
+  `UNDETERMINED_DECADES` or the best rate is an end of the grid (the log's rate lies beyond the level's range).
+Everything else — G, epochs, mini-batches, clip, β, loss aggregation, `scale_rewards`, the gradient clip, the
+schedule — is the run config's, on the level's own task and sizes and its own prompts per step.
+
+Reading the log: one logged step is one GRPO step, or one optimiser step for TRL's formats (as `population_model`
+reads it), so a logged step maps to the GRPO step whose rollout it reports. The level's observable is its rollouts'
+mean reward (sampled at the run's temperature, 1), also when the log's reward is a greedy eval accuracy (said in the
+notes). A scenario's runs (`lm_scenario`) draw `LMLevel.draws` level rates from the posterior, each with its own
+seed; `collapse_probability` is the share of them whose verdict (`analysis.summaries.verdict`, per run) is
+"collapses" or "diverges", with its binomial standard error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+from ..analysis.lm_sweep import running_mean, smoothing_window, summarize_lm_runs
+from ..analysis.summaries import verdict
+from ..base.checks import check_range, check_seed
+from ..base.errors import PgrpoSimError
+from ..base.progress import report
+from ..logs.readers import TrainingLog
+from ..models.lm import LMConfig, lm_config, lm_simulate_each
+from ..models.lm.pretrain import MAX_START_ACCURACY
+from .model import TRL_FORMATS
+from .run_config import NO_CLIP_LOSSES, RunConfig, check_run_config
+
+LM_KEYS = (
+    "learning_rate",
+    "num_iterations",
+    "steps_per_generation",
+    "epsilon",
+    "epsilon_high",
+    "beta",
+    "loss_type",
+    "num_generations",
+)
+"""Run-config keys whose change `--model auto` answers on the language-model level (the bandit cannot collapse)."""
+LEVEL_KEYS = (*LM_KEYS, "scale_rewards", "max_grad_norm", "lr_scheduler_type", "warmup_ratio", "max_steps")
+"""Run-config keys the level takes from the run; a scenario may change only these."""
+LOSS_AGGREGATION = {"grpo_clip": "grpo", "grpo_no_clip": "grpo", "reinforce_with_baseline": "grpo"}
+"""CS336 loss names → TRL's aggregation (per-sequence mean); their clip is the run config's (none for the no-clip
+losses). REINFORCE has no ratio: with one optimiser step per rollout the ratio is 1 and its gradient is the clipped
+surrogate's; with reuse the level's ratio stays (said in the notes)."""
+MIN_START_ACCURACY = 0.02
+"""Lowest SFT start accuracy the level is trained to (a log starting at 0 still needs a few rewarded completions)."""
+UNDETERMINED_DECADES = 0.5
+"""Posterior s.d. of log10(lr_scale) above which the scale is "undetermined"."""
+POOR_FIT = 4.0
+"""Overdispersion φ above which the fit is called poor: the level's mean curve misses the log by more than two of its
+noise's standard deviations on average (the level's start or shape does not follow the log)."""
+VARIANCE_FLOOR = 1e-4
+"""Variance added to every point (a reward's last digits): no point gets infinite weight."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LMLevel:
+    """How the level is run for a log: `prompts_per_step` its own (the real run's is the run config's), `lr_grid`
+    the level learning rates tried (AdamW), `seeds` per rate in the calibration, `draws` runs per scenario, and
+    `sizes` further `lm_config` settings (task and model sizes, `sft_seed`)."""
+
+    prompts_per_step: int = 16
+    lr_grid: tuple[float, ...] = tuple(float(x) for x in np.geomspace(3e-5, 1e-2, 6))
+    seeds: int = 3
+    draws: int = 8
+    sizes: Mapping[str, object] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        check_range("prompts_per_step", self.prompts_per_step, 1, integer=True)
+        check_range("seeds", self.seeds, 2, integer=True)
+        check_range("draws", self.draws, 1, integer=True)
+        if len(self.lr_grid) < 2 or any(not (x > 0) for x in self.lr_grid):
+            raise PgrpoSimError(f"lr_grid must hold at least two positive learning rates, got {self.lr_grid}")
+
+
+def level_config(run: RunConfig, level_lr: float, start_accuracy: float, level: LMLevel, steps: int) -> LMConfig:
+    """The level's `LMConfig` for `run` at level learning rate `level_lr` (a `PgrpoSimError` names a setting the
+    level cannot take, e.g. mini-batches that do not divide its batch)."""
+    no_clip = run.loss_type in NO_CLIP_LOSSES or run.epsilon is None
+    settings = dict(
+        learning_rate=level_lr,
+        num_generations=run.num_generations,
+        prompts_per_step=level.prompts_per_step,
+        num_iterations=run.num_iterations,
+        steps_per_generation=run.steps_per_generation,
+        loss_type=LOSS_AGGREGATION.get(run.loss_type, run.loss_type),
+        scale_rewards=run.scale_rewards,
+        epsilon=None if no_clip else run.epsilon,
+        epsilon_high=None if no_clip else run.epsilon_high,
+        beta=run.beta,
+        max_grad_norm=run.max_grad_norm,
+        lr_scheduler_type=run.lr_scheduler_type,
+        warmup_steps=int(round(run.warmup_ratio * steps * run.steps_per_rollout)),
+        start_accuracy=start_accuracy,
+        **level.sizes,
+    )
+    return lm_config(**settings)
+
+
+@dataclasses.dataclass(frozen=True)
+class LMCalibration:
+    """The level fitted to a log (module docstring): the run, the level, the fit window's GRPO-step indices and
+    rewards, the start accuracy, and the posterior over `level.lr_grid` (`weights`, summing to 1)."""
+
+    run: RunConfig
+    level: LMLevel
+    first_step: float
+    fit_until: float
+    logged_steps: np.ndarray
+    index: np.ndarray
+    reward: np.ndarray
+    observed_n: int
+    eval_only: bool
+    start_accuracy: float
+    weights: np.ndarray
+    overdispersion: float
+    curves: np.ndarray
+    per_logged: int
+    notes: tuple[str, ...] = ()
+
+    @property
+    def log_scales(self) -> np.ndarray:
+        """log10(level rate / run rate) at each grid point."""
+        return np.log10(np.asarray(self.level.lr_grid) / self.run.learning_rate)
+
+    @property
+    def spacing(self) -> float:
+        """The grid's mean spacing in decades: a grid point stands for the cell of that width around it."""
+        return float(np.ptp(self.log_scales)) / (len(self.weights) - 1)
+
+    @property
+    def lr_scale(self) -> tuple[float, float]:
+        """Posterior mean and s.d. of log10(lr_scale); the s.d. is at least a cell's (spacing/√12: the posterior is
+        read on a grid, uniform within a cell)."""
+        mean = float(np.sum(self.weights * self.log_scales))
+        sd = np.sqrt(np.sum(self.weights * (self.log_scales - mean) ** 2))
+        return mean, float(max(sd, self.spacing / np.sqrt(12)))
+
+    def draw_rates(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """`n` level learning rates for the run's own rate: grid points drawn by their weights, each spread
+        uniformly over its cell (in log10)."""
+        picks = rng.choice(len(self.weights), size=n, p=self.weights)
+        jitter = rng.uniform(-0.5, 0.5, size=n) * self.spacing
+        return np.asarray(self.level.lr_grid)[picks] * 10**jitter
+
+    @property
+    def undetermined(self) -> str | None:
+        """Why the scale is undetermined, or None."""
+        best = int(np.argmax(self.weights))
+        if best in (0, len(self.weights) - 1):
+            side = "lowest" if best == 0 else "highest"
+            return f"the best level rate is the grid's {side} ({self.level.lr_grid[best]:.3g})"
+        if self.lr_scale[1] > UNDETERMINED_DECADES:
+            return f"posterior s.d. {self.lr_scale[1]:.2f} decades > {UNDETERMINED_DECADES}"
+        return None
+
+    @property
+    def poor_fit(self) -> bool:
+        """Whether φ > `POOR_FIT`."""
+        return self.overdispersion > POOR_FIT
+
+    def logged_step(self, index: np.ndarray) -> np.ndarray:
+        """The logged step of each GRPO step's rollout (the inverse of `grpo_index`)."""
+        return self.first_step + np.asarray(index, float) * self.run.steps_per_rollout / self.per_logged
+
+    def grpo_steps(self, until: float) -> int:
+        """GRPO steps to run so that the logged step `until` is reached."""
+        return int(self.grpo_index(np.array([until]))[0]) + 1
+
+    def grpo_index(self, logged: np.ndarray) -> np.ndarray:
+        """The GRPO step whose rollout each logged step reports."""
+        offset = np.round(np.asarray(logged, float) - self.first_step).astype(int)
+        return offset * self.per_logged // self.run.steps_per_rollout
+
+    def as_dict(self) -> dict:
+        """calibration.json's content."""
+        mean, sd = self.lr_scale
+        se = float(np.sqrt(self.start_accuracy * (1 - self.start_accuracy) / self.observed_n))
+        return dict(
+            model="lm",
+            parameters=dict(
+                log10_lr_scale=dict(value=mean, stderr=sd, undetermined=self.undetermined is not None),
+                start_accuracy=dict(value=self.start_accuracy, stderr=se, undetermined=False),
+            ),
+            lr_scale=10**mean,
+            undetermined_reason=self.undetermined,
+            posterior=dict(level_learning_rates=list(self.level.lr_grid), weights=self.weights.tolist()),
+            overdispersion=self.overdispersion,
+            poor_fit=self.poor_fit,
+            fit_window=dict(first_step=self.first_step, fit_until=self.fit_until, points=int(self.reward.size)),
+            observable="eval accuracy" if self.eval_only else "training reward",
+            observed_n=self.observed_n,
+            level=dict(
+                prompts_per_step=self.level.prompts_per_step,
+                seeds=self.level.seeds,
+                draws=self.level.draws,
+                sizes=dict(self.level.sizes),
+            ),
+            run_config=self.run.as_dict(),
+            notes=list(self.notes),
+        )
+
+
+def _log_reward(log: TrainingLog, run: RunConfig, fit_until: float | None):
+    if "reward" not in log or log.series("reward")[0].size == 0:
+        raise PgrpoSimError("the log has no reward to calibrate on")
+    steps, values = log.series("reward")
+    values = np.asarray(values, float) / run.reward_scale
+    if np.any(values < -1e-9) or np.any(values > 1 + 1e-9):
+        raise PgrpoSimError(
+            f"rewards/reward_scale lie in [{values.min():.3g}, {values.max():.3g}], not [0, 1]: set reward_scale in "
+            "the run config to the reward of a fully correct completion, or read a success-rate column with --column"
+        )
+    until = float(steps[-1]) if fit_until is None else float(fit_until)
+    check_range("fit_until", until, float(steps[0]), float(steps[-1]))
+    keep = steps <= until
+    if np.sum(keep) < 3:
+        raise PgrpoSimError(f"the log has {int(np.sum(keep))} rewarded steps up to step {until:g}; the level needs 3")
+    return np.asarray(steps, float)[keep], values[keep], until
+
+
+def calibrate_lm(
+    log: TrainingLog,
+    run: RunConfig,
+    *,
+    fit_until: float | None = None,
+    eval_size: int | None = None,
+    level: LMLevel | None = None,
+    seed: int = 0,
+    progress: Callable[[str], object] | None = None,
+) -> LMCalibration:
+    """Fit the level's start accuracy and learning-rate scale to `log`'s reward up to `fit_until` (module
+    docstring). `eval_size`: the eval set's size when the log's reward is an eval accuracy (its sampling noise)."""
+    check_run_config(run)
+    check_seed(seed)
+    level = LMLevel() if level is None else level
+    steps, reward, until = _log_reward(log, run, fit_until)
+    source = log.sources.get("reward", "reward")
+    eval_only = source.lower().startswith(("eval", "val", "test"))
+    notes = []
+    if eval_size is not None:
+        check_range("eval_size", eval_size, 1, integer=True)
+        observed_n = int(eval_size)
+    else:
+        observed_n = run.prompts_per_step * run.num_generations
+        if eval_only:
+            notes.append(f"the eval set's size was not given: its noise taken as a rollout batch's ({observed_n})")
+    if eval_only:
+        notes.append(f"the log's reward is {source}, compared with the level's sampled rollout reward")
+    if run.loss_type == "reinforce_with_baseline" and run.steps_per_rollout > 1:
+        notes.append("reinforce_with_baseline with reuse: the level keeps the ratio (its gradient differs)")
+    if run.optimizer != "adamw":
+        notes.append(f"optimizer {run.optimizer}: the level uses AdamW")
+    per_logged = 1 if log.format in TRL_FORMATS else run.steps_per_rollout
+    start = float(np.clip(reward[0], MIN_START_ACCURACY, MAX_START_ACCURACY))
+    cal = LMCalibration(
+        run=run,
+        level=level,
+        first_step=float(steps[0]),
+        fit_until=until,
+        logged_steps=steps,
+        index=np.zeros(0, int),
+        reward=reward,
+        observed_n=observed_n,
+        eval_only=eval_only,
+        start_accuracy=start,
+        weights=np.full(len(level.lr_grid), 1 / len(level.lr_grid)),
+        overdispersion=1.0,
+        curves=np.zeros(0),
+        per_logged=per_logged,
+        notes=tuple(notes),
+    )
+    index = cal.grpo_index(steps)
+    horizon = int(index[-1]) + 1
+    configs = [
+        level_config(run, lr, start, level, horizon) for lr in level.lr_grid for _ in range(level.seeds)
+    ]  # fmt: skip
+    report(progress, f"running the level at {len(level.lr_grid)} learning rates × {level.seeds} seeds")
+    curves = _rewards(configs, horizon, seed).reshape(len(level.lr_grid), level.seeds, horizon)
+    weights, phi = grid_posterior(curves[:, :, index], reward, observed_n)
+    return dataclasses.replace(cal, index=index, weights=weights, overdispersion=phi, curves=curves)
+
+
+def grid_posterior(curves: np.ndarray, observed: np.ndarray, observed_n: int) -> tuple[np.ndarray, float]:
+    """Posterior weights over grid points (flat prior) and the overdispersion φ, from curves [points, seeds, n]
+    read at the log's steps and the log's values [n] (module docstring). A diverged run's NaNs count as reward 0."""
+    curves = np.nan_to_num(np.asarray(curves, float), nan=0.0)
+    seeds = curves.shape[1]
+    mean, var = curves.mean(axis=1), curves.var(axis=1, ddof=1)
+    sigma2 = var * (1 + 1 / seeds) + mean * (1 - mean) / observed_n + VARIANCE_FLOOR
+    chi2 = np.sum((observed - mean) ** 2 / sigma2, axis=-1)
+    phi = max(1.0, float(np.min(chi2)) / observed.size)
+    log_lik = -0.5 * (chi2 + np.sum(np.log(sigma2), axis=-1)) / phi
+    weights = np.exp(log_lik - np.max(log_lik))
+    return weights / np.sum(weights), phi
+
+
+def _rewards(configs: list[LMConfig], steps: int, seed: int) -> np.ndarray:
+    return np.asarray(lm_simulate_each(configs, steps, key=seed).readouts["reward"], float)
+
+
+def check_lm_scenario(run: RunConfig, changes: Mapping[str, object], level: LMLevel | None = None) -> RunConfig:
+    """The run a scenario makes, if the level can run it (one-line `PgrpoSimError` otherwise: a key the level does
+    not take, a value `RunConfig` refuses, mini-batches that do not divide the level's batch)."""
+    unknown = sorted(set(changes) - set(LEVEL_KEYS))
+    if unknown:
+        raise PgrpoSimError(
+            f"the language-model level cannot change {unknown[0]} (it takes {', '.join(LEVEL_KEYS)}): use --model "
+            "bandit"
+        )
+    changed = run.replace(**changes)
+    level_config(changed, 1e-3, 0.5, LMLevel() if level is None else level, 1)
+    return changed
+
+
+def lm_scenario(
+    cal: LMCalibration, changes: Mapping[str, object], *, steps: int, level: float = 0.8, seed: int = 0
+) -> dict:
+    """A scenario's runs on the calibrated level: `cal.level.draws` runs of `steps` GRPO steps, each at a level rate
+    drawn from the posterior × the scenario's rate / the run's, with its own seed. Returns its summary: `model`,
+    `collapse_probability` and its standard error, `verdict` ("collapses" when that share is ≥ ½, else the verdict of
+    the runs' mean curve), the mean final and peak reward, and the band (mean and central `level` quantiles per
+    GRPO step)."""
+    run = check_lm_scenario(cal.run, changes, cal.level)
+    rates = cal.draw_rates(cal.level.draws, np.random.default_rng(seed)) * run.learning_rate / cal.run.learning_rate
+    configs = [level_config(run, float(rate), cal.start_accuracy, cal.level, steps) for rate in rates]
+    result = lm_simulate_each(configs, steps, key=seed)
+    rows = summarize_lm_runs(result)
+    broke = np.array([row["verdict"] in ("collapses", "diverges") for row in rows])
+    share = float(np.mean(broke))
+    reward = np.asarray(result.readouts["reward"], float)
+    mean = np.nanmean(reward, axis=0)
+    smooth = running_mean(mean, smoothing_window(steps))
+    tail = (1 - level) / 2
+    finals = np.array([row["final_reward"] for row in rows])
+    return dict(
+        model="lm",
+        runs=len(rows),
+        collapse_probability=share,
+        collapse_probability_stderr=float(np.sqrt(share * (1 - share) / len(rows))),
+        verdict="collapses" if share >= 0.5 else verdict(smooth, False),
+        verdicts=[row["verdict"] for row in rows],
+        final_reward=None if np.all(np.isnan(finals)) else float(np.nanmean(finals)),
+        peak_reward=float(np.max(smooth)),
+        final_entropy=_nanmean([row["final_entropy"] for row in rows]),
+        final_mean_length=_nanmean([row["final_mean_length"] for row in rows]),
+        level_learning_rates=[float(c.learning_rate) for c in configs],
+        band=dict(
+            level=level,
+            steps=list(range(steps)),
+            mean=mean.tolist(),
+            lower=np.nanquantile(reward, tail, axis=0).tolist(),
+            upper=np.nanquantile(reward, 1 - tail, axis=0).tolist(),
+        ),
+    )
+
+
+def _nanmean(values) -> float | None:
+    values = np.asarray(values, float)
+    return None if np.all(np.isnan(values)) else float(np.nanmean(values))
+
+
+def lm_what_if(
+    cal: LMCalibration,
+    scenarios: list[Mapping[str, object]],
+    *,
+    steps: int,
+    level: float = 0.8,
+    seed: int = 0,
+    progress: Callable[[str], object] | None = None,
+) -> dict:
+    """whatif.json's content on the level: the calibrated run itself (`baseline`) and one entry per scenario
+    (`lm_scenario`), each over `steps` GRPO steps."""
+    total = len(scenarios) + 1
+    report(progress, f"the calibrated run on the level (1/{total}, {cal.level.draws} runs)")
+    out = dict(band=level, model="lm", baseline=lm_scenario(cal, {}, steps=steps, level=level, seed=seed))
+    entries = []
+    for i, changes in enumerate(scenarios):
+        label = ", ".join(f"{k}={v}" for k, v in changes.items())
+        report(progress, f"scenario {i + 1}, {label} ({i + 2}/{total}, {cal.level.draws} runs)")
+        entries.append(dict(set=dict(changes), **lm_scenario(cal, changes, steps=steps, level=level, seed=seed)))
+    out["scenarios"] = entries
+    return out
+
+
+class LMBand(NamedTuple):
+    """A scenario's band in the log's steps, as the what-if and forecast figures draw one."""
+
+    steps: np.ndarray
+    mean: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    level: float
+    diverged: bool
+
+
+def lm_band(cal: LMCalibration, entry: Mapping) -> LMBand:
+    """The band of an `lm_scenario` entry, at the logged steps of its GRPO steps."""
+    band = entry["band"]
+    steps = cal.logged_step(np.asarray(band["steps"]))
+    return LMBand(steps, *(np.asarray(band[k], float) for k in ("mean", "lower", "upper")), band["level"], False)
+
+
+def lm_forecast(log: TrainingLog, cal: LMCalibration, *, until: float, level: float = 0.8, seed: int = 0) -> dict:
+    """forecast.json's content on the level: the calibrated run's band to the logged step `until` and its score on
+    the log's rewards after the fit window (`heldout`: mean absolute error of the band's mean, and the share of
+    held-out rewards inside the band), None without held-out steps."""
+    entry = lm_scenario(cal, {}, steps=cal.grpo_steps(until), level=level, seed=seed)
+    steps, values = log.series("reward")
+    values = np.asarray(values, float) / cal.run.reward_scale
+    held = (steps > cal.fit_until) & (steps <= until)
+    heldout = None
+    if np.any(held):
+        index = cal.grpo_index(steps[held])
+        mean, lo, hi = (np.asarray(entry["band"][k])[index] for k in ("mean", "lower", "upper"))
+        inside = (values[held] >= lo) & (values[held] <= hi)
+        mae = float(np.mean(np.abs(values[held] - mean)))
+        heldout = dict(n=int(held.sum()), mae=mae, coverage=float(inside.mean()))
+    return dict(model="lm", band=level, until=until, fit_until=cal.fit_until, forecast=entry, heldout=heldout)

@@ -1,0 +1,114 @@
+"""`pgrpo-sim what-if --model …` and `pgrpo-sim forecast --model …`: which level answers on a log, and the
+language-model level's answers (`calibration.language_model`).
+
+`--model auto` (the default of what-if): the language-model level answers when a scenario changes a key the bandit
+cannot follow into a collapse (`LM_KEYS`: learning rate, epochs, mini-batches, clip, β, loss type, G); otherwise the
+bandit. A forecast has no scenario: `auto` is the bandit there.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .base.outputs import staged_outputs
+from .base.progress import stage_lines
+
+MODELS = ("auto", "bandit", "lm")
+MODEL_HELP = (
+    "which level answers: bandit (smooth, cannot collapse), lm (the small language model: can collapse; slower), "
+    "auto (lm when a scenario changes learning_rate, num_iterations, steps_per_generation, epsilon, epsilon_high, "
+    "beta, loss_type or num_generations; else the bandit)"
+)
+EVAL_SIZE_HELP = "prompts in the eval set, when the log's reward is an eval accuracy (its sampling noise; --model lm)"
+
+
+def add_level_args(p: argparse.ArgumentParser) -> None:
+    """`--model` and `--eval-size` for what-if and forecast."""
+    p.add_argument("--model", choices=MODELS, default="auto", help=MODEL_HELP)
+    p.add_argument("--eval-size", type=int, default=None, metavar="N", help=EVAL_SIZE_HELP)
+
+
+def answering_model(args: argparse.Namespace, scenarios: Sequence[Mapping] = ()) -> str:
+    """ "bandit" or "lm": the level that answers (`--model auto`: module docstring); `--eval-size` is checked, and
+    refused for the bandit."""
+    from .base.checks import check_range
+    from .base.errors import PgrpoSimError
+    from .calibration.language_model import LM_KEYS
+
+    model = args.model
+    if model == "auto":
+        model = "lm" if any(set(changes) & set(LM_KEYS) for changes in scenarios) else "bandit"
+    if args.eval_size is not None:
+        if model != "lm":
+            raise PgrpoSimError(f"--eval-size is the language-model level's: it needs --model lm (answering: {model})")
+        check_range("eval-size", args.eval_size, 1, integer=True)
+    return model
+
+
+def _calibrate(args: argparse.Namespace, log, run, fit_until, progress):
+    from .calibration.language_model import calibrate_lm
+
+    return calibrate_lm(log, run, fit_until=fit_until, eval_size=args.eval_size, seed=args.seed, progress=progress)
+
+
+def _calibration_line(cal) -> str:
+    mean, sd = cal.lr_scale
+    return (
+        f"language-model level: start accuracy {cal.start_accuracy:.3f}, lr scale 10^({mean:.2f} ± {sd:.2f})"
+        + (f" (undetermined: {cal.undetermined})" if cal.undetermined else "")
+        + f", overdispersion {cal.overdispersion:.3g}"
+        + (" (poor fit)" if cal.poor_fit else "")
+    )
+
+
+def lm_what_if_command(args: argparse.Namespace, log, run, fit_until, scenarios, claim) -> None:
+    """what-if answered by the language-model level; `claim(staged, outputs)` the folder to write in."""
+    from .calibration.forecast import check_scenario
+    from .calibration.language_model import check_lm_scenario, lm_what_if
+    from .reports.calibration_report import WHATIF_OUTPUTS
+    from .reports.lm_report import write_lm_whatif
+
+    for changes in scenarios:  # every scenario checked before the calibration starts
+        check_lm_scenario(check_scenario(run, {}), changes)
+    progress = stage_lines("what-if", enabled=not args.quiet)
+    cal = _calibrate(args, log, run, fit_until, progress)
+    steps = log.series("reward")[0]
+    until = float(steps[-1]) if args.steps is None else float(steps[0]) + args.steps - 1
+    result = lm_what_if(cal, scenarios, steps=cal.grpo_steps(until), level=args.band, seed=args.seed, progress=progress)
+    with staged_outputs() as staged:
+        write_lm_whatif(log, cal, result, claim(staged, WHATIF_OUTPUTS))
+    rows = [("calibrated run", result["baseline"])] + [
+        (",".join(f"{k}={v}" for k, v in s["set"].items()), s) for s in result["scenarios"]
+    ]
+    for label, entry in rows:
+        final = "—" if entry["final_reward"] is None else f"{entry['final_reward']:.3f}"
+        print(
+            f"{label}: {entry['verdict']}, collapse probability {entry['collapse_probability']:.2f} ± "
+            f"{entry['collapse_probability_stderr']:.2f} of {entry['runs']} runs, final reward {final}"
+        )
+    print(_calibration_line(cal))
+    print(f"wrote {Path(args.out)}/whatif.json and report.md")
+
+
+def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim) -> None:
+    """forecast answered by the language-model level."""
+    from .calibration.language_model import lm_forecast
+    from .reports.calibration_report import FORECAST_OUTPUTS
+    from .reports.lm_report import write_lm_forecast
+
+    progress = stage_lines("forecast", enabled=not args.quiet)
+    cal = _calibrate(args, log, run, fit_until, progress)
+    until = float(log.series("reward")[0][-1]) if args.until is None else float(args.until)
+    result = lm_forecast(log, cal, until=until, level=args.band, seed=args.seed)
+    with staged_outputs() as staged:
+        write_lm_forecast(log, cal, result, claim(staged, FORECAST_OUTPUTS))
+    held = result["heldout"]
+    score = (
+        "no held-out steps to score"
+        if held is None
+        else f"held-out MAE {held['mae']:.4f} over {held['n']} steps, coverage {held['coverage']:.2f}"
+    )
+    print(f"forecast to step {until:g} from a fit up to step {cal.fit_until:g}: {score}; {_calibration_line(cal)}")
+    print(f"wrote {Path(args.out)}")

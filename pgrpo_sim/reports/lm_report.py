@@ -1,0 +1,101 @@
+"""What `what-if --model lm` and `forecast --model lm` write: calibration.json, whatif.json / forecast.json, a
+markdown report and the figure, for the language-model level (`calibration.language_model`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..base.outputs import json_text
+from ..calibration.language_model import LMCalibration, lm_band
+from ..logs.readers import TrainingLog
+from ..viz.calibration_figures import plot_bands
+
+
+def _fmt(x) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def lm_calibration_markdown(cal: LMCalibration) -> list[str]:
+    """The calibration's lines of a report: what was fitted, to what, and how well."""
+    data = cal.as_dict()
+    mean, sd = cal.lr_scale
+    lines = [
+        f"Answered by the language-model level (a small transformer trained by GRPO), calibrated on "
+        f"{data['fit_window']['points']} logged {data['observable']} values, steps {cal.first_step:g}–"
+        f"{cal.fit_until:g}.",
+        "",
+        "| parameter | value | ± |",
+        "|---|---|---|",
+        f"| start accuracy (SFT target) | {cal.start_accuracy:.3f} | "
+        f"{data['parameters']['start_accuracy']['stderr']:.3f} |",
+        f"| log10 lr scale (level rate / run rate) | {mean:.2f} | {sd:.2f} |",
+        "",
+        f"Learning-rate scale {10**mean:.3g}"
+        + (f" — undetermined: {cal.undetermined}" if cal.undetermined else "")
+        + f"; overdispersion φ = {cal.overdispersion:.3g}"
+        + (" — a poor fit: the level's mean curve misses the log by more than its noise" if cal.poor_fit else "")
+        + ".",
+    ]
+    lines += [f"- {note}." for note in cal.notes]
+    return lines
+
+
+def _labels(result: dict) -> dict:
+    scenarios = enumerate(result["scenarios"])
+    return {"baseline": "calibrated run"} | {
+        f"scenario {i + 1}": ", ".join(f"{k}={v}" for k, v in s["set"].items()) for i, s in scenarios
+    }
+
+
+def write_lm_whatif(log: TrainingLog, cal: LMCalibration, result: dict, out: Path) -> None:
+    """calibration.json, whatif.json, report.md (one row per scenario: verdict, collapse probability, finals) and
+    whatif.png (each scenario's mean curve and band over the log)."""
+    (out / "calibration.json").write_text(json_text(cal.as_dict(), indent=2))
+    (out / "whatif.json").write_text(json_text(result, indent=2))
+    labels = _labels(result)
+    entries = {"baseline": result["baseline"]} | {f"scenario {i + 1}": s for i, s in enumerate(result["scenarios"])}
+    steps, reward = log.series("reward")
+    bands = {labels[k]: lm_band(cal, e) for k, e in entries.items()}
+    plot_bands(steps, reward / cal.run.reward_scale, bands, out / "whatif.png", fit_until=cal.fit_until)
+    lines = [
+        "# pgrpo-sim what-if (language-model level)",
+        "",
+        *lm_calibration_markdown(cal),
+        "",
+        "| scenario | verdict | collapse probability | final reward | peak reward | final entropy | final length |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key, e in entries.items():
+        lines.append(
+            f"| {labels[key]} | {e['verdict']} | {e['collapse_probability']:.2f} ± "
+            f"{e['collapse_probability_stderr']:.2f} ({e['runs']} runs) | {_fmt(e['final_reward'])} | "
+            f"{_fmt(e['peak_reward'])} | {_fmt(e['final_entropy'])} | {_fmt(e['final_mean_length'])} |"
+        )
+    lines += [
+        "",
+        "Each scenario's runs draw the level's learning rate from the calibration's posterior (times the scenario's "
+        "rate over the run's), each with its own seed; a run collapses when its smoothed reward ends below half its "
+        "start. The band is the runs' central share per step.",
+        "",
+        "![what-if](whatif.png)",
+    ]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def write_lm_forecast(log: TrainingLog, cal: LMCalibration, result: dict, out: Path) -> None:
+    """calibration.json, forecast.json, report.md (the held-out score) and forecast.png."""
+    (out / "calibration.json").write_text(json_text(cal.as_dict(), indent=2))
+    (out / "forecast.json").write_text(json_text(result, indent=2))
+    steps, reward = log.series("reward")
+    band = {"forecast": lm_band(cal, result["forecast"])}
+    plot_bands(steps, reward / cal.run.reward_scale, band, out / "forecast.png", fit_until=cal.fit_until)
+    held = result["heldout"]
+    score = (
+        "No held-out steps to score."
+        if held is None
+        else f"Held-out MAE {held['mae']:.4f} over {held['n']} steps; {held['coverage']:.0%} of them inside the "
+        f"{result['band']:.0%} band."
+    )
+    lines = ["# pgrpo-sim forecast (language-model level)", "", *lm_calibration_markdown(cal), "", score]
+    lines += ["", f"Verdict of the calibrated run: {result['forecast']['verdict']}.", "", "![forecast](forecast.png)"]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
