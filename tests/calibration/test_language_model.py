@@ -1,0 +1,134 @@
+"""The language-model level calibrated on a log: the grid posterior against its closed form, the scenario checks,
+which level answers, and (slow) a log made by the level itself at a known rate recovered and rerun."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pgrpo_sim.calibration import language_model as lmcal
+from pgrpo_sim.calibration.run_config import RunConfig
+from pgrpo_sim.cli import main
+from pgrpo_sim.logs.readers import TrainingLog
+
+TINY_SIZES = dict(
+    modulus=5, operands=2, max_completion_length=8, width=16, layers=1, heads=2, eval_size=16, eval_every=4
+)  # fmt: skip
+
+
+def test_grid_posterior_is_the_tempered_gaussian_likelihood():
+    rng = np.random.default_rng(0)
+    curves = rng.uniform(0.2, 0.8, size=(3, 4, 5))
+    observed = curves[1].mean(axis=0) + 0.01
+    weights, phi = lmcal.grid_posterior(curves, observed, observed_n=100)
+    mean, var = curves.mean(1), curves.var(1, ddof=1)
+    sigma2 = var * 1.25 + mean * (1 - mean) / 100 + lmcal.VARIANCE_FLOOR
+    chi2 = np.sum((observed - mean) ** 2 / sigma2, -1)
+    want_phi = max(1.0, chi2.min() / 5)
+    log_lik = -0.5 * (chi2 + np.log(sigma2).sum(-1)) / want_phi
+    want = np.exp(log_lik - log_lik.max())
+    np.testing.assert_allclose(weights, want / want.sum(), rtol=1e-12)
+    assert phi == pytest.approx(want_phi, rel=1e-12)
+    assert np.argmax(weights) == 1
+
+
+def test_a_diverged_run_counts_as_reward_zero():
+    curves = np.full((2, 2, 3), 0.5)
+    curves[0, 0] = np.nan
+    weights, _ = lmcal.grid_posterior(curves, np.full(3, 0.5), observed_n=64)
+    assert weights[1] > weights[0]
+
+
+def _calibration(weights, grid=(1e-4, 1e-3, 1e-2)):
+    level = lmcal.LMLevel(lr_grid=tuple(grid), seeds=2)
+    return lmcal.LMCalibration(
+        run=RunConfig(learning_rate=1e-5), level=level, first_step=0.0, fit_until=10.0,
+        logged_steps=np.arange(11.0), index=np.arange(11), reward=np.full(11, 0.3), observed_n=64, eval_only=False,
+        start_accuracy=0.3, weights=np.asarray(weights, float), overdispersion=1.0, curves=np.zeros(0), per_logged=1,
+    )  # fmt: skip
+
+
+def test_lr_scale_reads_the_grid_in_decades_with_a_cell_as_its_least_error():
+    cal = _calibration([0.0, 1.0, 0.0])
+    mean, sd = cal.lr_scale
+    assert mean == pytest.approx(2.0, abs=1e-12)  # 1e-3 / 1e-5
+    assert sd == pytest.approx(1 / math.sqrt(12), rel=1e-12)  # one decade per cell
+    assert cal.undetermined is None
+    assert "lowest" in _calibration([1.0, 0.0, 0.0]).undetermined
+    spread = _calibration([0.0, 0.5, 0.5, 0.0, 0.0], grid=np.geomspace(1e-4, 1e-0, 5))
+    assert spread.lr_scale[1] == pytest.approx(0.5, rel=1e-12)
+    rates = cal.draw_rates(200, np.random.default_rng(1))
+    assert np.all((rates > 1e-3 / 10**0.5) & (rates < 1e-3 * 10**0.5))
+
+
+def test_logged_steps_map_to_grpo_steps_both_ways():
+    cal = _calibration([0.0, 1.0, 0.0])
+    cal = lmcal.dataclasses.replace(cal, run=RunConfig(num_iterations=2, steps_per_generation=2), per_logged=1)
+    np.testing.assert_array_equal(cal.grpo_index(np.array([0.0, 3.0, 4.0, 9.0])), [0, 0, 1, 2])  # 4 per rollout
+    np.testing.assert_array_equal(cal.logged_step(np.array([0, 1, 2])), [0.0, 4.0, 8.0])
+
+
+def test_scenarios_the_level_cannot_run_are_refused_by_name():
+    run = RunConfig(num_generations=8)
+    with pytest.raises(ValueError, match="cannot change prompts_per_step"):
+        lmcal.check_lm_scenario(run, dict(prompts_per_step=64))
+    with pytest.raises(ValueError, match="steps_per_generation"):
+        lmcal.check_lm_scenario(run, dict(steps_per_generation=3))  # 16 prompts × G 8 = 128 is not split in 3
+    assert lmcal.check_lm_scenario(run, dict(epsilon=None, num_iterations=4)).num_iterations == 4
+
+
+def test_no_clip_losses_run_without_a_clip():
+    config = lmcal.level_config(
+        RunConfig(loss_type="reinforce_with_baseline", epsilon=None), 1e-3, 0.3, lmcal.LMLevel(), 10
+    )
+    assert math.isinf(float(config.epsilon)) and config.loss_type_name == "grpo"
+
+
+def _log(tmp_path, name="log.jsonl"):
+    path = tmp_path / name
+    path.write_text("".join(f'{{"step": {i}, "reward": {0.3 + 0.01 * i}}}\n' for i in range(12)))
+    return path
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--model", "bandit", "--eval-size", "100"], "--eval-size"),
+        (["--scenario", "prompts_per_step=64,learning_rate=1e-5"], "cannot change prompts_per_step"),
+        (["--eval-size", "0"], "eval-size"),
+    ],
+)
+def test_cli_bad_level_input_is_one_line_and_creates_nothing(tmp_path, capsys, extra, message):
+    out = tmp_path / "out"
+    argv = ["what-if", str(_log(tmp_path)), "--out", str(out)]
+    argv += extra if "--scenario" in extra else ["--scenario", "learning_rate=1e-5", *extra]
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and len(err.splitlines()) == 1, err
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
+    """The level at a known rate writes a log; calibrated on it, the posterior's best rate is the true one, and a
+    scenario's runs take the drawn rates × its factor, its collapse share being its runs' verdicts'."""
+    level = lmcal.LMLevel(prompts_per_step=4, lr_grid=(3e-4, 3e-3, 3e-2), seeds=3, draws=4, sizes=TINY_SIZES)
+    run = RunConfig(learning_rate=1e-5, num_generations=4, prompts_per_step=4, lr_scheduler_type="constant")
+    truth = lmcal.level_config(run, 3e-3, 0.3, level, 30)
+    made = lmcal.lm_simulate_each([truth] * 4, 30, key=99)
+    reward = np.asarray(made.readouts["reward"]).mean(0)
+    log = TrainingLog(
+        data={"step": np.arange(30.0), "reward": reward}, sources={"reward": "reward"}, other={}, format="jsonl",
+        path=None, skipped_steps=np.zeros(0),
+    )  # fmt: skip
+    cal = lmcal.calibrate_lm(log, run, level=level, seed=1)
+    assert int(np.argmax(cal.weights)) == 1
+    assert cal.start_accuracy == pytest.approx(float(reward[0]))
+    result = lmcal.lm_what_if(cal, [dict(learning_rate=3e-4)], steps=30, seed=2)
+    for entry in (result["baseline"], *result["scenarios"]):
+        broke = [v in ("collapses", "diverges") for v in entry["verdicts"]]
+        assert entry["collapse_probability"] == pytest.approx(np.mean(broke))
+        assert len(entry["band"]["mean"]) == 30
+    assert result["scenarios"][0]["level_learning_rates"][0] == pytest.approx(
+        30 * result["baseline"]["level_learning_rates"][0]
+    )
