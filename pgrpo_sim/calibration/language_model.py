@@ -3,13 +3,17 @@ answered on it: the level that can collapse where the bandit only plateaus.
 
 What a log tells the level (`calibrate_lm`):
 - `start_accuracy`: the log's first reward (the policy before GRPO), the SFT start's target;
+- `start_format`: the share of well-formed demonstrations behind that start (`models.lm.pretrain`), one of
+  `LMLevel.start_formats`: a base model at 3 % that knows the answers but not the format jumps within a few steps,
+  one that knows neither climbs slowly, and the curve tells which;
 - `lr_scale`: the factor from the real run's learning rate to the level's (a 1.5B-parameter model at 3e-5 and a
   ~100k-parameter transformer at ~1e-3 take steps of like effect). Its posterior lies on a grid of level rates
-  (`LMLevel.lr_grid`): each rate is run for `LMLevel.seeds` seeds from the start and its mean reward curve is
+  (`LMLevel.lr_grid`): each rate and start format is run for `LMLevel.seeds` seeds and its mean reward curve is
   compared with the log's at the logged steps, the variance per point being the level's across-seed variance plus
   the log's own sampling variance p(1 − p)/n (n: the rollout batch, or the eval set's size for an eval-only log),
-  with the log-likelihood tempered by the overdispersion φ = max(1, χ²_min/points) (quasi-likelihood). Its value and
-  standard error are the posterior mean and s.d. of log10(lr_scale); "undetermined" when the s.d. exceeds
+  with the log-likelihood tempered by the overdispersion φ = max(1, χ²_min/points) (quasi-likelihood); flat prior
+  over the (format, rate) grid. Its value and standard error are the marginal posterior mean and s.d. of
+  log10(lr_scale); "undetermined" when the s.d. exceeds
   `UNDETERMINED_DECADES` or the best rate is an end of the grid (the log's rate lies beyond the level's range).
 Everything else — G, epochs, mini-batches, clip, β, loss aggregation, `scale_rewards`, the gradient clip, the
 schedule — is the run config's, on the level's own task and sizes and its own prompts per step.
@@ -17,9 +21,9 @@ schedule — is the run config's, on the level's own task and sizes and its own 
 Reading the log: one logged step is one GRPO step, or one optimiser step for TRL's formats (as `population_model`
 reads it), so a logged step maps to the GRPO step whose rollout it reports. The level's observable is its rollouts'
 mean reward (sampled at the run's temperature, 1), also when the log's reward is a greedy eval accuracy (said in the
-notes). A scenario's runs (`lm_scenario`) draw `LMLevel.draws` level rates from the posterior, each with its own
-seed; `collapse_probability` is the share of them whose verdict (`analysis.summaries.verdict`, per run) is
-"collapses" or "diverges", with its binomial standard error.
+notes). A scenario's runs (`lm_scenario`) draw `LMLevel.draws` (start format, level rate) pairs from the
+posterior, each with its own seed; `collapse_probability` is the share of them whose verdict
+(`analysis.summaries.verdict`, per run) is "collapses" or "diverges", with its binomial standard error.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from ..base.checks import check_range, check_seed
 from ..base.errors import PgrpoSimError
 from ..base.progress import report
 from ..logs.readers import TrainingLog
-from ..models.lm import LMConfig, lm_config, lm_simulate_each
+from ..models.lm import READOUTS, LMConfig, LMRun, lm_config, lm_simulate_each
 from ..models.lm.pretrain import MAX_START_ACCURACY
 from .model import TRL_FORMATS
 from .run_config import NO_CLIP_LOSSES, RunConfig, check_run_config
@@ -72,11 +76,13 @@ VARIANCE_FLOOR = 1e-4
 @dataclasses.dataclass(frozen=True)
 class LMLevel:
     """How the level is run for a log: `prompts_per_step` its own (the real run's is the run config's), `lr_grid`
-    the level learning rates tried (AdamW), `seeds` per rate in the calibration, `draws` runs per scenario, and
+    the level learning rates tried (AdamW), `start_formats` the starts' shares of well-formed demonstrations tried
+    (those at least the start accuracy), `seeds` per grid point in the calibration, `draws` runs per scenario, and
     `sizes` further `lm_config` settings (task and model sizes, `sft_seed`)."""
 
     prompts_per_step: int = 16
     lr_grid: tuple[float, ...] = tuple(float(x) for x in np.geomspace(3e-5, 1e-2, 6))
+    start_formats: tuple[float, ...] = (0.9, 0.3, 0.1)
     seeds: int = 3
     draws: int = 8
     sizes: Mapping[str, object] = dataclasses.field(default_factory=dict)
@@ -87,11 +93,20 @@ class LMLevel:
         check_range("draws", self.draws, 1, integer=True)
         if len(self.lr_grid) < 2 or any(not (x > 0) for x in self.lr_grid):
             raise PgrpoSimError(f"lr_grid must hold at least two positive learning rates, got {self.lr_grid}")
+        if not self.start_formats or any(not (0 < f <= 1) for f in self.start_formats):
+            raise PgrpoSimError(f"start_formats must hold shares in (0, 1], got {self.start_formats}")
+
+    def formats(self, start_accuracy: float) -> tuple[float, ...]:
+        """The start formats a start of this accuracy can have (at least the accuracy; 1 when none is)."""
+        return tuple(f for f in self.start_formats if f >= start_accuracy) or (1.0,)
 
 
-def level_config(run: RunConfig, level_lr: float, start_accuracy: float, level: LMLevel, steps: int) -> LMConfig:
-    """The level's `LMConfig` for `run` at level learning rate `level_lr` (a `PgrpoSimError` names a setting the
-    level cannot take, e.g. mini-batches that do not divide its batch)."""
+def level_config(
+    run: RunConfig, level_lr: float, start_accuracy: float, level: LMLevel, steps: int, start_format: float = 0.9
+) -> LMConfig:
+    """The level's `LMConfig` for `run` at level learning rate `level_lr` from a start of `start_accuracy` and
+    `start_format` (a `PgrpoSimError` names a setting the level cannot take, e.g. mini-batches that do not divide
+    its batch)."""
     no_clip = run.loss_type in NO_CLIP_LOSSES or run.epsilon is None
     settings = dict(
         learning_rate=level_lr,
@@ -108,6 +123,7 @@ def level_config(run: RunConfig, level_lr: float, start_accuracy: float, level: 
         lr_scheduler_type=run.lr_scheduler_type,
         warmup_steps=int(round(run.warmup_ratio * steps * run.steps_per_rollout)),
         start_accuracy=start_accuracy,
+        start_format=start_format,
         **level.sizes,
     )
     return lm_config(**settings)
@@ -116,7 +132,8 @@ def level_config(run: RunConfig, level_lr: float, start_accuracy: float, level: 
 @dataclasses.dataclass(frozen=True)
 class LMCalibration:
     """The level fitted to a log (module docstring): the run, the level, the fit window's GRPO-step indices and
-    rewards, the start accuracy, and the posterior over `level.lr_grid` (`weights`, summing to 1)."""
+    rewards, the start accuracy, the start formats tried, and the posterior over (`formats` × `level.lr_grid`)
+    (`weights` [formats, rates], summing to 1)."""
 
     run: RunConfig
     level: LMLevel
@@ -128,6 +145,7 @@ class LMCalibration:
     observed_n: int
     eval_only: bool
     start_accuracy: float
+    formats: tuple[float, ...]
     weights: np.ndarray
     overdispersion: float
     curves: np.ndarray
@@ -142,28 +160,44 @@ class LMCalibration:
     @property
     def spacing(self) -> float:
         """The grid's mean spacing in decades: a grid point stands for the cell of that width around it."""
-        return float(np.ptp(self.log_scales)) / (len(self.weights) - 1)
+        return float(np.ptp(self.log_scales)) / (len(self.level.lr_grid) - 1)
+
+    @property
+    def rate_weights(self) -> np.ndarray:
+        """The marginal posterior over the level rates."""
+        return self.weights.sum(axis=0)
+
+    @property
+    def format_weights(self) -> np.ndarray:
+        """The marginal posterior over the start formats."""
+        return self.weights.sum(axis=1)
+
+    @property
+    def start_format(self) -> float:
+        """The most probable start format."""
+        return self.formats[int(np.argmax(self.format_weights))]
 
     @property
     def lr_scale(self) -> tuple[float, float]:
         """Posterior mean and s.d. of log10(lr_scale); the s.d. is at least a cell's (spacing/√12: the posterior is
         read on a grid, uniform within a cell)."""
-        mean = float(np.sum(self.weights * self.log_scales))
-        sd = np.sqrt(np.sum(self.weights * (self.log_scales - mean) ** 2))
+        mean = float(np.sum(self.rate_weights * self.log_scales))
+        sd = np.sqrt(np.sum(self.rate_weights * (self.log_scales - mean) ** 2))
         return mean, float(max(sd, self.spacing / np.sqrt(12)))
 
-    def draw_rates(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """`n` level learning rates for the run's own rate: grid points drawn by their weights, each spread
-        uniformly over its cell (in log10)."""
-        picks = rng.choice(len(self.weights), size=n, p=self.weights)
+    def draw(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """`n` (start format, level learning rate) pairs for the run's own rate: grid points drawn by their weights,
+        each rate spread uniformly over its cell (in log10)."""
+        picks = rng.choice(self.weights.size, size=n, p=self.weights.ravel())
+        format_index, rate_index = np.unravel_index(picks, self.weights.shape)
         jitter = rng.uniform(-0.5, 0.5, size=n) * self.spacing
-        return np.asarray(self.level.lr_grid)[picks] * 10**jitter
+        return np.asarray(self.formats)[format_index], np.asarray(self.level.lr_grid)[rate_index] * 10**jitter
 
     @property
     def undetermined(self) -> str | None:
         """Why the scale is undetermined, or None."""
-        best = int(np.argmax(self.weights))
-        if best in (0, len(self.weights) - 1):
+        best = int(np.argmax(self.rate_weights))
+        if best in (0, len(self.rate_weights) - 1):
             side = "lowest" if best == 0 else "highest"
             return f"the best level rate is the grid's {side} ({self.level.lr_grid[best]:.3g})"
         if self.lr_scale[1] > UNDETERMINED_DECADES:
@@ -198,9 +232,16 @@ class LMCalibration:
                 log10_lr_scale=dict(value=mean, stderr=sd, undetermined=self.undetermined is not None),
                 start_accuracy=dict(value=self.start_accuracy, stderr=se, undetermined=False),
             ),
+            start_format=dict(
+                value=self.start_format, formats=list(self.formats), weights=self.format_weights.tolist()
+            ),
             lr_scale=10**mean,
             undetermined_reason=self.undetermined,
-            posterior=dict(level_learning_rates=list(self.level.lr_grid), weights=self.weights.tolist()),
+            posterior=dict(
+                start_formats=list(self.formats),
+                level_learning_rates=list(self.level.lr_grid),
+                weights=self.weights.tolist(),
+            ),  # fmt: skip
             overdispersion=self.overdispersion,
             poor_fit=self.poor_fit,
             fit_window=dict(first_step=self.first_step, fit_until=self.fit_until, points=int(self.reward.size)),
@@ -280,7 +321,8 @@ def calibrate_lm(
         observed_n=observed_n,
         eval_only=eval_only,
         start_accuracy=start,
-        weights=np.full(len(level.lr_grid), 1 / len(level.lr_grid)),
+        formats=level.formats(start),
+        weights=np.zeros((0, 0)),
         overdispersion=1.0,
         curves=np.zeros(0),
         per_logged=per_logged,
@@ -288,12 +330,22 @@ def calibrate_lm(
     )
     index = cal.grpo_index(steps)
     horizon = int(index[-1]) + 1
-    configs = [
-        level_config(run, lr, start, level, horizon) for lr in level.lr_grid for _ in range(level.seeds)
-    ]  # fmt: skip
-    report(progress, f"running the level at {len(level.lr_grid)} learning rates × {level.seeds} seeds")
-    curves = _rewards(configs, horizon, seed).reshape(len(level.lr_grid), level.seeds, horizon)
-    weights, phi = grid_posterior(curves[:, :, index], reward, observed_n)
+    shape = (len(cal.formats), len(level.lr_grid), level.seeds, horizon)
+    curves = []
+    for i, start_format in enumerate(cal.formats):
+        report(
+            progress,
+            f"running the level from start format {start_format:g} ({i + 1}/{len(cal.formats)}) at "
+            f"{len(level.lr_grid)} learning rates × {level.seeds} seeds",
+        )
+        configs = [
+            level_config(run, lr, start, level, horizon, start_format)
+            for lr in level.lr_grid for _ in range(level.seeds)
+        ]  # fmt: skip
+        curves.append(_rewards(configs, horizon, seed))
+    curves = np.stack(curves).reshape(shape)
+    weights, phi = grid_posterior(curves[..., index].reshape(-1, level.seeds, index.size), reward, observed_n)
+    weights = weights.reshape(shape[:2])
     return dataclasses.replace(cal, index=index, weights=weights, overdispersion=phi, curves=curves)
 
 
@@ -338,9 +390,9 @@ def lm_scenario(
     the runs' mean curve), the mean final and peak reward, and the band (mean and central `level` quantiles per
     GRPO step)."""
     run = check_lm_scenario(cal.run, changes, cal.level)
-    rates = cal.draw_rates(cal.level.draws, np.random.default_rng(seed)) * run.learning_rate / cal.run.learning_rate
-    configs = [level_config(run, float(rate), cal.start_accuracy, cal.level, steps) for rate in rates]
-    result = lm_simulate_each(configs, steps, key=seed)
+    formats, rates = cal.draw(cal.level.draws, np.random.default_rng(seed))
+    rates = rates * run.learning_rate / cal.run.learning_rate
+    result = _runs(run, cal, formats, rates, steps, seed)
     rows = summarize_lm_runs(result)
     broke = np.array([row["verdict"] in ("collapses", "diverges") for row in rows])
     share = float(np.mean(broke))
@@ -360,7 +412,8 @@ def lm_scenario(
         peak_reward=float(np.max(smooth)),
         final_entropy=_nanmean([row["final_entropy"] for row in rows]),
         final_mean_length=_nanmean([row["final_mean_length"] for row in rows]),
-        level_learning_rates=[float(c.learning_rate) for c in configs],
+        level_learning_rates=rates.tolist(),
+        start_formats=formats.tolist(),
         band=dict(
             level=level,
             steps=list(range(steps)),
@@ -369,6 +422,23 @@ def lm_scenario(
             upper=np.nanquantile(reward, 1 - tail, axis=0).tolist(),
         ),
     )
+
+
+def _runs(run: RunConfig, cal: LMCalibration, formats, rates, steps: int, seed: int) -> LMRun:
+    """The runs of a scenario's draws, in draw order: one program per start format (a static setting)."""
+    readouts = {name: np.zeros((len(rates), steps), np.float32) for name in READOUTS}
+    diverged, diverged_step = np.zeros(len(rates), bool), np.zeros(len(rates), int)
+    for i, start_format in enumerate(np.unique(formats)):
+        which = np.flatnonzero(formats == start_format)
+        configs = [
+            level_config(run, float(rates[j]), cal.start_accuracy, cal.level, steps, float(start_format))
+            for j in which
+        ]  # fmt: skip
+        result = lm_simulate_each(configs, steps, key=seed + i)
+        for name in READOUTS:
+            readouts[name][which] = np.asarray(result.readouts[name])
+        diverged[which], diverged_step[which] = np.asarray(result.diverged), np.asarray(result.diverged_step)
+    return LMRun(readouts, None, diverged, diverged_step)
 
 
 def _nanmean(values) -> float | None:

@@ -44,7 +44,8 @@ def _calibration(weights, grid=(1e-4, 1e-3, 1e-2)):
     return lmcal.LMCalibration(
         run=RunConfig(learning_rate=1e-5), level=level, first_step=0.0, fit_until=10.0,
         logged_steps=np.arange(11.0), index=np.arange(11), reward=np.full(11, 0.3), observed_n=64, eval_only=False,
-        start_accuracy=0.3, weights=np.asarray(weights, float), overdispersion=1.0, curves=np.zeros(0), per_logged=1,
+        start_accuracy=0.3, formats=(0.9,), weights=np.asarray(weights, float)[None, :], overdispersion=1.0,
+        curves=np.zeros(0), per_logged=1,
     )  # fmt: skip
 
 
@@ -57,7 +58,8 @@ def test_lr_scale_reads_the_grid_in_decades_with_a_cell_as_its_least_error():
     assert "lowest" in _calibration([1.0, 0.0, 0.0]).undetermined
     spread = _calibration([0.0, 0.5, 0.5, 0.0, 0.0], grid=np.geomspace(1e-4, 1e-0, 5))
     assert spread.lr_scale[1] == pytest.approx(0.5, rel=1e-12)
-    rates = cal.draw_rates(200, np.random.default_rng(1))
+    formats, rates = cal.draw(200, np.random.default_rng(1))
+    assert np.all(formats == 0.9)
     assert np.all((rates > 1e-3 / 10**0.5) & (rates < 1e-3 * 10**0.5))
 
 
@@ -112,7 +114,9 @@ def test_cli_bad_level_input_is_one_line_and_creates_nothing(tmp_path, capsys, e
 def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
     """The level at a known rate writes a log; calibrated on it, the posterior's best rate is the true one, and a
     scenario's runs take the drawn rates × its factor, its collapse share being its runs' verdicts'."""
-    level = lmcal.LMLevel(prompts_per_step=4, lr_grid=(3e-4, 3e-3, 3e-2), seeds=3, draws=4, sizes=TINY_SIZES)
+    level = lmcal.LMLevel(
+        prompts_per_step=4, lr_grid=(3e-4, 3e-3, 3e-2), start_formats=(0.9,), seeds=3, draws=4, sizes=TINY_SIZES
+    )
     run = RunConfig(learning_rate=1e-5, num_generations=4, prompts_per_step=4, lr_scheduler_type="constant")
     truth = lmcal.level_config(run, 3e-3, 0.3, level, 30)
     made = lmcal.lm_simulate_each([truth] * 4, 30, key=99)
@@ -122,7 +126,7 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
         path=None, skipped_steps=np.zeros(0),
     )  # fmt: skip
     cal = lmcal.calibrate_lm(log, run, level=level, seed=1)
-    assert int(np.argmax(cal.weights)) == 1
+    assert int(np.argmax(cal.rate_weights)) == 1
     assert cal.start_accuracy == pytest.approx(float(reward[0]))
     result = lmcal.lm_what_if(cal, [dict(learning_rate=3e-4)], steps=30, seed=2)
     for entry in (result["baseline"], *result["scenarios"]):

@@ -25,7 +25,7 @@ from ..config import LR_SCHEDULES
 from ..grpo import ADVANTAGES, advantage_code
 from .loss import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, loss_type_code
 from .policy import PolicyShape, task_policy_shape
-from .pretrain import MAX_START_ACCURACY
+from .pretrain import DEFAULT_START_FORMAT, MAX_START_ACCURACY
 from .task import TaskSpec, check_sizes
 
 SCALE_REWARDS = MappingProxyType({"group": "std", "batch": "batch", "none": "mean"})
@@ -97,6 +97,7 @@ class LMConfig(eqx.Module):
     kl_reference: bool = eqx.field(static=True)
     eval_every: int = eqx.field(static=True)
     start_accuracy: float = eqx.field(static=True)
+    start_format: float = eqx.field(static=True)
     sft_seed: int = eqx.field(static=True)
 
     def __check_init__(self):
@@ -128,6 +129,12 @@ class LMConfig(eqx.Module):
         if not self.kl_reference and is_concrete(self.beta) and np.any(np.asarray(self.beta) != 0):
             raise PgrpoSimError("beta > 0 needs kl_reference=True (the reference policy's log-probabilities)")
         check_range("start_accuracy", self.start_accuracy, 0.0, MAX_START_ACCURACY, low_open=True)  # pretrain's range
+        check_range("start_format", self.start_format, 0.0, 1.0, low_open=True)
+        if self.start_accuracy > self.start_format:
+            raise PgrpoSimError(
+                f"start_accuracy ({self.start_accuracy:g}) cannot exceed start_format ({self.start_format:g}): a "
+                "malformed completion is not rewarded"
+            )
         want = task_policy_shape(self.task, self.policy.width, self.policy.layers, self.policy.heads)
         if self.policy != want:
             raise PgrpoSimError(f"policy shape {self.policy} does not fit the task (want {want})")
@@ -189,6 +196,7 @@ def lm_config(
     layers: int = 2,
     heads: int = 4,
     start_accuracy: float = 0.2,
+    start_format: float = DEFAULT_START_FORMAT,
     sft_seed: int = 0,
     eval_every: int = 10,
     eval_size: int = 256,
@@ -206,8 +214,9 @@ def lm_config(
     run's optimiser steps (this level's default is "constant", HF's "linear"), `warmup_steps` in optimiser steps;
     `learning_rate` defaults to `DEFAULT_LEARNING_RATE` (TRL's 1e-6 is for billion-parameter models).
     Task and model (this level's own names): `modulus`, `operands`, `max_completion_length` (the task's longest
-    response), `width`, `layers`, `heads`; the SFT start's `start_accuracy` and `sft_seed`; greedy eval accuracy on
-    `eval_size` held-out prompts every `eval_every` GRPO steps.
+    response), `width`, `layers`, `heads`; the SFT start's `start_accuracy`, `start_format` (the share of
+    well-formed demonstrations: a low one hides right answers behind a broken format, as in a base model) and
+    `sft_seed`; greedy eval accuracy on `eval_size` held-out prompts every `eval_every` GRPO steps.
     """
     check_choice("scale_rewards", scale_rewards, tuple(SCALE_REWARDS))
     task = TaskSpec(modulus=modulus, operands=operands, max_response_len=max_completion_length, eval_size=eval_size)
@@ -240,5 +249,6 @@ def lm_config(
         kl_reference=kl_reference,
         eval_every=eval_every,
         start_accuracy=start_accuracy,
+        start_format=start_format,
         sft_seed=sft_seed,
     )

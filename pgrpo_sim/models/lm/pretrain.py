@@ -16,6 +16,11 @@ What keeps the start broad: demonstrations write a uniformly chosen number of re
 `<ans>`, no `</ans>`, or no EOS and random digits up to the length cap), so the start also produces some malformed
 and runaway completions.
 
+A base model that knows the answers but not the format (a 3 % eval accuracy that GRPO lifts to 30 % in three steps)
+is a start with a low `start_format`: the share of well-formed demonstrations (default `DEFAULT_START_FORMAT`, i.e.
+`FORMAT_NOISE` malformed). SFT imitates that share, and stopping at `start_accuracy` then leaves a policy whose
+answers are right about `start_accuracy / start_format` of the time, hidden behind its format.
+
 Cache: `$PGRPO_SIM_CACHE/lm/` (default `$XDG_CACHE_HOME/pgrpo-sim/lm/`, else `~/.cache/pgrpo-sim/lm/`), one file per
 setting named by a hash of every setting that changes the result (task, held-out rule, shape, architecture constants,
 target, seed, the SFT constants below and `SFT_VERSION`). Deleting it is safe: the next call trains again (same result
@@ -70,6 +75,8 @@ EVAL_SAMPLES = 4
 ≤ 0.016)."""
 FORMAT_NOISE = 0.1
 """Share of malformed demonstrations (a third each: no `<ans>`, no `</ans>`, no EOS)."""
+DEFAULT_START_FORMAT = 1 - FORMAT_NOISE
+"""Share of well-formed demonstrations unless a start asks for another (`start_format`)."""
 MAX_START_ACCURACY = 0.95
 """Highest target: the accuracy must be reachable and leave GRPO something to learn."""
 SFT_OPTIMIZER = optax.adam(SFT_LEARNING_RATE)
@@ -87,7 +94,7 @@ class SFTStart(NamedTuple):
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "n"))
-def demonstrations(spec: TaskSpec, key, n: int, format_noise: float = FORMAT_NOISE) -> tuple[Array, Array]:
+def demonstrations(spec: TaskSpec, key, n: int, format_noise: float | Array = FORMAT_NOISE) -> tuple[Array, Array]:
     """`n` SFT examples: training prompts int32[n, prompt_len] and completions int32[n, max_response_len] that write
     a uniformly chosen number of reasoning steps and the right answer; a share `format_noise` is malformed (see the
     module docstring)."""
@@ -131,7 +138,12 @@ def eval_accuracy(spec: TaskSpec, params: Policy, key, temperature=1.0, samples:
     return task_reward(spec, completions, answers).mean()
 
 
-def _settings(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int) -> dict:
+def _format_noise(start_format: float) -> float:
+    """The malformed share of the demonstrations for a start's well-formed share (rounded: one setting, one file)."""
+    return round(1.0 - float(start_format), 12)
+
+
+def _settings(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int, start_format: float) -> dict:
     """Everything that changes the SFT result, as JSON-able values."""
     return dict(
         version=SFT_VERSION,
@@ -148,7 +160,7 @@ def _settings(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: i
             check_every=CHECK_EVERY,
             max_steps=MAX_SFT_STEPS,
             eval_samples=EVAL_SAMPLES,
-            format_noise=FORMAT_NOISE,
+            format_noise=_format_noise(start_format),
         ),
     )
 
@@ -163,7 +175,7 @@ def cache_dir(environ: dict | None = None) -> Path:
     return Path(root).expanduser() / "pgrpo-sim" / "lm"
 
 
-def _check(spec: TaskSpec, shape: PolicyShape, start_accuracy, seed) -> None:
+def _check(spec: TaskSpec, shape: PolicyShape, start_accuracy, seed, start_format) -> None:
     if not isinstance(spec, TaskSpec) or not isinstance(shape, PolicyShape):
         raise PgrpoSimError("task_spec must be a TaskSpec and shape a PolicyShape")
     if shape.vocab != spec.vocab_size or shape.max_len < spec.prompt_len + spec.max_response_len:
@@ -172,17 +184,23 @@ def _check(spec: TaskSpec, shape: PolicyShape, start_accuracy, seed) -> None:
             f"this task, got vocab {shape.vocab} and max_len {shape.max_len} (use task_policy_shape)"
         )
     check_range("start_accuracy", start_accuracy, 0, MAX_START_ACCURACY, low_open=True)
+    check_range("start_format", start_format, 0, 1, low_open=True)
+    if start_accuracy > start_format:
+        raise PgrpoSimError(
+            f"start_accuracy ({start_accuracy:g}) cannot exceed start_format ({start_format:g}): a malformed "
+            "completion is not rewarded"
+        )
     check_seed(seed)
 
 
-@functools.partial(jax.jit, static_argnames=("spec",))
-def _train_chunk(spec: TaskSpec, params: Policy, opt_state, key):
+@functools.partial(jax.jit, static_argnames=("spec", "format_noise"))
+def _train_chunk(spec: TaskSpec, params: Policy, opt_state, key, format_noise: float):
     """`CHECK_EVERY` SFT steps, each on fresh demonstrations: the final (params, optimizer state) and the params
     after every step (stacked on a leading axis; small, and they let the stop land on one step)."""
 
     def step(carry, step_key):
         params, opt_state = carry
-        prompts, completions = demonstrations(spec, step_key, SFT_BATCH)
+        prompts, completions = demonstrations(spec, step_key, SFT_BATCH, format_noise)
         grads = jax.grad(_sft_loss)(params, prompts, completions, spec)
         updates, opt_state = SFT_OPTIMIZER.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
@@ -191,7 +209,7 @@ def _train_chunk(spec: TaskSpec, params: Policy, opt_state, key):
     return jax.lax.scan(step, (params, opt_state), jax.random.split(key, CHECK_EVERY))
 
 
-def _train(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int) -> SFTStart:
+def _train(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int, start_format: float) -> SFTStart:
     """SFT from `seed`, checking the accuracy every `CHECK_EVERY` steps; in the chunk where it first reaches
     `start_accuracy`, a bisection over the steps finds the crossing, and of its two sides the one closer to the target
     is the start."""
@@ -204,7 +222,8 @@ def _train(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int)
     opt_state = SFT_OPTIMIZER.init(params)
     below = checked(params, 0)
     for chunk in range(MAX_SFT_STEPS // CHECK_EVERY):
-        (params, opt_state), history = _train_chunk(spec, params, opt_state, jax.random.fold_in(key_data, chunk))
+        chunk_key = jax.random.fold_in(key_data, chunk)
+        (params, opt_state), history = _train_chunk(spec, params, opt_state, chunk_key, _format_noise(start_format))
         above = checked(params, below.steps + CHECK_EVERY)
         if above.accuracy >= start_accuracy:
             while above.steps - below.steps > 1:
@@ -221,15 +240,21 @@ def _train(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int)
 
 
 def pretrained_start(
-    task_spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int = 0, *, cache: bool = True
+    task_spec: TaskSpec,
+    shape: PolicyShape,
+    start_accuracy: float,
+    seed: int = 0,
+    *,
+    start_format: float = DEFAULT_START_FORMAT,
+    cache: bool = True,
 ) -> SFTStart:
     """The SFT start (params, measured accuracy, steps) for these settings: loaded from the cache when there, else
     trained (see the module docstring) and, with `cache`, saved. The accuracy is the sampled (T = 1) share of
     rewarded completions on the evaluation prompts, measured on `EVAL_SAMPLES` × the evaluation prompts (standard error
     ≤ 0.016 for 256 of them); it lands within one SFT step's progress plus that error of the target (the returned
-    value says where)."""
-    _check(task_spec, shape, start_accuracy, seed)
-    settings = _settings(task_spec, shape, start_accuracy, seed)
+    value says where). `start_format`: the share of well-formed demonstrations (module docstring)."""
+    _check(task_spec, shape, start_accuracy, seed, start_format)
+    settings = _settings(task_spec, shape, start_accuracy, seed, start_format)
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:20]
     path = cache_dir() / f"sft-{digest}.eqx"
     like = (init_policy(shape, jax.random.key(0)), jnp.zeros((), jnp.float32), jnp.zeros((), jnp.int32))
@@ -239,7 +264,7 @@ def pretrained_start(
             return SFTStart(params, float(accuracy), int(steps))
         except (OSError, ValueError, RuntimeError, EOFError):
             pass  # unreadable or stale: trained again below and the file replaced
-    start = _train(task_spec, shape, float(start_accuracy), int(seed))
+    start = _train(task_spec, shape, float(start_accuracy), int(seed), float(start_format))
     if cache:
         _save(path, (start.params, jnp.asarray(start.accuracy, jnp.float32), jnp.asarray(start.steps, jnp.int32)))
     return start
@@ -257,7 +282,14 @@ def _save(path: Path, tree) -> None:
         return
 
 
-def pretrained_policy(task_spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int = 0) -> Policy:
+def pretrained_policy(
+    task_spec: TaskSpec,
+    shape: PolicyShape,
+    start_accuracy: float,
+    seed: int = 0,
+    start_format: float = DEFAULT_START_FORMAT,
+) -> Policy:
     """The parameters of `pretrained_start` (cached on disk): a reproducible SFT policy whose sampled (T = 1)
-    accuracy on the evaluation prompts is about `start_accuracy` (in (0, 0.95])."""
-    return pretrained_start(task_spec, shape, start_accuracy, seed).params
+    accuracy on the evaluation prompts is about `start_accuracy` (in (0, 0.95]), `start_format` of its
+    demonstrations well-formed."""
+    return pretrained_start(task_spec, shape, start_accuracy, seed, start_format=start_format).params

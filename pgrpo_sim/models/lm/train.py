@@ -92,12 +92,14 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
     """`run(hyper, key) -> LMRun`: `steps` GRPO steps from the start policy, pure and jit/vmap-able. `hyper` is an
     `LMConfig` with `config`'s static structure (its traced hyperparameters may be vmapped); `start` the initial
     (and reference) parameters, by default the SFT start `pretrained_policy(config.task, config.policy,
-    config.start_accuracy, config.sft_seed)`."""
+    config.start_accuracy, config.sft_seed, config.start_format)`."""
     if not isinstance(config, LMConfig):
         raise PgrpoSimError(f"config must be an LMConfig (build it with lm_config), got {type(config).__name__}")
     check_steps(steps)
     if start is None:
-        start = pretrained_policy(config.task, config.policy, config.start_accuracy, config.sft_seed)
+        start = pretrained_policy(
+            config.task, config.policy, config.start_accuracy, config.sft_seed, config.start_format
+        )
     structure = jax.tree.structure(config)
     spec, g, p = config.task, config.num_generations, config.prompts_per_step
     n, s, iterations = config.generation_batch, config.steps_per_generation, config.num_iterations

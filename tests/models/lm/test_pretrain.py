@@ -82,9 +82,10 @@ def test_an_unreadable_cache_file_is_trained_again_and_replaced(start, tmp_path,
 
 
 def test_the_cache_key_changes_with_the_architecture(monkeypatch):
-    before = pretrain._settings(SPEC, SHAPE, TARGET, 3)
+    before = pretrain._settings(SPEC, SHAPE, TARGET, 3, pretrain.DEFAULT_START_FORMAT)
+    assert pretrain._settings(SPEC, SHAPE, TARGET, 3, 0.5) != before  # another start format is another start
     monkeypatch.setattr(pretrain, "MLP_RATIO", pretrain.MLP_RATIO + 1)
-    assert pretrain._settings(SPEC, SHAPE, TARGET, 3) != before
+    assert pretrain._settings(SPEC, SHAPE, TARGET, 3, pretrain.DEFAULT_START_FORMAT) != before
 
 
 @pytest.mark.slow  # a second SFT run (~5 s); the cache test covers the default suite's reuse of one
@@ -106,8 +107,28 @@ def test_cache_dir_follows_the_environment(tmp_path):
         ((SPEC, SHAPE, 0.99, 0), "start_accuracy must be in"),
         ((SPEC, SHAPE, 0.2, -1), "seed must be in"),
         ((SPEC, lm.task_policy_shape(lm.TaskSpec()), 0.2, 0), "shape must have vocab"),
+        ((SPEC, SHAPE, 0.2, 0, 0.1), "cannot exceed start_format"),
+        ((SPEC, SHAPE, 0.2, 0, 1.5), "start_format must be in"),
     ],
 )
 def test_bad_settings_are_refused(args, message):
     with pytest.raises(PgrpoSimError, match=message):
-        pretrain.pretrained_start(*args)
+        pretrain.pretrained_start(*args[:4], start_format=args[4] if len(args) > 4 else 0.9)
+
+
+@pytest.mark.slow  # a second SFT run
+def test_a_format_limited_start_hides_right_answers_behind_its_format(cache_root, monkeypatch):
+    """start_format 0.2 at accuracy 0.05: the start writes the format about as often as its demonstrations, and is
+    right far more often among its well-formed completions than overall (the knowledge a base model hides)."""
+    monkeypatch.setenv(pretrain.CACHE_ENV, str(cache_root))
+    start = pretrain.pretrained_start(SPEC, SHAPE, 0.05, seed=3, start_format=0.2)
+    prompts, answers = lm.eval_prompts(SPEC)
+    prompts, answers = np.tile(prompts, (8, 1)), np.tile(answers, 8)
+    keys = jax.random.split(jax.random.key(5), len(answers))
+    draw = jax.vmap(lm.sample, in_axes=(None, 0, 0, None, None))
+    completions, _ = draw(start.params, prompts, keys, 1.0, SPEC.max_response_len)
+    formed = np.asarray(lm.format_ok(SPEC, completions))
+    right = np.asarray(lm.task_reward(SPEC, completions, answers))
+    n = len(answers)  # 376 completions: a share's standard error is at most 0.026
+    assert abs(formed.mean() - 0.2) < 0.1  # SFT imitates the demonstrations' share, to within 4 s.e. and early stopping
+    assert right[formed].mean() > 2 * right.mean() and n == 8 * 47
