@@ -883,12 +883,15 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
     fit_until)."""
     from .calibration.forecast import horizon_limit
     from .calibration.run_config import kl_warning, load_run_config, log_settings, resolve_run_config
+    from .calibration.success import success_rate_log
 
     log = _read_log(args)
     loaded = load_run_config(args.run_config) if args.run_config else None
     run = resolve_run_config(loaded and loaded.keys, log_settings(log))
     run = run.with_notes(*(loaded.summary() if loaded else ()))
     run = run.with_notes(kl_warning(run, log))
+    if not any(item.partition("=")[0].strip() == "reward" for item in args.column):  # the user's choice stands
+        log, run, _ = success_rate_log(log, run)
     steps = log.series("reward")[0] if "reward" in log else np.array([])
     if steps.size == 0:
         raise UsageError(f"{command}: {args.log} has no reward to calibrate on")
