@@ -29,7 +29,12 @@ posterior, each with its own seed; `collapse_probability` is the share of them w
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import os
+import tempfile
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -41,7 +46,7 @@ from ..base.errors import PgrpoSimError
 from ..base.progress import report
 from ..logs.readers import TrainingLog
 from ..models.lm import READOUTS, LMConfig, LMRun, lm_config, lm_simulate_each
-from ..models.lm.pretrain import MAX_START_ACCURACY
+from ..models.lm.pretrain import MAX_START_ACCURACY, cache_dir
 from .model import TRL_FORMATS
 from .run_config import NO_CLIP_LOSSES, RunConfig, check_run_config
 
@@ -107,6 +112,13 @@ def level_config(
     """The level's `LMConfig` for `run` at level learning rate `level_lr` from a start of `start_accuracy` and
     `start_format` (a `PgrpoSimError` names a setting the level cannot take, e.g. mini-batches that do not divide
     its batch)."""
+    return lm_config(**level_settings(run, level_lr, start_accuracy, level, steps, start_format))
+
+
+def level_settings(
+    run: RunConfig, level_lr: float, start_accuracy: float, level: LMLevel, steps: int, start_format: float = 0.9
+) -> dict:
+    """`lm_config`'s keyword arguments of `level_config`."""
     no_clip = run.loss_type in NO_CLIP_LOSSES or run.epsilon is None
     settings = dict(
         learning_rate=level_lr,
@@ -126,7 +138,7 @@ def level_config(
         start_format=start_format,
         **level.sizes,
     )
-    return lm_config(**settings)
+    return settings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -338,11 +350,11 @@ def calibrate_lm(
             f"running the level from start format {start_format:g} ({i + 1}/{len(cal.formats)}) at "
             f"{len(level.lr_grid)} learning rates × {level.seeds} seeds",
         )
-        configs = [
-            level_config(run, lr, start, level, horizon, start_format)
+        settings = [
+            level_settings(run, lr, start, level, horizon, start_format)
             for lr in level.lr_grid for _ in range(level.seeds)
         ]  # fmt: skip
-        curves.append(_rewards(configs, horizon, seed))
+        curves.append(cached_rewards(settings, horizon, seed))
     curves = np.stack(curves).reshape(shape)
     weights, phi = grid_posterior(curves[..., index].reshape(-1, level.seeds, index.size), reward, observed_n)
     weights = weights.reshape(shape[:2])
@@ -363,8 +375,37 @@ def grid_posterior(curves: np.ndarray, observed: np.ndarray, observed_n: int) ->
     return weights / np.sum(weights), phi
 
 
-def _rewards(configs: list[LMConfig], steps: int, seed: int) -> np.ndarray:
-    return np.asarray(lm_simulate_each(configs, steps, key=seed).readouts["reward"], float)
+def cached_rewards(settings: list[dict], steps: int, seed: int) -> np.ndarray:
+    """The reward curves float[runs, steps] of `lm_simulate_each` over the configurations `settings` (`lm_config`'s
+    keyword arguments), kept in the SFT starts' cache folder (`models.lm.pretrain.cache_dir`) under a hash of the
+    settings, steps, seed and the level's source code: a second what-if on a log of the same shape skips the grid."""
+    spec = json.dumps(dict(settings=settings, steps=steps, seed=seed, code=_code()), sort_keys=True, default=str)
+    path = cache_dir() / f"runs-{hashlib.sha256(spec.encode()).hexdigest()[:20]}.npy"
+    try:
+        curves = np.load(path)
+        if curves.shape == (len(settings), steps):
+            return curves
+    except (OSError, ValueError):
+        pass  # absent or unreadable: run below
+    configs = [lm_config(**s) for s in settings]
+    curves = np.asarray(lm_simulate_each(configs, steps, key=seed).readouts["reward"], float)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as handle:
+            np.save(handle, curves)
+        os.replace(handle.name, path)
+    except OSError:
+        pass  # an unwritable cache only costs the runs next time
+    return curves
+
+
+def _code() -> str:
+    """A digest of the level's source (`models/lm/`, `models/grpo.py`): cached runs of older code are not reused."""
+    root = Path(__file__).resolve().parent.parent / "models"
+    digest = hashlib.sha256()
+    for path in sorted((root / "lm").glob("*.py")) + [root / "grpo.py"]:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def check_lm_scenario(run: RunConfig, changes: Mapping[str, object], level: LMLevel | None = None) -> RunConfig:

@@ -136,3 +136,23 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
     assert result["scenarios"][0]["level_learning_rates"][0] == pytest.approx(
         30 * result["baseline"]["level_learning_rates"][0]
     )
+
+
+def test_grid_runs_are_cached_by_their_settings(tmp_path, monkeypatch):
+    monkeypatch.setenv("PGRPO_SIM_CACHE", str(tmp_path))
+    calls = []
+    fake = np.arange(6.0).reshape(2, 3)
+
+    def simulate(configs, steps, key):
+        calls.append(len(configs))
+        return lmcal.LMRun({"reward": fake}, None, None, None)
+
+    monkeypatch.setattr(lmcal, "lm_simulate_each", simulate)
+    settings = [dict(learning_rate=1e-3, **TINY_SIZES), dict(learning_rate=2e-3, **TINY_SIZES)]
+    first = lmcal.cached_rewards(settings, 3, seed=0)
+    again = lmcal.cached_rewards(settings, 3, seed=0)
+    np.testing.assert_array_equal(first, fake)
+    np.testing.assert_array_equal(again, fake)
+    assert calls == [2]  # the second call read the file
+    lmcal.cached_rewards(settings, 3, seed=1)  # another seed is another file
+    assert calls == [2, 2]
