@@ -109,7 +109,7 @@ def lm_collapse(res: LMResolution, seed: int, plot: Callable | None) -> dict:
 
 
 def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: dict) -> dict:
-    lr_rows, _ = run_lm_sweep(dict(res.settings), dict(learning_rate=list(res.learning_rates)), **common)
+    lr_rows, lr_curves = run_lm_sweep(dict(res.settings), dict(learning_rate=list(res.learning_rates)), **common)
     rates = [summarize_setting(lr_rows, learning_rate=lr) for lr in res.learning_rates]
     best = max(rates, key=lambda s: s["final"])
     collapsing = [s for s in rates if s["collapses"]]
@@ -139,7 +139,9 @@ def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: di
     }
     c_holds = any(clip[e, None]["collapses"] and not clip[e, 0.2]["collapses"] for e in res.clip_epochs)
 
-    settings = [*rates, *reuse, *clip.values()]
+    oscillator = oscillator_claims(res, rates, lr_curves["reward"], reuse, common)
+
+    settings = [*rates, *reuse, *clip.values(), *oscillator["reuse_slower"]]
     edge = [s for s in settings if 0 < s["collapse_share"] < 1]
     holds = a_holds and b_holds and c_holds
     ratio_text = f"{ratio:g}" if ratio else "none (no rate collapses)"
@@ -160,6 +162,7 @@ def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: di
             if edge
             else ""
         )
+        + f"; (e) {oscillator['text']}"
     )
     table = [HEADER]
     table += [_row(s, f"learning_rate={s['learning_rate']:g}") for s in rates]
@@ -188,6 +191,8 @@ def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: di
         clip=[_reported(dict(s, epsilon="none" if eps is None else eps)) for (_, eps), s in clip.items()],
         edge=[_label(s) for s in edge],
         claims=dict(learning_rate=a_holds, reuse=b_holds, clip=c_holds),
+        oscillator={k: v for k, v in oscillator.items() if k != "reuse_slower"}
+        | dict(reuse_slower=[_reported(s) for s in oscillator["reuse_slower"]]),
         verdict=dict(holds=bool(holds), text=text),
         table=table,
     )
@@ -200,6 +205,84 @@ def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: di
     out.update({f"{k}_missing_reason": why for k, why in reasons.items() if out[k] is None})
     if figure:
         out["figure"] = figure
+    return out
+
+
+ZETA_Z = 2.0
+"""ζ at the slowest learning rate exceeds ζ at the fastest by more than ZETA_Z combined standard errors."""
+SLOWER = 4.0
+MIN_FIT_STEPS = 20
+"""Fewest GRPO steps for the oscillator fits (five parameters)."""
+"""The K_ref check reruns the collapsing reuse at the best learning rate / SLOWER."""
+
+
+def oscillator_claims(res: LMResolution, rates: list[dict], reward: np.ndarray, reuse: list[dict], common: dict):
+    """(e) The oscillator's claims on this level, as far as its runs can test them:
+    - ζ from a fit: the damped-oscillator law fitted to each non-collapsing rate's seed-mean reward (weights: the
+      seeds' standard error per step), its regime read as `fit` reads a log's; the oscillator has ζ ∝ 1/√(Kη), so
+      ζ should fall as the rate rises: holds when ζ at the slowest such rate exceeds ζ at the fastest by `ZETA_Z`
+      combined standard errors;
+    - the K_ref threshold: reuse is stable while K·η·K_ref < 1 − μ, so the steps per rollout that collapse at the
+      best rate should not at a `SLOWER` times smaller one: holds when that setting's collapse share falls below ½;
+    - not tested here (no runs for them): the fixed point under β (needs a β sweep) and the 1/G scaling of the
+      stationary fluctuations (needs a G sweep and many more seeds than a collapse share does)."""
+    from ..logs.laws import fit_laws, read_regime, simpler_bics
+
+    fits = []
+    for s, curves in zip(rates, reward):
+        if s["collapses"] or res.steps < MIN_FIT_STEPS:
+            continue
+        curves = np.asarray(curves, float)
+        mean = np.nanmean(curves, axis=0)
+        sigma = np.maximum(np.nanstd(curves, axis=0, ddof=1) / math.sqrt(curves.shape[0]), 1e-3)
+        steps = np.arange(mean.size, dtype=float)
+        laws = fit_laws(steps, mean, sigma=sigma)
+        oscillator = laws["oscillator"]
+        regime = read_regime(oscillator, steps=steps, simpler_bic=simpler_bics(laws, steps, mean, sigma=sigma))
+        zeta_se = float(oscillator.stderr[oscillator.names.index("zeta")]) if oscillator.stderr is not None else None
+        zeta, zeta_se = oscillator["zeta"], zeta_se if zeta_se is not None and math.isfinite(zeta_se) else None
+        fit = dict(learning_rate=s["learning_rate"], zeta=zeta, zeta_se=zeta_se, regime=regime.regime)
+        if zeta_se is None:
+            fit["zeta_se_missing_reason"] = "the fit gave no finite standard error"
+        fits.append(fit)
+    usable = [f for f in fits if f["zeta_se"] is not None and math.isfinite(f["zeta_se"])]
+    zeta_holds = None
+    if len(usable) >= 2:
+        slow, fast = usable[0], usable[-1]
+        zeta_holds = bool(slow["zeta"] - fast["zeta"] > ZETA_Z * math.hypot(slow["zeta_se"], fast["zeta_se"]))
+    collapsing = next(((e, m) for (e, m), s in zip(res.reuse, reuse) if s["collapses"]), None)
+    slower, kref_holds = [], None
+    if collapsing is not None:
+        best = max(rates, key=lambda s: s["final"])
+        rate = best["learning_rate"] / SLOWER
+        point = dict(learning_rate=rate, num_iterations=collapsing[0], steps_per_generation=collapsing[1])
+        rows = _run_points(dict(res.settings, epsilon=0.2), [point], common)
+        slower = [summarize_setting(rows, **point)]
+        kref_holds = not slower[0]["collapses"]
+    zeta_text = ", ".join(
+        f"η {f['learning_rate']:g}: ζ {f['zeta']:.2f}" + ("" if f["zeta_se"] is None else f" ± {f['zeta_se']:.2f}")
+        + f" ({f['regime']})"
+        for f in fits
+    )  # fmt: skip
+    word = {True: "holds", False: "fails", None: "undetermined"}
+    text = (
+        f"ζ falls as η rises {word[zeta_holds]} ({zeta_text or 'no rate left to fit'}); K_ref threshold "
+        f"{word[kref_holds]}"
+        + (
+            f" ({collapsing[0] * collapsing[1]} steps/rollout at η/{SLOWER:g}: collapse share "
+            f"{slower[0]['collapse_share']:.2f} ± {slower[0]['collapse_se']:.2f})"
+            if slower
+            else " (no reuse collapsed at the best rate)"
+        )
+        + "; fixed point under β and 1/G fluctuations: not run on this level"
+    )
+    out = dict(zeta_fits=fits, zeta_falls=zeta_holds, kref=kref_holds, reuse_slower=slower, text=text)
+    if zeta_holds is None:
+        out["zeta_falls_missing_reason"] = (
+            f"fewer than two non-collapsing rates with a ζ and its standard error (fits need {MIN_FIT_STEPS} steps)"
+        )
+    if kref_holds is None:
+        out["kref_missing_reason"] = "no reuse collapsed at the best rate"
     return out
 
 

@@ -4,8 +4,10 @@ test_validate.py, in the slow suite)."""
 
 import math
 
+import numpy as np
 import pytest
 
+from pgrpo_sim.logs import laws
 from pgrpo_sim.reports import lm_claims
 
 
@@ -28,3 +30,21 @@ def test_worse_needs_verdict_z_standard_errors():
     assert lm_claims.significantly_worse(a, b) and not lm_claims.significantly_worse(b, a)  # 0.2 apart, 7 s.e.
     close = dict(final=0.62, final_se=0.02)  # 0.08 apart: 2.8 s.e. of the difference, under VERDICT_Z = 3
     assert not lm_claims.significantly_worse(close, b)
+
+
+@pytest.mark.slow  # the four laws compile (~10 s)
+def test_oscillator_fits_read_zeta_falling_with_the_rate():
+    """Seed curves made by the oscillator law at ζ 1.6 (slow rate) and 0.3 (fast rate), noise 0.01: the fits find
+    both within 4 of their standard errors, and ζ falls; no reuse collapsed, so the K_ref check is undetermined."""
+    steps = np.arange(80.0)
+    rng = np.random.default_rng(0)
+    rates, curves = [], []
+    for lr, zeta in ((1e-4, 1.6), (1e-3, 0.3)):
+        mean = np.asarray(laws.law_curve("oscillator", steps, np.array([0.7, zeta, 0.2, -0.5, 0.0])))
+        curves.append(mean + 0.01 * rng.standard_normal((6, steps.size)))
+        rates.append(dict(learning_rate=lr, collapses=False, final=float(mean[-1])))
+    res = lm_claims.LMResolution(steps=80, reuse=((1, 1),))
+    out = lm_claims.oscillator_claims(res, rates, np.stack(curves), [dict(collapses=False)], common={})
+    for fit, zeta in zip(out["zeta_fits"], (1.6, 0.3)):
+        assert abs(fit["zeta"] - zeta) < 4 * fit["zeta_se"]
+    assert out["zeta_falls"] is True and out["kref"] is None and "kref_missing_reason" in out
