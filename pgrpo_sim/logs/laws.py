@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
+import scipy.stats
 from jax import Array
 from jax.typing import ArrayLike
 
@@ -630,14 +631,12 @@ class Coupling(NamedTuple):
 
 
 def _slope(t: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Least-squares slope and its standard error (NaN with fewer than 5 points or no spread in t)."""
+    """Least-squares slope and its standard error (`scipy.stats.linregress`; NaN with fewer than 5 points or no
+    spread in t)."""
     if t.size < 5 or np.ptp(t) == 0:
         return float("nan"), float("nan")
-    tc = t - t.mean()
-    sxx = np.sum(tc**2)
-    b = float(np.sum(tc * (y - y.mean())) / sxx)
-    resid = y - y.mean() - b * tc
-    return b, float(np.sqrt(np.sum(resid**2) / (t.size - 2) / sxx))
+    fit = scipy.stats.linregress(t, y)
+    return float(fit.slope), float(fit.stderr)
 
 
 def coupling_ratio(
