@@ -57,7 +57,7 @@ def _calibration_line(cal) -> str:
     mean, sd = cal.lr_scale
     return (
         f"language-model level: start accuracy {cal.start_accuracy:.3f}, start format {cal.start_format:g} "
-        f"({cal.format_weights.max():.2f}), lr scale 10^({mean:.2f} ± {sd:.2f})"
+        f"({cal.format_weights.max():.2f}), ceiling {cal.ceiling[0]:.2f}, lr scale 10^({mean:.2f} ± {sd:.2f})"
         + (f" (undetermined: {cal.undetermined})" if cal.undetermined else "")
         + f", overdispersion {cal.overdispersion:.3g}"
         + (" (poor fit)" if cal.poor_fit else "")

@@ -15,6 +15,9 @@ What a log tells the level (`calibrate_lm`):
   over the (format, rate) grid. Its value and standard error are the marginal posterior mean and s.d. of
   log10(lr_scale); "undetermined" when the s.d. exceeds
   `UNDETERMINED_DECADES` or the best rate is an end of the grid (the log's rate lies beyond the level's range).
+- `ceiling` c: the log's reward is c × the level's (a share 1 − c of real prompts that no completion solves gives
+  zero advantage and only scales the reward), profiled per grid point over `LMLevel.ceilings`; scenarios' curves
+  are in the log's units (× their draw's c); a collapse verdict does not depend on c.
 Everything else — G, epochs, mini-batches, clip, β, loss aggregation, `scale_rewards`, the gradient clip, the
 schedule — is the run config's, on the level's own task and sizes and its own prompts per step.
 
@@ -88,6 +91,7 @@ class LMLevel:
     prompts_per_step: int = 16
     lr_grid: tuple[float, ...] = tuple(float(x) for x in np.geomspace(3e-5, 1e-2, 6))
     start_formats: tuple[float, ...] = (0.9, 0.3, 0.1)
+    ceilings: tuple[float, ...] = tuple(float(x) for x in np.linspace(0.3, 1.0, 15))
     seeds: int = 3
     draws: int = 8
     sizes: Mapping[str, object] = dataclasses.field(default_factory=dict)
@@ -159,6 +163,7 @@ class LMCalibration:
     start_accuracy: float
     formats: tuple[float, ...]
     weights: np.ndarray
+    ceilings: np.ndarray
     overdispersion: float
     curves: np.ndarray
     per_logged: int
@@ -197,13 +202,20 @@ class LMCalibration:
         sd = np.sqrt(np.sum(self.rate_weights * (self.log_scales - mean) ** 2))
         return mean, float(max(sd, self.spacing / np.sqrt(12)))
 
-    def draw(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """`n` (start format, level learning rate) pairs for the run's own rate: grid points drawn by their weights,
-        each rate spread uniformly over its cell (in log10)."""
+    @property
+    def ceiling(self) -> tuple[float, float]:
+        """Posterior mean and s.d. of the ceiling c (each grid point's profiled best)."""
+        mean = float(np.sum(self.weights * self.ceilings))
+        return mean, float(np.sqrt(np.sum(self.weights * (self.ceilings - mean) ** 2)))
+
+    def draw(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`n` (start format, level learning rate, ceiling) triples for the run's own rate: grid points drawn by
+        their weights, each rate spread uniformly over its cell (in log10), each with its point's ceiling."""
         picks = rng.choice(self.weights.size, size=n, p=self.weights.ravel())
         format_index, rate_index = np.unravel_index(picks, self.weights.shape)
         jitter = rng.uniform(-0.5, 0.5, size=n) * self.spacing
-        return np.asarray(self.formats)[format_index], np.asarray(self.level.lr_grid)[rate_index] * 10**jitter
+        rates = np.asarray(self.level.lr_grid)[rate_index] * 10**jitter
+        return np.asarray(self.formats)[format_index], rates, self.ceilings.ravel()[picks]
 
     @property
     def undetermined(self) -> str | None:
@@ -247,6 +259,7 @@ class LMCalibration:
             start_format=dict(
                 value=self.start_format, formats=list(self.formats), weights=self.format_weights.tolist()
             ),
+            ceiling=dict(value=self.ceiling[0], stderr=self.ceiling[1]),
             lr_scale=10**mean,
             undetermined_reason=self.undetermined,
             posterior=dict(
@@ -335,6 +348,7 @@ def calibrate_lm(
         start_accuracy=start,
         formats=level.formats(start),
         weights=np.zeros((0, 0)),
+        ceilings=np.zeros((0, 0)),
         overdispersion=1.0,
         curves=np.zeros(0),
         per_logged=per_logged,
@@ -356,23 +370,39 @@ def calibrate_lm(
         ]  # fmt: skip
         curves.append(cached_rewards(settings, horizon, seed))
     curves = np.stack(curves).reshape(shape)
-    weights, phi = grid_posterior(curves[..., index].reshape(-1, level.seeds, index.size), reward, observed_n)
-    weights = weights.reshape(shape[:2])
-    return dataclasses.replace(cal, index=index, weights=weights, overdispersion=phi, curves=curves)
+    read = curves[..., index].reshape(-1, level.seeds, index.size)
+    weights, phi, ceilings = grid_posterior(read, reward, observed_n, level.ceilings)
+    return dataclasses.replace(
+        cal,
+        index=index,
+        weights=weights.reshape(shape[:2]),
+        ceilings=ceilings.reshape(shape[:2]),
+        overdispersion=phi,
+        curves=curves,
+    )
 
 
-def grid_posterior(curves: np.ndarray, observed: np.ndarray, observed_n: int) -> tuple[np.ndarray, float]:
-    """Posterior weights over grid points (flat prior) and the overdispersion φ, from curves [points, seeds, n]
-    read at the log's steps and the log's values [n] (module docstring). A diverged run's NaNs count as reward 0."""
+def grid_posterior(
+    curves: np.ndarray, observed: np.ndarray, observed_n: int, ceilings=(1.0,)
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """Posterior weights over grid points (flat prior), the overdispersion φ and each point's best ceiling, from
+    curves [points, seeds, n] read at the log's steps and the log's values [n] (module docstring). Each point's
+    likelihood is profiled over the `ceilings` c (the log's reward = c × the level's; c < 1: a share 1 − c of the
+    real prompts is never solved, so it gives no advantage and only scales the reward). A diverged run's NaNs count
+    as reward 0."""
     curves = np.nan_to_num(np.asarray(curves, float), nan=0.0)
     seeds = curves.shape[1]
-    mean, var = curves.mean(axis=1), curves.var(axis=1, ddof=1)
+    c = np.asarray(ceilings, float)[:, None, None]  # [ceilings, points, n]
+    mean, var = c * curves.mean(axis=1), c**2 * curves.var(axis=1, ddof=1)
     sigma2 = var * (1 + 1 / seeds) + mean * (1 - mean) / observed_n + VARIANCE_FLOOR
-    chi2 = np.sum((observed - mean) ** 2 / sigma2, axis=-1)
-    phi = max(1.0, float(np.min(chi2)) / observed.size)
-    log_lik = -0.5 * (chi2 + np.sum(np.log(sigma2), axis=-1)) / phi
+    chi2 = np.sum((observed - mean) ** 2 / sigma2, axis=-1)  # [ceilings, points]
+    nll = 0.5 * (chi2 + np.sum(np.log(sigma2), axis=-1))
+    best = np.argmin(nll, axis=0)
+    points = np.arange(curves.shape[0])
+    phi = max(1.0, float(np.min(chi2[best, points])) / observed.size)
+    log_lik = -nll[best, points] / phi
     weights = np.exp(log_lik - np.max(log_lik))
-    return weights / np.sum(weights), phi
+    return weights / np.sum(weights), phi, c[best, 0, 0]
 
 
 def cached_rewards(settings: list[dict], steps: int, seed: int) -> np.ndarray:
@@ -431,9 +461,11 @@ def lm_scenario(
     the runs' mean curve), the mean final and peak reward, and the band (mean and central `level` quantiles per
     GRPO step)."""
     run = check_lm_scenario(cal.run, changes, cal.level)
-    formats, rates = cal.draw(cal.level.draws, np.random.default_rng(seed))
+    formats, rates, ceilings = cal.draw(cal.level.draws, np.random.default_rng(seed))
     rates = rates * run.learning_rate / cal.run.learning_rate
     result = _runs(run, cal, formats, rates, steps, seed)
+    scaled = dict(result.readouts, reward=np.asarray(result.readouts["reward"], float) * ceilings[:, None])
+    result = result._replace(readouts=scaled)  # in the log's units: c × the level's reward
     rows = summarize_lm_runs(result)
     broke = np.array([row["verdict"] in ("collapses", "diverges") for row in rows])
     share = float(np.mean(broke))
@@ -455,6 +487,7 @@ def lm_scenario(
         final_mean_length=_nanmean([row["final_mean_length"] for row in rows]),
         level_learning_rates=rates.tolist(),
         start_formats=formats.tolist(),
+        ceilings=ceilings.tolist(),
         band=dict(
             level=level,
             steps=list(range(steps)),

@@ -20,7 +20,7 @@ def test_grid_posterior_is_the_tempered_gaussian_likelihood():
     rng = np.random.default_rng(0)
     curves = rng.uniform(0.2, 0.8, size=(3, 4, 5))
     observed = curves[1].mean(axis=0) + 0.01
-    weights, phi = lmcal.grid_posterior(curves, observed, observed_n=100)
+    weights, phi, ceilings = lmcal.grid_posterior(curves, observed, observed_n=100)
     mean, var = curves.mean(1), curves.var(1, ddof=1)
     sigma2 = var * 1.25 + mean * (1 - mean) / 100 + lmcal.VARIANCE_FLOOR
     chi2 = np.sum((observed - mean) ** 2 / sigma2, -1)
@@ -29,13 +29,21 @@ def test_grid_posterior_is_the_tempered_gaussian_likelihood():
     want = np.exp(log_lik - log_lik.max())
     np.testing.assert_allclose(weights, want / want.sum(), rtol=1e-12)
     assert phi == pytest.approx(want_phi, rel=1e-12)
-    assert np.argmax(weights) == 1
+    assert np.argmax(weights) == 1 and np.all(ceilings == 1.0)
+
+
+def test_a_scaled_down_log_is_read_with_its_ceiling():
+    """The log = 0.6 × grid point 1's mean: the profile picks c = 0.6 there (one of the ceilings tried)."""
+    rng = np.random.default_rng(1)
+    curves = rng.uniform(0.2, 0.9, size=(3, 4, 8))
+    weights, _, ceilings = lmcal.grid_posterior(curves, 0.6 * curves[1].mean(0), 200, ceilings=(0.4, 0.6, 0.8, 1.0))
+    assert np.argmax(weights) == 1 and ceilings[1] == 0.6
 
 
 def test_a_diverged_run_counts_as_reward_zero():
     curves = np.full((2, 2, 3), 0.5)
     curves[0, 0] = np.nan
-    weights, _ = lmcal.grid_posterior(curves, np.full(3, 0.5), observed_n=64)
+    weights, _, _ = lmcal.grid_posterior(curves, np.full(3, 0.5), observed_n=64)
     assert weights[1] > weights[0]
 
 
@@ -44,7 +52,8 @@ def _calibration(weights, grid=(1e-4, 1e-3, 1e-2)):
     return lmcal.LMCalibration(
         run=RunConfig(learning_rate=1e-5), level=level, first_step=0.0, fit_until=10.0,
         logged_steps=np.arange(11.0), index=np.arange(11), reward=np.full(11, 0.3), observed_n=64, eval_only=False,
-        start_accuracy=0.3, formats=(0.9,), weights=np.asarray(weights, float)[None, :], overdispersion=1.0,
+        start_accuracy=0.3, formats=(0.9,), weights=np.asarray(weights, float)[None, :],
+        ceilings=np.ones((1, len(weights))), overdispersion=1.0,
         curves=np.zeros(0), per_logged=1,
     )  # fmt: skip
 
@@ -58,8 +67,8 @@ def test_lr_scale_reads_the_grid_in_decades_with_a_cell_as_its_least_error():
     assert "lowest" in _calibration([1.0, 0.0, 0.0]).undetermined
     spread = _calibration([0.0, 0.5, 0.5, 0.0, 0.0], grid=np.geomspace(1e-4, 1e-0, 5))
     assert spread.lr_scale[1] == pytest.approx(0.5, rel=1e-12)
-    formats, rates = cal.draw(200, np.random.default_rng(1))
-    assert np.all(formats == 0.9)
+    formats, rates, ceilings = cal.draw(200, np.random.default_rng(1))
+    assert np.all(formats == 0.9) and np.all(ceilings == 1.0)
     assert np.all((rates > 1e-3 / 10**0.5) & (rates < 1e-3 * 10**0.5))
 
 
