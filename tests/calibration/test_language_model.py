@@ -1,6 +1,8 @@
 """The language-model level calibrated on a log: the grid posterior against its closed form, the scenario checks,
 which level answers, and (slow) a log made by the level itself at a known rate recovered and rerun."""
 
+import functools
+import json
 import math
 
 import numpy as np
@@ -165,3 +167,30 @@ def test_grid_runs_are_cached_by_their_settings(tmp_path, monkeypatch):
     assert calls == [2]  # the second call read the file
     lmcal.cached_rewards(settings, 3, seed=1)  # another seed is another file
     assert calls == [2, 2]
+
+
+@pytest.mark.slow
+def test_what_if_and_forecast_with_the_level_write_their_files(tmp_path, monkeypatch):
+    """The command line's `--model lm` path end to end, on a tiny level: whatif.json has `model` and
+    `collapse_probability` per scenario, and the report and figure are written; forecast scores held-out steps."""
+    tiny = functools.partial(
+        lmcal.LMLevel, prompts_per_step=4, lr_grid=(1e-3, 1e-2), start_formats=(0.9,), seeds=2, draws=2,
+        sizes=TINY_SIZES,
+    )  # fmt: skip
+    monkeypatch.setattr(lmcal, "LMLevel", tiny)
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(f'{{"step": {i}, "reward": {0.3 + 0.01 * i}}}\n' for i in range(12)))
+    config = tmp_path / "run.yaml"
+    config.write_text("num_generations: 4\nprompts_per_step: 4\nlr_scheduler_type: constant\n")
+    out = tmp_path / "whatif"
+    args = ["what-if", str(log), "--run-config", str(config), "--quiet", "--out", str(out)]
+    assert main([*args, "--scenario", "learning_rate=1e-5", "--scenario", "epsilon=none,num_iterations=2"]) == 0
+    result = json.loads((out / "whatif.json").read_text())
+    assert result["model"] == "lm" and len(result["scenarios"]) == 2
+    for entry in (result["baseline"], *result["scenarios"]):
+        assert entry["model"] == "lm" and 0 <= entry["collapse_probability"] <= 1 and entry["runs"] == 2
+    assert (out / "whatif.png").stat().st_size > 1000 and "collapse probability" in (out / "report.md").read_text()
+    forecast = tmp_path / "forecast"
+    argv = ["forecast", str(log), "--model", "lm", "--run-config", str(config), "--fit-until", "7", "--quiet"]
+    assert main([*argv, "--out", str(forecast)]) == 0
+    assert json.loads((forecast / "forecast.json").read_text())["heldout"]["n"] == 4
