@@ -92,7 +92,9 @@ def reuse_check(anchors: Path, work: Path) -> dict:
     if result is not None:
         verdicts = [s["verdict"] for s in result["scenarios"]]
         expected_ok = [(v == "collapses") == (e == "collapses") for v, e in zip(verdicts, out["expected"])]
-        out.update(entries=dict(zip(scenarios, result["scenarios"])), passed=all(expected_ok))
+        out.update(
+            baseline=result["baseline"], entries=dict(zip(scenarios, result["scenarios"])), passed=all(expected_ok)
+        )
     return out
 
 
@@ -106,6 +108,7 @@ def clip_check(anchors: Path, work: Path) -> dict:
     if result is not None:
         verdicts = [s["verdict"] for s in result["scenarios"]]
         out.update(
+            baseline=result["baseline"],
             entries=dict(zip(scenarios, result["scenarios"])),
             passed=verdicts[0] != "collapses" and verdicts[1] == "collapses",
         )
@@ -129,7 +132,8 @@ def forecast_checks(anchors: Path, work: Path) -> list[dict]:
 
 def _verdicts(entries: dict) -> str:
     return "; ".join(
-        f"{k}: {e['verdict']} ({e['collapse_probability']:.2f} ± {e['collapse_probability_stderr']:.2f} collapse)"
+        f"{k}: {e['verdict']}, final {e['band']['mean'][-1]:.2f} ({e['collapse_probability']:.2f} ± "
+        f"{e['collapse_probability_stderr']:.2f} collapse)"
         for k, e in entries.items()
     )
 
@@ -137,7 +141,8 @@ def _verdicts(entries: dict) -> str:
 def markdown(checks: list[dict], forecasts: list[dict] | None) -> str:
     lines = [
         "Each what-if runs on the language-model level (`--model lm`), calibrated on the named log; verdicts with the "
-        "share of the level's runs that collapse (± its binomial s.e.).",
+        "share of the level's runs that collapse (± its binomial s.e.) and the runs' mean final reward in the log's "
+        "units. A run collapses when its smoothed reward ends below half its start (what-if's rule).",
         "",
         "| check | outcome | what the level says | what the real runs did | time |",
         "|---|---|---|---|---|",
@@ -151,7 +156,11 @@ def markdown(checks: list[dict], forecasts: list[dict] | None) -> str:
             )  # fmt: skip
             did = ", ".join(f"{r}: {c['actual'][r]:.2f}" for r in LR_RUNS) + "; 1e-4 collapses"
         else:
-            says = "" if c["error"] else _verdicts(c["entries"])
+            says = (
+                ""
+                if c["error"]
+                else f"as logged: final {c['baseline']['band']['mean'][-1]:.2f}; " + _verdicts(c["entries"])
+            )
             did = ", ".join(c["expected"])
         lines.append(f"| {c['name']} | {outcome} | {says} | {did} | {c['seconds']:.0f} s |")
     if forecasts is not None:
