@@ -80,12 +80,12 @@ def run_checks(modules) -> bool:
     return ok
 
 
-def time_cases(modules, quick: bool) -> list[dict]:
+def time_cases(modules, quick: bool, rounds: int = ROUNDS) -> list[dict]:
     """Time every case; the two sides take turns, one run (in a fresh process) each per round."""
     rows = []
     for module in modules:
         for case in getattr(module, "cases", lambda quick: [])(quick):
-            results = harness.time_sides(module.__file__, case, SIDES, 1 if quick else ROUNDS)
+            results = harness.time_sides(module.__file__, case, SIDES, 1 if quick else rounds)
             ours, base = (results[side] for side in SIDES)
             ratio = base["seconds"] / ours["seconds"]
             rows.append(dict(case=case, ours=ours, base=base, ratio=ratio, target=module.TARGETS[case["workload"]]))
@@ -204,7 +204,10 @@ def main() -> int:
     parser.add_argument(
         "--record", action="store_true", help="with --only: append the reports to RESULTS.md as a dated section"
     )
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="rounds per timing (median over them)")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds must be >= 1, got {args.rounds}")
     names = WORKLOADS if args.only is None else tuple(args.only.split(","))
     unknown = sorted(set(names) - set(WORKLOADS))
     if unknown:
@@ -217,14 +220,14 @@ def main() -> int:
     if args.check:
         return 0
     load_before = os.getloadavg()[0]
-    rows = time_cases(modules, args.quick)
+    rows = time_cases(modules, args.quick, args.rounds)
     print(markdown_table(rows), flush=True)
     reports, failed = [], False
     for module in modules:
         if hasattr(module, "report"):
             out_dir = HERE if not args.quick and args.only is None else None
             try:
-                reports.append(module.report(args.quick, 1 if args.quick else ROUNDS, out_dir))
+                reports.append(module.report(args.quick, 1 if args.quick else args.rounds, out_dir))
             except Exception as exc:  # noqa: BLE001  (one broken measurement must not lose the others)
                 failed = True
                 detail = "\n".join(f"    {line}" for line in str(exc).strip().splitlines()[-6:])
