@@ -34,8 +34,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -44,6 +42,7 @@ import numpy as np
 
 from ..analysis.lm_sweep import running_mean, smoothing_window, summarize_lm_runs
 from ..analysis.summaries import verdict
+from ..base.cache import save_atomically
 from ..base.checks import check_range, check_seed
 from ..base.errors import PgrpoSimError
 from ..base.progress import report
@@ -419,13 +418,7 @@ def cached_rewards(settings: list[dict], steps: int, seed: int) -> np.ndarray:
         pass  # absent or unreadable: run below
     configs = [lm_config(**s) for s in settings]
     curves = np.asarray(lm_simulate_each(configs, steps, key=seed).readouts["reward"], float)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as handle:
-            np.save(handle, curves)
-        os.replace(handle.name, path)
-    except OSError:
-        pass  # an unwritable cache only costs the runs next time
+    save_atomically(path, lambda handle: np.save(handle, curves))
     return curves
 
 

@@ -33,7 +33,6 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -43,6 +42,7 @@ import jax.numpy as jnp
 import optax
 from jax import Array
 
+from ...base.cache import save_atomically
 from ...base.checks import check_range, check_seed
 from ...base.errors import PgrpoSimError
 from .policy import INIT_STD, LN_EPS, MLP_RATIO, Policy, PolicyShape, init_policy, sample, token_logits
@@ -266,20 +266,9 @@ def pretrained_start(
             pass  # unreadable or stale: trained again below and the file replaced
     start = _train(task_spec, shape, float(start_accuracy), int(seed), float(start_format))
     if cache:
-        _save(path, (start.params, jnp.asarray(start.accuracy, jnp.float32), jnp.asarray(start.steps, jnp.int32)))
+        tree = (start.params, jnp.asarray(start.accuracy, jnp.float32), jnp.asarray(start.steps, jnp.int32))
+        save_atomically(path, lambda handle: eqx.tree_serialise_leaves(handle, tree))
     return start
-
-
-def _save(path: Path, tree) -> None:
-    """Write atomically (a temporary file renamed into place), so a concurrent reader never sees half a file; an
-    unwritable cache only costs the training next time."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as handle:
-            eqx.tree_serialise_leaves(handle, tree)
-        os.replace(handle.name, path)
-    except OSError:
-        return
 
 
 def pretrained_policy(
