@@ -33,6 +33,7 @@ def test_baselines_agree_with_pgrpo_sim():
         assert f"[ok] {workload}:" in proc.stdout
 
 
+@pytest.mark.slow
 def test_numpy_rollout_reuse_is_pgrpo_sims_update():
     """The hand-written NumPy gradient of the reused-rollout loss (clipped samples included) and whole reward
     curves on pgrpo-sim's own draws, at small size (the benchmark's check runs them larger)."""

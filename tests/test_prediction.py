@@ -40,6 +40,7 @@ def test_stiffness_is_the_decay_rate_of_the_n_arm_simulator():
     assert rate == pytest.approx(float(pred.stiffness), rel=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "lag_model, lag, optimizer",
     [("none", 0, "sgd"), pytest.param("stale", 3, "sgd", marks=pytest.mark.slow), ("none", 0, "nesterov")],  # ~7 s
@@ -106,6 +107,7 @@ def test_no_interior_fixed_point_is_flagged_not_numbered():
     assert d["p_star"] is None and d["stiffness"] is None
 
 
+@pytest.mark.slow
 def test_lag_beyond_critical_is_unstable_with_reason():
     pred = ps.predict(ps.bandit_config(**BASE, eta=0.5, momentum=0.9, lag_model="stale", lag=8))
     d = pred.as_dict()
@@ -116,6 +118,7 @@ def test_lag_beyond_critical_is_unstable_with_reason():
     assert wild["reason"].startswith("exact discrete map unstable") and wild["stationary_variance"] is None
 
 
+@pytest.mark.slow
 def test_predict_vmaps_over_hyperparameters():
     config = ps.bandit_config(**BASE, momentum=0.5)
     etas = jnp.array([0.05, 0.1, 0.4])
@@ -139,6 +142,7 @@ def _linear_range_start(e, fraction=0.05):
     return int(np.argmax(tail_max < fraction * abs(e[0])))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kwargs",
     [  # one case of each regime in the default run, the rest (3-5 s of compilation each) in the slow suite
@@ -164,6 +168,7 @@ def test_bridge_expected_bandit_follows_the_oscillator(kwargs):
     assert r2 >= 0.95
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(  # G = 4 and 16: ~7 s each, in the slow suite
     "group_size", [pytest.param(4, marks=pytest.mark.slow), 8, pytest.param(16, marks=pytest.mark.slow)]
 )
@@ -222,6 +227,7 @@ def test_fixed_point_and_stiffness_are_differentiable_in_beta():
         assert float(jax.grad(f)(0.5)) == pytest.approx(float(fd), rel=1e-5)
 
 
+@pytest.mark.slow
 def test_population_mean_field_is_exact_for_identical_prompts():
     """D prompts that start alike share the mean loss: each moves with η/D, so the population's prediction is
     the single prompt's at η/D, and its expected mean reward is that prompt's curve."""

@@ -56,6 +56,7 @@ def test_eta_momentum_slice_against_closed_form_and_bisection(lag_model):
         np.testing.assert_allclose(z.x * K, _critical_damping_a(z.y, 3.0), rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_padded_stale_radius_and_its_derivative_equal_the_exact_map():
     """One companion matrix for every lag (padding zeros), with the implicit derivative of the dominant root."""
     f = lambda a, mu: B._stale_radius(a, mu, jax.numpy.asarray(4), 6)  # noqa: E731

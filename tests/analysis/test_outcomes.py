@@ -66,6 +66,7 @@ def test_gradient_in_momentum_alone():
     assert float(jax.jit(jax.jacfwd(final))(0.9)) == pytest.approx(fd, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_time_to_threshold_is_the_interpolated_first_passage_time():
     cfg = ps.bandit_config(**(BASE | dict(eta=0.002)), lag_model="stale", lag=2)  # overdamped: monotone
     out = ps.outcomes(cfg, 3000, smoothing=1e-4)

@@ -82,6 +82,7 @@ def test_phase_diagram_command(tmp_path, capsys, monkeypatch):
     assert "swept: η, τ" in titles[0] and "η=" not in titles[0] and "lag=" not in titles[0] and "μ=0.9" in titles[0]
 
 
+@pytest.mark.slow
 def test_cells_without_a_fixed_point_are_left_out_of_the_agreement():
     """β as an axis: at β = 0 there is no interior fixed point, so no predicted regime; those cells are counted,
     not scored as "predicted unstable"."""

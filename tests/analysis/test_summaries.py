@@ -28,6 +28,7 @@ def _curves(n: int = 400, count: int = 40) -> np.ndarray:
     return np.stack(fixed, 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stderr", [None, 0.01])
 def test_batched_summaries_equal_one_curve_at_a_time(stderr):
     curves = _curves()

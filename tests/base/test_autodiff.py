@@ -49,6 +49,7 @@ def _recurrence(carry, x):
     return new, new[0] * new[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("length", [1, 7, 60, 61])
 def test_checkpointed_scan_equals_scan(length):
     """Blocks of `_block_size` steps (61 is prime: whole blocks plus a plain tail; 7: a tail of one step) give

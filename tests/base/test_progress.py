@@ -33,6 +33,7 @@ def test_the_library_tells_a_callback_and_is_silent_without_one(capsys):
     assert capsys.readouterr() == ("", "")
 
 
+@pytest.mark.slow
 def test_fit_prints_stage_lines_unless_quiet(tmp_path, capsys):
     from pgrpo_sim.cli import main
 

@@ -32,6 +32,7 @@ def test_reuse_is_read_at_the_rollouts():
     assert list(population_model(run, 9, log_format="trl").read_steps()) == [0, 0, 0, 0, 2, 2, 2, 2, 4, 4]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unsolvable, dataset", [(0.0, None), (0.25, None), (0.25, 32)])
 def test_batch_moments_match_monte_carlo(unsolvable, dataset):
     """Mean and variance of a batch's reward, zero-std fraction and mean within-group std, drawn as a real run draws

@@ -37,6 +37,7 @@ def test_recovers_known_parameters(law):
     assert 0 < f.r2 < f.r2_smoothed <= 1  # smoothing removes most of the noise variance
 
 
+@pytest.mark.slow
 def test_uneven_steps_and_residual_noise_estimate():
     """Steps drawn unevenly (gaps 1–5); no σ given: the short-lag residual estimate gives χ² ≈ 1 (± 0.4, the
     estimate's own scatter is ~√(3/n) ≈ 0.12) and the parameters are still within 4 standard errors."""
@@ -63,6 +64,7 @@ def test_weighted_fit_uses_the_per_step_errors():
         assert abs(got - want) < 4 * err
 
 
+@pytest.mark.slow
 def test_goodness_of_fit_separates_a_wrong_law_from_noise():
     """A slow start (critically damped data): the single exponential misses it (χ² ≫ 1, higher BIC) while the
     critical and oscillator laws fit within the noise; oscillating data: only the oscillator fits."""
@@ -171,6 +173,7 @@ def test_bandit_oscillator_fit_agrees_with_predict(kwargs):
     assert f["p_star"] == pytest.approx(float(pred.p_star), abs=1e-4)
 
 
+@pytest.mark.slow
 def test_bandit_overdamped_decay_rate_agrees_with_predict():
     """Without momentum the expected bandit relaxes as one exponential: only its rate is identified, not ζ and
     ω_n separately (the continuous model's fast mode, at ~2 per step, is invisible in per-step data). The fitted

@@ -367,6 +367,7 @@ def test_second_call_does_not_recompile(backend_compiles):
     assert not [name for name in backend_compiles if "_simulate" in name], backend_compiles
 
 
+@pytest.mark.slow
 def test_vmap_over_hyperparameters_and_divergence_flag():
     """A configuration whose logits blow up is flagged and NaN-masked; its neighbours run on."""
     # without KL a one-hot policy feels no force: θ coasts to η·g/(1 − μ), past the float64 maximum at η = 1e308
@@ -423,6 +424,7 @@ def test_bad_config_raises(kwargs, name):
         ps.bandit_config(**kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["expected", "sampled"])
 def test_advantage_kinds_share_one_program_and_rloo_is_rescaled_mean(mode, backend_compiles):
     """The advantage kind is a traced code: std, mean and rloo runs share one compiled `simulate`. RLOO advantages
@@ -513,6 +515,7 @@ def test_bad_simulate_arguments():
             ps.simulate(config, **kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("means", [[0.9, 0.3, 0.0, 0.6], [0.9, 0.3, 0.0, 0.6, 1.0, 0.1, 0.5, 0.2, 0.7, 0.4, 0.8, 0.05]])
 def test_draw_frequencies_match_policy_and_reward_means(means):
     """One uniform per sample gives arms ~ π_old and rewards ~ Bernoulli(r_arm) independently (4 SE), with

@@ -267,6 +267,7 @@ def test_broadcasting_and_vmap_float32():
     assert L.spectral_radius([0.1, 0.2], 0.5, 2, 1.0).shape == (2,)
 
 
+@pytest.mark.slow
 def test_float32_critical_eta_matches_float64():
     mu = np.array([0.0, 0.5, 0.9, 0.99])
     for lag, model in [(3, "stale"), (5, "refresh")]:

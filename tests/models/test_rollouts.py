@@ -121,6 +121,7 @@ def test_reuse_learns_less_than_fresh_samples():
     assert np.asarray(fresh.reward[:, 40]).mean() - reuse.mean() > 0.1
 
 
+@pytest.mark.slow
 def test_reference_sync_equals_a_hand_loop():
     """Every S steps π_ref ← α·π + (1 − α)·π_ref on the logits, before the step's update."""
     config = ps.bandit_config(p_ref=0.3, eta=0.4, beta=0.5, group_size=6, ref_sync_steps=3, ref_sync_alpha=0.25)

@@ -13,6 +13,7 @@ REGIMES = {"over": (0.05, 0.0, 0.0, 0.3), "under": (0.05, 0.9, 2.0, 0.3), "criti
 TS = jnp.arange(0.0, 201.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params", REGIMES.values(), ids=REGIMES.keys())
 def test_deterministic_solve_matches_closed_form(params):
     sol = ps.solve_deterministic(TS, 0.3, -0.01, *params)
@@ -161,6 +162,7 @@ def test_bad_input():
         ps.solve_deterministic(TS, 0.1, 0.0, -0.05, 0.0, 0.0, 0.3)
 
 
+@pytest.mark.slow
 def test_a_failed_solve_is_nan_not_inf():
     # K < 0 grows without bound; diffrax fails and fills the solve with inf from t0 on: reported as NaN
     solve = jax.jit(lambda k: ps.solve_deterministic(jnp.arange(0.0, 5.0), 0.3, 0.0, 0.05, 0.0, k, 0.3))

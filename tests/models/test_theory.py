@@ -36,6 +36,7 @@ def test_coefficients_match_formulas():
     assert np.isclose(ps.critical_lag(eta, mu, k), (1 - mu) / (eta * k), rtol=1e-14)
 
 
+@pytest.mark.slow
 def test_broadcasting_and_vmap():
     etas = jnp.logspace(-3, 0, 7)
     z = ps.damping_ratio(etas[:, None], jnp.array([0.0, 0.5, 0.9]), 1.0, 0.3)
@@ -114,6 +115,7 @@ def test_trajectory_continuous_across_critical_damping():
     assert np.isfinite(g)
 
 
+@pytest.mark.slow
 def test_trajectory_float32():
     args = [jnp.float32(v) for v in UNDER]
     ts = jnp.linspace(0, 50, 11, dtype=jnp.float32)

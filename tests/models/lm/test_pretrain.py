@@ -25,6 +25,7 @@ def start(cache_root):
         return pretrain.pretrained_start(SPEC, SHAPE, TARGET, seed=3)
 
 
+@pytest.mark.slow
 def test_demonstrations_are_mostly_right_and_vary_in_length():
     noise = 0.3
     prompts, completions = pretrain.demonstrations(SPEC, jax.random.key(0), 3000, noise)
