@@ -79,8 +79,8 @@ def test_commands_end_to_end_on_a_real_log(tmp_path):
     assert set(held["baselines"]) == {"persistence", "saturation", "critical", "oscillator", "sigmoid"}
     assert all(lo <= m <= hi for lo, m, hi in zip(f["lo"], f["mean"], f["hi"]))
     out = tmp_path / "w"
-    proc = cli("what-if", str(log), "--scenario", "learning_rate=8e-5", "--scenario", "num_iterations=4", "--steps",
-               "200", "--out", str(out))  # fmt: skip
+    proc = cli("what-if", str(log), "--model", "bandit", "--scenario", "learning_rate=8e-5", "--scenario",
+               "num_iterations=4", "--steps", "200", "--out", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     w = json.loads((out / "whatif.json").read_text())
     assert [s["set"] for s in w["scenarios"]] == [{"learning_rate": 8e-5}, {"num_iterations": 4}]
@@ -128,8 +128,8 @@ def test_a_calibration_that_misses_its_window_is_said_and_gives_no_verdicts(tmp_
     proc = cli("forecast", log, "--quiet", "--out", str(tmp_path / "f"))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "misses its fit window" in proc.stderr, proc
     assert "--force" in proc.stderr and not (tmp_path / "f").exists()
-    proc = cli("what-if", log, "--scenario", "epsilon=none", "--steps", "50", "--force", "--quiet", "--out",
-               str(tmp_path / "w"))  # fmt: skip
+    proc = cli("what-if", log, "--model", "bandit", "--scenario", "epsilon=none", "--steps", "50", "--force",
+               "--quiet", "--out", str(tmp_path / "w"))  # fmt: skip
     assert proc.returncode == 0 and proc.stderr == "", proc
     verdicts = [line for line in proc.stdout.splitlines() if "final reward" in line]
     assert len(verdicts) == 2 and all("(calibration failed)" in line for line in verdicts), proc.stdout
