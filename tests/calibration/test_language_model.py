@@ -126,8 +126,14 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
     """The level at a known rate writes a log; calibrated on it, the posterior's best rate is the true one, and a
     scenario's runs take the drawn rates × its factor, its collapse share being its runs' verdicts'."""
     level = lmcal.LMLevel(
-        prompts_per_step=4, lr_grid=(3e-4, 3e-3, 3e-2), start_formats=(0.9,), seeds=3, draws=4, sizes=TINY_SIZES
-    )
+        prompts_per_step=4,
+        lr_grid=(3e-4, 3e-3, 3e-2),
+        start_formats=(0.9,),
+        ceilings=(1.0,),
+        seeds=4,
+        draws=4,
+        sizes=TINY_SIZES,
+    )  # the log is made at c = 1 (the ceiling's profile has its own test): the rate alone is recovered
     run = RunConfig(learning_rate=1e-5, num_generations=4, prompts_per_step=4, lr_scheduler_type="constant")
     truth = lmcal.level_config(run, 3e-3, 0.3, level, 30)
     made = lmcal.lm_simulate_each([truth] * 4, 30, key=99)
