@@ -624,13 +624,20 @@ def _claim(args: argparse.Namespace, staged, command: str, outputs: Sequence[str
     and what an interrupt leaves, for its one line: a resumable command's finished chunks, or the previous results.
     """
     out = Path(args.out)
-    existed = out.is_dir() and any(out.iterdir())
+    note = _untouched_note(args)
     stage = staged.directory(out, command, outputs, overwrite=args.overwrite, resumable=resumable)
     if resumable:
         args.interrupt_note = f"the finished chunks are kept in {out}/chunks; rerun the same command to resume"
     else:
-        args.interrupt_note = f"the previous results in {out} are unchanged" if existed else "nothing was written"
+        args.interrupt_note = note
     return stage
+
+
+def _untouched_note(args: argparse.Namespace) -> str:
+    """What an interrupt before the outputs are written leaves: the previous results in --out, or nothing."""
+    out = getattr(args, "out", None)
+    existed = out is not None and Path(out).is_dir() and any(Path(out).iterdir())
+    return f"the previous results in {out} are unchanged" if existed else "nothing was written"
 
 
 def _check_sweep_flags(args: argparse.Namespace) -> None:
@@ -1485,6 +1492,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .base.runtime import configure_jax
 
             configure_jax(compile_cache=not args.no_compile_cache, compile_bound=getattr(args, "compile_bound", False))
+            args.interrupt_note = _untouched_note(args)  # until the command claims --out (a long fit comes first)
             args.func(args)
             if interrupt_requested():  # it came while the outputs were moved into place, or a callback dropped it
                 args.interrupt_note = "the command had finished: its outputs are complete"
@@ -1495,7 +1503,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = 2
         except KeyboardInterrupt:
             with deferred_interrupts():  # a second Ctrl-C does not cut the line short
-                note = getattr(args, "interrupt_note", None) or "nothing was written"
+                note = getattr(args, "interrupt_note", None) or "nothing was written"  # None: while parsing
                 print(f"pgrpo-sim: interrupted; {note}", file=sys.stderr, flush=True)
             code = 130
     if argv is None:  # the program itself, not a call from Python: its interpreter is about to exit

@@ -2,7 +2,11 @@
 The command line's compilation cache is off (`PGRPO_SIM_NO_COMPILE_CACHE`, inherited by the CLI subprocesses
 the tests start): tests never write into the user's cache directory. Nor the language-model level's SFT starts: they
 go to a folder of this test session's (`PGRPO_SIM_CACHE`, shared by the xdist workers of one run, so a start is
-trained once per run)."""
+trained once per run).
+
+Every test process starts JAX's backend here, with the command line's default XLA flags (`fast_cpu_compilation`):
+otherwise the first test to call `main()` in-process would fix the flags (and the device count) of every later test
+in that process, and numbers would depend on the order the tests ran in."""
 
 import os
 import tempfile
@@ -10,10 +14,23 @@ import tempfile
 import jax
 import pytest
 
+from pgrpo_sim.base.runtime import fast_cpu_compilation
+
 os.environ["PGRPO_SIM_NO_COMPILE_CACHE"] = "1"
 _RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())
 os.environ["PGRPO_SIM_CACHE"] = os.path.join(tempfile.gettempdir(), f"pgrpo-sim-test-cache-{_RUN}")
 jax.config.update("jax_enable_x64", True)
+fast_cpu_compilation()
+jax.devices()  # the backend starts now, with these flags and one CPU device
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _free_compiled_programs():
+    """Drop JAX's compiled programs after each test module: a worker runs hundreds of modules, whose executables
+    would otherwise all be held to its end (the CI's one-process slow session crashed twice inside XLA compilation,
+    at about two thirds of the suite; held programs are the suspect)."""
+    yield
+    jax.clear_caches()
 
 
 @pytest.fixture(autouse=True)

@@ -244,3 +244,23 @@ def test_a_long_simulate_stops_within_two_seconds(tmp_path):
     assert code == 130 and took < 2.0, (code, took, err)
     _check_interrupted(code, err)
     assert not list(tmp_path.iterdir())
+
+
+def test_ctrl_c_before_the_outputs_are_claimed_names_the_previous_results(tmp_path, monkeypatch, capsys):
+    """Ctrl-C during the calibration, before the command claims --out: the line says the previous results are
+    unchanged (not "nothing was written"), and they are."""
+    from pgrpo_sim.calibration import inference
+
+    out = tmp_path / "out"
+    old = _old_results(out, "calibrate", list(calibration_report.CALIBRATE_OUTPUTS))
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(inference, "calibrate", interrupted)
+    assert main([*CALIBRATE, "--out", str(out)]) == 130
+    assert _one_line(capsys.readouterr().err) == f"pgrpo-sim: interrupted; the previous results in {out} are unchanged"
+    assert _contents(out) == old
+    assert main([*CALIBRATE, "--out", str(tmp_path / "new")]) == 130
+    assert _one_line(capsys.readouterr().err) == "pgrpo-sim: interrupted; nothing was written"
+    assert not (tmp_path / "new").exists()
