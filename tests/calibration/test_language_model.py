@@ -124,7 +124,10 @@ def test_cli_bad_level_input_is_one_line_and_creates_nothing(tmp_path, capsys, e
 @pytest.mark.slow
 def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
     """The level at a known rate writes a log; calibrated on it, the posterior's best rate is the true one, and a
-    scenario's runs take the drawn rates × its factor, its collapse share being its runs' verdicts'."""
+    scenario's runs take the drawn rates × its factor, its collapse share being its runs' verdicts'. The truth is
+    the grid's collapsing rate: this small a model learns little in 30 steps at the other two, whose curves differ
+    by less than their noise (under other XLA flags the posterior's choice between them flipped), and 343 prompts
+    (not TINY_SIZES' 25, which it memorises) keep its rollout reward at the SFT start's held-out accuracy."""
     level = lmcal.LMLevel(
         prompts_per_step=4,
         lr_grid=(3e-4, 3e-3, 3e-2),
@@ -132,10 +135,10 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
         ceilings=(1.0,),
         seeds=4,
         draws=4,
-        sizes=TINY_SIZES,
+        sizes=dict(TINY_SIZES, modulus=7, operands=3),
     )  # the log is made at c = 1 (the ceiling's profile has its own test): the rate alone is recovered
     run = RunConfig(learning_rate=1e-5, num_generations=4, prompts_per_step=4, lr_scheduler_type="constant")
-    truth = lmcal.level_config(run, 3e-3, 0.3, level, 30)
+    truth = lmcal.level_config(run, 3e-2, 0.3, level, 30)
     made = lmcal.lm_simulate_each([truth] * 4, 30, key=99)
     reward = np.asarray(made.readouts["reward"]).mean(0)
     log = TrainingLog(
@@ -143,7 +146,7 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
         path=None, skipped_steps=np.zeros(0),
     )  # fmt: skip
     cal = lmcal.calibrate_lm(log, run, level=level, seed=1)
-    assert int(np.argmax(cal.rate_weights)) == 1
+    assert int(np.argmax(cal.rate_weights)) == 2
     assert cal.start_accuracy == pytest.approx(float(reward[0]))
     result = lmcal.lm_what_if(cal, [dict(learning_rate=3e-4)], steps=30, seed=2)
     for entry in (result["baseline"], *result["scenarios"]):
