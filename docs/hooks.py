@@ -1,5 +1,7 @@
-"""mkdocs hooks: the command-line reference generated from the argparse parser (not typed by hand), and the
-changelog taken from the repository's CHANGELOG.md."""
+"""mkdocs hooks: the command-line reference generated from the argparse parser (not typed by hand), the
+changelog taken from the repository's CHANGELOG.md, the home page's tour taken from the README, and the notebooks
+of `notebooks/` added as pages (rendered by mkdocs-jupyter, not executed: they are stored without outputs and CI
+executes them with nbmake)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,12 @@ import argparse
 import os
 from pathlib import Path
 
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File
+
 CLI_MARK = "<!-- generated: command-line reference -->"
 CHANGELOG_MARK = "<!-- generated: changelog -->"
+TOUR_MARK = "<!-- generated: readme tour -->"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -31,10 +37,28 @@ def cli_reference() -> str:
     return "\n".join(parts)
 
 
+def readme_tour() -> str:
+    """The README's tour (from its model table to the picture), with its links made relative to the docs folder: the
+    home page and the README say it once."""
+    text = (ROOT / "README.md").read_text()
+    tour = text[text.index("## Four levels of model") : text.index("## What we found")]
+    return tour.replace("](docs/", "](")
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
+    if TOUR_MARK in markdown:
+        return markdown.replace(TOUR_MARK, readme_tour())
     if CLI_MARK in markdown:
         return markdown.replace(CLI_MARK, cli_reference())
     if CHANGELOG_MARK in markdown:
         text = (ROOT / "CHANGELOG.md").read_text()
         return markdown.replace(CHANGELOG_MARK, text.split("\n", 1)[1])  # without its own title
     return markdown
+
+
+@event_priority(50)  # before mkdocs-jupyter's own on_files, which turns the notebooks it finds into pages
+def on_files(files, config):
+    """The repository's notebooks, as `notebooks/NAME.ipynb` pages of the site."""
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        files.append(File(f"notebooks/{notebook.name}", str(ROOT), config["site_dir"], config["use_directory_urls"]))
+    return files

@@ -1,6 +1,6 @@
 """pgrpo-sim: a JAX-based, differentiable simulator of GRPO training dynamics.
 
-Layers (README, "Layout"): `base` → `models` → `prediction` → `analysis`, `logs` → `calibration` → `viz` →
+Layers (docs/development.md, "Layout"): `base` → `models` → `prediction` → `analysis`, `logs` → `calibration` → `viz` →
 `reports` → `cli`.
 The public API is re-exported here; import from `pgrpo_sim`, not from the modules (the calibration layer's own
 details, e.g. its parameter names, from `pgrpo_sim.calibration`). The names are listed once, as `X as X` imports in

@@ -937,7 +937,8 @@ def _run_notes(run) -> list[str]:
 
 
 def _not_stationary(cal) -> str:
-    """The command line's warning for a calibration whose MAP is not a stationary point (README: Outputs)."""
+    """The command line's warning for a calibration whose MAP is not a stationary point (docs/guide/calibration.md,
+    "Outputs")."""
     return f"not a stationary point ({cal.map_offset:.2g} s.e. off): ± unreliable"
 
 
@@ -1381,7 +1382,9 @@ def build_parser() -> argparse.ArgumentParser:
             help="read canonical metric NAME from column SOURCE, e.g. reward=rewards/correctness_reward_func",
         )
         p.add_argument("--run", default=None, metavar="NAME", help=RUN_HELP)
-        p.add_argument("--run-config", default=None, help="JSON or YAML file of TRL GRPOConfig keys (README table)")
+        p.add_argument(
+            "--run-config", default=None, help="JSON or YAML file of TRL GRPOConfig keys (docs/guide/calibration.md)"
+        )
         p.add_argument("--band", type=_finite_float, default=0.8, help="central probability of the band, in (0, 1)")
         p.add_argument("--seed", type=_integer, default=0, help="seed of the band's draws (>= 0)")
         p.add_argument("--fit-until", type=_finite_float, default=None, help="last logged step of the fit window")

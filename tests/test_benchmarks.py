@@ -69,16 +69,16 @@ def test_out_of_the_box_env_drops_only_the_device_count_flag(monkeypatch):
     assert "XLA_FLAGS" not in harness.out_of_the_box_env()
 
 
-def test_readme_table_is_replaced_between_its_markers(tmp_path):
-    """A full run rewrites only the README's generated block: the table of the rows it timed."""
+def test_performance_table_is_replaced_between_its_markers(tmp_path):
+    """A full run rewrites only the performance page's generated block: the table of the rows it timed."""
     import run
 
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\nbefore\n\n{run.README_BEGIN}\nold table\n{run.README_END}\n\nafter\n")
+    readme = tmp_path / "performance.md"
+    readme.write_text(f"# x\n\nbefore\n\n{run.PAGE_BEGIN}\nold table\n{run.PAGE_END}\n\nafter\n")
     case = dict(workload="expected", size="C=10", steps=5, work=50.0, unit="config-steps")
     rows = [dict(case=case, ours=dict(seconds=0.5, compile_s=0.1, rss_mib=10), base=dict(seconds=2.0, rss_mib=5),
                  ratio=4.0, target=20.0)]  # fmt: skip
-    run.update_readme(rows, (0.5, 1.5), readme)
+    run.update_page(rows, (0.5, 1.5), readme)
     text = readme.read_text()
     assert "old table" not in text and text.startswith("# x\n\nbefore\n\n") and text.endswith("\n\nafter\n")
     assert "| expected | C=10 | 5 | 100 config-steps | 25 | NumPy | 4× | 20× missed |" in text

@@ -294,15 +294,15 @@ def test_simulate_with_trl_names_runs_as_with_the_short_forms(tmp_path, capsys):
 
 
 def _readme_tune_examples() -> list[list[str]]:
-    """The concrete `pgrpo-sim tune` lines of the README (not the usage template with alternatives)."""
-    text = (Path(__file__).parents[1] / "README.md").read_text()
+    """The concrete `pgrpo-sim tune` lines of the gradients guide (not the usage template with alternatives)."""
+    text = (Path(__file__).parents[1] / "docs" / "guide" / "gradients.md").read_text()
     lines = [line.split("#")[0].split() for line in text.splitlines() if line.startswith("pgrpo-sim tune --objective")]
     return [line[1:] for line in lines if not any("|" in word or "[" in word for word in line)]
 
 
 @pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_readme_tune_usage_runs_and_an_edge_point_is_warned(tmp_path, capsys):
-    """Issue 37, 16: the README's tune example runs as written (its best point inside the box), and a search whose
+    """Issue 37, 16: the guide's tune example runs as written (its best point inside the box), and a search whose
     best point lies on the box's edge says so on stderr and in summary.json."""
     (example,) = _readme_tune_examples()
     quick = ["--restarts", "2", "--iterations", "30"]  # the README's point, found with fewer Adam steps

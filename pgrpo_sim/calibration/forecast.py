@@ -216,8 +216,8 @@ def forecast(
     seed: int = 0,
     progress: Progress | None = None,
 ) -> tuple[dict, Band]:
-    """forecast.json's content (keys of the README) and the band, from a calibration on the same log; each stage
-    (the band, the baselines) is told to `progress`."""
+    """forecast.json's content (keys in docs/guide/calibration.md) and the band, from a calibration on the same log;
+    each stage (the band, the baselines) is told to `progress`."""
     check_log(log)
     check_calibration(calibration)
     until = float(log["step"][-1]) if until is None else float(until)

@@ -1,6 +1,6 @@
 """A real run's configuration under TRL `GRPOConfig` names, and its mapping onto the bandit.
 
-`RunConfig` holds the keys a practitioner sets (README "Calibrate, forecast, what-if" has the table of how
+`RunConfig` holds the keys a practitioner sets (docs/guide/calibration.md has the table of how
 each maps onto the simulator). Values come, in order of precedence, from `--run-config FILE` (JSON or YAML),
 from the settings the log itself records (`TrainingLog.settings`), and from TRL's defaults; `RunConfig.sources`
 says which, so a report can name every value that was assumed rather than given. A run-config file may also be a

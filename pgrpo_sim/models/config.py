@@ -297,14 +297,14 @@ def bandit_config(
     gradient clipping. `max_lag` (static, default = `lag`) sizes the stale-lag buffer so that `lag`
     itself can be swept with `vmap`.
 
-    Rollouts (lag model "refresh", README "Rollouts"): `lag` optimiser steps per rollout = epochs (TRL
+    Rollouts (lag model "refresh", docs/guide/rollouts.md): `lag` optimiser steps per rollout = epochs (TRL
     `num_iterations`, verl `ppo_epochs`) × `minibatches` (TRL `steps_per_generation`; the rollout's prompts are
     split into this many equal parts, one optimiser step each); lag 0 is read as 1 (one step per rollout: on
     policy), in both refresh models, so that a lag axis from 0 serves every lag model. KL reference sync (TRL
     `sync_ref_model`): every `ref_sync_steps` steps π_ref ← α·π + (1 − α)·π_ref on the logits, α =
     `ref_sync_alpha` (None: never).
 
-    Prompt populations (README "Prompt populations"): a dataset of `n_prompts` = D prompts, each a bandit with
+    Prompt populations (docs/guide/rollouts.md): a dataset of `n_prompts` = D prompts, each a bandit with
     `n_correct` of `n_arms` correct and its own start: `p_ref` may be a list of D initial success probabilities,
     or `difficulty=(a, b)` sets them to the D quantiles (d + ½)/D of Beta(a, b). `batch_prompts` = P prompts
     per rollout, drawn without replacement through the dataset's epochs (sampled mode; expected mode averages

@@ -1,0 +1,27 @@
+"""Generated blocks of the README and the docs pages: text between a `<!-- BEGIN … -->` and an `<!-- END … -->`
+marker, written by a tool (`findings.py`, `anchor_study.py`, `lm_checks.py`, `benchmarks/run.py`), never by hand."""
+
+from __future__ import annotations
+
+
+class MissingBlock(ValueError):
+    """The file has no block between the two markers."""
+
+
+def split_block(text: str, begin: str, end: str) -> tuple[str, str, str]:
+    """`text` cut at the block: what comes up to `begin` (inclusive), the block, what comes from `end` on."""
+    start, stop = text.find(begin), text.find(end)
+    if start < 0 or stop < start:
+        raise MissingBlock(f"no block between {begin!r} and {end!r}")
+    return text[: start + len(begin)], text[start + len(begin) : stop], text[stop:]
+
+
+def block(text: str, begin: str, end: str) -> str:
+    """The block in `text`, without its markers and the newlines around it."""
+    return split_block(text, begin, end)[1].strip("\n")
+
+
+def replace_block(text: str, begin: str, end: str, body: str) -> str:
+    """`text` with its block replaced by `body`."""
+    head, _, tail = split_block(text, begin, end)
+    return f"{head}\n{body}\n{tail}"
