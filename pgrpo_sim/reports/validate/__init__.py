@@ -25,19 +25,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..analysis.summaries import UNSTABLE
-from ..analysis.sweep import parse_axis, run_sweep
-from ..base.checks import check_range
-from ..base.outputs import json_text
-from ..base.runtime import worker_pool
-from ..logs.diagnostics import PROVOKED, READOUTS, diagnose
-from ..logs.laws import BIC_DECISIVE, fit_laws, identify_stiffness
-from ..logs.readers import RUN_COLUMNS
-from ..models import linear, theory
-from ..models.bandit import BanditRun, expected_group_std, simulate
-from ..models.config import bandit_config
-from ..prediction import predict
-from . import lm_claims, rollout_claims
+from ...analysis.summaries import UNSTABLE
+from ...analysis.sweep import parse_axis, run_sweep
+from ...base.checks import check_range
+from ...base.outputs import json_text
+from ...base.runtime import worker_pool
+from ...logs.diagnostics import PROVOKED, READOUTS, diagnose
+from ...logs.laws import BIC_DECISIVE, fit_laws, identify_stiffness
+from ...logs.readers import RUN_COLUMNS
+from ...models import linear, theory
+from ...models.bandit import BanditRun, expected_group_std, simulate
+from ...models.config import bandit_config
+from ...prediction import predict
+from .. import lm_claims, rollout_claims
 
 BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
 VERDICT_Z = 3.0
@@ -725,7 +725,7 @@ def validate(
     res = resolution or (QUICK if quick else FULL)
     out = Path(out_dir) if out_dir is not None else None
     if out is not None:
-        from ..viz.figures import validation_figure
+        from ...viz.figures import validation_figure
 
         out.mkdir(parents=True, exist_ok=True)
     jobs = [job for job in SCHEDULE if set(job) <= set(SECTIONS)]
