@@ -63,10 +63,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..base.errors import PgrpoSimError
+from ...base.errors import PgrpoSimError
 
 if TYPE_CHECKING:  # the bandit (and JAX) are not needed to read logs
-    from ..models.bandit import BanditRun
+    from ...models.bandit import BanditRun
 
 FORMATS = ("trl", "trl_console", "typed_jsonl", "verl", "tensorboard", "wandb", "wandb_long", "jsonl", "csv")
 """Log formats `read_log` understands ("auto" detects one of these)."""
