@@ -1,6 +1,6 @@
 """The package's import graph, read from the source with `ast` (function-level imports included): no import
 cycles among its modules, no module importing another module's private (`_name`) objects, and dependencies
-pointing one way through the layers of the README's "Layout"."""
+pointing one way through the layers of docs/development.md's "Layout"."""
 
 import ast
 from pathlib import Path
@@ -16,8 +16,6 @@ RANK = {
     "viz": 5,
     "reports": 6,
     "cli": 7,
-    "cli_lm": 7,
-    "cli_lm_forecast": 7,
 }
 """Layer ranks, lower first: a module may import from its own layer and lower ones only (analysis and logs are
 peers: logs may use prediction, analysis never reads logs)."""

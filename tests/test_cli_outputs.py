@@ -16,13 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pgrpo_sim import cli
 from pgrpo_sim.analysis import sweep as sweep_module
 from pgrpo_sim.analysis.sweep import load_sweep
 from pgrpo_sim.base import runtime
 from pgrpo_sim.base.outputs import MARK, read_mark
-from pgrpo_sim.cli import main
-from pgrpo_sim.reports import validate as validate_module
+from pgrpo_sim.cli import main, sweep as sweep_command
+from pgrpo_sim.reports.validate import sections as validate_sections
 
 SWEEP = ["sweep", "--grid", "eta=0.05,0.1,0.2", "--beta", "0.5", "--steps", "20", "--chunk-size", "1", "--quiet"]
 
@@ -97,7 +96,7 @@ def test_interrupted_validate_leaves_the_previous_results(tmp_path, monkeypatch,
         assert any(p.suffix == ".png" for p in out.rglob("*"))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(validate_module, "SECTIONS", {"a": ("A", first), "b": ("B", second)})
+    monkeypatch.setattr(validate_sections, "SECTIONS", {"a": ("A", first), "b": ("B", second)})
     monkeypatch.setattr(runtime, "cpu_cores", lambda: 1)  # in this process, where the sections are replaced
     out = tmp_path / "validation"
     assert main(["validate", "--quick", "--out", str(out)]) == 130
@@ -254,7 +253,7 @@ def test_sweep_that_would_not_fit_or_is_large_is_refused_before_it_starts(tmp_pa
     err = _one_line(capsys.readouterr().err)
     assert "GB free in" in err and "summary.csv" in err and "sweep.nc" in err and "chunks" in err
     monkeypatch.undo()
-    monkeypatch.setattr(cli, "CONFIRM_BYTES", 1000)
+    monkeypatch.setattr(sweep_command, "CONFIRM_BYTES", 1000)
     assert main(argv) == 2
     assert "pass --yes" in _one_line(capsys.readouterr().err)
     assert not out.exists()

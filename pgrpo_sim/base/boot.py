@@ -18,10 +18,13 @@ def _exit_interrupted(signum, frame) -> None:
 
 
 def _is_the_program() -> bool:
-    """Whether this process runs the command line itself (not Python code that imports it)."""
-    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    """Whether this process runs the command line itself (not Python code that imports it): the console script, or
+    `python -m pgrpo_sim.cli` (whose package is imported before its `__main__` module exists, so the interpreter's own
+    arguments tell)."""
     program = os.path.basename(sys.argv[0]) if sys.argv else ""
-    return program == "pgrpo-sim" or getattr(spec, "name", None) == "pgrpo_sim.cli"
+    orig = list(getattr(sys, "orig_argv", ()))
+    as_module = any(a == "-m" and b == "pgrpo_sim.cli" for a, b in zip(orig, orig[1:]))
+    return program == "pgrpo-sim" or as_module
 
 
 # not where the parent had Ctrl-C ignored (`nohup`, a shell's background job): Python keeps that, and so does this

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .base.checks import check_seed, check_seeds, check_steps
-from .base.errors import PgrpoSimError
-from .base.outputs import check_distinct_outputs, check_output_dir, check_output_file, staged_outputs, write_csv
-from .base.progress import report, stage_lines
+from ..base.checks import check_seed, check_seeds, check_steps
+from ..base.errors import PgrpoSimError
+from ..base.outputs import check_distinct_outputs, check_output_dir, check_output_file, staged_outputs, write_csv
+from ..base.progress import report, stage_lines
 
 DEFAULT_STEPS = 100
 """GRPO steps of a language-model run when --steps is not given."""
@@ -77,8 +77,8 @@ def _run_size(args: argparse.Namespace) -> tuple[int, int]:
 def simulate_lm(args: argparse.Namespace, image_suffixes: Sequence[str]) -> None:
     """`simulate --model lm`: one setting, --seeds runs; --out gets one row per GRPO step (each read-out's mean over
     the seeds, and the reward's spread across them), --plot the reward curve."""
-    from .analysis.lm_sweep import parse_settings, summarize_lm_runs
-    from .models.lm import READOUTS, lm_config, lm_simulate
+    from ..analysis.lm_sweep import parse_settings, summarize_lm_runs
+    from ..models.lm import READOUTS, lm_config, lm_simulate
 
     _refuse_bandit_flags(args, SIMULATE_FLAGS)
     settings = parse_settings(args.set)
@@ -101,7 +101,7 @@ def simulate_lm(args: argparse.Namespace, image_suffixes: Sequence[str]) -> None
     with staged_outputs() as staged:
         write_csv(table, staged.file(args.out))
         if args.plot is not None:
-            from .viz.figures import plot_reward_curve
+            from ..viz.figures import plot_reward_curve
 
             title = "language model: " + (", ".join(f"{k}={v}" for k, v in settings.items()) or "defaults")
             plot_reward_curve(table["step"], table["reward"], table["reward_seed_std"], staged.file(args.plot),
@@ -115,7 +115,7 @@ def sweep_lm(args: argparse.Namespace) -> None:
     """`sweep --model lm`: every --grid point × --seeds runs; --out gets summary.csv (one row per point and seed),
     curves.csv (every read-out per point, seed and step) and sweep.json (the settings). Finished points are kept in
     --out/chunks as they finish: a rerun of the same command resumes, and they are removed once the sweep ends."""
-    from .analysis.lm_sweep import grid_points, parse_lm_grid, parse_settings, run_lm_sweep
+    from ..analysis.lm_sweep import grid_points, parse_lm_grid, parse_settings, run_lm_sweep
 
     _refuse_bandit_flags(args, SWEEP_FLAGS)
     settings = parse_settings(args.set)
@@ -163,7 +163,7 @@ def _cell(value) -> str:
 
 
 def _write_summary(path: Path, keys: Sequence[str], rows: Sequence[dict]) -> None:
-    from .analysis.lm_sweep import SUMMARY_FIELDS
+    from ..analysis.lm_sweep import SUMMARY_FIELDS
 
     columns = [*keys, "seed", *SUMMARY_FIELDS]
     with open(path, "w", newline="") as handle:

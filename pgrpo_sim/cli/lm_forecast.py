@@ -12,8 +12,8 @@ import argparse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .base.outputs import staged_outputs
-from .base.progress import stage_lines
+from ..base.outputs import staged_outputs
+from ..base.progress import stage_lines
 
 MODELS = ("auto", "bandit", "lm")
 MODEL_HELP = (
@@ -33,9 +33,9 @@ def add_level_args(p: argparse.ArgumentParser) -> None:
 def answering_model(args: argparse.Namespace, scenarios: Sequence[Mapping] = ()) -> str:
     """ "bandit" or "lm": the level that answers (`--model auto`: module docstring); `--eval-size` is checked, and
     refused for the bandit."""
-    from .base.checks import check_range
-    from .base.errors import PgrpoSimError
-    from .calibration.language_model import LM_KEYS
+    from ..base.checks import check_range
+    from ..base.errors import PgrpoSimError
+    from ..calibration.language_model import LM_KEYS
 
     model = args.model
     if model == "auto":
@@ -48,7 +48,7 @@ def answering_model(args: argparse.Namespace, scenarios: Sequence[Mapping] = ())
 
 
 def _calibrate(args: argparse.Namespace, log, run, fit_until, progress):
-    from .calibration.language_model import calibrate_lm
+    from ..calibration.language_model import calibrate_lm
 
     return calibrate_lm(log, run, fit_until=fit_until, eval_size=args.eval_size, seed=args.seed, progress=progress)
 
@@ -66,10 +66,10 @@ def _calibration_line(cal) -> str:
 
 def lm_what_if_command(args: argparse.Namespace, log, run, fit_until, scenarios, claim) -> None:
     """what-if answered by the language-model level; `claim(staged, outputs)` the folder to write in."""
-    from .calibration.forecast import check_scenario
-    from .calibration.language_model import check_lm_scenario, lm_what_if
-    from .reports.calibration_report import WHATIF_OUTPUTS
-    from .reports.lm_report import write_lm_whatif
+    from ..calibration.forecast import check_scenario
+    from ..calibration.language_model import check_lm_scenario, lm_what_if
+    from ..reports.calibration_report import WHATIF_OUTPUTS
+    from ..reports.lm_report import write_lm_whatif
 
     for changes in scenarios:  # every scenario checked before the calibration starts
         check_lm_scenario(check_scenario(run, {}), changes)
@@ -95,9 +95,9 @@ def lm_what_if_command(args: argparse.Namespace, log, run, fit_until, scenarios,
 
 def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim) -> None:
     """forecast answered by the language-model level."""
-    from .calibration.language_model import lm_forecast
-    from .reports.calibration_report import FORECAST_OUTPUTS
-    from .reports.lm_report import write_lm_forecast
+    from ..calibration.language_model import lm_forecast
+    from ..reports.calibration_report import FORECAST_OUTPUTS
+    from ..reports.lm_report import write_lm_forecast
 
     progress = stage_lines("forecast", enabled=not args.quiet)
     cal = _calibrate(args, log, run, fit_until, progress)

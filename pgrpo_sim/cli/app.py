@@ -1,0 +1,95 @@
+"""The `pgrpo-sim` program: its parser (each command group adds its own subcommands) and `main`, which runs a
+command with the process's JAX settings and turns `PgrpoSimError` into one line and exit code 2, Ctrl-C into one
+line and exit code 130."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from ..base.errors import PgrpoSimError
+from ..base.runtime import deferred_interrupts, interrupt_handling, interrupt_requested
+from . import calibration, fit, simulate, sweep, theory, tune, validate
+from .common import (
+    Parser,
+    untouched_note,
+    version,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `pgrpo-sim` and its subcommands."""
+    parser = Parser(prog="pgrpo-sim", description="Simulate GRPO training dynamics and test the oscillator theory.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument(
+        "--no-compile-cache",
+        action="store_true",
+        help="do not keep compiled programs in the per-user cache (~/.cache/pgrpo-sim/jax; also "
+        "PGRPO_SIM_NO_COMPILE_CACHE=1)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    theory.add_theory_parser(sub)
+    simulate.add_parser(sub)
+    sweep.add_parsers(sub)
+    validate.add_parser(sub)
+    theory.add_predict_parsers(sub)
+    fit.add_parser(sub)
+    calibration.add_parsers(sub)
+    tune.add_parser(sub)
+    return parser
+
+
+def _use_agg_backend() -> None:
+    """Matplotlib's file-only backend, without importing matplotlib before a command needs it."""
+    if "matplotlib" in sys.modules:
+        sys.modules["matplotlib"].use("Agg")
+    else:
+        os.environ["MPLBACKEND"] = "Agg"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `pgrpo-sim` console script; returns the exit code: 0 done, 2 bad input or an output that
+    cannot be written (one line on stderr), 130 interrupted (one line). Outputs are replaced only when all are
+    complete (`base.outputs.staged_outputs`): after 2 or 130 the previous results are as they were."""
+    _use_agg_backend()  # the command line only writes figures to files
+    args = None
+    with interrupt_handling():
+        try:
+            args = build_parser().parse_args(argv)
+            from ..base.runtime import configure_jax
+
+            configure_jax(compile_cache=not args.no_compile_cache, compile_bound=getattr(args, "compile_bound", False))
+            args.interrupt_note = untouched_note(args)  # until the command claims --out (a long fit comes first)
+            args.func(args)
+            if interrupt_requested():  # it came while the outputs were moved into place, or a callback dropped it
+                args.interrupt_note = "the command had finished: its outputs are complete"
+                raise KeyboardInterrupt
+            code = 0
+        except PgrpoSimError as exc:
+            print(f"pgrpo-sim: error: {exc}", file=sys.stderr)
+            code = 2
+        except KeyboardInterrupt:
+            with deferred_interrupts():  # a second Ctrl-C does not cut the line short
+                note = getattr(args, "interrupt_note", None) or "nothing was written"  # None: while parsing
+                print(f"pgrpo-sim: interrupted; {note}", file=sys.stderr, flush=True)
+            code = 130
+    if argv is None:  # the program itself, not a call from Python: its interpreter is about to exit
+        import signal
+
+        # its exit runs JAX's clean-up (atexit) callbacks: a Ctrl-C there would print "Exception ignored in atexit
+        # callback"; after an interrupt, JAX's runtime may still be running work dispatched to its threads, whose
+        # clean-up under way once crashed (`tune`, exit 139): exit at once, nothing is left to write
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if code == 130:
+            import gc
+
+            # a stopped worker pool (validate) is held in reference cycles: collected, its semaphores are released;
+            # left to os._exit, multiprocessing's resource tracker warns of them on stderr after the one line
+            gc.collect()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    return code

@@ -1,0 +1,250 @@
+"""The bandit's flags, shared by `simulate`, `sweep`, `phase-diagram`, `predict` and `tune` (short names and TRL
+`GRPOConfig` names), and the `BanditConfig` they describe. Help texts and ranges come from
+`models.hyperparameters.HYPERPARAMETERS`."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from ..models.hyperparameters import HYPERPARAMETERS
+from .common import UsageError, finite_float, integer
+
+
+def add_oscillator_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--eta", type=finite_float, required=True, help="learning rate η (> 0)")
+    p.add_argument("--momentum", type=finite_float, default=0.0, help="heavy-ball momentum μ in [0, 1)")
+    p.add_argument("--lag", type=finite_float, default=0.0, help="off-policy lag τ in steps (>= 0)")
+    p.add_argument("--stiffness", type=finite_float, required=True, help="stiffness K (> 0)")
+
+
+def _help(name: str, note: str = "") -> str:
+    """Help text of a hyperparameter flag from the hyperparameter table: label, note, allowed range."""
+    row = HYPERPARAMETERS[name]
+    span = row.domain.describe()
+    return f"{row.label} {note} ({span})".replace("  ", " ").replace(" :", ":")
+
+
+def add_bandit_args(p: argparse.ArgumentParser) -> None:
+    a = p.add_argument
+    a("--arms", type=integer, default=2, help="number of arms N (>= 2)")
+    a("--correct", type=integer, default=1, help="number of correct arms c in [1, N-1]")
+    a("--p-ref", type=finite_float, default=0.2, help=_help("p_ref", "(= KL reference)"))
+    a("--prompts", type=integer, default=1, help="independent bandits sharing the hyperparameters")
+    a("--eta", "--learning-rate", type=finite_float, default=0.1, help=_help("eta", "(TRL learning_rate)"))
+    a("--momentum", type=finite_float, default=0.0, help=_help("momentum", "(Adam: b1)"))
+    a("--beta", type=finite_float, default=0.0, help=_help("beta", "(TRL beta)"))
+    a(
+        "--group-size",
+        "--num-generations",
+        type=integer,
+        default=8,
+        help=_help("group_size", "(TRL num_generations)"),
+    )
+    a(
+        "--lag-model",
+        choices=("none", "refresh", "refresh_fresh", "stale"),
+        default="none",
+        help="none | refresh: one rollout per refresh, reused (TRL/verl) | refresh_fresh: a fresh group from the "
+        "stale π_old every step (the infinite-batch limit) | stale: gradient from θ_{n-lag}",
+    )
+    a(
+        "--lag",
+        type=integer,
+        default=0,
+        help=_help("lag", ": stale lag τ, or optimiser steps per rollout K = epochs × mini-batches (0 as 1)"),
+    )
+    a(
+        "--num-iterations",
+        type=integer,
+        default=None,
+        metavar="E",
+        help="epochs over each rollout (TRL num_iterations, verl ppo_epochs; >= 1); implies --lag-model refresh",
+    )
+    a(
+        "--steps-per-generation",
+        type=integer,
+        default=None,
+        metavar="M",
+        help="mini-batches per epoch, one optimiser step each (TRL steps_per_generation; divides --prompts)",
+    )
+    a(
+        "--ref-sync-steps",
+        type=integer,
+        default=None,
+        metavar="S",
+        help="KL reference sync every S steps (TRL ref_model_sync_steps; >= 1; default: never)",
+    )
+    a("--ref-sync-alpha", type=finite_float, default=0.6, help=_help("ref_sync_alpha", "(TRL default 0.6)"))
+    a(
+        "--advantage",
+        choices=("std", "mean", "rloo", "batch"),
+        default=None,
+        help="std (GRPO, default) | mean (Dr. GRPO) | rloo | batch (group mean, batch std)",
+    )
+    a(
+        "--scale-rewards",
+        choices=tuple(SCALE_REWARDS),
+        default=None,
+        help="TRL's name for the advantage scaling: group (= std), batch, none (= mean)",
+    )
+    a(
+        "--loss-type",
+        type=_loss_type,
+        default=None,
+        metavar="|".join(LOSS_TYPES),
+        help="TRL's token aggregation: a bandit's completion is one token, so every one of these is the mean over "
+        "the completions (accepted, the same run)",
+    )
+    a(
+        "--difficulty",
+        default=None,
+        metavar="A,B",
+        help="prompt population: the --prompts prompts start at the quantiles of Beta(A, B) (success probability)",
+    )
+    a(
+        "--batch-prompts",
+        type=integer,
+        default=None,
+        metavar="P",
+        help="prompts per rollout, drawn without replacement through the dataset's epochs (default: all)",
+    )
+    a("--dynamic-sampling", action="store_true", help="drop groups whose rewards are all equal (DAPO)")
+    a(
+        "--shared-features",
+        type=integer,
+        default=None,
+        metavar="F",
+        help="shared parameters: a linear-softmax policy over F Gaussian prompt features (fixed seed 0)",
+    )
+    a("--kl", choices=("k1", "k2", "k3", "exact"), default="k3", help="KL estimator (exact: the full sum over arms)")
+    a("--kl-clamp", type=finite_float, default=None, help="clamp k3 to [-c, c] (verl: 10)")
+    a(
+        "--clip",
+        "--epsilon",
+        type=finite_float,
+        default=0.2,
+        help=_help("clip", "(TRL epsilon; ε_high too unless given)"),
+    )
+    a(
+        "--clip-high",
+        "--epsilon-high",
+        type=finite_float,
+        default=None,
+        help=_help("clip_high", "(TRL epsilon_high)"),
+    )
+    a("--dual-clip", type=finite_float, default=None, help="dual-clip constant c > 1 (verl: 3)")
+    a("--grad-clip", type=finite_float, default=None, help="global gradient-norm bound")
+    a("--optimizer", choices=("sgd", "nesterov", "adam"), default="sgd", help="optimiser of the logits")
+
+
+SCALE_REWARDS = {"group": "std", "batch": "batch", "none": "mean"}
+"""TRL `scale_rewards` → the advantage kind."""
+
+
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
+"""TRL loss types that only aggregate the clipped surrogate's tokens differently: on one-token completions they
+coincide (TRL's others — cispo, sapo, luspo, vespo — change the surrogate, which the bandit does not simulate)."""
+
+
+def _loss_type(text: str) -> str:
+    if text not in LOSS_TYPES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not simulated: the bandit has TRL's clipped surrogate, whose token aggregations "
+            f"({', '.join(LOSS_TYPES)}) coincide on its one-token completions"
+        )
+    return text
+
+
+def population_args(args: argparse.Namespace) -> dict:
+    """Advantage kind, the start (p_ref or a difficulty distribution), batch size and dynamic sampling."""
+    advantage = args.advantage or "std"
+    if args.scale_rewards is not None:
+        advantage = SCALE_REWARDS[args.scale_rewards]
+        if args.advantage not in (None, advantage):
+            raise UsageError(
+                f"--scale-rewards {args.scale_rewards} means --advantage {advantage}, not {args.advantage}"
+            )
+    out = dict(advantage=advantage, dynamic_sampling=args.dynamic_sampling, p_ref=args.p_ref)
+    if args.batch_prompts is not None:
+        out["batch_prompts"] = args.batch_prompts
+    if args.shared_features is not None:
+        if args.shared_features < 1:
+            raise UsageError(f"--shared-features must be >= 1, got {args.shared_features}")
+        rng = np.random.default_rng(0)  # the features define the dataset: the same for every run
+        out["features"] = rng.standard_normal((args.prompts, args.shared_features)) / np.sqrt(args.shared_features)
+    if args.difficulty is not None:
+        try:
+            a, b = (float(v) for v in args.difficulty.split(","))
+        except ValueError:
+            raise UsageError(f"--difficulty expects A,B (two numbers > 0), got {args.difficulty!r}") from None
+        out.update(difficulty=(a, b), p_ref=None)
+    return out
+
+
+def rollout_args(args: argparse.Namespace) -> dict:
+    """Lag model, lag, mini-batches and reference sync from the flags: `--num-iterations E` and
+    `--steps-per-generation M` mean rollout reuse with K = E × M optimiser steps per rollout; `--lag-model refresh
+    --lag K` alone means K epochs of one mini-batch."""
+    lag_model, lag = args.lag_model, args.lag
+    m = 1 if args.steps_per_generation is None else args.steps_per_generation
+    if args.num_iterations is not None or args.steps_per_generation is not None:
+        if lag_model not in ("none", "refresh"):
+            raise UsageError(f"--num-iterations and --steps-per-generation need --lag-model refresh, got {lag_model}")
+        for flag, value in (("--num-iterations", args.num_iterations), ("--steps-per-generation", m)):
+            if value is not None and value < 1:
+                raise UsageError(f"{flag} must be >= 1, got {value}")
+        epochs = args.num_iterations if args.num_iterations is not None else max(args.lag // m, 1)
+        if args.lag not in (0, epochs * m):
+            raise UsageError(
+                f"--lag {args.lag} disagrees with --num-iterations × --steps-per-generation = {epochs * m}"
+            )
+        lag_model, lag = "refresh", epochs * m
+    out = dict(lag_model=lag_model, lag=lag, minibatches=m, ref_sync_alpha=args.ref_sync_alpha)
+    if args.ref_sync_steps is not None:
+        out["ref_sync_steps"] = args.ref_sync_steps
+    elif "ref_sync_alpha" in getattr(args, "explicit", ()):
+        raise UsageError("--ref-sync-alpha sets the mix at each KL reference sync: it needs --ref-sync-steps S")
+    return out
+
+
+def check_clip_order(clip, clip_high) -> None:
+    """A `UsageError` where ε_high (`clip_high`, None: = ε_low) lies below ε_low (`clip`): each a value or the values
+    of a grid axis. The bandit would clip a gain before a loss of the same size, the opposite of DAPO's clip-higher;
+    TRL and verl do not refuse it, so a typo would pass silently."""
+    if clip_high is not None and np.min(clip_high) < np.max(clip):
+        raise UsageError(
+            f"ε_high (--clip-high/--epsilon-high {np.min(clip_high):g}) must be >= ε_low (--clip/--epsilon "
+            f"{np.max(clip):g}): a smaller upper clip is not a clip-higher setting; leave it out for a symmetric clip"
+        )
+
+
+def refuse_unused_seeds(args: argparse.Namespace) -> None:
+    """A `UsageError` for --seeds in expected mode, which is one exact run whatever it says."""
+    if args.mode == "expected" and "seeds" in getattr(args, "explicit", ()):
+        raise UsageError("--seeds counts the runs of --mode sampled; expected mode is one exact run: drop --seeds")
+
+
+def config_from_flags(args: argparse.Namespace):
+    from ..models.config import bandit_config
+
+    check_clip_order(args.clip, args.clip_high)
+    return bandit_config(
+        n_arms=args.arms,
+        n_correct=args.correct,
+        n_prompts=args.prompts,
+        eta=args.eta,
+        momentum=args.momentum,
+        beta=args.beta,
+        group_size=args.group_size,
+        kl=args.kl,
+        kl_clamp=args.kl_clamp,
+        clip=args.clip,
+        clip_high=args.clip_high,
+        dual_clip=args.dual_clip,
+        optimizer=args.optimizer,
+        grad_clip=args.grad_clip,
+        **rollout_args(args),
+        **population_args(args),
+    )

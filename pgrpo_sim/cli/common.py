@@ -1,0 +1,203 @@
+"""What every command shares: the parser classes and number types of the flags, claiming `--out` (with what an
+interrupt leaves), output-file checks, memory checks, figures and tables."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..base.errors import PgrpoSimError
+from ..base.outputs import (
+    check_distinct_outputs,
+    check_output_file,
+)
+
+
+class UsageError(PgrpoSimError):
+    """A user error of the command line itself (flags, files), printed like every `PgrpoSimError`."""
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help with every option's default, as `ArgumentDefaultsHelpFormatter`, except where the help text
+    already states it or there is none to state (None, off, an empty list)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        unset = action.default is None or action.default is False or action.default in ([], argparse.SUPPRESS)
+        if unset or "default" in text or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)".lstrip()
+
+
+class Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        # no abbreviations: `--steps` must never be read as `--steps-per-generation` (nor any prefix as a flag)
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+        # values that start with "-" but are numbers or lists of them (-1e9, -1,2, -.5) are values, not flags
+        self._negative_number_matcher = re.compile(r"^-(?:\d|\.\d)[\d.,:eE+-]*$")
+
+    def error(self, message: str):  # argparse's own errors: one line, exit 2
+        raise UsageError(message)
+
+    def parse_known_args(self, args=None, namespace=None):
+        """argparse's, and a command's parser also records the options given on the command line as `explicit`
+        (their dests; a default is not a choice the user made): parsed again into a namespace that already holds
+        a placeholder for every option, which argparse leaves where no value was given."""
+        parsed, rest = super().parse_known_args(args, namespace)
+        if self._subparsers is None:
+            unset = {
+                a.dest: None if a.nargs == 0 or "append" in type(a).__name__.lower() else _UNSET for a in self._actions
+            }
+            unset.pop(argparse.SUPPRESS, None)
+            probe = argparse.Namespace(**unset)  # None where argparse adds to the value (append, count)
+            super().parse_known_args(args, probe)
+            parsed.explicit = frozenset(dest for dest, value in unset.items() if getattr(probe, dest) is not value)
+        return parsed, rest
+
+
+_UNSET = object()
+"""Placeholder of an option not given on the command line (`Parser.parse_known_args`)."""
+
+
+def integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+IMAGE_SUFFIXES = ("png", "pdf", "svg")
+"""File types `--plot` writes (by its suffix)."""
+
+
+MODES = ("expected", "sampled")
+
+
+MODE_HELP = "expected: the exact mean update, one run; sampled: drawn groups, --seeds runs"
+
+
+FORMAT_HELP = "log format (auto: from the file's name and contents)"
+
+
+RUN_HELP = "the run to read from a file that holds several (a W&B long-form CSV: run_name,metric,step,value)"
+
+
+def version() -> str:
+    """The installed package's version (importlib.metadata), or "unknown" when it is run from a bare source tree."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pgrpo-sim")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def claim(args: argparse.Namespace, staged, command: str, outputs: Sequence[str], *, resumable: bool = False) -> Path:
+    """Claim --out for `command` (refusing another command's or a foreign directory): the folder in it where the
+    command writes its outputs, moved into place only when `staged` (`base.outputs.staged_outputs`) commits them;
+    and what an interrupt leaves, for its one line: a resumable command's finished chunks, or the previous results.
+    """
+    out = Path(args.out)
+    note = untouched_note(args)
+    stage = staged.directory(out, command, outputs, overwrite=args.overwrite, resumable=resumable)
+    if resumable:
+        args.interrupt_note = f"the finished chunks are kept in {out}/chunks; rerun the same command to resume"
+    else:
+        args.interrupt_note = note
+    return stage
+
+
+def untouched_note(args: argparse.Namespace) -> str:
+    """What an interrupt before the outputs are written leaves: the previous results in --out, or nothing."""
+    out = getattr(args, "out", None)
+    existed = out is not None and Path(out).is_dir() and any(Path(out).iterdir())
+    return f"the previous results in {out} are unchanged" if existed else "nothing was written"
+
+
+def check_file_outputs(args: argparse.Namespace) -> None:
+    """--out and --plot: not the same file, and each one writable (creating nothing)."""
+    check_distinct_outputs({"--out": args.out, "--plot": args.plot})
+    check_output_file(args.out, "--out", overwrite=args.overwrite)
+    if args.plot is not None:
+        check_output_file(args.plot, "--plot", IMAGE_SUFFIXES, overwrite=args.overwrite)
+
+
+def check_memory(what: str, need: int, held: str, advice: str) -> None:
+    """A `UsageError` when `need` bytes of `held` results (what a command keeps of its runs) exceed this machine's
+    physical memory: refused in one line before a run that would end in an out-of-memory traceback."""
+    from ..base.runtime import physical_memory
+
+    have = physical_memory()
+    if have is not None and need > have:
+        raise UsageError(
+            f"{what} needs about {need / 1e9:.3g} GB of {held}, more than this machine's {have / 1e9:.3g} GB: {advice}"
+        )
+
+
+def plot(draw, *args, **kwargs) -> None:
+    """Call a figure function; a write error becomes one line naming --plot."""
+    try:
+        draw(*args, **kwargs)
+    except OSError as exc:
+        raise UsageError(f"cannot write --plot: {exc.strerror or exc}") from None
+
+
+def print_table(out: dict) -> None:
+    width = max(map(len, out))
+    for k, v in out.items():
+        print(f"{k:<{width}}  {v:.6g}" if isinstance(v, float) else f"{k:<{width}}  {v}")
+
+
+def write_table(staged, path: str, header: Sequence[str], rows: np.ndarray, *, integer_first: bool) -> None:
+    """The table as CSV at --out `path`, through `staged` (`base.outputs.staged_outputs`)."""
+    try:
+        with open(staged.file(path), "w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(header)
+            for row in rows:
+                first = int(row[0]) if integer_first else f"{row[0]:.8g}"
+                writer.writerow([first] + [f"{v:.8g}" for v in row[1:]])
+    except OSError as exc:
+        raise UsageError(f"cannot write --out {path}: {exc.strerror}") from None
+
+
+def describe(args: argparse.Namespace, swept: Sequence[str] = ()) -> str:
+    """The fixed settings of a run, for a figure title; `swept` parameters are named as axes, not values."""
+    parts = [
+        ("", f"N={args.arms} c={args.correct}"),
+        ("p_ref", f"p_ref={args.p_ref}"),
+        ("eta", f"η={args.eta}"),
+        ("momentum", f"μ={args.momentum}"),
+        ("beta", f"β={args.beta}"),
+        ("group_size", f"G={args.group_size}"),
+        ("lag", f"{args.lag_model}(lag={args.lag})"),
+    ]
+    fixed = [text for name, text in parts if name not in swept]
+    if "lag" in swept:
+        fixed.append(f"{args.lag_model} lag")
+    text = " ".join(fixed) + f" {args.mode}"
+    if swept:
+        text += "; swept: " + ", ".join(_axis_symbol(n) for n in swept)
+    return text
+
+
+def _axis_symbol(name: str) -> str:
+    return {"eta": "η", "momentum": "μ", "beta": "β", "lag": "τ", "group_size": "G"}.get(name, name)

@@ -1,0 +1,333 @@
+"""`pgrpo-sim sweep` and `pgrpo-sim phase-diagram`: grids of bandit configurations, resumable chunks, and the
+regime map with the theory's predicted boundaries."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..base.checks import check_range, check_seed, check_seeds, check_steps
+from ..base.outputs import (
+    check_output_dir,
+    json_text,
+    staged_outputs,
+    write_csv,
+)
+from .bandit_flags import (
+    add_bandit_args,
+    check_clip_order,
+    population_args,
+    refuse_unused_seeds,
+    rollout_args,
+)
+from .common import MODE_HELP, MODES, UsageError, claim, describe, finite_float, integer, plot
+from .lm import add_model_args
+
+GRID_FLAGS = {"lag": ("lag", "num_iterations"), "minibatches": ("steps_per_generation",)}
+"""The flags that set a parameter (a grid axis, a searched name), where they are not the flag of the same name."""
+
+
+def refuse_flags_setting(args: argparse.Namespace, name: str, role: str) -> None:
+    """A `UsageError` if the command line gave a flag that sets `name`, which the command varies itself (`role`)."""
+    for dest in GRID_FLAGS.get(name, (name,)):
+        if dest in getattr(args, "explicit", ()):
+            raise UsageError(f"--{dest.replace('_', '-')} sets {name}, {role}")
+
+
+def _sweep_base(args: argparse.Namespace, axes) -> dict:
+    """bandit_config keyword arguments for the parameters that are not grid axes (explicit flags only for
+    optional ones)."""
+    base = {
+        "n_arms": args.arms,
+        "n_correct": args.correct,
+        "n_prompts": args.prompts,
+        "eta": args.eta,
+        "momentum": args.momentum,
+        "beta": args.beta,
+        "group_size": args.group_size,
+        "kl": args.kl,
+        "clip": args.clip,
+        "optimizer": args.optimizer,
+        **rollout_args(args),
+        **population_args(args),
+    }
+    optional = {
+        "kl_clamp": args.kl_clamp,
+        "clip_high": args.clip_high,
+        "dual_clip": args.dual_clip,
+        "grad_clip": args.grad_clip,
+    }
+    base.update({k: v for k, v in optional.items() if v is not None})
+    for axis in axes:
+        refuse_flags_setting(args, axis.name, f"a grid axis here ({axis.spec}): drop one")
+        base.pop(axis.name, None)
+    values = {a.name: np.asarray(a.values) for a in axes}
+    check_clip_order(values.get("clip", args.clip), values.get("clip_high", args.clip_high))
+    if "ref_sync_alpha" in values and args.ref_sync_steps is None:
+        raise UsageError("grid axis ref_sync_alpha sets the mix at each KL reference sync: it needs --ref-sync-steps S")
+    if any(a.name == "lag" for a in axes):
+        base.pop("lag", None)
+        if base["lag_model"] == "none":
+            raise UsageError("grid axis lag needs --lag-model stale or refresh")
+    return base
+
+
+SWEEP_OUTPUTS = ("sweep.json", "sweep.nc", "summary.csv", "chunks")
+
+
+PHASE_OUTPUTS = SWEEP_OUTPUTS + ("phase.png", "phase.pdf", "summary.json")
+
+
+def _check_sweep_flags(args: argparse.Namespace) -> None:
+    check_steps(args.steps)
+    check_seeds(args.seeds)
+    refuse_unused_seeds(args)
+    check_seed(args.seed)
+    check_range("chunk_size", args.chunk_size, 1, integer=True)
+    check_range("max_memory", args.max_memory, 0.0, low_open=True)
+    check_range("save_trajectories", args.save_trajectories, 0, integer=True)
+    multi = (args.num_processes, args.process_id)
+    if args.coordinator is None and any(v is not None for v in multi):
+        raise UsageError("--num-processes and --process-id need --coordinator HOST:PORT (a multi-host run)")
+    if args.coordinator is not None:
+        if None in multi:
+            raise UsageError("--coordinator needs --num-processes and --process-id")
+        check_range("num_processes", args.num_processes, 1, integer=True)
+        check_range("process_id", args.process_id, 0, args.num_processes - 1, integer=True)
+
+
+def _sweep_kwargs(args: argparse.Namespace) -> dict:
+    return dict(
+        steps=args.steps,
+        mode=args.mode,
+        seeds=args.seeds,
+        seed=args.seed,
+        chunk_size=args.chunk_size,
+        max_memory=args.max_memory,
+        decimate=args.save_trajectories,
+    )
+
+
+def _check_sweep(args: argparse.Namespace, base: dict, axes) -> None:
+    """Validate the whole sweep as it will run (every setting and grid value), and the size of its files: refused
+    if they would not fit in the free space of --out's disk, and above `CONFIRM_BYTES` without --yes. Creates
+    nothing."""
+    import shutil
+
+    from ..analysis.sweep import SweepError, output_bytes
+
+    try:
+        sizes = output_bytes(base, axes, **_sweep_kwargs(args))  # validates as `check_sweep`
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+    total, where = sum(sizes.values()), Path(args.out).absolute()
+    while not where.exists():
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    parts = ", ".join(f"{name} {size / 1e9:.3g} GB" for name, size in sizes.items())
+    if total > free:
+        raise UsageError(
+            f"{args.command}: its files need about {total / 1e9:.3g} GB ({parts}), more than the "
+            f"{free / 1e9:.3g} GB free in {where}: a smaller grid, or another --out"
+        )
+    if total > CONFIRM_BYTES and not args.yes:
+        raise UsageError(
+            f"{args.command}: its files need about {total / 1e9:.3g} GB ({parts}): pass --yes to write them"
+        )
+
+
+CONFIRM_BYTES = 1e9
+"""Sweeps that write more than this (bytes) run only with --yes."""
+
+
+def _claim_sweep(args: argparse.Namespace, staged, command: str, outputs: Sequence[str]) -> Path | None:
+    """Claim --out for a checked sweep (`_check_sweep`): the last step before its first chunk. Returns the folder
+    for its final files (`claim`; None on the processes of a multi-host run that do not write)."""
+    check_output_dir(args.out, command, overwrite=args.overwrite)
+    if args.coordinator:
+        import jax
+
+        jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+        if jax.process_index() != 0:  # process 0 writes
+            return None
+    return claim(args, staged, command, outputs, resumable=True)
+
+
+def _run_sweep_command(args: argparse.Namespace, base: dict, axes, results: Path | None):
+    """The sweep's `SweepResult`: its chunks kept in --out as they finish, its final files written to `results`."""
+    from ..analysis.sweep import SweepError, compute_sweep
+
+    try:
+        return compute_sweep(
+            base,
+            axes,
+            out_dir=args.out,
+            results_dir=results,
+            overwrite=args.overwrite,
+            progress=not args.quiet,
+            **_sweep_kwargs(args),
+        )
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _parse_axes(specs: Sequence[str]):
+    from ..analysis.sweep import SweepError, parse_axis
+
+    try:
+        return [parse_axis(spec) for spec in specs]
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _cmd_sweep(args: argparse.Namespace) -> None:
+    from .lm import refuse_lm_flags, sweep_lm
+
+    if args.model == "lm":
+        return sweep_lm(args)
+    refuse_lm_flags(args)
+    _check_sweep_flags(args)
+    axes = _parse_axes(args.grid)
+    if not axes:
+        raise UsageError("sweep: give at least one --grid name=values")
+    base = _sweep_base(args, axes)
+    _check_sweep(args, base, axes)
+    with staged_outputs() as staged:
+        result = _run_sweep_command(args, base, axes, _claim_sweep(args, staged, "sweep", SWEEP_OUTPUTS))
+    print(f"{result.size} grid points; wrote {args.out}/sweep.nc and {args.out}/summary.csv")
+
+
+DEFAULT_PHASE_GRIDS = {"eta": "eta=log:1e-3:1:48", "lag": "lag=0:12", "momentum": "momentum=0:0.99:34"}
+
+
+def _cmd_phase_diagram(args: argparse.Namespace) -> None:
+    from ..analysis.boundaries import phase_boundaries
+    from ..analysis.phase import agreement, predict_cells
+    from ..analysis.sweep import grid_axes
+    from ..viz.figures import plot_phase_diagram
+
+    _check_sweep_flags(args)
+    axes = _parse_axes(args.grid)
+    given = {a.name for a in axes}
+    for name in (args.x, args.y):
+        if name not in given:
+            if name not in DEFAULT_PHASE_GRIDS:
+                raise UsageError(
+                    f"phase-diagram: give --grid for {name} (defaults exist for {', '.join(DEFAULT_PHASE_GRIDS)})"
+                )
+            axes += _parse_axes([DEFAULT_PHASE_GRIDS[name]])
+    if {a.name for a in axes if a.size > 1} != {args.x, args.y} or args.x == args.y:
+        raise UsageError("phase-diagram: the grid must vary exactly --x and --y")
+    base = _sweep_base(args, axes)
+    _check_sweep(args, base, axes)
+    # the predictions first: a configuration the theory cannot describe is refused before the sweep runs
+    ordered = grid_axes(axes)
+    prediction = predict_cells(base, {a.name: np.asarray(a.values) for a in ordered})
+    if not prediction.valid.any():
+        raise UsageError(
+            "phase-diagram: no cell of the grid has an interior fixed point with K > 0 (at beta = 0 the policy "
+            "runs to the boundary), so the theory predicts no regime to compare with; give --beta > 0"
+        )
+    with staged_outputs() as staged:
+        stage = _claim_sweep(args, staged, "phase-diagram", PHASE_OUTPUTS)
+        ds = _run_sweep_command(args, base, axes, stage).to_dataset()
+        kept = [a.name for a in ordered if a.size > 1]
+        ds = ds.squeeze(drop=False)
+        assert list(ds["regime"].dims) == kept, (ds["regime"].dims, kept)
+        prediction = type(prediction)(*(np.reshape(v, ds["regime"].shape) for v in prediction))
+        summary = agreement(ds["regime"].values, prediction)
+        target = Path(args.out) if stage is None else stage
+        boundaries = phase_boundaries(ds, args.x, args.y)  # None unless both axes are among eta, momentum, lag
+        title = describe(args, swept=(args.x, args.y))
+        figure = str(target / "phase")
+        plot(plot_phase_diagram, ds, prediction, args.x, args.y, figure, boundaries=boundaries, title=title)
+        _write_phase_tables(target, ds, prediction, summary)
+    stem = str(Path(args.out) / "phase")
+    print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in summary.items()))
+    if summary["cells_without_prediction"]:
+        print(
+            f"note: {summary['cells_without_prediction']} of {summary['cells']} cells have no interior fixed point "
+            "(no predicted regime); the agreements are over the other cells"
+        )
+    print(f"wrote {stem}.png, {stem}.pdf, {args.out}/summary.json, {args.out}/summary.csv, {args.out}/sweep.nc")
+
+
+def _write_phase_tables(out: Path, ds, prediction, summary: dict) -> None:
+    from ..base.regimes import DISCRETE_REGIMES
+
+    names = np.asarray(DISCRETE_REGIMES + ("none",))  # "none": no prediction (code -1)
+    table = ds.drop_vars(["trajectory", "step"], errors="ignore")  # one row a cell
+    table["regime_name"] = (ds["regime"].dims, names[ds["regime"].values])
+    for name in ("continuous", "discrete"):
+        codes = np.where(prediction.valid, getattr(prediction, name), -1)
+        table[f"predicted_{name}"] = (ds["regime"].dims, names[codes])
+    table["damping_ratio_predicted"] = (ds["regime"].dims, prediction.damping_ratio)
+    table["spectral_radius_predicted"] = (ds["regime"].dims, prediction.radius)
+    try:
+        write_csv(table.to_dataframe(), Path(out) / "summary.csv")
+        (Path(out) / "summary.json").write_text(json_text(summary, indent=2))
+    except OSError as exc:
+        raise UsageError(f"cannot write to {out}: {exc.strerror}") from None
+
+
+def add_parsers(sub) -> None:
+    """`pgrpo-sim sweep` and `pgrpo-sim phase-diagram`."""
+    for name, help_text in (
+        ("sweep", "run the bandit or the small language model over a hyperparameter grid (resumable)"),
+        ("phase-diagram", "regime map of a 2-D sweep with the predicted boundaries"),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        if name == "sweep":
+            add_model_args(p)
+        add_bandit_args(p)
+        if name == "phase-diagram":
+            p.add_argument("--x", default="eta", help="horizontal axis (a grid parameter)")
+            p.add_argument("--y", default="lag", help="vertical axis (a grid parameter)")
+            # β = 0 has no interior fixed point, so nothing to predict: the phase diagram's default β is 0.5
+            p.set_defaults(lag_model="stale", beta=0.5, func=_cmd_phase_diagram)
+        else:
+            p.set_defaults(func=_cmd_sweep)
+        p.add_argument(
+            "--grid",
+            action="append",
+            default=[],
+            metavar="NAME=SPEC",
+            help="grid axis: name=v1,v2 | name=start:stop:num | name=log:start:stop:num | name=start:stop",
+        )
+        p.add_argument("--steps", type=integer, default=2000, help="optimiser steps per run (>= 1)")
+        p.add_argument("--mode", choices=MODES, default="expected", help=MODE_HELP)
+        p.add_argument(
+            "--seeds",
+            type=integer,
+            default=1,
+            help="seeds per grid point in sampled mode (>= 2 there: regimes are judged against their standard error)",
+        )
+        p.add_argument("--seed", type=integer, default=0, help="PRNG seed (>= 0)")
+        p.add_argument(
+            "--chunk-size", type=integer, default=None, help="configurations per chunk (overrides --max-memory)"
+        )
+        p.add_argument("--max-memory", type=finite_float, default=2e9, help="memory budget per chunk in bytes")
+        p.add_argument(
+            "--save-trajectories",
+            type=integer,
+            default=0,
+            metavar="EVERY",
+            help="also store every EVERY-th step of each reward curve (0: none)",
+        )
+        p.add_argument("--out", required=True, help="output directory")
+        p.add_argument(
+            "--overwrite", action="store_true", help="replace a different sweep or another command's output in --out"
+        )
+        p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.add_argument("--yes", action="store_true", help="write files of more than 1 GB (the size is told first)")
+        p.add_argument(
+            "--coordinator",
+            default=None,
+            metavar="HOST:PORT",
+            help="multi-host run: jax.distributed coordinator address (with --num-processes, --process-id)",
+        )
+        p.add_argument("--num-processes", type=integer, default=None)
+        p.add_argument("--process-id", type=integer, default=None)
