@@ -48,7 +48,7 @@ from ..base.errors import PgrpoSimError
 from ..base.progress import report
 from ..logs.readers import TrainingLog
 from ..models.lm import READOUTS, LMConfig, LMRun, lm_config, lm_simulate_each
-from ..models.lm.pretrain import MAX_START_ACCURACY, cache_dir
+from ..models.lm.pretrain import MAX_START_ACCURACY, StartNotReached, cache_dir
 from .model import TRL_FORMATS
 from .run_config import NO_CLIP_LOSSES, RunConfig, check_run_config
 
@@ -367,7 +367,14 @@ def calibrate_lm(
             level_settings(run, lr, start, level, horizon, start_format)
             for lr in level.lr_grid for _ in range(level.seeds)
         ]  # fmt: skip
-        curves.append(cached_rewards(settings, horizon, seed))
+        try:
+            curves.append(cached_rewards(settings, horizon, seed))
+        except StartNotReached as exc:
+            raise PgrpoSimError(
+                f"the log starts at reward {reward[0]:.3g}, and the language-model level's SFT start does not reach "
+                f"that accuracy (it levels off at {exc.reached:.2f} at start format {start_format:g}): the level "
+                "cannot answer for this log; use --model bandit"
+            ) from exc
     curves = np.stack(curves).reshape(shape)
     read = curves[..., index].reshape(-1, level.seeds, index.size)
     weights, phi, ceilings = grid_posterior(read, reward, observed_n, level.ceilings)

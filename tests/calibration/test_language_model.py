@@ -203,3 +203,21 @@ def test_what_if_and_forecast_with_the_level_write_their_files(tmp_path, monkeyp
     argv = ["forecast", str(log), "--model", "lm", "--run-config", str(config), "--fit-until", "7", "--quiet"]
     assert main([*argv, "--out", str(forecast)]) == 0
     assert json.loads((forecast / "forecast.json").read_text())["heldout"]["n"] == 4
+
+
+def test_a_start_the_level_cannot_reach_is_one_line_naming_the_other_level(tmp_path, capsys, monkeypatch):
+    """A log that starts above what the level's SFT reaches (near 0.4 at its default sizes) is refused with the
+    reason and the way out, exit 2, nothing written (the SFT run is stood in for: it takes a minute)."""
+    from pgrpo_sim.models.lm import StartNotReached
+
+    def unreachable(settings, steps, seed=0):
+        raise StartNotReached(settings[0]["start_accuracy"], 0.41)
+
+    monkeypatch.setattr(lmcal, "cached_rewards", unreachable)
+    out = tmp_path / "out"
+    path = tmp_path / "high.jsonl"
+    path.write_text("".join(f'{{"step": {i}, "reward": {0.7 + 0.01 * i}}}\n' for i in range(12)))
+    assert main(["what-if", str(path), "--scenario", "learning_rate=1e-5", "--quiet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "starts at reward 0.7" in err and "0.41" in err, err
+    assert "--model bandit" in err and not out.exists()

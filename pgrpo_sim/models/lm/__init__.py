@@ -25,6 +25,7 @@ from .policy import (
 )
 from .pretrain import (
     SFTStart as SFTStart,
+    StartNotReached as StartNotReached,
     demonstrations as demonstrations,
     eval_accuracy as eval_accuracy,
     pretrained_policy as pretrained_policy,
