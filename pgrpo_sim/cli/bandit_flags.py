@@ -13,6 +13,7 @@ from .common import UsageError, finite_float, integer
 
 
 def add_oscillator_args(p: argparse.ArgumentParser) -> None:
+    """The oscillator's flags (`theory`, `oscillator`): η, μ, τ, K."""
     p.add_argument("--eta", type=finite_float, required=True, help="learning rate η (> 0)")
     p.add_argument("--momentum", type=finite_float, default=0.0, help="heavy-ball momentum μ in [0, 1)")
     p.add_argument("--lag", type=finite_float, default=0.0, help="off-policy lag τ in steps (>= 0)")
@@ -27,6 +28,7 @@ def _help(name: str, note: str = "") -> str:
 
 
 def add_bandit_args(p: argparse.ArgumentParser) -> None:
+    """The bandit's flags under their short and TRL names (the defaults are `bandit_config`'s)."""
     a = p.add_argument
     a("--arms", type=integer, default=2, help="number of arms N (>= 2)")
     a("--correct", type=integer, default=1, help="number of correct arms c in [1, N-1]")
@@ -227,6 +229,7 @@ def refuse_unused_seeds(args: argparse.Namespace) -> None:
 
 
 def config_from_flags(args: argparse.Namespace):
+    """The `BanditConfig` the bandit flags describe (checked as `models.config.bandit_config` checks it)."""
     from ..models.config import bandit_config
 
     check_clip_order(args.clip, args.clip_high)

@@ -68,6 +68,7 @@ _UNSET = object()
 
 
 def integer(text: str) -> int:
+    """argparse type of an integer flag (its range is checked with the rest of the command's input)."""
     try:
         return int(text)
     except ValueError:
@@ -75,6 +76,7 @@ def integer(text: str) -> int:
 
 
 def finite_float(text: str) -> float:
+    """argparse type of a real-valued flag: a finite number (NaN and ±inf are refused here)."""
     try:
         value = float(text)
     except ValueError:
@@ -161,6 +163,7 @@ def plot(draw, *args, **kwargs) -> None:
 
 
 def print_table(out: dict) -> None:
+    """`name  value` lines, names aligned, floats to 6 significant digits (`theory`, `predict`)."""
     width = max(map(len, out))
     for k, v in out.items():
         print(f"{k:<{width}}  {v:.6g}" if isinstance(v, float) else f"{k:<{width}}  {v}")
