@@ -33,13 +33,13 @@ from jax import Array
 from jax.custom_derivatives import SymbolicZero
 from jax.scipy.special import gammaln, xlog1py, xlogy
 
-from ..base import threefry as _random
-from ..base.autodiff import scan, where_frozen
-from ..base.checks import as_key, check_choice, check_seeds, check_steps, in_range, is_concrete, nan_unless
-from ..base.errors import PgrpoSimError
-from ..base.small_axes import UNROLL_MAX, axis_sum, softmax
-from .config import LEAF_RANGES, BanditConfig, check_config
-from .grpo import ADVANTAGES, clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
+from ...base import threefry as _random
+from ...base.autodiff import scan, where_frozen
+from ...base.checks import as_key, check_choice, check_seeds, check_steps, in_range, is_concrete, nan_unless
+from ...base.errors import PgrpoSimError
+from ...base.small_axes import UNROLL_MAX, axis_sum, softmax
+from ..config import LEAF_RANGES, BanditConfig, check_config
+from ..grpo import ADVANTAGES, clipped_surrogate, entropy, group_advantages, kl_divergence, kl_estimate
 
 MODES = ("expected", "sampled")
 
