@@ -1,0 +1,74 @@
+"""What the bandit's two modes share (docs/design.md §3, "Two modes, one update rule"): the mode names and
+`check_mode`, which refuses a configuration that a mode has no exact form for; `UpdateStats`, the read-outs of one
+update; and the KL penalty of a loss (`kl_term`) and its slope (`kl_slope`) (docs/conventions.md §3)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from ...base.checks import check_choice, is_concrete
+from ...base.errors import PgrpoSimError
+from ..config import BanditConfig, check_config
+from ..grpo import ADVANTAGES, kl_divergence, kl_estimate
+from .enumeration import rewards_are_binary, rollout_count
+
+MODES = ("expected", "sampled")
+
+
+class UpdateStats(NamedTuple):
+    """Per-step read-outs of one GRPO update (expectations in expected mode, group averages when sampled).
+
+    What TRL logs, as (ours: TRL's): batch_reward: `reward` (mean sampled reward of the rollout's groups);
+    group_reward_std: `reward_std` (mean within-group unbiased std); zero_adv_frac: `frac_reward_zero_std`;
+    clip_low_frac / clip_high_frac: `clip_ratio/low_mean` / `high_mean` (samples clipped with A < 0 below
+    1 − ε_low, with A > 0 above 1 + ε_high); kl: `kl` (mean KL estimator on the samples, or the exact KL);
+    grad_norm (in `BanditRun`): `grad_norm`."""
+
+    ratio_max: Array
+    ratio_mean: Array
+    clip_frac: Array
+    zero_adv_frac: Array
+    adv_var: Array
+    batch_reward: Array
+    group_reward_std: Array
+    clip_low_frac: Array
+    clip_high_frac: Array
+    kl: Array
+
+
+def check_mode(config: BanditConfig, mode: str) -> None:
+    """Raise `PgrpoSimError` if `mode` has no exact form for `config`: expected mode refuses dynamic sampling and
+    batch-scaled advantages, which couple the groups of a batch, and rollout reuse (lag model "refresh") of
+    several prompts or of more than `MAX_OUTCOMES` distinct rollouts, which it would enumerate. Entry points call
+    it on concrete configurations; a traced "batch" advantage code cannot be refused, so `advantage_table` makes
+    its expected run NaN (and traced rewards are counted as binary, the smaller enumeration)."""
+    check_config(config)
+    check_choice("mode", mode, MODES)
+    if mode != "expected":
+        return
+    batch = is_concrete(config.advantage) and np.any(np.asarray(config.advantage) == ADVANTAGES.index("batch"))
+    if config.dynamic_sampling or batch:
+        raise PgrpoSimError(
+            "dynamic sampling and batch-scaled advantages couple the groups of a batch: expected mode has no "
+            "exact form for them; use mode 'sampled'"
+        )
+    if config.lag_model == "refresh":  # rollout reuse: enumerated, so one prompt and a bounded count
+        rollout_count(config, rewards_are_binary(config) or not is_concrete(config.rewards))
+
+
+def kl_term(config: BanditConfig, logits: Array, logp: Array, logp_ref: Array, weights: Array) -> Array:
+    """Per-prompt KL penalty: exact KL(π‖π_ref), or the estimator averaged with `weights` over samples."""
+    if config.kl == "exact":
+        return kl_divergence(logits, config.init_logits)
+    return jnp.sum(weights * kl_estimate(logp, logp_ref, config.kl, config.kl_clamp), axis=-1)
+
+
+def kl_slope(d: Array, config: BanditConfig) -> Array:
+    """∂k/∂log π of the KL estimator at d = log π − log π_ref, elementwise."""
+    slope = jax.vmap(jax.grad(lambda x: kl_estimate(x, 0.0, config.kl, config.kl_clamp)))(d.ravel())
+    return slope.reshape(d.shape)

@@ -1,0 +1,41 @@
+"""The optimiser on the logits (docs/design.md §3, "One GRPO step"): optax heavy-ball SGD, Nesterov or Adam, with
+optional global-norm gradient clipping, its step scaled by one of Hugging Face's learning-rate schedules
+(`learning_rate_factor`)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import optax
+from jax import Array
+
+from ..config import BanditConfig, check_config
+
+
+def learning_rate_factor(config: BanditConfig, count: Array) -> Array:
+    """The schedule's factor on η at optimiser step `count` (Hugging Face `get_scheduler`: linear warm-up from 0
+    over `warmup_steps`, then 1, linear decay or cosine decay to 0 at `decay_steps`); 1 for "constant"."""
+    count = jnp.asarray(count, config.eta.dtype)
+    warmup, total = config.warmup_steps, config.decay_steps
+    rising = count / jnp.maximum(warmup, 1)
+    progress = jnp.clip((count - warmup) / jnp.maximum(total - warmup, 1), 0.0, 1.0)
+    after = {
+        "constant": jnp.ones_like(count),
+        "constant_with_warmup": jnp.ones_like(count),
+        "linear": 1.0 - progress,
+        "cosine": 0.5 * (1.0 + jnp.cos(jnp.pi * progress)),
+    }[config.lr_schedule]
+    return after if config.lr_schedule == "constant" else jnp.where(count < warmup, rising, after)
+
+
+def make_optimizer(config: BanditConfig) -> optax.GradientTransformation:
+    """optax optimiser on the logits: optional global-norm clipping, then heavy-ball SGD (optax.sgd with momentum μ),
+    Nesterov, or Adam (b1 = μ, b2 = 0.999), at step η × `learning_rate_factor` (a plain η for "constant")."""
+    check_config(config)
+    eta = config.eta
+    if config.lr_schedule != "constant":
+        eta = lambda count: config.eta * learning_rate_factor(config, count)  # noqa: E731
+    if config.optimizer == "adam":
+        base = optax.adam(eta, b1=config.momentum)
+    else:
+        base = optax.sgd(eta, momentum=config.momentum, nesterov=config.optimizer == "nesterov")
+    return base if config.grad_clip is None else optax.chain(optax.clip_by_global_norm(config.grad_clip), base)

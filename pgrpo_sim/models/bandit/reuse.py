@@ -1,0 +1,66 @@
+"""Expected-mode rollout reuse (lag model "refresh"; docs/design.md §3, "Off-policy lag: three models"): one branch
+per distinct rollout of a cycle (`enumeration`), each taking the cycle's inner steps on its own rollout, weighted by
+the rollout's probability under π_old; at every refresh the branches collapse into their weighted mean state."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+from jax.scipy.special import gammaln
+
+from ...base.small_axes import softmax
+from ..config import BanditConfig
+from .state import BanditState, policy_metrics, rollout_step, synced
+
+
+def _rollout_probabilities(config: BanditConfig, logits: Array, counts: Array) -> Array:
+    """P(rollout) under softmax(`logits`) (one prompt): multinomial over the 2N (arm, reward) outcomes."""
+    pi = softmax(logits)[0]
+    r = config.rewards[0]
+    q = jnp.stack([pi * (1 - r), pi * r], -1).reshape(-1)  # category 2a + reward
+    g = config.group_size
+    log_coef = gammaln(g + 1.0) - jnp.sum(gammaln(counts + 1.0), -1)
+    impossible = jnp.any((counts > 0) & (q == 0), -1)  # e.g. reward 1 from a wrong arm: probability 0, not 0·∞
+    log_q = jnp.log(jnp.where(q > 0, q, 1.0))
+    return jnp.where(impossible, 0.0, jnp.exp(log_coef + counts @ log_q))
+
+
+def collapse_branches(branches: BanditState, weights: Array) -> BanditState:
+    """The rollout-average of branch states: weighted mean of the float leaves (logits, optimiser state, …);
+    diverged if any branch diverged (at the earliest such step)."""
+    mean = jax.tree.map(
+        lambda x: jnp.tensordot(weights, x, 1) if jnp.issubdtype(x.dtype, jnp.floating) else x[0], branches
+    )
+    steps = jnp.where(branches.diverged_step >= 0, branches.diverged_step, jnp.iinfo(jnp.int32).max)
+    first = jnp.where(jnp.any(branches.diverged), jnp.min(steps), -1)
+    return mean._replace(diverged=jnp.any(branches.diverged), diverged_step=first.astype(jnp.int32))
+
+
+def reuse_branch_step(config: BanditConfig, optimizer, branches: BanditState, weights: Array, outcomes):
+    """(Low-level API) one step of expected-mode rollout reuse: the exact average over rollouts of the cycle.
+
+    `branches` holds one state per enumerated rollout (`rollout_outcomes`), with probabilities `weights`. At a
+    refresh the branches collapse to their weighted mean (the rollout-averaged cycle map) and are re-weighted by
+    the probabilities of the new rollouts under π_old = that mean; each branch then takes its inner step on its
+    own rollout. Read-outs are weighted means over branches (exact expectations within a cycle).
+    """
+    arms, rewards, counts = outcomes
+    n = branches.step[0]
+    refresh = n % jnp.maximum(config.lag, 1) == 0
+    # the policy read-outs of step n are E[f(θ_n)] over the branches before a refresh collapses them
+    nan = jnp.asarray(jnp.nan, weights.dtype)
+    per_branch = jax.vmap(lambda s: policy_metrics(synced(config, s)[0], s.logits))(branches)
+    per_branch = jax.tree.map(lambda v: jnp.where(branches.diverged, nan, v), per_branch)
+    policy = jax.tree.map(lambda v: jnp.tensordot(weights, v, 1), per_branch)
+    mean = collapse_branches(branches, weights)
+    mean = mean._replace(old_logits=mean.logits)
+    new_weights = _rollout_probabilities(config, mean.logits, counts)
+    weights = jnp.where(refresh, new_weights, weights)
+    branches = jax.tree.map(lambda b, m: jnp.where(refresh, m[None], b), branches, mean)
+    order = jnp.zeros(1, jnp.int32)
+    branches, metrics = jax.vmap(lambda s, a, r: rollout_step(config, optimizer, s, a[None], r[None], order))(
+        branches, arms, rewards
+    )
+    metrics = dict(jax.tree.map(lambda m: jnp.tensordot(weights, m, 1), metrics), **policy)
+    return branches, weights, metrics

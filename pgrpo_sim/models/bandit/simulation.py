@@ -1,0 +1,280 @@
+"""Runs of the bandit (docs/design.md §3, "Measured each step"): `run` and `run_loop`, the scanned loop of `step`
+or of rollout reuse's branches; `simulate`, the checked and jitted entry point, with its read-outs (`BanditRun`,
+`STEP_READOUTS`), a checkpointed scan for reverse-mode derivatives and the divergence flags; and
+`simulate_in_chunks`, the same run in pieces that Ctrl-C can stop."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax import Array
+
+from ...base.autodiff import scan
+from ...base.checks import as_key, check_choice, check_seeds, check_steps, in_range, nan_unless
+from ..config import LEAF_RANGES, BanditConfig
+from .common import check_mode
+from .enumeration import rewards_are_binary, rollout_outcomes
+from .optimizer import make_optimizer
+from .reuse import collapse_branches, reuse_branch_step
+from .state import BanditState, initial_state, step
+
+
+class BanditRun(NamedTuple):
+    """Result of `simulate`. Per-step arrays have shape (steps+1,) in expected mode and
+    (seeds, steps+1) in sampled mode; index n describes the policy θ_n (n = 0 is the start) and the
+    update taken from it. After a run diverges (`diverged`, at update `diverged_step`, −1 if never)
+    its per-step values are NaN. Expected-mode rollout reuse (lag model "refresh") follows one branch per
+    possible rollout of the current cycle: its read-outs are averages over the branches (the expected reward
+    E[p(θ_n)]), and at each refresh the branches collapse into their weighted mean state
+    (`collapse_branches`), from which the next cycle starts; so `final_logits` is that mean, and p(final_logits)
+    differs from the last `reward` by the branches' spread.
+
+    reward: expected success probability p = Σ π_a r_a, mean over prompts; `true_reward` the same for
+    the true reward vector (None if not given); entropy, kl_ref = KL(π‖π_ref) (nats); grad_norm (global
+    L2 norm of the loss gradient); ratio_max/ratio_mean (IS ratio π/π_old; in expected mode the max over
+    arms and the π_old-weighted mean); clip_frac; zero_adv_frac (fraction of groups whose rewards are
+    all equal); adv_var (mean squared advantage); batch_reward, group_reward_std, clip_low_frac, clip_high_frac, kl:
+    the rollout's read-outs under TRL's names (`UpdateStats`); prompt_spread: std over the dataset's prompts of
+    their success probabilities (0 for one prompt).
+    """
+
+    reward: Array
+    true_reward: Array | None
+    entropy: Array
+    kl_ref: Array
+    grad_norm: Array
+    ratio_max: Array
+    ratio_mean: Array
+    clip_frac: Array
+    zero_adv_frac: Array
+    adv_var: Array
+    batch_reward: Array
+    group_reward_std: Array
+    clip_low_frac: Array
+    clip_high_frac: Array
+    kl: Array
+    prompt_spread: Array
+    final_logits: Array
+    final_opt_state: optax.OptState
+    diverged: Array
+    diverged_step: Array
+
+
+def valid_hyperparameters(config: BanditConfig) -> Array:
+    """Whether every hyperparameter leaf is in the range `BanditConfig` checks eagerly (a bool array): the in-jit
+    form of those checks, for traced values (a caller's `vmap` may hold an η ≤ 0, or a stale lag beyond the
+    `max_lag` its buffer holds, which would wrap around it)."""
+    ok = in_range(config.lag, 0, config.max_lag if config.lag_model == "stale" else None)
+    if config.lag_model == "refresh":  # whole epochs of mini-batches
+        ok &= config.lag % config.minibatches == 0
+    for name, interval in LEAF_RANGES.items():
+        if getattr(config, name) is not None:
+            ok &= interval.holds(getattr(config, name))
+    return ok
+
+
+def run(
+    config: BanditConfig, key: Array, steps: int, mode: str, *, binary_rewards: bool = False, checkpoint: bool = False
+) -> BanditRun:
+    """(Low-level API) one run of `steps` updates (a single seed), unjitted and unchecked; pure, so it can be
+    vmapped over configs and keys inside the caller's own jit (`simulate` is the checked, jitted entry).
+    `binary_rewards`: every reward is exactly 0 or 1, which lets expected-mode reuse enumerate fewer rollouts.
+    `checkpoint`: reverse-mode derivatives keep O(√steps) states (`base.autodiff.scan`). A run whose (traced)
+    hyperparameters are out of range (`valid_hyperparameters`) steps by a NaN η: diverged at step 0, NaN after."""
+    carry, update, final_state = run_loop(config, mode, binary_rewards=binary_rewards)
+    keys = jax.random.split(key, steps + 1)
+    carry, metrics = scan(update, carry, keys[:steps], steps, checkpoint=checkpoint)
+    _, last = update(carry, keys[steps])
+    metrics = jax.tree.map(lambda seq, end: jnp.concatenate([seq, end[None]]), metrics, last)
+    return _bandit_run(metrics, final_state(carry))
+
+
+def run_loop(config: BanditConfig, mode: str, *, binary_rewards: bool = False):
+    """(Low-level API) the loop of `run`: (carry, update, final_state), its carry before step 0, its step
+    (carry, key) → (carry, the read-outs of the step) (the key unused in expected mode), and the `BanditState` of a
+    carry. Pure and unchecked, as `run`; for a caller that runs the steps in pieces (`simulate_in_chunks`)."""
+    config = eqx.tree_at(lambda c: c.eta, config, nan_unless(valid_hyperparameters(config), config.eta))
+    optimizer = make_optimizer(config)
+    state = initial_state(config, optimizer, config.init_logits)
+    if mode == "expected" and config.lag_model == "refresh":
+        check_mode(config, mode)
+        outcomes = rollout_outcomes(config, binary_rewards=binary_rewards)
+        size = outcomes[0].shape[0]
+        branches = jax.tree.map(lambda x: jnp.broadcast_to(x, (size, *jnp.shape(x))), state)
+        weights = jnp.full(size, 1.0 / size, config.rewards.dtype)  # replaced at the first refresh (step 0)
+
+        def update(carry, _):
+            b, w, m = reuse_branch_step(config, optimizer, *carry, outcomes)
+            return (b, w), m
+
+        return (branches, weights), update, lambda carry: collapse_branches(*carry)
+    return state, functools.partial(step, config, optimizer, mode), lambda carry: carry
+
+
+def _bandit_run(metrics: dict, final: BanditState) -> BanditRun:
+    return BanditRun(
+        **metrics,
+        final_logits=final.logits,
+        final_opt_state=final.opt_state,
+        diverged=final.diverged,
+        diverged_step=final.diverged_step,
+    )
+
+
+STEP_READOUTS = BanditRun._fields[: BanditRun._fields.index("final_logits")]
+"""The per-step read-outs of `BanditRun` (reward … prompt_spread), the names `simulate(readouts=…)` takes."""
+
+
+@functools.partial(jax.jit, static_argnames=("steps", "mode", "seeds", "binary_rewards", "readouts", "checkpoint"))
+def _simulate(
+    config: BanditConfig,
+    key: Array,
+    steps: int,
+    mode: str,
+    seeds: int,
+    binary_rewards: bool = False,
+    readouts: tuple[str, ...] = STEP_READOUTS,
+    checkpoint: bool = False,
+) -> BanditRun:
+    if mode == "expected":
+        out = run(config, key, steps, mode, binary_rewards=binary_rewards, checkpoint=checkpoint)
+    else:
+        out = jax.vmap(lambda k: run(config, k, steps, mode, checkpoint=checkpoint))(jax.random.split(key, seeds))
+    return out._replace(**{name: None for name in STEP_READOUTS if name not in readouts})  # dead code for XLA
+
+
+def simulate(
+    config: BanditConfig,
+    steps: int,
+    *,
+    mode: str = "expected",
+    seeds: int = 1,
+    key: Array | None = None,
+    binary_rewards: bool | None = None,
+    readouts: Sequence[str] | None = None,
+    checkpoint: bool = False,
+) -> BanditRun:
+    """Run GRPO on the bandit for `steps` optimiser steps; see `BanditRun` for the outputs.
+
+    `mode="expected"` is deterministic (one run; `seeds` and `key` are ignored); `mode="sampled"`
+    runs `seeds` independent seeds from `key`, a JAX PRNG key or an int seed (default `jax.random.key(0)`).
+    Jitted once per static structure (config's static fields, steps, mode, seeds): other hyperparameter values reuse the
+    compiled code, and callers may `jax.vmap` over config leaves. `binary_rewards` (expected-mode reuse only):
+    every reward is exactly 0 or 1, so fewer rollouts are enumerated; None detects it from concrete rewards (a
+    caller whose rewards are traced, e.g. inside its own jit, may assert it; concrete rewards are checked).
+    `readouts`: the per-step read-outs to compute (names in `STEP_READOUTS`; default all), the others are None:
+    a run that keeps only what it needs compiles faster (the reward alone: in a third of the XLA time in
+    expected mode, half in sampled mode) and holds seeds × (steps + 1) floats per read-out less.
+    `checkpoint=True` for reverse-mode derivatives (`jax.grad`) of long runs: the steps run in blocks of about
+    √steps, rematerialised on the backward pass, so it holds O(√steps) states instead of every step's; through a
+    wide `vmap` it is also about twice as fast as the full tape, whose residuals stream through memory
+    (benchmarks/RESULTS.md, run of 2026-12-02, "Gradients through a run"). It compiles a little more slowly.
+    Values and forward-mode derivatives are the same either way. Derivatives are exact for runs that do not
+    diverge; a diverged run's (its read-outs NaN, its final state frozen) are not meaningful.
+    """
+    key, binary, keep = _simulate_args(config, steps, mode, seeds, key, binary_rewards, readouts)
+    return _simulate(
+        config,
+        key,
+        steps=int(steps),
+        mode=mode,
+        seeds=int(seeds),
+        binary_rewards=binary,
+        readouts=keep,
+        checkpoint=bool(checkpoint),
+    )
+
+
+def _simulate_args(config, steps, mode, seeds, key, binary_rewards, readouts):
+    """`simulate`'s checks; returns its key, whether expected-mode reuse takes rewards as binary, and the read-outs
+    to keep."""
+    check_steps(steps)
+    if isinstance(readouts, str):  # one name
+        readouts = (readouts,)
+    if readouts is not None:
+        for name in readouts:
+            check_choice("readouts", name, STEP_READOUTS)
+    check_seeds(seeds)
+    check_mode(config, mode)
+    key = as_key(0 if key is None else key)
+    binary = rewards_are_binary(config, binary_rewards) and mode == "expected" and config.lag_model == "refresh"
+    keep = STEP_READOUTS if readouts is None else tuple(name for name in STEP_READOUTS if name in readouts)
+    return key, binary, keep
+
+
+CHUNK_WORK = 2**20
+"""Run-steps (steps × seeds) per piece of `simulate_in_chunks`: well under a second of sampled steps on a CPU."""
+
+
+def simulate_in_chunks(
+    config: BanditConfig,
+    steps: int,
+    *,
+    mode: str = "expected",
+    seeds: int = 1,
+    key: Array | None = None,
+    binary_rewards: bool | None = None,
+    readouts: Sequence[str] | None = None,
+    chunk: int | None = None,
+) -> BanditRun:
+    """`simulate` (same arguments and numbers), its steps run in pieces of `chunk` steps (default: `CHUNK_WORK`
+    run-steps a piece) that carry the state: one compiled program called once a piece, whose read-outs are
+    brought to the host (as NumPy arrays) before the next starts. Python runs between pieces, so Ctrl-C stops a
+    long run within a piece, where `simulate` is one call that runs to its end. The same keys drive the same
+    steps: the numbers equal `simulate`'s, up to float rounding where XLA compiles the loop differently."""
+    key, binary, keep = _simulate_args(config, steps, mode, seeds, key, binary_rewards, readouts)
+    steps, seeds = int(steps), int(seeds)
+    runs = seeds if mode == "sampled" else 1
+    chunk = min(steps + 1, chunk or max(1, CHUNK_WORK // runs))
+    padded = -(-(steps + 1) // chunk) * chunk
+    carry, keys = _chunks_start(config, key, steps, padded, mode, seeds, binary)
+    pieces = []
+    for first in range(0, steps + 1, chunk):
+        carry, metrics = _chunk_advance(config, carry, keys, first, steps, chunk, mode, binary, keep)
+        pieces.append(jax.tree.map(np.asarray, metrics))  # waits for the piece: an interrupt is raised here
+    axis = 1 if mode == "sampled" else 0  # the step axis
+    within = (slice(None),) * axis + (slice(steps + 1),)
+    joined = {k: np.concatenate([p[k] for p in pieces], axis)[within] for k in keep if pieces[0][k] is not None}
+    final = _chunks_final(config, carry, mode, binary)
+    return _bandit_run({name: joined.get(name) for name in STEP_READOUTS}, final)
+
+
+@functools.partial(jax.jit, static_argnames=("steps", "padded", "mode", "seeds", "binary"))
+def _chunks_start(config, key, steps, padded, mode, seeds, binary):
+    """The carry before step 0 and the keys of every step (as `_simulate` splits them), padded to `padded` steps."""
+    carry = lambda: run_loop(config, mode, binary_rewards=binary)[0]  # noqa: E731
+    pad = lambda k: jnp.concatenate([k, jnp.broadcast_to(k[-1:], (padded - steps - 1,))])  # noqa: E731
+    if mode == "expected":
+        return carry(), pad(jax.random.split(key, steps + 1))
+    seed_keys = jax.random.split(key, seeds)
+    return jax.vmap(lambda _: carry())(seed_keys), jax.vmap(lambda k: pad(jax.random.split(k, steps + 1)))(seed_keys)
+
+
+@functools.partial(jax.jit, static_argnames=("chunk", "mode", "binary", "keep"))
+def _chunk_advance(config, carry, keys, first, steps, chunk, mode, binary, keep):
+    """Steps `first` … `first + chunk - 1` of the run(s) and their read-outs; the state stays at step `steps`."""
+    _, update, _ = run_loop(config, mode, binary_rewards=binary)
+
+    def piece(carry, keys):
+        def body(carry, x):
+            n, k = x
+            new, metrics = update(carry, k)
+            carry = jax.tree.map(lambda a, b: jnp.where(n < steps, a, b), new, carry)  # step `steps`: read only
+            return carry, {name: metrics[name] for name in keep}
+
+        return jax.lax.scan(body, carry, (first + jnp.arange(chunk), jax.lax.dynamic_slice_in_dim(keys, first, chunk)))
+
+    return jax.vmap(piece)(carry, keys) if mode == "sampled" else piece(carry, keys)
+
+
+@functools.partial(jax.jit, static_argnames=("mode", "binary"))
+def _chunks_final(config, carry, mode, binary):
+    final = run_loop(config, mode, binary_rewards=binary)[2]
+    return jax.vmap(final)(carry) if mode == "sampled" else final(carry)
