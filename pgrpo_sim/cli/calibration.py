@@ -123,8 +123,8 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
     if answering_model(args) == "lm":
         from .lm_forecast import lm_forecast_command
 
-        claim = lambda staged, outputs: claim(args, staged, "forecast", outputs)  # noqa: E731
-        return lm_forecast_command(args, log, run, fit_until, claim)
+        claim_out = lambda staged, outputs: claim(args, staged, "forecast", outputs)  # noqa: E731
+        return lm_forecast_command(args, log, run, fit_until, claim_out)
     progress = stage_lines("forecast", enabled=not args.quiet)
     cal = calibrate(log, run, fit_until=fit_until, horizon=_horizon(args, log), progress=progress)
     result, band = forecast(log, cal, until=args.until, level=args.band, seed=args.seed, progress=progress)
@@ -169,8 +169,8 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
     scenarios = [parse_scenario(text) for text in args.scenario]
     log, run, fit_until = _calibration_inputs(args, "what-if")
     if answering_model(args, scenarios) == "lm":
-        claim = lambda staged, outputs: claim(args, staged, "what-if", outputs)  # noqa: E731
-        return lm_what_if_command(args, log, run, fit_until, scenarios, claim)
+        claim_out = lambda staged, outputs: claim(args, staged, "what-if", outputs)  # noqa: E731
+        return lm_what_if_command(args, log, run, fit_until, scenarios, claim_out)
     for changes in scenarios:
         check_scenario(run, changes)  # every scenario is checked before the calibration starts
     steps = log.series("reward")[0]
