@@ -295,8 +295,8 @@ def _log_reward(log: TrainingLog, run: RunConfig, fit_until: float | None):
     until = float(steps[-1]) if fit_until is None else float(fit_until)
     check_range("fit_until", until, float(steps[0]), float(steps[-1]))
     keep = steps <= until
-    if np.sum(keep) < 3:
-        raise PgrpoSimError(f"the log has {int(np.sum(keep))} rewarded steps up to step {until:g}; the level needs 3")
+    if np.sum(keep) < 2:  # the first sets the start; the rates are weighed by the rest
+        raise PgrpoSimError(f"the log has {int(np.sum(keep))} rewarded step up to step {until:g}; the level needs 2")
     return np.asarray(steps, float)[keep], values[keep], until
 
 

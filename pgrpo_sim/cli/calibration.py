@@ -120,11 +120,17 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
     from ..reports.calibration_report import FAILED, FORECAST_OUTPUTS, write_forecast
 
     log, run, fit_until = _calibration_inputs(args, "forecast")
-    if answering_model(args) == "lm":
+    steps = log.series("reward")[0]
+    points = int(np.sum(steps <= (steps[-1] if fit_until is None else fit_until)))
+    if answering_model(args, points=points) == "lm":
+        from ..calibration.inference import MIN_POINTS
         from .lm_forecast import lm_forecast_command
 
+        why = None
+        if args.model == "auto":
+            why = f"the fit window holds {points} logged rewards, fewer than the bandit's fit needs ({MIN_POINTS})"
         claim_out = lambda staged, outputs: claim(args, staged, "forecast", outputs)  # noqa: E731
-        return lm_forecast_command(args, log, run, fit_until, claim_out)
+        return lm_forecast_command(args, log, run, fit_until, claim_out, why=why)
     progress = stage_lines("forecast", enabled=not args.quiet)
     cal = calibrate(log, run, fit_until=fit_until, horizon=_horizon(args, log), progress=progress)
     result, band = forecast(log, cal, until=args.until, level=args.band, seed=args.seed, progress=progress)

@@ -19,7 +19,7 @@ MODELS = ("auto", "bandit", "lm")
 MODEL_HELP = (
     "which level answers: bandit (smooth, cannot collapse), lm (the small language model: can collapse; slower), "
     "auto (lm when a scenario changes learning_rate, num_iterations, steps_per_generation, epsilon, epsilon_high, "
-    "beta, loss_type or num_generations; else the bandit)"
+    "beta, loss_type or num_generations, or when a forecast's fit window holds fewer than 10 rewards; else the bandit)"
 )
 EVAL_SIZE_HELP = "prompts in the eval set, when the log's reward is an eval accuracy (its sampling noise; --model lm)"
 
@@ -30,16 +30,18 @@ def add_level_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-size", type=int, default=None, metavar="N", help=EVAL_SIZE_HELP)
 
 
-def answering_model(args: argparse.Namespace, scenarios: Sequence[Mapping] = ()) -> str:
-    """ "bandit" or "lm": the level that answers (`--model auto`: module docstring); `--eval-size` is checked, and
-    refused for the bandit."""
+def answering_model(args: argparse.Namespace, scenarios: Sequence[Mapping] = (), points: int | None = None) -> str:
+    """ "bandit" or "lm": the level that answers (`--model auto`: module docstring); `points` the logged rewards in
+    the fit window. `--eval-size` is checked, and refused for the bandit."""
     from ..base.checks import check_range
     from ..base.errors import PgrpoSimError
+    from ..calibration.inference import MIN_POINTS
     from ..calibration.language_model import LM_KEYS
 
     model = args.model
     if model == "auto":
-        model = "lm" if any(set(changes) & set(LM_KEYS) for changes in scenarios) else "bandit"
+        changes_level = any(set(changes) & set(LM_KEYS) for changes in scenarios)
+        model = "lm" if changes_level or (points is not None and points < MIN_POINTS) else "bandit"
     if args.eval_size is not None:
         if model != "lm":
             raise PgrpoSimError(f"--eval-size is the language-model level's: it needs --model lm (answering: {model})")
@@ -93,8 +95,8 @@ def lm_what_if_command(args: argparse.Namespace, log, run, fit_until, scenarios,
     print(f"wrote {Path(args.out)}/whatif.json and report.md")
 
 
-def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim) -> None:
-    """forecast answered by the language-model level."""
+def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim, why: str | None = None) -> None:
+    """forecast answered by the language-model level; `why`: the reason `--model auto` chose it, printed."""
     from ..calibration.language_model import lm_forecast
     from ..reports.calibration_report import FORECAST_OUTPUTS
     from ..reports.lm_report import write_lm_forecast
@@ -112,4 +114,6 @@ def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim) ->
         else f"held-out MAE {held['mae']:.4f} over {held['n']} steps, coverage {held['coverage']:.2f}"
     )
     print(f"forecast to step {until:g} from a fit up to step {cal.fit_until:g}: {score}; {_calibration_line(cal)}")
+    if why:
+        print(f"answered by the language-model level: {why}")
     print(f"wrote {Path(args.out)}")

@@ -21,9 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..analysis.lm_sweep import run_lm_sweep
-
-VERDICT_Z = 3.0
-"""A difference of final rewards counts when it exceeds VERDICT_Z standard errors (over seeds)."""
+from .claims import VERDICT_Z, verdict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,7 +191,7 @@ def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: di
         claims=dict(learning_rate=a_holds, reuse=b_holds, clip=c_holds),
         oscillator={k: v for k, v in oscillator.items() if k != "reuse_slower"}
         | dict(reuse_slower=[_reported(s) for s in oscillator["reuse_slower"]]),
-        verdict=dict(holds=bool(holds), text=text),
+        verdict=verdict(holds, text),
         table=table,
     )
     reasons = dict(

@@ -23,8 +23,7 @@ from ..models.bandit import simulate
 from ..models.config import bandit_config
 from ..models.hyperparameters import set_hyperparameters
 from ..prediction import config_lag, effective_eta, fixed_point_stiffness, predict, two_arm_reduction
-
-BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
+from .claims import BASE, verdict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,10 +44,6 @@ QUICK = RolloutResolution(
     reuse_etas=(0.25, 1.0), reuse_clips=(0.1, 0.4), max_epochs=10, cycles=40, spreads=(None, 2.0), population_steps=400
 )
 FULL = RolloutResolution()
-
-
-def _verdict(holds: bool, text: str) -> dict:
-    return {"holds": bool(holds), "text": text}
 
 
 _summarize = jax.jit(summarize_curves)  # op by op, its scan and checks took 0.2 s a call
@@ -148,8 +143,8 @@ def rollout_reuse(res: RolloutResolution, plot: Callable | None) -> dict:
          f"{c['continuous']:.1f}", show(c["floquet"])]
         for c in cases
     ]  # fmt: skip
-    verdict = _verdict(matches == len(cases), text)
-    return dict(cases=cases, max_epochs=res.max_epochs, table=table, verdict=verdict, figure=figure)
+    holds = matches == len(cases)
+    return dict(cases=cases, max_epochs=res.max_epochs, table=table, verdict=verdict(holds, text), figure=figure)
 
 
 def mean_field(res: RolloutResolution, plot: Callable | None) -> dict:
@@ -220,4 +215,4 @@ def mean_field(res: RolloutResolution, plot: Callable | None) -> dict:
          f"{r['zeta']:.3f} ± {r['zeta_stderr']:.3f}", f"{r['zeta_difference_se']:.2g}"]
         for r in rows
     ]  # fmt: skip
-    return dict(zeta_single_prompt=ref_zeta, fits=rows, table=table, verdict=_verdict(all(good), text), figure=figure)
+    return dict(zeta_single_prompt=ref_zeta, fits=rows, table=table, verdict=verdict(all(good), text), figure=figure)

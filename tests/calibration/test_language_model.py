@@ -221,3 +221,23 @@ def test_a_start_the_level_cannot_reach_is_one_line_naming_the_other_level(tmp_p
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "starts at reward 0.7" in err and "0.41" in err, err
     assert "--model bandit" in err and not out.exists()
+
+
+def test_a_forecast_window_too_short_for_the_bandit_goes_to_the_level(tmp_path, capsys, monkeypatch):
+    """`forecast --model auto` on a fit window of 4 rewards (the bandit's fit needs 10) is answered by the level,
+    seen here by the level's own refusal of a start it cannot reach (its runs are stood in for); `--model bandit`
+    keeps the bandit's refusal."""
+    from pgrpo_sim.models.lm import StartNotReached
+
+    def unreachable(settings, steps, seed=0):
+        raise StartNotReached(settings[0]["start_accuracy"], 0.41)
+
+    monkeypatch.setattr(lmcal, "cached_rewards", unreachable)
+    path = tmp_path / "short.jsonl"
+    path.write_text("".join(f'{{"step": {4 * i}, "reward": {0.7 + 0.01 * i}}}\n' for i in range(12)))
+    for model, message in (("auto", "language-model level's SFT start"), ("bandit", "needs at least 10")):
+        argv = ["forecast", str(path), "--fit-fraction", "0.3", "--model", model, "--quiet", "--out", str(tmp_path / "o")]
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err, err
+    assert not (tmp_path / "o").exists()

@@ -1,15 +1,13 @@
-"""What the sections of `pgrpo-sim validate` share: the base setting, the tolerance of a measured difference, the
-resolution presets (quick and full), a verdict's form, and the read-out most sections' runs compute."""
+"""What the sections of `pgrpo-sim validate` share: the resolution presets (quick and full), the read-out most
+sections' runs compute, and (from `reports.claims`) the base setting, the tolerance of a difference and a verdict's
+form."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from .. import lm_claims, rollout_claims
-
-BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
-VERDICT_Z = 3.0
-"""A measured difference counts when it exceeds VERDICT_Z standard errors (of the numbers compared)."""
+from ..claims import BASE as BASE, VERDICT_Z as VERDICT_Z, verdict as verdict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,11 +40,6 @@ QUICK = Resolution(
     lm=lm_claims.QUICK,
 )
 FULL = Resolution()
-
-
-def verdict(holds: bool, text: str) -> dict:
-    """A section's verdict: whether its claim holds, and the numbers that decided it."""
-    return {"holds": bool(holds), "text": text}
 
 
 REWARD = ("reward",)
