@@ -115,8 +115,9 @@ class GoodnessOfFit:
     """How a calibration's predictive band fits the logged rewards of its own fit window (`goodness_of_fit`): the
     shares `below` and `above` the central `level` band, each to be within its `tolerance` of the nominal tail
     q = (1 − level)/2. A side counts only the `n_below` (`n_above`) rewards where that edge of the band is off the
-    reward's range [0, reward_scale]: at the bound nothing can lie beyond it (a reward of 0 is common); a side with
-    none is not checked (its share NaN). A calibrated run that `diverged` fails."""
+    reward's range (`Calibration.reward_bounds`: [0, reward_scale], or [a, a + b]): at the bound nothing can lie
+    beyond it (a reward of 0 is common); a side with none is not checked (its share NaN). A calibrated run
+    that `diverged` fails."""
 
     n: int
     level: float
@@ -195,7 +196,8 @@ def goodness_of_fit(
     n = int(y.size)
     if band.diverged:
         return GoodnessOfFit(n, band.level, math.nan, 0, math.nan, 0, True)
-    open_lo, open_hi = lo > 0, hi < calibration.model.run.reward_scale  # an edge at a bound has nothing beyond
+    bottom, top = calibration.reward_bounds
+    open_lo, open_hi = lo > bottom, hi < top  # an edge at a bound has nothing beyond
     share = lambda beyond, where: float(np.mean(beyond[where])) if where.any() else math.nan  # noqa: E731
     below, above = share(y < lo, open_lo), share(y > hi, open_hi)
     return GoodnessOfFit(n, band.level, below, int(open_lo.sum()), above, int(open_hi.sum()), False)

@@ -34,6 +34,7 @@ from ..base.sharding import pad_to_devices, shard_batch
 from ..logs.readers import TrainingLog, check_log
 from ..models.config import BanditConfig
 from .model import (
+    AFFINE_PARAMETERS,
     OBSERVABLES,
     PARAMETERS,
     TRL_FORMATS,
@@ -48,6 +49,8 @@ PRIOR_SD = np.array([3.0, 1.5, 4.0, 2.0])
 """Prior sd of θ: μ (logit), log σ, log s (a factor e⁴ ≈ 55 per sd on the step scale), logit c."""
 UNDETERMINED = 0.5
 """A parameter is undetermined when its posterior sd exceeds this fraction of its prior sd."""
+REWARD_MAPS = ("scale", "affine", "auto")
+"""How a log's reward is read (`calibrate`): reward / reward_scale is the success rate, or a + b × it."""
 MIN_POINTS = 10
 """Fewest rewarded steps a calibration window may have."""
 DRAWS = 200
@@ -68,11 +71,21 @@ def prior_mean(run: RunConfig) -> np.ndarray:
     return np.array([0.0, 0.0, math.log(0.3 / run.learning_rate), math.log(0.05 / 0.95)])
 
 
+def affine_prior(reward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Prior mean and sd of (a, log b) for a reward read as a + b·p, from the logged rewards r themselves (their
+    units are the log's): a about min r, b about twice the range of r (a batch's success rate spans about half of
+    [0, 1] in a run), both weak — a's sd five ranges, log b's 2 (a factor e² ≈ 7)."""
+    spread = max(float(np.ptp(reward)), 1e-3)
+    return np.array([float(np.min(reward)), math.log(2 * spread)]), np.array([5 * spread, 2.0])
+
+
 @dataclasses.dataclass(frozen=True)
 class Calibration:
     """A calibrated model: θ̂ (MAP), its Laplace covariance (φ included), φ, the observables used, the fit window.
 
-    `steps` are the log's steps of the fit window; `first_step` the log's first step (model step 0)."""
+    `steps` are the log's steps of the fit window; `first_step` the log's first step (model step 0). `parameters`
+    names θ's entries and `prior_sd` their prior sd: `PARAMETERS`, plus `AFFINE_PARAMETERS` when the log's reward
+    is read as an affine map of the success rate (`model` module docstring)."""
 
     model: PopulationModel
     theta: np.ndarray
@@ -85,6 +98,20 @@ class Calibration:
     n_points: int
     log_format: str
     map_offset: float
+    parameters: tuple[str, ...] = PARAMETERS
+    prior_sd: np.ndarray = dataclasses.field(default_factory=lambda: PRIOR_SD)
+
+    @property
+    def affine(self) -> bool:
+        """Whether the log's reward is read as a + b·p (θ's last two entries)."""
+        return len(self.parameters) > len(PARAMETERS)
+
+    @property
+    def reward_bounds(self) -> tuple[float, float]:
+        """The range of the log's reward the model allows, at the MAP: [0, reward_scale], or [a, a + b]."""
+        if self.affine:
+            return float(self.theta[4]), float(self.theta[4] + np.exp(self.theta[5]))
+        return 0.0, float(self.model.run.reward_scale)
 
     @property
     def stationary(self) -> bool:
@@ -98,7 +125,7 @@ class Calibration:
 
     @property
     def undetermined(self) -> tuple[str, ...]:
-        return tuple(n for n, se, p in zip(PARAMETERS, self.stderr, PRIOR_SD) if not se <= UNDETERMINED * p)
+        return tuple(n for n, se, p in zip(self.parameters, self.stderr, self.prior_sd) if not se <= UNDETERMINED * p)
 
     def with_model(self, model: PopulationModel) -> Calibration:
         """The same θ̂ and covariance on another model (a scenario or a longer horizon)."""
@@ -109,8 +136,9 @@ class Calibration:
         theta, se = self.theta, self.stderr
         params = {
             name: dict(value=float(v), stderr=float(s), undetermined=name in self.undetermined)
-            for name, v, s in zip(PARAMETERS, theta, se)
+            for name, v, s in zip(self.parameters, theta, se)
         }
+        affine = dict(reward_offset=float(theta[4]), reward_gain=float(np.exp(theta[5]))) if self.affine else {}
         return dict(
             parameters=params,
             derived=dict(
@@ -119,7 +147,9 @@ class Calibration:
                 step_scale=float(math.exp(theta[2])),
                 bandit_step=float(math.exp(theta[2]) * self.model.run.learning_rate),
                 unsolvable_fraction=float(1 / (1 + math.exp(-theta[3]))),
+                **affine,
             ),
+            reward_map="affine: reward = reward_offset + reward_gain × success rate" if self.affine else "scale",
             overdispersion=self.overdispersion,
             map_offset_se=self.map_offset,
             stationary=self.stationary,
@@ -145,8 +175,10 @@ def model_steps(steps: np.ndarray, first_step: float) -> np.ndarray:
     return whole.astype(int)
 
 
-def fit_data(log: TrainingLog, run: RunConfig, fit_until: float | None):
-    """The fit window's observables as {name: (model step index, value)} and which were skipped, why."""
+def fit_data(log: TrainingLog, run: RunConfig, fit_until: float | None, *, affine: bool = False):
+    """The fit window's observables as {name: (model step index, value)} and which were skipped, why. `affine`: the
+    reward is read as a + b·p, so its values stay in the log's units (else they are divided by reward_scale and
+    must lie in [0, 1])."""
     if "reward" not in log or log.series("reward")[0].size == 0:
         raise PgrpoSimError("the log has no reward to calibrate on")
     steps = log.series("reward")[0]
@@ -164,7 +196,7 @@ def fit_data(log: TrainingLog, run: RunConfig, fit_until: float | None):
         t, v = log.series(name)
         keep = (t >= first) & (t <= until)  # a value logged before the first reward has no model step
         t, v = t[keep], v[keep]
-        if name != "zero_std_frac":
+        if name != "zero_std_frac" and not affine:
             v = v / run.reward_scale
         if t.size:
             used[name] = (model_steps(t, first), v)
@@ -177,7 +209,7 @@ def fit_data(log: TrainingLog, run: RunConfig, fit_until: float | None):
             f"the log has {n} rewarded steps up to step {until:g}; calibration needs at least {MIN_POINTS}"
         )
     r = used["reward"][1]
-    if np.any(r < -1e-9) or np.any(r > 1 + 1e-9):
+    if not affine and (np.any(r < -1e-9) or np.any(r > 1 + 1e-9)):
         raise PgrpoSimError(
             f"rewards/reward_scale lie in [{r.min():.3g}, {r.max():.3g}], not [0, 1]: set reward_scale in the "
             "run config to the reward of a fully correct completion"
@@ -248,23 +280,36 @@ def calibrate(
     *,
     fit_until: float | None = None,
     horizon: int | None = None,
+    reward_map: str = "scale",
     progress: Progress | None = None,
 ) -> Calibration:
     """Fit θ to the log's steps ≤ `fit_until` (default: all) by MAP + Laplace (module doc); the fit's start is told
-    to `progress`."""
+    to `progress`. `reward_map`: "scale" (the reward / reward_scale is the success rate), "affine" (the reward is
+    a + b·success rate, a and b fitted with the rest: `model.AFFINE_PARAMETERS`) or "auto" (affine when the
+    reward leaves [0, reward_scale])."""
     check_log(log)
     check_run_config(run)
     check_range("horizon", horizon, 1, integer=True)
-    first, until, data, skipped = fit_data(log, run, fit_until)
+    check_choice("reward_map", reward_map, REWARD_MAPS)
+    if reward_map == "auto":
+        values = log.series("reward")[1] if "reward" in log else np.zeros(0)
+        inside = np.all((values >= -1e-9) & (values <= run.reward_scale * (1 + 1e-9)))
+        reward_map = "scale" if inside else "affine"
+    affine = reward_map == "affine"
+    first, until, data, skipped = fit_data(log, run, fit_until, affine=affine)
     last = int(max(int(idx.max()) for idx, _ in data.values()))
     model = population_model(run, last, log_format=log.format, horizon=horizon or int(log["step"][-1] - first) + 1)
     dtype = jnp.result_type(float)
     mean0, sd0 = prior_mean(run), PRIOR_SD
-    r = data["reward"][1]
+    names, r = PARAMETERS, data["reward"][1]
+    if affine:  # the success rate's start from the rewards' place between the prior's a and a + b
+        names, (extra_mean, extra_sd) = PARAMETERS + AFFINE_PARAMETERS, affine_prior(r)
+        mean0, sd0 = np.concatenate([mean0, extra_mean]), np.concatenate([sd0, extra_sd])
+        r = (r - extra_mean[0]) / np.exp(extra_mean[1])
     head = float(np.clip(np.mean(r[: max(len(r) // 10, 3)]), 0.01, 0.99))
     grid = jnp.asarray(
         [
-            [math.log(head / (1 - head)) - 0.5 * sigma, math.log(sigma), mean0[2] + shift, mean0[3] + c]
+            [math.log(head / (1 - head)) - 0.5 * sigma, math.log(sigma), mean0[2] + shift, mean0[3] + c, *mean0[4:]]
             for sigma in (0.5, 1.5, 3.0)
             for shift in (-4.0, -2.0, 0.0, 2.0, 4.0)
             for c in (-2.0, 2.0)
@@ -284,7 +329,7 @@ def calibrate(
     if bool(failed) or not np.all(np.isfinite(theta)) or not np.all(np.isfinite(hessian)):
         raise PgrpoSimError("calibration failed: the model diverged from every start")
     n = sum(int(i.size) for i, _ in data.values())
-    phi = max(1.0, float(chi2) / max(n - len(PARAMETERS), 1))
+    phi = max(1.0, float(chi2) / max(n - len(names), 1))
     hessian = 0.5 * (hessian + hessian.T)
     w, v = np.linalg.eigh(hessian)
     w = np.maximum(w, 1 / np.max(sd0) ** 2)  # no direction is less certain than the prior
@@ -302,6 +347,8 @@ def calibrate(
         n_points=int(data["reward"][0].size),
         log_format=log.format,
         map_offset=float(np.max(np.abs(newton_step) / np.sqrt(np.diag(covariance)))),
+        parameters=names,
+        prior_sd=sd0,
     )
 
 
@@ -348,10 +395,14 @@ def predictive_band(calibration: Calibration, *, level: float = 0.8, seed: int =
     obs = jax.tree.map(lambda x: np.asarray(x)[: len(thetas)], obs)
     mean, var = np.asarray(obs.mean(observable), float), np.asarray(obs.var(observable), float)
     diverged = np.asarray(obs.diverged) | ~np.all(np.isfinite(mean), axis=1)
-    scale = calibration.model.run.reward_scale if observable != "zero_std_frac" else 1.0
+    scale = calibration.model.run.reward_scale if observable != "zero_std_frac" and not calibration.affine else 1.0
     ok = ~diverged[1:]
     noise = np.sqrt(calibration.overdispersion * var[1:][ok]) * rng.standard_normal((int(ok.sum()), mean.shape[1]))
-    samples = np.clip(mean[1:][ok] + noise, 0.0, 1.0)
+    low, high = np.zeros(len(thetas)), np.ones(len(thetas))  # a batch's value lies in [0, 1] in the bandit's units
+    if calibration.affine and observable != "zero_std_frac":  # in the log's: [a, a + b] (a reward), [0, b] (a std)
+        gain = np.exp(thetas[:, 5].astype(float))
+        low, high = (thetas[:, 4].astype(float), thetas[:, 4] + gain) if observable == "reward" else (low, gain)
+    samples = np.clip(mean[1:][ok] + noise, low[1:][ok, None], high[1:][ok, None])
     if samples.shape[0] < 2:
         nan = np.full(mean.shape[1], np.nan)
         lo = hi = center = nan

@@ -290,7 +290,8 @@ def _log_reward(log: TrainingLog, run: RunConfig, fit_until: float | None):
     if np.any(values < -1e-9) or np.any(values > 1 + 1e-9):
         raise PgrpoSimError(
             f"rewards/reward_scale lie in [{values.min():.3g}, {values.max():.3g}], not [0, 1]: set reward_scale in "
-            "the run config to the reward of a fully correct completion, or read a success-rate column with --column"
+            "the run config to the reward of a fully correct completion, read a success-rate column with --column, "
+            "or use --model bandit (it reads such a reward as an affine map of the success rate)"
         )
     until = float(steps[-1]) if fit_until is None else float(fit_until)
     check_range("fit_until", until, float(steps[0]), float(steps[-1]))

@@ -6,6 +6,10 @@ Four parameters θ (`PARAMETERS`), all unconstrained:
 - `log_step_scale` log s: the bandit's step per unit of the real learning rate, η = s × learning_rate;
 - `unsolvable_logit` logit c: a fraction c of the prompts is never solved (reward 0 whatever the policy), which
   sets the plateau below 1 that long runs show.
+A log whose reward is no success rate (it leaves [0, reward_scale], e.g. a sum of format, length and correctness
+rewards) and has no success-rate column adds two (`AFFINE_PARAMETERS`): its reward is read as a + b·(the batch's
+success rate), `reward_offset` a and `log_reward_gain` log b (b > 0), in the log's units; within-group stds scale
+by b, the zero-std fraction does not change.
 Each prompt is a two-arm softmax bandit (one correct arm), trained in expected mode (the exact mean update) with
 plain SGD, the run's G, β (k3 KL to the start), clip, reuse (num_iterations × steps_per_generation optimiser
 steps per rollout) and schedule. A logged step is one optimiser step for TRL's formats (its `global_step`) and
@@ -39,6 +43,8 @@ from .run_config import RunConfig, check_run_config
 
 PARAMETERS = ("difficulty_mean", "log_difficulty_spread", "log_step_scale", "unsolvable_logit")
 """Names of θ's entries, in order."""
+AFFINE_PARAMETERS = ("reward_offset", "log_reward_gain")
+"""θ's further entries when the log's reward is an affine map a + b·p of the success rate (module docstring)."""
 OBSERVABLES = ("reward", "zero_std_frac", "reward_std")
 """Log metrics the model predicts (canonical `TrainingLog` names)."""
 TRL_FORMATS = ("trl", "trl_console", "tensorboard", "wandb", "synthetic")
@@ -174,13 +180,14 @@ def population_observables(config: BanditConfig, reading: LogReading, theta: Arr
     zero = 1 - solvable * (1 - jnp.mean(per_prompt(runs.zero_adv_frac), 0))
     std = solvable * jnp.mean(per_prompt(runs.group_reward_std), 0)
     g, batch = config.group_size, reading.batch
+    offset, gain = (theta[4], jnp.exp(theta[5])) if theta.shape[0] > len(PARAMETERS) else (0.0, 1.0)
     return Observables(
-        reward=mean,
-        reward_var=(within / g + reading.fpc * spread2) / batch,
+        reward=offset + gain * mean,
+        reward_var=gain**2 * (within / g + reading.fpc * spread2) / batch,
         zero_std_frac=zero,
         zero_std_frac_var=zero * (1 - zero) / batch,
-        reward_std=std,
-        reward_std_var=jnp.maximum(within - std**2, 0.0) / batch,
+        reward_std=gain * std,
+        reward_std_var=gain**2 * jnp.maximum(within - std**2, 0.0) / batch,
         diverged=jnp.any(runs.diverged),
     )
 

@@ -4,8 +4,9 @@ correctness), so `reward` leaves [0, 1] while one column still counts right answ
 `success_rate_log` takes, in order, a column named like a success rate (`accuracy`, `acc`, `success_rate`, or a
 reward function whose name says correct/accuracy/success, as `rewards/<name>/mean` or `rewards/<name>`) whose values
 divided by a scale lie in [0, 1]: the scale is the run config's `reward_scale` when it bounds the column, else the
-smallest of `SCALES` that does (TRL's GSM8K example rewards a right answer with 2.0). Not done: fitting an affine
-map r = a + b·p to a reward that has no such column (the log is refused, naming `--column`).
+smallest of `SCALES` that does (TRL's GSM8K example rewards a right answer with 2.0). A log with no such column
+keeps its reward, and the note says that the bandit reads it as an affine map a + b·p of the success rate, fitted
+with the rest (`calibrate(reward_map="auto")`; the language-model level cannot, and says so).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import re
 
 import numpy as np
 
-from ..base.errors import PgrpoSimError
 from ..logs.readers import TrainingLog
 from .run_config import RunConfig
 
@@ -36,8 +36,8 @@ def _in_unit(values: np.ndarray, scale: float) -> bool:
 
 def success_rate_log(log: TrainingLog, run: RunConfig) -> tuple[TrainingLog, RunConfig, str | None]:
     """`log` and `run` unchanged when reward / reward_scale lies in [0, 1]; else the log with its success-rate
-    column as `reward` and the run with that column's scale, and a note saying which (module docstring). A log with
-    no such column: `PgrpoSimError` naming the columns to choose from with `--column reward=SOURCE`."""
+    column as `reward` and the run with that column's scale, and a note saying which (module docstring); a log with
+    no such column unchanged, with a note saying its reward is read as an affine map."""
     if "reward" not in log or _in_unit(log.series("reward")[1], run.reward_scale):
         return log, run, None
     for name, values in log.other.items():
@@ -57,8 +57,9 @@ def success_rate_log(log: TrainingLog, run: RunConfig) -> tuple[TrainingLog, Run
         changed = dataclasses.replace(log, data=data, sources=sources, other=other)
         return changed, run.replace(reward_scale=scale).with_notes(note), note
     values = log.series("reward")[1]
-    raise PgrpoSimError(
+    note = (
         f"the log's reward lies in [{values.min():.3g}, {values.max():.3g}], not [0, 1], and no success-rate column "
-        "(accuracy, rewards/<correctness>…) was found: give one with --column reward=SOURCE, or reward_scale in "
-        f"--run-config (numeric columns: {', '.join(list(log.other)[:6]) or 'none'})"
+        "(accuracy, rewards/<correctness>…) was found: the bandit reads it as a + b × the success rate, a and b "
+        "fitted (--column reward=SOURCE picks a column instead)"
     )
+    return log, run.with_notes(note), note

@@ -69,8 +69,11 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
 
 def _run_notes(run) -> list[str]:
     """The clauses a calibration's summary line adds about its run configuration: the settings assumed (TRL's
-    defaults) and a warning where the log contradicts one (`RunConfig.assumed`, `kl_warning`)."""
-    return [note for note in (run.assumed(), *run.notes) if note.startswith(("assumed:", "warning:"))]
+    defaults), a warning where the log contradicts one (`RunConfig.assumed`, `kl_warning`) and how a reward that
+    is no success rate was read (`success_rate_log`)."""
+    return [
+        note for note in (run.assumed(), *run.notes) if note.startswith(("assumed:", "warning:", "the log's reward"))
+    ]
 
 
 def _not_stationary(cal) -> str:
@@ -95,7 +98,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> None:
 
     log, run, fit_until = _calibration_inputs(args, "calibrate")
     progress = stage_lines("calibrate", enabled=not args.quiet)
-    cal = calibrate(log, run, fit_until=fit_until, progress=progress)
+    cal = calibrate(log, run, fit_until=fit_until, reward_map="auto", progress=progress)
     band, fit_check = calibration_band(log, cal, level=args.band, seed=args.seed, progress=progress)
     out = Path(args.out)
     with staged_outputs() as staged:
@@ -132,7 +135,7 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
         claim_out = lambda staged, outputs: claim(args, staged, "forecast", outputs)  # noqa: E731
         return lm_forecast_command(args, log, run, fit_until, claim_out, why=why)
     progress = stage_lines("forecast", enabled=not args.quiet)
-    cal = calibrate(log, run, fit_until=fit_until, horizon=_horizon(args, log), progress=progress)
+    cal = calibrate(log, run, fit_until=fit_until, horizon=_horizon(args, log), reward_map="auto", progress=progress)
     result, band = forecast(log, cal, until=args.until, level=args.band, seed=args.seed, progress=progress)
     fit_check = goodness_of_fit(log, cal, band)
     _refuse_unfitted(args, "forecast", fit_check)
@@ -183,7 +186,7 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
     first = float(steps[0])
     until = float(steps[-1]) if args.steps is None else first + args.steps - 1
     progress = stage_lines("what-if", enabled=not args.quiet)
-    cal = calibrate(log, run, fit_until=fit_until, horizon=int(until - first) + 1, progress=progress)
+    cal = calibrate(log, run, fit_until=fit_until, horizon=int(until - first) + 1, reward_map="auto", progress=progress)
     result, bands = what_if(cal, scenarios, until=until, level=args.band, seed=args.seed, progress=progress)
     fit_check = goodness_of_fit(log, cal, bands["baseline"], level=args.band, seed=args.seed)
     _refuse_unfitted(args, "what-if", fit_check)

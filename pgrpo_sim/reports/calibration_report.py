@@ -8,7 +8,6 @@ from ..base.outputs import json_text
 from ..base.progress import Progress, report
 from ..calibration.forecast import GoodnessOfFit, draws_note, extend, goodness_of_fit
 from ..calibration.inference import DRAWS, Calibration, predictive_band
-from ..calibration.model import PARAMETERS
 from ..logs.readers import TrainingLog
 from ..viz.calibration_figures import plot_bands
 
@@ -68,8 +67,7 @@ def calibration_markdown(log: TrainingLog, cal: Calibration, fit_check: Goodness
         "| parameter | value | s.e. | determined by the log |",
         "|---|---|---|---|",
     ]
-    for name in PARAMETERS:
-        p = d["parameters"][name]
+    for name, p in d["parameters"].items():
         lines.append(
             f"| {name} | {p['value']:.4g} | {p['stderr']:.2g} | {'no (undetermined)' if p['undetermined'] else 'yes'} |"
         )
@@ -79,7 +77,13 @@ def calibration_markdown(log: TrainingLog, cal: Calibration, fit_check: Goodness
         f"Median initial success of the solvable prompts {derived['initial_success_median']:.3f}, logit spread "
         f"{derived['difficulty_spread_logit']:.3g}, unsolvable fraction {derived['unsolvable_fraction']:.3g}, "
         f"bandit step {derived['bandit_step']:.3g} per step at learning rate {cal.model.run.learning_rate:g}. "
-        f"Overdispersion φ = {d['overdispersion']:.3g} (the log's scatter over a P × G batch's sampling noise; "
+        + (
+            f"The log's reward is no success rate and has no success-rate column: it is read as "
+            f"{derived['reward_offset']:.4g} + {derived['reward_gain']:.4g} × the batch's success rate (fitted). "
+            if cal.affine
+            else ""
+        )
+        + f"Overdispersion φ = {d['overdispersion']:.3g} (the log's scatter over a P × G batch's sampling noise; "
         "bands and standard errors include it).",
         (
             f"The MAP is a stationary point (the Newton step from it is {d['map_offset_se']:.2g} standard errors at "

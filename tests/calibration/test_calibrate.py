@@ -2,6 +2,7 @@
 steps, and the three commands end to end on a real log. Slow: each calibration is ~20 s of BFGS through the
 simulator."""
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -136,3 +137,16 @@ def test_a_calibration_that_misses_its_window_is_said_and_gives_no_verdicts(tmp_
     w = json.loads((tmp_path / "w" / "whatif.json").read_text())
     assert w["goodness_of_fit"]["passed"] is False
     assert all(e["calibration_failed"] for e in [w["baseline"], *w["scenarios"]])
+
+
+def test_recovers_an_affine_reward_map():
+    """A log whose reward is −1 + 3 × the success rate (it leaves [0, 1]) is read by `reward_map="auto"` as an
+    affine map: a, b and every other parameter within 4 standard errors of the truth, as in the plain case."""
+    log = synthetic_log(RUN, TRUTH, 200, seed=0, scale=3.0)
+    log = dataclasses.replace(log, data=dict(log.data, reward=log["reward"] - 1.0))
+    cal = calibrate(log, RUN, reward_map="auto")
+    truth = np.append(TRUTH, [-1.0, math.log(3.0)])
+    z = (cal.theta - truth) / cal.stderr
+    assert cal.affine and np.all(np.abs(z) < 4), dict(zip(cal.parameters, np.round(z, 2)))
+    with pytest.raises(ValueError, match="not \\[0, 1\\]"):
+        calibrate(log, RUN)  # the library's default reads reward / reward_scale as the success rate

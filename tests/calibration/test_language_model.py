@@ -236,7 +236,8 @@ def test_a_forecast_window_too_short_for_the_bandit_goes_to_the_level(tmp_path, 
     path = tmp_path / "short.jsonl"
     path.write_text("".join(f'{{"step": {4 * i}, "reward": {0.7 + 0.01 * i}}}\n' for i in range(12)))
     for model, message in (("auto", "language-model level's SFT start"), ("bandit", "needs at least 10")):
-        argv = ["forecast", str(path), "--fit-fraction", "0.3", "--model", model, "--quiet", "--out", str(tmp_path / "o")]
+        out = str(tmp_path / "o")
+        argv = ["forecast", str(path), "--fit-fraction", "0.3", "--model", model, "--quiet", "--out", out]
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and message in err, err

@@ -130,3 +130,28 @@ def test_band_of_a_fraction_stays_within_zero_and_one():
     band = predictive_band(cal)
     assert np.all(band.lo >= 0) and np.all(band.hi <= 1) and np.all(band.lo < band.hi)
     assert np.all(band.lo[1:] == 0) and np.all(band.hi[1:] == 1)  # noise that large fills the whole range
+
+
+def test_an_affine_reward_is_the_success_rate_mapped():
+    """θ with (a, log b) appended predicts reward a + b·p̄ with variance b²·Var, within-group std b·s and the same
+    zero-std fraction as θ without them (the map changes the units, not the run); the band of such a calibration
+    lies in [a, a + b], where a batch's mapped reward lies, with noise far larger than that range."""
+    from pgrpo_sim.calibration.inference import Calibration, predictive_band
+
+    model = population_model(RUN, 20, log_format="jsonl")
+    theta = np.array([-1.0, 0.0, math.log(0.1 / 1e-5), -2.0])
+    a, b = -1.25, 4.0
+    plain, mapped = (model.observables(jnp.asarray(t)) for t in (theta, np.append(theta, [a, math.log(b)])))
+    np.testing.assert_allclose(mapped.reward, a + b * np.asarray(plain.reward), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(mapped.reward_var, b**2 * np.asarray(plain.reward_var), rtol=1e-12)
+    np.testing.assert_allclose(mapped.reward_std, b * np.asarray(plain.reward_std), rtol=1e-12)
+    np.testing.assert_array_equal(mapped.zero_std_frac, plain.zero_std_frac)
+    names = ps.calibration.PARAMETERS + ("reward_offset", "log_reward_gain")
+    cal = Calibration(
+        model, np.append(theta, [a, math.log(b)]), 1e-20 * np.eye(6), 1e4, ("reward",), {}, 1.0, 10.0, 10, "jsonl",
+        0.0, names, np.ones(6),
+    )  # fmt: skip
+    band = predictive_band(cal)
+    assert cal.reward_bounds == (a, a + b)  # the draws' a and b scatter by 1e-10 about the MAP's
+    np.testing.assert_allclose(band.lo[1:], a, atol=1e-8)
+    np.testing.assert_allclose(band.hi[1:], a + b, atol=1e-8)

@@ -1,7 +1,6 @@
 """A log whose reward sums several reward functions is calibrated on its success-rate column, said in a note."""
 
 import numpy as np
-import pytest
 
 from pgrpo_sim.calibration.run_config import RunConfig
 from pgrpo_sim.calibration.success import success_rate_log
@@ -36,6 +35,7 @@ def test_an_accuracy_column_is_taken_at_its_own_scale():
     assert run.reward_scale == 1.0
 
 
-def test_without_a_success_column_the_error_names_the_flag():
-    with pytest.raises(ValueError, match=r"--column reward=SOURCE.*wordle"):
-        success_rate_log(_log([-1.2, 0.4, 1.4], **{"rewards/wordle/mean": [-1.2, 0.4, 1.4]}), RunConfig())
+def test_without_a_success_column_the_reward_is_kept_for_an_affine_map():
+    log = _log([-1.2, 0.4, 1.4], **{"rewards/wordle/mean": [-1.2, 0.4, 1.4]})
+    changed, run, note = success_rate_log(log, RunConfig())
+    assert changed is log and "a + b × the success rate" in note and note in run.notes and "--column" in note
