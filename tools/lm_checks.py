@@ -141,7 +141,9 @@ def markdown(checks: list[dict], forecasts: list[dict] | None) -> str:
     lines = [
         "Each what-if runs on the language-model level (`--model lm`), calibrated on the named log; verdicts with the "
         "share of the level's runs that collapse (± its binomial s.e.) and the runs' mean final reward in the log's "
-        "units. A run collapses when its smoothed reward ends below half its start (what-if's rule).",
+        "units. A run collapses when its chance-corrected reward (a constant answer scores 1/m on the level, 0 on an "
+        "LLM) ends, over its last quarter, below half the best it had — its start or its peak — by more than 3 "
+        "standard errors (`analysis.summaries.collapsed`).",
         "",
         "| check | outcome | what the level says | what the real runs did | time |",
         "|---|---|---|---|---|",

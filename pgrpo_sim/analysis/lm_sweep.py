@@ -11,7 +11,10 @@ each by default, so a single step's reward has a standard error of about 0.03):
 - `final_reward`, `final_entropy`, `final_mean_length`: means over the last 10 % of the steps (at least one);
 - `peak_reward`: the maximum of the trailing running mean of the reward over `smoothing_window(T)` steps;
 - `final_eval_accuracy`: the last greedy eval accuracy on the held-out prompts;
-- `verdict`: `analysis.summaries.verdict` (the rule of what-if) on the trailing running mean, or "diverges";
+- `verdict`: `analysis.summaries.verdict` (the rule of what-if) on the trailing running mean, or "diverges"; whether
+  the run collapsed is judged on its chance-corrected reward (`knowledge`: a constant answer scores 1/m on the level
+  and 0 on an LLM) by `summaries.collapsed`, with the binomial standard errors of its smoothed points
+  (`knowledge_se`);
 - a diverged run has no numbers (NaN) and `diverged_step` ≥ 0.
 """
 
@@ -29,9 +32,9 @@ import numpy as np
 
 from ..base.checks import check_seed, check_seeds, check_steps
 from ..base.errors import PgrpoSimError
-from ..models.lm import READOUTS, LMRun, lm_config, lm_simulate
+from ..models.lm import READOUTS, LMConfig, LMRun, lm_config, lm_simulate
 from ..models.lm.config import UNBOUNDED
-from .summaries import verdict
+from .summaries import collapsed, verdict
 
 LM_KEYS = tuple(inspect.signature(lm_config).parameters)
 """The settings of a language-model run (`lm_config`'s keyword arguments)."""
@@ -146,17 +149,58 @@ def running_mean(curve: np.ndarray, window: int) -> np.ndarray:
     return (total - lagged) / counts
 
 
-def summarize_lm_runs(run: LMRun) -> list[dict]:
-    """One summary per seed of `run` (read-outs [seeds, steps]; module docstring)."""
+def knowledge(reward: np.ndarray, format_ok: np.ndarray, modulus: int) -> np.ndarray:
+    """The chance-corrected reward of the level's rollouts: the share of completions that are well-formed and right
+    beyond guessing, k = max(r − f/m, 0) / (1 − 1/m), with r the reward, f the well-formed share and m the modulus
+    (a well-formed answer guessed at random is right with probability 1/m). An LLM's answer space is so large that
+    its chance is 0: a policy that writes one answer for every prompt scores 0 there and 1/m on the level."""
+    chance = 1.0 / modulus
+    return np.maximum(np.asarray(reward, float) - chance * np.asarray(format_ok, float), 0.0) / (1 - chance)
+
+
+def knowledge_se(reward: np.ndarray, format_ok: np.ndarray, modulus: int, completions: np.ndarray) -> np.ndarray:
+    """The standard error of `knowledge` over `completions` independent completions: per completion X = R − F/m
+    (R right, F well-formed; R implies F), Var X = r(1 − r) + f(1 − f)/m² − 2r(1 − f)/m, divided by n (1 − 1/m)²."""
+    r, f, m = np.asarray(reward, float), np.asarray(format_ok, float), modulus
+    var = np.maximum(r * (1 - r) + f * (1 - f) / m**2 - 2 * r * (1 - f) / m, 0.0)
+    return np.sqrt(var / completions) / (1 - 1 / m)
+
+
+def _pooled_knowledge(reward: np.ndarray, format_ok: np.ndarray, modulus: int, batch: int) -> tuple[float, float]:
+    """`knowledge` of the completions of several rollouts (of `batch` completions each) pooled, and its s.e."""
+    r, f, n = float(np.mean(reward)), float(np.mean(format_ok)), batch * np.size(reward)
+    return float(knowledge(r, f, modulus)), float(knowledge_se(r, f, modulus, n))
+
+
+def summarize_lm_runs(run: LMRun, config: LMConfig, starts: np.ndarray | None = None) -> list[dict]:
+    """One summary per seed of `run` (read-outs [seeds, steps]) of `config`'s task and batch (module docstring).
+    `starts`: a label per seed, equal for seeds that share their SFT start (default: all do, as the seeds of one
+    configuration); a collapse is measured from the start's chance-corrected reward pooled over them."""
     readouts = {name: np.asarray(value, float) for name, value in run.readouts.items()}
     reward = readouts["reward"]
     seeds, steps = reward.shape
     tail = slice(steps - max(1, steps // 10), steps)
-    smooth = running_mean(reward, smoothing_window(steps))
+    window, modulus, batch = (
+        smoothing_window(steps),
+        config.task.modulus,
+        config.prompts_per_step * config.num_generations,
+    )
+    smooth, formats = running_mean(reward, window), running_mean(readouts["format_ok"], window)
+    known = knowledge(smooth, formats, modulus)  # of the pooled completions of each window
+    known_se = knowledge_se(smooth, formats, modulus, np.minimum(np.arange(1, steps + 1), window) * batch)
+    starts = np.zeros(seeds, int) if starts is None else np.asarray(starts)
+    late = slice(steps - max(1, steps // 4), steps)  # a collapse stays down: its last quarter, pooled
     out = []
     for s in range(seeds):
         diverged = bool(np.asarray(run.diverged)[s])
         evals = readouts["eval_accuracy"][s][np.isfinite(readouts["eval_accuracy"][s])]
+        same = (starts == starts[s]) & np.isfinite(reward[:, 0])
+        lost = not diverged and collapsed(
+            known[s],
+            known_se[s],
+            start=_pooled_knowledge(reward[same, :1], readouts["format_ok"][same, :1], modulus, batch),
+            final=_pooled_knowledge(reward[s, late], readouts["format_ok"][s, late], modulus, batch),
+        )
         row = dict(
             final_reward=float(np.mean(reward[s, tail])),
             peak_reward=float(np.max(smooth[s])),
@@ -164,7 +208,7 @@ def summarize_lm_runs(run: LMRun) -> list[dict]:
             final_mean_length=float(np.mean(readouts["completions/mean_length"][s, tail])),
             final_eval_accuracy=float(evals[-1]) if evals.size else math.nan,
             diverged_step=int(np.asarray(run.diverged_step)[s]),
-            verdict=verdict(smooth[s], diverged),
+            verdict=verdict(smooth[s], diverged, collapse=lost),
         )
         if diverged:
             row.update({k: math.nan for k in SUMMARY_FIELDS[:5]})
@@ -201,6 +245,7 @@ def run_lm_sweep(
     points = grid_points(base, grid)
     rows, curves = [], {name: [] for name in READOUTS}
     for i, point in enumerate(points):
+        config = lm_config(**base, **point)
         path = None if chunks is None else _point_file(chunks, point, base, steps, seeds, seed)
         if path is not None and path.exists():
             with np.load(path) as saved:
@@ -208,14 +253,14 @@ def run_lm_sweep(
         else:
             if progress is not None:
                 progress(f"grid point {i + 1}/{len(points)}: {_describe(point)} × {seeds} seed(s)")
-            run = lm_simulate(lm_config(**base, **point), steps, seeds, key=seed)
+            run = lm_simulate(config, steps, seeds, key=seed)
             run = LMRun({k: np.asarray(v) for k, v in run.readouts.items()}, None, *map(np.asarray, run[2:]))
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 temp = path.with_suffix(".tmp.npz")
                 np.savez(temp, diverged=run.diverged, diverged_step=run.diverged_step, **run.readouts)
                 temp.replace(path)
-        for s, summary in enumerate(summarize_lm_runs(run)):
+        for s, summary in enumerate(summarize_lm_runs(run, config)):
             rows.append({**point, "seed": s, **summary})
         for name in READOUTS:
             curves[name].append(np.asarray(run.readouts[name], np.float32))

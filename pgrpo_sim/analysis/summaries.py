@@ -223,11 +223,39 @@ def summarize_curves(rewards: ArrayLike, diverged: ArrayLike = False, stderr: Ar
 _summarize_jit = jax.jit(summarize_curve)
 
 
-def verdict(mean: np.ndarray, diverged: bool, summary=None) -> str:
+COLLAPSE_Z = 3.0
+"""A fall counts as a collapse only when it exceeds this many standard errors of the difference (`collapsed`)."""
+
+
+def collapsed(
+    curve: np.ndarray,
+    se: np.ndarray | None = None,
+    start: tuple[float, float] | None = None,
+    final: tuple[float, float] | None = None,
+) -> bool:
+    """Whether a reward curve (a mean over draws, or one run's running mean) collapsed: its final value (the mean of
+    its last 10 %) is below half the best it had — its start or its peak — by more than `COLLAPSE_Z` standard errors
+    of the difference, with `se` the standard error of each point (None: an exact curve). `start`, `final`:
+    (value, se) of the start and of the final value when the caller knows them better than the curve's first point
+    and last 10 % (runs that share a start pool it; a longer tail pools more steps). Half the peak, not only the
+    start: a run that rises and then loses what it learned has collapsed (the real 16-steps-per-rollout run rises to
+    0.46 and falls to 0), which the start alone misses when it is near 0."""
+    curve = np.asarray(curve, float)
+    se = np.zeros_like(curve) if se is None else np.asarray(se, float)
+    first = (float(curve[0]), float(se[0])) if start is None else (float(start[0]), float(start[1]))
+    tail = max(1, curve.size // 10)
+    last = (float(np.mean(curve[-tail:])), float(se[-1])) if final is None else (float(final[0]), float(final[1]))
+    peak = int(np.argmax(curve))
+    best, best_se = first if first[0] >= curve[peak] else (float(curve[peak]), float(se[peak]))
+    return last[0] < 0.5 * best and best - last[0] > COLLAPSE_Z * float(np.hypot(best_se, last[1]))
+
+
+def verdict(mean: np.ndarray, diverged: bool, summary=None, *, collapse: bool | None = None) -> str:
     """The verdict of a reward curve `mean` (what-if's scenarios, the language-model level's runs), with r0 = its
     first point and final = its plateau (`summarize_curve`: the mean of the last 10 %):
     - "diverges": `diverged`, or a non-finite point;
-    - "collapses": final < ½ r0 (the reward fell and stayed down);
+    - "collapses": `collapsed(mean)` (final below half its start or peak), or `collapse` when the caller judged it
+      on another curve or with a noise level (the language-model level: `analysis.lm_sweep.summarize_lm_runs`);
     - "oscillates": the curve's regime is unstable (sustained or growing oscillation; `summarize_curve`);
     - "plateaus": the last 20 % of the steps gain less than 0.01, and at most 10 % of (final − r0) or less than
       0.001 (a curve that barely moves does not learn);
@@ -237,7 +265,7 @@ def verdict(mean: np.ndarray, diverged: bool, summary=None) -> str:
         return "diverges"
     n, summary = mean.size, _summarize_jit(mean) if summary is None else summary
     r0, final = float(mean[0]), float(summary.plateau)
-    if final < 0.5 * r0:
+    if collapsed(mean) if collapse is None else collapse:
         return "collapses"
     if int(summary.regime) == UNSTABLE:
         return "oscillates"

@@ -467,7 +467,7 @@ def lm_scenario(
     result = _runs(run, cal, formats, rates, steps, seed)
     scaled = dict(result.readouts, reward=np.asarray(result.readouts["reward"], float) * ceilings[:, None])
     result = result._replace(readouts=scaled)  # in the log's units: c × the level's reward
-    rows = summarize_lm_runs(result)
+    rows = summarize_lm_runs(result, level_config(run, 1e-3, cal.start_accuracy, cal.level, steps), formats)
     broke = np.array([row["verdict"] in ("collapses", "diverges") for row in rows])
     share = float(np.mean(broke))
     reward = np.asarray(result.readouts["reward"], float)
@@ -480,7 +480,7 @@ def lm_scenario(
         runs=len(rows),
         collapse_probability=share,
         collapse_probability_stderr=float(np.sqrt(share * (1 - share) / len(rows))),
-        verdict="collapses" if share >= 0.5 else verdict(smooth, False),
+        verdict="collapses" if share >= 0.5 else verdict(smooth, False, collapse=False),
         verdicts=[row["verdict"] for row in rows],
         final_reward=None if np.all(np.isnan(finals)) else float(np.nanmean(finals)),
         peak_reward=float(np.max(smooth)),

@@ -106,7 +106,7 @@ def simulate_lm(args: argparse.Namespace, image_suffixes: Sequence[str]) -> None
             title = "language model: " + (", ".join(f"{k}={v}" for k, v in settings.items()) or "defaults")
             plot_reward_curve(table["step"], table["reward"], table["reward_seed_std"], staged.file(args.plot),
                               title=title)  # fmt: skip
-    for seed, summary in enumerate(summarize_lm_runs(run)):
+    for seed, summary in enumerate(summarize_lm_runs(run, config)):
         print(f"seed {seed}: {_summary_text(summary)}")
     print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else ""))
 

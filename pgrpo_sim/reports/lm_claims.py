@@ -4,7 +4,8 @@ Real runs (shared/anchors, Qwen2.5-Math-1.5B on MATH) collapse when the learning
 (1e-4 against the best 3e-5: a ratio of 3.3), when a rollout is reused for 16 optimiser steps, and when the clip is
 dropped with 2 epochs per rollout. The level's own runs, `seeds` per setting from the same SFT start, are asked
 the same questions. A run's verdict is `analysis.lm_sweep`'s (the what-if rule on the trailing running mean of its
-reward): it *collapses* when its final reward falls below half its first; a setting collapses when at least half
+reward; a collapse on its chance-corrected reward, `analysis.lm_sweep.knowledge`): it *collapses* when that ends
+below half the best it had (start or peak) by more than 3 standard errors; a setting collapses when at least half
 its seeds do, and its collapse share is given with its binomial standard error. Final rewards are compared with
 `VERDICT_Z` standard errors over seeds.
 """

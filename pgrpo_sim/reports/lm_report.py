@@ -78,8 +78,9 @@ def write_lm_whatif(log: TrainingLog, cal: LMCalibration, result: dict, out: Pat
     lines += [
         "",
         "Each scenario's runs draw the level's learning rate from the calibration's posterior (times the scenario's "
-        "rate over the run's), each with its own seed; a run collapses when its smoothed reward ends below half its "
-        "start. The band is the runs' central share per step.",
+        "rate over the run's), each with its own seed; a run collapses when its chance-corrected reward (a constant "
+        "answer scores 1/m on the level and 0 on an LLM) ends, over its last quarter, below half the best it had — "
+        "its start or its peak — by more than 3 standard errors. The band is the runs' central share per step.",
         "",
         "![what-if](whatif.png)",
     ]

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from pgrpo_sim.analysis import lm_sweep
+from pgrpo_sim.analysis import lm_sweep, summaries
 from pgrpo_sim.base.errors import PgrpoSimError
 from pgrpo_sim.models import lm
 
@@ -52,29 +52,61 @@ def test_running_mean_is_trailing():
     np.testing.assert_allclose(lm_sweep.running_mean(curve, 1), curve)
 
 
-def _run(reward, diverged=False, entropy=0.5, length=6.0):
-    steps = reward.size
-    readouts = {name: np.full((1, steps), 0.0) for name in lm.READOUTS}
-    readouts["reward"] = reward[None]
+CONFIG = lm.lm_config(**TINY)  # modulus 5: a guessed well-formed answer is right 1 time in 5
+BATCH = TINY["prompts_per_step"] * TINY["num_generations"]
+
+
+def _run(reward, diverged=False, entropy=0.5, length=6.0, format_ok=0.0):
+    reward = np.atleast_2d(reward)
+    seeds, steps = reward.shape
+    readouts = {name: np.full((seeds, steps), 0.0) for name in lm.READOUTS}
+    readouts["reward"] = reward
+    readouts["format_ok"][:] = format_ok
     readouts["entropy"][:] = entropy
     readouts["completions/mean_length"][:] = length
     readouts["eval_accuracy"][:] = np.nan
-    readouts["eval_accuracy"][0, ::10] = np.linspace(0.2, 0.4, len(range(0, steps, 10)))
-    return lm.LMRun(readouts, None, np.array([diverged]), np.array([3 if diverged else -1]))
+    readouts["eval_accuracy"][:, ::10] = np.linspace(0.2, 0.4, len(range(0, steps, 10)))
+    return lm.LMRun(readouts, None, np.full(seeds, diverged), np.full(seeds, 3 if diverged else -1))
 
 
 def test_summaries_and_verdicts_of_known_curves():
     t = np.arange(100)
-    learns = lm_sweep.summarize_lm_runs(_run(0.2 + 0.6 * t / 99))[0]
+    learns = lm_sweep.summarize_lm_runs(_run(0.2 + 0.6 * t / 99), CONFIG)[0]
     assert learns["verdict"] == "learns" and learns["final_reward"] == pytest.approx(np.mean(0.2 + 0.6 * t[90:] / 99))
     assert learns["final_eval_accuracy"] == pytest.approx(0.4) and learns["final_mean_length"] == 6.0
     # rises to 0.6 by step 30, then falls to 0.02: the running mean's peak (window 10) and a collapse
     rise_fall = np.where(t < 30, 0.2 + 0.4 * t / 30, np.maximum(0.6 - 0.04 * (t - 30), 0.02))
-    collapsed = lm_sweep.summarize_lm_runs(_run(rise_fall))[0]
+    collapsed = lm_sweep.summarize_lm_runs(_run(rise_fall), CONFIG)[0]
     assert collapsed["verdict"] == "collapses"
     assert collapsed["peak_reward"] == pytest.approx(lm_sweep.running_mean(rise_fall[None], 10).max())
-    diverged = lm_sweep.summarize_lm_runs(_run(np.full(100, 0.3), diverged=True))[0]
+    diverged = lm_sweep.summarize_lm_runs(_run(np.full(100, 0.3), diverged=True), CONFIG)[0]
     assert diverged["verdict"] == "diverges" and diverged["diverged_step"] == 3 and math.isnan(diverged["final_reward"])
+
+
+def test_answers_at_chance_are_a_collapse_and_noise_is_not():
+    """Chance-corrected reward k = max(r − f/m, 0)/(1 − 1/m), at the level's default batch (16 prompts × G 8) and
+    modulus (10), 8 seeds sharing their start: a run that learns the format (f 0.2 → 1) while its answers fall from
+    right half the time to a guess (r 0.1 → 1/m = 0.1, flat) has k 0.089 → 0 — the level's form of an LLM's reward
+    → 0 — and collapses; the same rise with answers still right half the time (k → 0.44) rises and holds. Flat runs at
+    k = 0.056 with a batch's binomial noise end below half their noisy peak by chance (over a tenth of 200 here);
+    within COLLAPSE_Z standard errors of the difference (the start pooled over the seeds that share it, the end
+    over the last quarter) at most 5 % are called collapses (the peak is picked among ~10 windows, so the rate
+    exceeds the one-sided 0.13 % of 3 s.e.; measured 1.5 %)."""
+    config = lm.lm_config(prompts_per_step=16, num_generations=8, modulus=10)
+    np.testing.assert_allclose(lm_sweep.knowledge([0.1, 0.1, 0.5], [1.0, 0.2, 1.0], 10), [0.0, 0.08 / 0.9, 4 / 9])
+    t, batch = np.arange(41), 128
+    fmt = np.tile(np.minimum(0.2 + t / 10, 1.0), (8, 1))
+    chance = lm_sweep.summarize_lm_runs(_run(np.maximum(0.1, fmt / 10), format_ok=fmt), config)
+    assert [row["verdict"] for row in chance] == ["collapses"] * 8
+    knows = lm_sweep.summarize_lm_runs(_run(0.5 * fmt, format_ok=fmt), config)
+    assert [row["verdict"] for row in knows] == ["plateaus"] * 8  # it rises for 8 steps, then holds
+    noisy = np.random.default_rng(0).binomial(batch, 0.15, size=(200, 41)) / batch  # f = 1: k = 0.056
+    fell = [
+        row["verdict"] for row in lm_sweep.summarize_lm_runs(_run(noisy, format_ok=1.0), config, starts=np.arange(200))
+    ]
+    known = lm_sweep.knowledge(lm_sweep.running_mean(noisy, 4), 1.0, 10)
+    naive = np.mean([summaries.collapsed(k) for k in known])  # no noise guard
+    assert naive > 0.1 and fell.count("collapses") <= 0.05 * 200, (naive, fell.count("collapses"))
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +123,7 @@ def test_a_sweep_row_is_the_run_of_its_setting(sweep):
     alone = lm.lm_simulate(lm.lm_config(**TINY, learning_rate=3e-3), 4, 2, key=5)
     np.testing.assert_array_equal(curves["reward"][1], np.asarray(alone.readouts["reward"]))
     strip = lambda row: {k: v for k, v in row.items() if k not in ("learning_rate", "seed")}  # noqa: E731
-    assert lm_sweep.summarize_lm_runs(alone) == [strip(r) for r in rows[2:]]
+    assert lm_sweep.summarize_lm_runs(alone, lm.lm_config(**TINY, learning_rate=3e-3)) == [strip(r) for r in rows[2:]]
 
 
 def test_an_interrupted_sweep_resumes_with_the_same_results(sweep, tmp_path):
