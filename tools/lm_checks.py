@@ -131,8 +131,8 @@ def forecast_checks(anchors: Path, work: Path) -> list[dict]:
 
 def _verdicts(entries: dict) -> str:
     return "; ".join(
-        f"{k}: {e['verdict']}, final {e['band']['mean'][-1]:.2f} ({e['collapse_probability']:.2f} ± "
-        f"{e['collapse_probability_stderr']:.2f} collapse)"
+        f"{k}: {e['verdict']}, final {e['band']['mean'][-1]:.2f}, chance-corrected {e['final_knowledge']:.2f} "
+        f"({e['collapse_probability']:.2f} ± {e['collapse_probability_stderr']:.2f} collapse)"
         for k, e in entries.items()
     )
 
@@ -143,7 +143,8 @@ def markdown(checks: list[dict], forecasts: list[dict] | None) -> str:
         "share of the level's runs that collapse (± its binomial s.e.) and the runs' mean final reward in the log's "
         "units. A run collapses when its chance-corrected reward (a constant answer scores 1/m on the level, 0 on an "
         "LLM) ends, over its last quarter, below half the best it had — its start or its peak — by more than 3 "
-        "standard errors (`analysis.summaries.collapsed`).",
+        "standard errors (`analysis.summaries.collapsed`); chance-corrected: the runs' final reward with the level's "
+        "guessing removed, what an LLM (whose chance is 0) would log.",
         "",
         "| check | outcome | what the level says | what the real runs did | time |",
         "|---|---|---|---|---|",
@@ -153,7 +154,7 @@ def markdown(checks: list[dict], forecasts: list[dict] | None) -> str:
         if c["name"] == "learning rate":
             says = "" if c["error"] else (
                 "reward near step 40: " + ", ".join(f"{r}: {c['predicted'][r]:.2f}" for r in LR_RUNS)
-                + f" (Spearman {c['spearman']:.2f}); 1e-4 {c['entries']['1e-4']['verdict']}"
+                + f" (Spearman {c['spearman']:.2f}); 1e-4 {_verdicts({'': c['entries']['1e-4']})[2:]}"
             )  # fmt: skip
             did = ", ".join(f"{r}: {c['actual'][r]:.2f}" for r in LR_RUNS) + "; 1e-4 collapses"
         else:

@@ -9,6 +9,8 @@ only in traced hyperparameters (learning rate, ε, β, temperature, …) reuse i
 Per run (`summarize_lm_runs`), with the reward curve r_0 … r_{T−1} of the GRPO steps' rollouts (256 completions
 each by default, so a single step's reward has a standard error of about 0.03):
 - `final_reward`, `final_entropy`, `final_mean_length`: means over the last 10 % of the steps (at least one);
+- `final_knowledge`: the chance-corrected reward (`knowledge`: what an LLM, whose chance is 0, would score) over the
+  last quarter of the steps;
 - `peak_reward`: the maximum of the trailing running mean of the reward over `smoothing_window(T)` steps;
 - `final_eval_accuracy`: the last greedy eval accuracy on the held-out prompts;
 - `verdict`: `analysis.summaries.verdict` (the rule of what-if) on the trailing running mean, or "diverges"; whether
@@ -42,6 +44,7 @@ NULLABLE = (*UNBOUNDED, "kl_reference")
 """Settings that take `none` (ε, ε_high, δ, the gradient clip: off; kl_reference: from β)."""
 SUMMARY_FIELDS = (
     "final_reward",
+    "final_knowledge",
     "peak_reward",
     "final_entropy",
     "final_mean_length",
@@ -195,14 +198,12 @@ def summarize_lm_runs(run: LMRun, config: LMConfig, starts: np.ndarray | None = 
         diverged = bool(np.asarray(run.diverged)[s])
         evals = readouts["eval_accuracy"][s][np.isfinite(readouts["eval_accuracy"][s])]
         same = (starts == starts[s]) & np.isfinite(reward[:, 0])
-        lost = not diverged and collapsed(
-            known[s],
-            known_se[s],
-            start=_pooled_knowledge(reward[same, :1], readouts["format_ok"][same, :1], modulus, batch),
-            final=_pooled_knowledge(reward[s, late], readouts["format_ok"][s, late], modulus, batch),
-        )
+        start = _pooled_knowledge(reward[same, :1], readouts["format_ok"][same, :1], modulus, batch)
+        final = _pooled_knowledge(reward[s, late], readouts["format_ok"][s, late], modulus, batch)
+        lost = not diverged and collapsed(known[s], known_se[s], start=start, final=final)
         row = dict(
             final_reward=float(np.mean(reward[s, tail])),
+            final_knowledge=final[0],
             peak_reward=float(np.max(smooth[s])),
             final_entropy=float(np.mean(readouts["entropy"][s, tail])),
             final_mean_length=float(np.mean(readouts["completions/mean_length"][s, tail])),
@@ -211,7 +212,7 @@ def summarize_lm_runs(run: LMRun, config: LMConfig, starts: np.ndarray | None = 
             verdict=verdict(smooth[s], diverged, collapse=lost),
         )
         if diverged:
-            row.update({k: math.nan for k in SUMMARY_FIELDS[:5]})
+            row.update({k: math.nan for k in SUMMARY_FIELDS[:6]})
         out.append(row)
     return out
 

@@ -459,7 +459,8 @@ def lm_scenario(
     """A scenario's runs on the calibrated level: `cal.level.draws` runs of `steps` GRPO steps, each at a level rate
     drawn from the posterior × the scenario's rate / the run's, with its own seed. Returns its summary: `model`,
     `collapse_probability` and its standard error, `verdict` ("collapses" when that share is ≥ ½, else the verdict of
-    the runs' mean curve), the mean final and peak reward, and the band (mean and central `level` quantiles per
+    the runs' mean curve), the mean final and peak reward, the mean final chance-corrected reward (`final_knowledge`:
+    what an LLM would log, its chance being 0; the log's units), and the band (mean and central `level` quantiles per
     GRPO step)."""
     run = check_lm_scenario(cal.run, changes, cal.level)
     formats, rates, ceilings = cal.draw(cal.level.draws, np.random.default_rng(seed))
@@ -475,6 +476,7 @@ def lm_scenario(
     smooth = running_mean(mean, smoothing_window(steps))
     tail = (1 - level) / 2
     finals = np.array([row["final_reward"] for row in rows])
+    known = np.array([row["final_knowledge"] for row in rows]) * ceilings
     return dict(
         model="lm",
         runs=len(rows),
@@ -483,6 +485,7 @@ def lm_scenario(
         verdict="collapses" if share >= 0.5 else verdict(smooth, False, collapse=False),
         verdicts=[row["verdict"] for row in rows],
         final_reward=None if np.all(np.isnan(finals)) else float(np.nanmean(finals)),
+        final_knowledge=None if np.all(np.isnan(known)) else float(np.nanmean(known)),
         peak_reward=float(np.max(smooth)),
         final_entropy=_nanmean([row["final_entropy"] for row in rows]),
         final_mean_length=_nanmean([row["final_mean_length"] for row in rows]),

@@ -66,21 +66,25 @@ def write_lm_whatif(log: TrainingLog, cal: LMCalibration, result: dict, out: Pat
         "",
         *lm_calibration_markdown(cal),
         "",
-        "| scenario | verdict | collapse probability | final reward | peak reward | final entropy | final length |",
-        "|---|---|---|---|---|---|---|",
+        "| scenario | verdict | collapse probability | final reward | chance-corrected | peak reward | final entropy "
+        "| final length |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for key, e in entries.items():
         lines.append(
             f"| {labels[key]} | {e['verdict']} | {e['collapse_probability']:.2f} ± "
             f"{e['collapse_probability_stderr']:.2f} ({e['runs']} runs) | {_fmt(e['final_reward'])} | "
-            f"{_fmt(e['peak_reward'])} | {_fmt(e['final_entropy'])} | {_fmt(e['final_mean_length'])} |"
+            f"{_fmt(e['final_knowledge'])} | {_fmt(e['peak_reward'])} | {_fmt(e['final_entropy'])} | "
+            f"{_fmt(e['final_mean_length'])} |"
         )
     lines += [
         "",
         "Each scenario's runs draw the level's learning rate from the calibration's posterior (times the scenario's "
         "rate over the run's), each with its own seed; a run collapses when its chance-corrected reward (a constant "
         "answer scores 1/m on the level and 0 on an LLM) ends, over its last quarter, below half the best it had — "
-        "its start or its peak — by more than 3 standard errors. The band is the runs' central share per step.",
+        "its start or its peak — by more than 3 standard errors. 'chance-corrected': the final reward with the "
+        "level's guessing removed (what an LLM, whose chance is 0, would log). The band is the runs' central share "
+        "per step.",
         "",
         "![what-if](whatif.png)",
     ]
