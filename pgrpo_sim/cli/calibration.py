@@ -17,7 +17,7 @@ from ..base.outputs import (
 )
 from ..base.progress import stage_lines
 from ..logs.readers import FORMATS
-from .common import FORMAT_HELP, RUN_HELP, UsageError, claim, finite_float, integer
+from .common import FORMAT_HELP, RUN_HELP, UsageError, add_output_args, claim, finite_float, integer
 from .fit import read_log_flags
 from .lm_forecast import add_level_args, answering_model
 
@@ -260,13 +260,7 @@ def add_parsers(sub) -> None:
                 help="logged steps to simulate, the first one included (>= 2; default: to the log's last)",
             )
         own_json = "" if name == "calibrate" else f", {name.replace('-', '')}.json"
-        p.add_argument(
-            "--out",
-            required=True,
-            help=f"output directory (calibration.json{own_json}, report.md, figure)",
-        )
-        p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
-        p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+        add_output_args(p, f"output directory (calibration.json{own_json}, report.md, figure)")
         if name != "calibrate":
             p.add_argument(
                 "--force",

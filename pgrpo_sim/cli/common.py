@@ -102,6 +102,28 @@ FORMAT_HELP = "log format (auto: from the file's name and contents)"
 RUN_HELP = "the run to read from a file that holds several (a W&B long-form CSV: run_name,metric,step,value)"
 
 
+OVERWRITE_HELP = "replace another command's output in --out"
+
+
+def add_output_args(
+    p: argparse.ArgumentParser,
+    out_help: str,
+    *,
+    default: str | None = None,
+    overwrite_help: str = OVERWRITE_HELP,
+    quiet_help: str | None = "no progress lines on stderr",
+) -> None:
+    """`--out` (required unless it has a `default`), `--overwrite` and `--quiet` (None: the command has none), as
+    every command that writes has them."""
+    if default is None:
+        p.add_argument("--out", required=True, help=out_help)
+    else:
+        p.add_argument("--out", default=default, help=out_help)
+    p.add_argument("--overwrite", action="store_true", help=overwrite_help)
+    if quiet_help is not None:
+        p.add_argument("--quiet", action="store_true", help=quiet_help)
+
+
 def version() -> str:
     """The installed package's version (importlib.metadata), or "unknown" when it is run from a bare source tree."""
     from importlib.metadata import PackageNotFoundError, version

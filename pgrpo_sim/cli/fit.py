@@ -11,7 +11,7 @@ from ..base.outputs import (
 )
 from ..base.progress import report, stage_lines
 from ..logs.readers import FORMATS
-from .common import FORMAT_HELP, RUN_HELP, claim, integer
+from .common import FORMAT_HELP, RUN_HELP, add_output_args, claim, integer
 
 FIT_OUTPUTS = ("report.md", "fit.json", "fit.png", "diagnostics.png")
 
@@ -76,7 +76,5 @@ def add_parser(sub) -> None:
         default=None,
         help="rewards averaged per step (prompts × group size), for the noise level of the fit",
     )
-    p.add_argument("--out", required=True, help="output directory: report.md, fit.json, fit.png, diagnostics.png")
-    p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_output_args(p, "output directory: report.md, fit.json, fit.png, diagnostics.png")
     p.set_defaults(func=_cmd_fit)

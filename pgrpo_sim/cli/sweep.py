@@ -23,7 +23,7 @@ from .bandit_flags import (
     refuse_unused_seeds,
     rollout_args,
 )
-from .common import MODE_HELP, MODES, UsageError, claim, describe, finite_float, integer, plot
+from .common import MODE_HELP, MODES, UsageError, add_output_args, claim, describe, finite_float, integer, plot
 from .lm import add_model_args
 
 GRID_FLAGS = {"lag": ("lag", "num_iterations"), "minibatches": ("steps_per_generation",)}
@@ -317,11 +317,8 @@ def add_parsers(sub) -> None:
             metavar="EVERY",
             help="also store every EVERY-th step of each reward curve (0: none)",
         )
-        p.add_argument("--out", required=True, help="output directory")
-        p.add_argument(
-            "--overwrite", action="store_true", help="replace a different sweep or another command's output in --out"
-        )
-        p.add_argument("--quiet", action="store_true", help="no progress bar")
+        overwrite = "replace a different sweep or another command's output in --out"
+        add_output_args(p, "output directory", overwrite_help=overwrite, quiet_help="no progress bar")
         p.add_argument("--yes", action="store_true", help="write files of more than 1 GB (the size is told first)")
         p.add_argument(
             "--coordinator",

@@ -17,7 +17,7 @@ from ..base.outputs import (
 from ..base.progress import report, stage_lines
 from ..models.hyperparameters import HYPERPARAMETERS
 from .bandit_flags import add_bandit_args, config_from_flags
-from .common import UsageError, claim, finite_float, integer
+from .common import UsageError, add_output_args, claim, finite_float, integer
 from .sweep import refuse_flags_setting
 
 TUNE_OUTPUTS = ("summary.json", "convergence.png")
@@ -172,8 +172,6 @@ def add_parser(sub) -> None:
         help="the search's Adam step, in logit(box coordinate) units (--learning-rate is the run's η)",
     )
     p.add_argument("--seed", type=integer, default=0, help="seed of the restarts")
-    p.add_argument("--out", required=True, help="output directory: summary.json, convergence.png")
-    p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_output_args(p, "output directory: summary.json, convergence.png")
     # β = 0 has no interior fixed point p*, which every objective's stability constraint needs: as phase-diagram's
     p.set_defaults(beta=0.5, func=_cmd_tune)

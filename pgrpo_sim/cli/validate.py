@@ -8,7 +8,7 @@ from ..base.checks import check_seed
 from ..base.outputs import (
     staged_outputs,
 )
-from .common import claim, integer
+from .common import add_output_args, claim, integer
 
 VALIDATE_OUTPUTS = ("report.md", "results.json", "*.png")
 
@@ -35,6 +35,5 @@ def add_parser(sub) -> None:
         help="lower resolution (5 to 12 minutes on 2 CPU cores, most of it the language-model section)",
     )
     p.add_argument("--seed", type=integer, default=0, help="PRNG seed (>= 0)")
-    p.add_argument("--out", default="validation", help="output directory (default: validation)")
-    p.add_argument("--overwrite", action="store_true", help="replace another command's output in --out")
+    add_output_args(p, "output directory (default: validation)", default="validation", quiet_help=None)
     p.set_defaults(func=_cmd_validate, compile_bound=True)  # its sections compile in processes, one per core
