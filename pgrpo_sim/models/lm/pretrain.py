@@ -143,8 +143,8 @@ def _format_noise(start_format: float) -> float:
     return round(1.0 - float(start_format), 12)
 
 
-def _settings(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int, start_format: float) -> dict:
-    """Everything that changes the SFT result, as JSON-able values."""
+def start_settings(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int, start_format: float) -> dict:
+    """Everything that changes the SFT result, as JSON-able values: the key of its cached start."""
     return dict(
         version=SFT_VERSION,
         task=dict(modulus=spec.modulus, operands=spec.operands, max_response_len=spec.max_response_len),
@@ -264,7 +264,7 @@ def pretrained_start(
     ≤ 0.016 for 256 of them); it lands within one SFT step's progress plus that error of the target (the returned
     value says where). `start_format`: the share of well-formed demonstrations (module docstring)."""
     _check(task_spec, shape, start_accuracy, seed, start_format)
-    settings = _settings(task_spec, shape, start_accuracy, seed, start_format)
+    settings = start_settings(task_spec, shape, start_accuracy, seed, start_format)
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:20]
     path = cache_dir() / f"sft-{digest}.eqx"
     like = (init_policy(shape, jax.random.key(0)), jnp.zeros((), jnp.float32), jnp.zeros((), jnp.int32))

@@ -83,10 +83,10 @@ def test_an_unreadable_cache_file_is_trained_again_and_replaced(start, tmp_path,
 
 
 def test_the_cache_key_changes_with_the_architecture(monkeypatch):
-    before = pretrain._settings(SPEC, SHAPE, TARGET, 3, pretrain.DEFAULT_START_FORMAT)
-    assert pretrain._settings(SPEC, SHAPE, TARGET, 3, 0.5) != before  # another start format is another start
+    before = pretrain.start_settings(SPEC, SHAPE, TARGET, 3, pretrain.DEFAULT_START_FORMAT)
+    assert pretrain.start_settings(SPEC, SHAPE, TARGET, 3, 0.5) != before  # another start format is another start
     monkeypatch.setattr(pretrain, "MLP_RATIO", pretrain.MLP_RATIO + 1)
-    assert pretrain._settings(SPEC, SHAPE, TARGET, 3, pretrain.DEFAULT_START_FORMAT) != before
+    assert pretrain.start_settings(SPEC, SHAPE, TARGET, 3, pretrain.DEFAULT_START_FORMAT) != before
 
 
 @pytest.mark.slow  # a second SFT run (~5 s); the cache test covers the default suite's reuse of one
