@@ -514,9 +514,14 @@ def test_tensorboard_event_file_and_folder(tmp_path):
 
 def test_tensorboard_errors(tmp_path, monkeypatch):
     _event_file(tmp_path / "runs" / "a", TB_SCALARS[:1])
-    _event_file(tmp_path / "runs" / "b", TB_SCALARS[:1])
-    with pytest.raises(ValueError, match="event files of 2 runs \\(a, b\\); pass one run's folder"):
+    _event_file(tmp_path / "runs" / "b", TB_SCALARS[1:2])
+    with pytest.raises(ValueError, match="event files of 2 runs \\(a, b\\); pass one run's folder, or choose one"):
         logs.read_log(tmp_path / "runs")
+    assert list(logs.read_log(tmp_path / "runs", run="b")["reward"]) == [0.5]  # --run picks a run's folder
+    with pytest.raises(ValueError, match="no run 'c'; its runs: a, b"):
+        logs.read_log(tmp_path / "runs", run="c")
+    with pytest.raises(ValueError, match="holds one run's event files: drop --run"):
+        logs.read_log(tmp_path / "runs" / "a", run="a")
     with pytest.raises(ValueError, match="directory without TensorBoard event files"):
         logs.read_log(_empty_dir(tmp_path))
     path = _event_file(tmp_path / "evalonly", [("eval/reward", 1, 0.5)])

@@ -30,8 +30,8 @@ FORMATS = ("trl", "trl_console", "typed_jsonl", "verl", "tensorboard", "wandb", 
 class LogFormat:
     """How one format is recognised (`detect`: does this file hold it? it may raise `PgrpoSimError` for content
     that no format reads) and read (`read`: its records and the settings it states). `one_run`: a file holds one
-    run, so choosing one (`run`) is an error; W&B long form reads `run`, TensorBoard does not use it (a folder's
-    run is chosen by its path)."""
+    run, so choosing one (`run`) is an error; W&B long form reads `run`, TensorBoard too (a folder's
+    run is chosen by its path, or by `run`: its folder below the one given)."""
 
     detect: Callable[[LogFile], bool]
     read: Callable[[LogFile], Parsed]

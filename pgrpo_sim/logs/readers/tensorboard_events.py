@@ -33,8 +33,9 @@ def _is_tensorboard(path) -> bool:
     return b"brain.Event" in head
 
 
-def _event_source(path) -> Path:
-    """The file or folder to read: a folder without event files of its own may hold one run's folder below."""
+def _event_source(path, run: str | None = None) -> Path:
+    """The file or folder to read: a folder without event files of its own may hold runs' folders below, one of
+    them, or the one named by `run` (its path below the folder, as the error listing them spells it)."""
     p = Path(path)
     if not p.exists():
         raise PgrpoSimError(f"log file not found: {path}")
@@ -48,12 +49,19 @@ def _event_source(path) -> Path:
             "named events.out.tfevents.*: rename it"
         )
     if p.is_file() or next(p.glob(_EVENTS), None) is not None:
+        if run is not None:
+            raise PgrpoSimError(f"{log_name(path)} holds one run's event files: drop --run")
         return p
     folders = sorted({f.parent for f in p.rglob(_EVENTS)})
+    names = [str(f.relative_to(p)) for f in folders]
+    if run is not None:
+        if run not in names:
+            raise PgrpoSimError(f"{log_name(path)} has no run {run!r}; its runs: {show_names(names, 8)}")
+        return folders[names.index(run)]
     if len(folders) > 1:
-        names = [str(f.relative_to(p)) for f in folders]
         raise PgrpoSimError(
-            f"{log_name(path)} holds event files of {len(folders)} runs ({show_names(names, 4)}); pass one run's folder"
+            f"{log_name(path)} holds event files of {len(folders)} runs ({show_names(names, 4)}); pass one run's "
+            "folder, or choose one with --run"
         )
     return folders[0]
 
@@ -68,7 +76,7 @@ def read(log: LogFile) -> Parsed:
     record per step; a tag logged twice at one step keeps its last value (TensorBoard drops the events a
     restarted run overwrote); no settings."""
     path = log.path
-    source = _event_source(path)
+    source = _event_source(path, log.run)
     try:
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
         from tensorboard.util import tensor_util
