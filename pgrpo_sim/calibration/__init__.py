@@ -21,6 +21,10 @@ from .inference import (
     calibrate as calibrate,
     predictive_band as predictive_band,
 )
+from .inputs import (
+    calibration_inputs as calibration_inputs,
+    fit_window_end as fit_window_end,
+)
 from .model import (
     PARAMETERS as PARAMETERS,
     Observables as Observables,

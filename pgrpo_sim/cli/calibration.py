@@ -4,7 +4,6 @@ bandit's calibration on it and its answers; `--model lm` hands forecast and what
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -26,28 +25,18 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
     """Read the log and run config, check every flag and --out (creating nothing), and return (log, run,
     fit_until)."""
     from ..calibration.forecast import horizon_limit
-    from ..calibration.run_config import kl_warning, load_run_config, log_settings, resolve_run_config
-    from ..calibration.success import success_rate_log
+    from ..calibration.inputs import calibration_inputs, fit_window_end
 
     log = read_log_flags(args)
-    loaded = load_run_config(args.run_config) if args.run_config else None
-    run = resolve_run_config(loaded and loaded.keys, log_settings(log))
-    run = run.with_notes(*(loaded.summary() if loaded else ()))
-    run = run.with_notes(kl_warning(run, log))
-    if not any(item.partition("=")[0].strip() == "reward" for item in args.column):  # the user's choice stands
-        log, run, _ = success_rate_log(log, run)
-    steps = log.series("reward")[0] if "reward" in log else np.array([])
-    if steps.size == 0:
+    chose_reward = any(item.partition("=")[0].strip() == "reward" for item in args.column)  # the user's choice stands
+    log, run, loaded = calibration_inputs(log, args.run_config, success_rate=not chose_reward)
+    if "reward" not in log or log.series("reward")[0].size == 0:
         raise UsageError(f"{command}: {args.log} has no reward to calibrate on")
-    fit_until = getattr(args, "fit_until", None)
-    fraction = getattr(args, "fit_fraction", None)
+    fit_until, fraction = getattr(args, "fit_until", None), getattr(args, "fit_fraction", None)
     if fit_until is not None and fraction is not None:
         raise UsageError(f"{command}: give --fit-until or --fit-fraction, not both")
-    if fraction is not None:
-        check_range("fit-fraction", fraction, 0.0, 1.0, low_open=True)
-        fit_until = float(steps[max(int(math.ceil(fraction * steps.size)) - 1, 0)])
-    if fit_until is not None:
-        check_range("fit-until", fit_until, float(steps[0]), float(steps[-1]))
+    fit_until = fit_window_end(log, fit_until, fraction)
+    steps = log.series("reward")[0]
     window_end = float(steps[-1]) if fit_until is None else fit_until
     limit = horizon_limit(float(steps[0]), window_end)
     until = getattr(args, "until", None)

@@ -1,0 +1,54 @@
+"""What a calibration starts from, as the command line builds it (`calibrate`, `forecast`, `what-if`): the log with
+its reward as a success rate where it can be, the run's configuration with the source of each value, and the fit
+window.
+
+`calibration_inputs`: the run config file's keys over the settings the log states over TRL's defaults
+(`resolve_run_config`), with notes of what was assumed and a warning where the log contradicts one
+(`kl_warning`), then the log's success-rate column when its reward is none (`success_rate_log`).
+`fit_window_end`: the last step of the fit window from `fit_until` or a fraction of the logged rewards.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..base.checks import check_range
+from ..base.errors import PgrpoSimError
+from ..logs.readers import TrainingLog
+from .run_config import RunConfig, RunConfigFile, kl_warning, load_run_config, log_settings, resolve_run_config
+from .success import success_rate_log
+
+
+def calibration_inputs(
+    log: TrainingLog, run_config: str | Path | None = None, *, success_rate: bool = True
+) -> tuple[TrainingLog, RunConfig, RunConfigFile | None]:
+    """(log, run, the loaded run config file or None) for a calibration on `log` (module docstring). `run_config`: a
+    TRL/verl/pgrpo-sim config file; `success_rate`: look for a success-rate column when the reward leaves
+    [0, reward_scale] (False: the caller chose the reward column)."""
+    loaded = load_run_config(run_config) if run_config else None
+    run = resolve_run_config(loaded and loaded.keys, log_settings(log))
+    run = run.with_notes(*(loaded.summary() if loaded else ()))
+    run = run.with_notes(kl_warning(run, log))
+    if success_rate:
+        log, run, _ = success_rate_log(log, run)
+    return log, run, loaded
+
+
+def fit_window_end(log: TrainingLog, fit_until: float | None = None, fit_fraction: float | None = None) -> float | None:
+    """The fit window's last step: `fit_until` (a step within the log's rewarded steps), or the logged reward step
+    that closes the first `fit_fraction` of them, or None (the whole log). `PgrpoSimError` for both, or a value
+    out of range."""
+    steps = log.series("reward")[0] if "reward" in log else np.array([])
+    if steps.size == 0:
+        raise PgrpoSimError("the log has no reward to calibrate on")
+    if fit_until is not None and fit_fraction is not None:
+        raise PgrpoSimError("give fit_until or fit_fraction, not both")
+    if fit_fraction is not None:
+        check_range("fit-fraction", fit_fraction, 0.0, 1.0, low_open=True)
+        fit_until = float(steps[max(int(math.ceil(fit_fraction * steps.size)) - 1, 0)])
+    if fit_until is not None:
+        check_range("fit-until", fit_until, float(steps[0]), float(steps[-1]))
+    return fit_until
