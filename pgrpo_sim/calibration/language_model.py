@@ -148,7 +148,8 @@ def level_settings(
 class LMCalibration:
     """The level fitted to a log (module docstring): the run, the level, the fit window's GRPO-step indices and
     rewards, the start accuracy, the start formats tried, and the posterior over (`formats` × `level.lr_grid`)
-    (`weights` [formats, rates], summing to 1)."""
+    (`weights` [formats, rates], summing to 1; `ceilings` each point's profiled best c) and over the ceilings
+    `level.ceilings` (`ceiling_weights`, the joint posterior's marginal)."""
 
     run: RunConfig
     level: LMLevel
@@ -163,6 +164,7 @@ class LMCalibration:
     formats: tuple[float, ...]
     weights: np.ndarray
     ceilings: np.ndarray
+    ceiling_weights: np.ndarray
     overdispersion: float
     curves: np.ndarray
     per_logged: int
@@ -203,9 +205,13 @@ class LMCalibration:
 
     @property
     def ceiling(self) -> tuple[float, float]:
-        """Posterior mean and s.d. of the ceiling c (each grid point's profiled best)."""
-        mean = float(np.sum(self.weights * self.ceilings))
-        return mean, float(np.sqrt(np.sum(self.weights * (self.ceilings - mean) ** 2)))
+        """Posterior mean and s.d. of the ceiling c, from its marginal posterior; the s.d. is at least a cell's
+        (the ceilings' spacing/√12)."""
+        c = np.asarray(self.level.ceilings, float)
+        mean = float(np.sum(self.ceiling_weights * c))
+        sd = float(np.sqrt(np.sum(self.ceiling_weights * (c - mean) ** 2)))
+        cell = float(np.ptp(c)) / max(c.size - 1, 1)
+        return mean, max(sd, cell / np.sqrt(12))
 
     def draw(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`n` (start format, level learning rate, ceiling) triples for the run's own rate: grid points drawn by
@@ -349,6 +355,7 @@ def calibrate_lm(
         formats=level.formats(start),
         weights=np.zeros((0, 0)),
         ceilings=np.zeros((0, 0)),
+        ceiling_weights=np.zeros(0),
         overdispersion=1.0,
         curves=np.zeros(0),
         per_logged=per_logged,
@@ -378,12 +385,13 @@ def calibrate_lm(
             ) from exc
     curves = np.stack(curves).reshape(shape)
     read = curves[..., index].reshape(-1, level.seeds, index.size)
-    weights, phi, ceilings = grid_posterior(read, reward, observed_n, level.ceilings)
+    weights, phi, ceilings, ceiling_weights = grid_posterior(read, reward, observed_n, level.ceilings)
     return dataclasses.replace(
         cal,
         index=index,
         weights=weights.reshape(shape[:2]),
         ceilings=ceilings.reshape(shape[:2]),
+        ceiling_weights=ceiling_weights,
         overdispersion=phi,
         curves=curves,
     )
@@ -391,11 +399,12 @@ def calibrate_lm(
 
 def grid_posterior(
     curves: np.ndarray, observed: np.ndarray, observed_n: int, ceilings=(1.0,)
-) -> tuple[np.ndarray, float, np.ndarray]:
+) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """Posterior weights over grid points (flat prior), the overdispersion φ and each point's best ceiling, from
     curves [points, seeds, n] read at the log's steps and the log's values [n] (module docstring). Each point's
     likelihood is profiled over the `ceilings` c (the log's reward = c × the level's; c < 1: a share 1 − c of the
-    real prompts is never solved, so it gives no advantage and only scales the reward). A diverged run's NaNs count
+    real prompts is never solved, so it gives no advantage and only scales the reward); the last return is the
+    posterior over the ceilings, the joint tempered likelihood summed over the points. A diverged run's NaNs count
     as reward 0."""
     curves = np.nan_to_num(np.asarray(curves, float), nan=0.0)
     seeds = curves.shape[1]
@@ -409,7 +418,8 @@ def grid_posterior(
     phi = max(1.0, float(np.min(chi2[best, points])) / observed.size)
     log_lik = -nll[best, points] / phi
     weights = np.exp(log_lik - np.max(log_lik))
-    return weights / np.sum(weights), phi, c[best, 0, 0]
+    joint = np.exp(-(nll - np.min(nll)) / phi).sum(axis=1)  # [ceilings]
+    return weights / np.sum(weights), phi, c[best, 0, 0], joint / np.sum(joint)
 
 
 def cached_rewards(settings: list[dict], steps: int, seed: int) -> np.ndarray:

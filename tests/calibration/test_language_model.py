@@ -22,7 +22,7 @@ def test_grid_posterior_is_the_tempered_gaussian_likelihood():
     rng = np.random.default_rng(0)
     curves = rng.uniform(0.2, 0.8, size=(3, 4, 5))
     observed = curves[1].mean(axis=0) + 0.01
-    weights, phi, ceilings = lmcal.grid_posterior(curves, observed, observed_n=100)
+    weights, phi, ceilings, ceiling_weights = lmcal.grid_posterior(curves, observed, observed_n=100)
     mean, var = curves.mean(1), curves.var(1, ddof=1)
     sigma2 = var * 1.25 + mean * (1 - mean) / 100 + lmcal.VARIANCE_FLOOR
     chi2 = np.sum((observed - mean) ** 2 / sigma2, -1)
@@ -31,21 +31,38 @@ def test_grid_posterior_is_the_tempered_gaussian_likelihood():
     want = np.exp(log_lik - log_lik.max())
     np.testing.assert_allclose(weights, want / want.sum(), rtol=1e-12)
     assert phi == pytest.approx(want_phi, rel=1e-12)
-    assert np.argmax(weights) == 1 and np.all(ceilings == 1.0)
+    assert np.argmax(weights) == 1 and np.all(ceilings == 1.0) and list(ceiling_weights) == [1.0]
 
 
 def test_a_scaled_down_log_is_read_with_its_ceiling():
     """The log = 0.6 × grid point 1's mean: the profile picks c = 0.6 there (one of the ceilings tried)."""
     rng = np.random.default_rng(1)
     curves = rng.uniform(0.2, 0.9, size=(3, 4, 8))
-    weights, _, ceilings = lmcal.grid_posterior(curves, 0.6 * curves[1].mean(0), 200, ceilings=(0.4, 0.6, 0.8, 1.0))
+    weights, _, ceilings, _ = lmcal.grid_posterior(curves, 0.6 * curves[1].mean(0), 200, ceilings=(0.4, 0.6, 0.8, 1.0))
     assert np.argmax(weights) == 1 and ceilings[1] == 0.6
+
+
+def test_the_ceiling_posterior_is_the_joint_likelihood_summed_over_points():
+    """One grid point whose seeds agree and a fine grid of c: the log = 0.6 × its curve with Gaussian noise of known
+    variance σ² = p(1 − p)/n, so the posterior over c is Gaussian with mean 0.6 and s.d. 1/√(Σ p²/σ²) (weighted least
+    squares through the origin) to 5 %, and its mean within half an s.d. of 0.6 (σ² depends on c, and its log term
+    pulls c down by a fraction of an s.d.); the spread of the points' profiled best c, reported before, can be 0."""
+    p = np.linspace(0.3, 0.9, 40)
+    curves = np.broadcast_to(p, (1, 3, 40)).copy()
+    n = 50
+    sigma2 = 0.6 * p * (1 - 0.6 * p) / n + lmcal.VARIANCE_FLOOR
+    ceilings = np.linspace(0.4, 0.8, 401)
+    _, phi, _, weights = lmcal.grid_posterior(curves, 0.6 * p, n, ceilings=ceilings)
+    mean = np.sum(weights * ceilings)
+    sd = np.sqrt(np.sum(weights * (ceilings - mean) ** 2))
+    want = 1 / np.sqrt(np.sum(p**2 / sigma2))
+    assert phi == 1.0 and sd == pytest.approx(want, rel=0.05) and abs(mean - 0.6) < 0.5 * want
 
 
 def test_a_diverged_run_counts_as_reward_zero():
     curves = np.full((2, 2, 3), 0.5)
     curves[0, 0] = np.nan
-    weights, _, _ = lmcal.grid_posterior(curves, np.full(3, 0.5), observed_n=64)
+    weights, _, _, _ = lmcal.grid_posterior(curves, np.full(3, 0.5), observed_n=64)
     assert weights[1] > weights[0]
 
 
@@ -55,7 +72,7 @@ def _calibration(weights, grid=(1e-4, 1e-3, 1e-2)):
         run=RunConfig(learning_rate=1e-5), level=level, first_step=0.0, fit_until=10.0,
         logged_steps=np.arange(11.0), index=np.arange(11), reward=np.full(11, 0.3), observed_n=64, eval_only=False,
         start_accuracy=0.3, formats=(0.9,), weights=np.asarray(weights, float)[None, :],
-        ceilings=np.ones((1, len(weights))), overdispersion=1.0,
+        ceilings=np.ones((1, len(weights))), ceiling_weights=np.ones(1), overdispersion=1.0,
         curves=np.zeros(0), per_logged=1,
     )  # fmt: skip
 
