@@ -38,7 +38,8 @@ short and the workers finish together. Section 10 runs after section 1 in one jo
 
 def _host(value):
     """`value` with the JAX arrays in its dicts, lists and tuples as NumPy arrays, keys in their order: what a worker
-    hands back (its parent need not run in float64)."""
+    hands back (its parent need not run in float64). Not `jax.device_get`: pytree flattening sorts dict keys, and
+    results.json and the report keep a section's own order."""
     if isinstance(value, dict):
         return {k: _host(v) for k, v in value.items()}
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple
