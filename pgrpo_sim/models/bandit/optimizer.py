@@ -13,7 +13,9 @@ from ..config import BanditConfig, check_config
 
 def learning_rate_factor(config: BanditConfig, count: Array) -> Array:
     """The schedule's factor on η at optimiser step `count` (Hugging Face `get_scheduler`: linear warm-up from 0
-    over `warmup_steps`, then 1, linear decay or cosine decay to 0 at `decay_steps`); 1 for "constant"."""
+    over `warmup_steps`, then 1, linear decay or cosine decay to 0 at `decay_steps`); 1 for "constant". Not optax's
+    schedules: they check their lengths in Python (`if transition_steps <= 0`), which fails when the lengths are
+    traced, as a calibration's and a sweep's are."""
     count = jnp.asarray(count, config.eta.dtype)
     warmup, total = config.warmup_steps, config.decay_steps
     rising = count / jnp.maximum(warmup, 1)
