@@ -44,26 +44,22 @@ from .calibration import (
     synthetic_log as synthetic_log,
     what_if as what_if,
 )
+from .logs.coupling import Coupling as Coupling, coupling_ratio as coupling_ratio
 from .logs.diagnostics import Diagnosis as Diagnosis, Readout as Readout, diagnose as diagnose
 from .logs.laws import (
     KNOWN_LAWS as KNOWN_LAWS,
     LAWS as LAWS,
-    Coupling as Coupling,
     LawFit as LawFit,
-    LeastSquares as LeastSquares,
-    StiffnessEstimates as StiffnessEstimates,
-    coupling_ratio as coupling_ratio,
     fit_law as fit_law,
     fit_laws as fit_laws,
     fitted_regime as fitted_regime,
-    identify_stiffness as identify_stiffness,
     law_curve as law_curve,
-    least_squares as least_squares,
     oscillator_curve as oscillator_curve,
     oscillator_stiffness as oscillator_stiffness,
     r_squared as r_squared,
     reward_stderr as reward_stderr,
 )
+from .logs.least_squares import LeastSquares as LeastSquares, least_squares as least_squares
 from .logs.readers import (
     TrainingLog as TrainingLog,
     detect_format as detect_format,
@@ -71,6 +67,7 @@ from .logs.readers import (
     parse_column_map as parse_column_map,
     read_log as read_log,
 )
+from .logs.stiffness import StiffnessEstimates as StiffnessEstimates, identify_stiffness as identify_stiffness
 from .models.bandit import (
     MAX_OUTCOMES as MAX_OUTCOMES,
     MODES as MODES,

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import pgrpo_sim as ps
-from pgrpo_sim.logs.laws import identify_stiffness, r_squared
+from pgrpo_sim.logs.laws import r_squared
+from pgrpo_sim.logs.stiffness import identify_stiffness
 
 BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
 OVERDAMPED = [dict(eta=0.05), dict(eta=0.2), dict(eta=0.1, momentum=0.3, beta=1.0)]

@@ -7,7 +7,7 @@ fires at once. Series are smoothed by a trailing (causal) moving average, or med
 scale and the reward range are whole-run quantities); "baseline" is the mean (median for gradient norm and
 policy KL) of the first w points. Thresholds are fixed, not tuned per run: the module constants below.
 
-- reward hacking: coupling ρ(t) = Δeval/Δtrain (`laws.coupling_ratio`, window: the larger of w train steps
+- reward hacking: coupling ρ(t) = Δeval/Δtrain (`coupling.coupling_ratio`, window: the larger of w train steps
   and 8 eval intervals) between the eval (or true) reward and the trained reward. Fires where the trained
   reward rises (slope > 2 standard errors and by ≥ 2 % of its range over the window) while
   ρ + 2·se(ρ) < `HACKING_FRACTION` × the best coupling seen so far (or < 0 if ρ was never positive): the
@@ -44,7 +44,8 @@ import numpy as np
 
 from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
-from .laws import coupling_ratio, smooth, smoothing_window
+from .coupling import coupling_ratio
+from .laws import smooth, smoothing_window
 from .readers import TrainingLog, from_run
 
 if TYPE_CHECKING:  # a run is converted by `from_run`, which reads it by name: no need to load the bandit (optax)

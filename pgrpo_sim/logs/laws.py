@@ -1,29 +1,19 @@
-"""Least-squares fits in JAX, the identification of the stiffness K, and the closed-form laws fitted to
-reward curves.
-
-`identify_stiffness` gives K three independent ways (docs/design.md §3):
-(a) exactly, from the Jacobian of the expected update at the fixed point (`predict`);
-(b) from the early slope of the curve, as the paper does: K = C·ṗ(0)/(p* − p0) with C = (1−μ)/η;
-(c) by least-squares fit of the closed-form oscillator `theory.trajectory` to the curve.
+"""The closed-form laws fitted to reward curves (the stiffness K: `stiffness`; the train/eval coupling: `coupling`).
 
 `fit_law` / `fit_laws` fit the saturation law R0 + (R∞ − R0)(1 − e^{−t/t0}), the critically damped law and the
 free oscillator (p*, ζ, ω_n, e(0), ė(0)) to any curve — a simulation or a real log, noisy, unevenly spaced —
 with standard errors, R² raw and smoothed, AIC/BIC and a reduced χ² against the per-step noise
-(`reward_stderr`, or the short-lag residual variance). `coupling_ratio` is the train/eval coupling
-ρ(t) = Δeval/Δtrain with its uncertainty.
+(`reward_stderr`, or the short-lag residual variance).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optimistix as optx
-import scipy.stats
 from jax import Array
 from jax.typing import ArrayLike
 
@@ -33,142 +23,7 @@ from ..base.outputs import finite_or_none
 from ..base.progress import Progress, report
 from ..models import theory
 from ..models.config import LEAF_RANGES
-
-
-class LeastSquares(NamedTuple):
-    """Result of `least_squares`: parameters, their standard errors (from the Jacobian), the cost ½Σr²,
-    the residual sum of squares Σr², the number of points and whether the solver met its tolerance."""
-
-    params: Array
-    stderr: Array
-    cost: Array
-    rss: Array
-    n: int
-    converged: Array
-
-
-def least_squares(
-    residuals: Callable[[Array], Array],
-    x0: ArrayLike,
-    *,
-    iterations: int = 200,
-    rtol: float | None = None,
-    atol: float | None = None,
-) -> LeastSquares:
-    """Minimise ½‖r(x)‖² by Levenberg–Marquardt (`optimistix.LevenbergMarquardt`: trust-region damping).
-
-    Stops when an accepted step changes every xᵢ by less than atol + rtol·|xᵢ| and every rᵢ by less than
-    atol + rtol·|rᵢ| (default for both: √eps of the dtype, 1.5e-8 in float64), else after `iterations` steps
-    with `converged` False and the last accepted point. Standard errors are √diag(s²(JᵀJ)⁻¹) with
-    s² = RSS/(n − p), J at the solution. Pure JAX: jit/vmap-compatible.
-    """
-    x0 = as_float(x0)
-    tol = float(np.sqrt(jnp.finfo(x0.dtype).eps))
-    solver = optx.LevenbergMarquardt(tol if rtol is None else rtol, tol if atol is None else atol)
-    sol = optx.least_squares(lambda x, _: residuals(x), solver, x0, max_steps=iterations, throw=False)
-    x = sol.value
-    r, jac = residuals(x), jax.jacfwd(residuals)(x)
-    n, p = r.size, x.size
-    rss = jnp.sum(r**2)
-    cov = rss / max(n - p, 1) * jnp.linalg.pinv(jac.T @ jac)
-    converged = sol.result == optx.RESULTS.successful
-    return LeastSquares(x, jnp.sqrt(jnp.abs(jnp.diag(cov))), rss / 2, rss, n, converged)
-
-
-class StiffnessEstimates(NamedTuple):
-    """K three ways (NaN where not computed): `exact` (Jacobian at p*), `slope` (early slope), `fit`
-    (oscillator fit) with its standard error, and the plateau p* used by the slope estimate."""
-
-    exact: Array
-    slope: Array
-    fit: Array
-    fit_stderr: Array
-    plateau: Array
-
-
-def _plateau(rewards: Array, fraction: float = 0.1) -> Array:
-    tail = max(1, int(round(fraction * rewards.shape[-1])))
-    return jnp.mean(rewards[..., -tail:], axis=-1)
-
-
-def stiffness_from_slope(rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike, *, early_steps: int = 5) -> Array:
-    """(b) K = C·ṗ(0)/(p* − p0) with C = (1−μ)/η, ṗ(0) the least-squares slope over the first `early_steps`
-    steps and p* the plateau (mean of the last 10 % of the curve).
-
-    This is the first-order (overdamped, C ė = −K e) reading of the start of the curve. It is biased
-    low with momentum (heavy ball starts at rest; its velocity builds up over ~1/(1−μ) steps, so the
-    early slope is smaller than C ė would give), with stale lag (the first τ updates all use θ_0), and
-    whenever the early part is not in the linear range (|p0 − p*| large: curvature of the drive).
-    """
-    r = as_float(rewards)
-    check_range("early_steps", early_steps, 2, r.shape[-1], integer=True)
-    n = jnp.arange(early_steps, dtype=r.dtype)
-    y = r[..., :early_steps]
-    slope = jnp.sum((n - n.mean()) * (y - y.mean(-1, keepdims=True)), -1) / jnp.sum((n - n.mean()) ** 2)
-    return (1 - as_float(momentum)) / as_float(eta) * slope / (_plateau(r) - r[..., 0])
-
-
-def stiffness_from_fit(
-    rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike = 0.0, *, k0: ArrayLike = 0.1
-) -> LeastSquares:
-    """(c) Fit p(t) = p* + e(t) with e the closed-form oscillator (`theory.trajectory`) to `rewards`; free
-    parameters log K (from `k0`), p* and ė(0); e(0) = rewards[0] − p*. Returns the `LeastSquares` result with
-    params (K, p*, ė0) — K transformed back from log and its standard error by the delta method."""
-    r = as_float(rewards)
-    t = jnp.arange(r.shape[-1], dtype=r.dtype)
-    v_init = r[1] - r[0] if r.shape[-1] > 1 else jnp.zeros((), r.dtype)
-
-    def residuals(x):
-        k, p, v = jnp.exp(x[0]), x[1], x[2]
-        return p + theory.trajectory(t, r[0] - p, v, eta, momentum, lag, k) - r
-
-    x0 = jnp.stack([jnp.log(jnp.asarray(as_float(k0), r.dtype)), _plateau(r), v_init])
-    res = least_squares(residuals, x0)
-    k = jnp.exp(res.params[0])
-    return res._replace(params=res.params.at[0].set(k), stderr=res.stderr.at[0].multiply(k))
-
-
-def identify_stiffness(
-    rewards: ArrayLike,
-    *,
-    eta: float,
-    momentum: float = 0.0,
-    lag: float = 0.0,
-    config=None,
-    early_steps: int = 5,
-    fit_start: int = 0,
-) -> StiffnessEstimates:
-    """K three ways from one reward curve (η = η_eff for a bandit; see `pgrpo_sim.prediction`).
-
-    `config` (a `BanditConfig`) enables (a), the exact Jacobian via `predict`. (b) and (c) use only the
-    curve; (c) starts the fit at step `fit_start` (skip the nonlinear start to fit near p*).
-    """
-    LEAF_RANGES["eta"].check("eta", eta)
-    LEAF_RANGES["momentum"].check("momentum", momentum)
-    check_range("lag", lag, 0.0)
-    r = as_float(rewards)
-    if r.ndim != 1 or r.size < 3:
-        raise PgrpoSimError(f"rewards must be a curve of at least 3 points, got shape {r.shape}")
-    check_range("fit_start", fit_start, 0, r.size - 3, integer=True)
-    exact = jnp.asarray(jnp.nan, r.dtype)
-    if config is not None:
-        from ..prediction import predict
-
-        exact = predict(config).stiffness.astype(r.dtype)
-    slope = stiffness_from_slope(r, eta, momentum, early_steps=early_steps)
-    k, k_err = _best_fit(r[fit_start:], as_float(eta), as_float(momentum), as_float(lag), slope)
-    return StiffnessEstimates(exact, slope, k, k_err, _plateau(r))
-
-
-@jax.jit
-def _best_fit(r: Array, eta: Array, momentum: Array, lag: Array, slope: Array) -> tuple[Array, Array]:
-    """(c) from several starting values of K (the slope estimate and a log grid, never the exact answer):
-    the fit of least cost wins. One start after another (`lax.map`; see `_fit_padded`)."""
-    starts = jnp.concatenate([jnp.where(slope > 0, slope, 0.1)[None], jnp.logspace(-3, 1, 9, dtype=r.dtype)])
-    fits = jax.lax.map(lambda k0: stiffness_from_fit(r, eta, momentum, lag, k0=k0), starts)
-    best = jnp.nanargmin(fits.cost)  # -1 if every cost is NaN: no fit, so NaN below, never the last start
-    failed = jnp.all(jnp.isnan(fits.cost))
-    return jnp.where(failed, jnp.nan, fits.params[best, 0]), jnp.where(failed, jnp.nan, fits.stderr[best, 0])
+from .least_squares import least_squares
 
 
 def r_squared(data: ArrayLike, model: ArrayLike) -> float:
@@ -617,63 +472,3 @@ def simpler_bics(fits: dict[str, LawFit], steps: ArrayLike, values: ArrayLike, *
     """`read_regime`'s `simpler_bic` for `fit_laws`' result on these data: the straight line's and the saturation
     law's BIC."""
     return {"straight line": line_bic(steps, values, sigma=sigma), "saturation law": fits["saturation"].bic}
-
-
-class Coupling(NamedTuple):
-    """Train/eval coupling ρ = Δeval/Δtrain over a trailing window (see `coupling_ratio`), per eval step."""
-
-    steps: np.ndarray
-    ratio: np.ndarray
-    stderr: np.ndarray
-    train_slope: np.ndarray
-    train_slope_stderr: np.ndarray
-    window: float
-
-
-def _slope(t: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Least-squares slope and its standard error (`scipy.stats.linregress`; NaN with fewer than 5 points or no
-    spread in t)."""
-    if t.size < 5 or np.ptp(t) == 0:
-        return float("nan"), float("nan")
-    fit = scipy.stats.linregress(t, y)
-    return float(fit.slope), float(fit.stderr)
-
-
-def coupling_ratio(
-    train_steps: ArrayLike,
-    train: ArrayLike,
-    eval_steps: ArrayLike,
-    eval_values: ArrayLike,
-    *,
-    window: float | None = None,
-) -> Coupling:
-    """ρ(t) = Δeval/Δtrain: the ratio of the least-squares slopes of the eval and train rewards at each eval
-    step t, over the eval points in the trailing window (t − window, t] and the train points in their span.
-
-    Standard error by the delta method from the two slopes' errors (taken as independent):
-    se(ρ)² = (se_e/b_t)² + (b_e·se_t/b_t²)². Default window: the larger of 10 % of the run and 8 eval
-    intervals (steps), so that the eval slope has ≥ 6 degrees of freedom. ρ is NaN where the window holds
-    fewer than 5 points of either series, or where the train slope is exactly 0.
-    """
-    ts, tr = np.asarray(train_steps, float), np.asarray(train, float)
-    es, ev = np.asarray(eval_steps, float), np.asarray(eval_values, float)
-    if ts.shape != tr.shape or es.shape != ev.shape or ts.ndim != 1 or es.ndim != 1:
-        raise PgrpoSimError("train_steps and train, eval_steps and eval_values must be 1-D and of equal lengths")
-    if ts.size == 0 or es.size == 0:
-        raise PgrpoSimError("coupling_ratio needs at least one train and one eval point")
-    if window is None:
-        spacing = np.median(np.diff(es)) if es.size > 1 else 1.0
-        window = max(0.1 * (max(ts[-1], es[-1]) - min(ts[0], es[0])), 8 * spacing)
-    check_range("window", window, 0.0, low_open=True)
-    out = np.full((4, es.size), np.nan)
-    for i, t in enumerate(es):
-        inside_e = (es > t - window) & (es <= t)
-        inside_t = (ts >= es[inside_e].min()) & (ts <= t)  # the same span: curvature biases both slopes alike
-        b_e, se_e = _slope(es[inside_e], ev[inside_e])
-        b_t, se_t = _slope(ts[inside_t], tr[inside_t])
-        if b_t == 0:  # a flat train reward (e.g. stuck at 0 after a collapse): ρ is undefined, not a number
-            out[:, i] = np.nan, np.nan, b_t, se_t
-            continue
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out[:, i] = b_e / b_t, np.hypot(se_e / b_t, b_e * se_t / b_t**2), b_t, se_t
-    return Coupling(es, *out, window=float(window))

@@ -18,7 +18,7 @@ import numpy as np
 from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none, json_text
 from ..base.progress import Progress
-from ..logs import laws
+from ..logs import coupling as couplings, laws
 from ..logs.diagnostics import Diagnosis, diagnose
 from ..logs.readers import TrainingLog, check_log
 
@@ -77,7 +77,7 @@ class LogAnalysis(NamedTuple):
     summary: dict
     fits: dict[str, laws.LawFit]
     diagnosis: Diagnosis
-    coupling: laws.Coupling | None
+    coupling: couplings.Coupling | None
 
 
 def check_analysis(log: TrainingLog, *, metric: str = "reward", n_samples: int | None = None) -> None:
@@ -132,7 +132,7 @@ def analyse_log(
     diagnosis = diagnose(log)
     coupling = None
     if "eval_reward" in log and log.series("eval_reward")[0].size >= 5:
-        coupling = laws.coupling_ratio(*log.series("reward"), *log.series("eval_reward"))
+        coupling = couplings.coupling_ratio(*log.series("reward"), *log.series("eval_reward"))
     fitted_range = (float(np.min(values)), float(np.max(values)))
     summary = dict(
         log=log.summary(),
@@ -171,7 +171,7 @@ def plateaus_beyond_data(fits: dict[str, laws.LawFit], fitted_range: tuple[float
     return out
 
 
-def _coupling_dict(c: laws.Coupling) -> dict:
+def _coupling_dict(c: couplings.Coupling) -> dict:
     clean = lambda a: [float(v) if math.isfinite(v) else None for v in a]  # noqa: E731
     return dict(window=c.window, steps=clean(c.steps), ratio=clean(c.ratio), stderr=clean(c.stderr))
 

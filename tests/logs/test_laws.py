@@ -8,6 +8,8 @@ import pytest
 
 import pgrpo_sim as ps
 from pgrpo_sim.logs import laws as fit
+from pgrpo_sim.logs.coupling import coupling_ratio
+from pgrpo_sim.logs.stiffness import stiffness_from_slope
 
 T = np.arange(200.0)  # every synthetic curve: 200 points → one compilation per law (padded to 512)
 NOISE = 0.02
@@ -213,9 +215,9 @@ def test_smooth_centred_and_trailing():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: fit.coupling_ratio([], [], [], []), "at least one train and one eval point"),
-        (lambda: fit.coupling_ratio([0, 1, 2], [0.1, 0.2], [0, 1], [0.1, 0.2]), "equal lengths"),
-        (lambda: fit.stiffness_from_slope(np.linspace(0.2, 0.8, 4), 0.1, 0.0, early_steps=5), "early_steps"),
+        (lambda: coupling_ratio([], [], [], []), "at least one train and one eval point"),
+        (lambda: coupling_ratio([0, 1, 2], [0.1, 0.2], [0, 1], [0.1, 0.2]), "equal lengths"),
+        (lambda: stiffness_from_slope(np.linspace(0.2, 0.8, 4), 0.1, 0.0, early_steps=5), "early_steps"),
         (lambda: fit.fit_law("saturation", np.arange(20.0), np.linspace(0, 1, 20), smooth_window=0), "smooth_window"),
         (lambda: fit.fit_law("saturation", np.arange(20.0), np.linspace(0, 1, 20), smooth_window=4), "must be odd"),
         (lambda: ps.summarize_curve(np.array([])), "at least 2 steps"),
@@ -236,7 +238,7 @@ def test_coupling_ratio_recovers_the_slope_ratio():
     train = 0.9 * (1 - np.exp(-steps / 150))
     eval_steps = steps[::10]
     evals = 0.5 * train[::10] + rng.normal(0, 0.005, eval_steps.size)
-    c = fit.coupling_ratio(steps, train + rng.normal(0, 0.01, steps.size), eval_steps, evals)
+    c = coupling_ratio(steps, train + rng.normal(0, 0.01, steps.size), eval_steps, evals)
     ok = np.isfinite(c.ratio)
     assert np.array_equal(ok, eval_steps >= 40) and c.window == pytest.approx(80.0)
     ok &= eval_steps >= 70
@@ -306,7 +308,7 @@ def test_sigmoid_law_recovers_its_parameters():
 def test_coupling_ratio_of_a_flat_train_reward_is_undefined():
     """A collapsed run's train reward stays exactly 0: the ratio is NaN there, not a ZeroDivisionError."""
     steps = np.arange(40.0)
-    c = fit.coupling_ratio(steps, np.zeros(40), steps[::2], np.linspace(0.1, 0.3, 20))
+    c = coupling_ratio(steps, np.zeros(40), steps[::2], np.linspace(0.1, 0.3, 20))
     late = c.steps > 20
     assert np.all(np.isnan(c.ratio[late])) and np.all(c.train_slope[late] == 0)
 

@@ -1,5 +1,5 @@
 """Validation section 6: the stiffness K is measurable. The exact Jacobian, the paper's early-slope reading and an
-oscillator fit near p* (`logs.laws.identify_stiffness`)."""
+oscillator fit near p* (`logs.stiffness.identify_stiffness`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...logs.laws import identify_stiffness
+from ...logs.stiffness import identify_stiffness
 from ...models import theory
 from ...models.bandit import simulate
 from ...models.config import bandit_config

@@ -1,0 +1,116 @@
+"""The identification of the stiffness K from a reward curve, three independent ways (docs/design.md §3):
+(a) exactly, from the Jacobian of the expected update at the fixed point (`predict`);
+(b) from the early slope of the curve, as the paper does: K = C·ṗ(0)/(p* − p0) with C = (1−μ)/η;
+(c) by least-squares fit of the closed-form oscillator `theory.trajectory` to the curve.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+from jax.typing import ArrayLike
+
+from ..base.checks import as_float, check_range
+from ..base.errors import PgrpoSimError
+from ..models import theory
+from ..models.config import LEAF_RANGES
+from .least_squares import LeastSquares, least_squares
+
+
+class StiffnessEstimates(NamedTuple):
+    """K three ways (NaN where not computed): `exact` (Jacobian at p*), `slope` (early slope), `fit`
+    (oscillator fit) with its standard error, and the plateau p* used by the slope estimate."""
+
+    exact: Array
+    slope: Array
+    fit: Array
+    fit_stderr: Array
+    plateau: Array
+
+
+def _plateau(rewards: Array, fraction: float = 0.1) -> Array:
+    tail = max(1, int(round(fraction * rewards.shape[-1])))
+    return jnp.mean(rewards[..., -tail:], axis=-1)
+
+
+def stiffness_from_slope(rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike, *, early_steps: int = 5) -> Array:
+    """(b) K = C·ṗ(0)/(p* − p0) with C = (1−μ)/η, ṗ(0) the least-squares slope over the first `early_steps`
+    steps and p* the plateau (mean of the last 10 % of the curve).
+
+    This is the first-order (overdamped, C ė = −K e) reading of the start of the curve. It is biased
+    low with momentum (heavy ball starts at rest; its velocity builds up over ~1/(1−μ) steps, so the
+    early slope is smaller than C ė would give), with stale lag (the first τ updates all use θ_0), and
+    whenever the early part is not in the linear range (|p0 − p*| large: curvature of the drive).
+    """
+    r = as_float(rewards)
+    check_range("early_steps", early_steps, 2, r.shape[-1], integer=True)
+    n = jnp.arange(early_steps, dtype=r.dtype)
+    y = r[..., :early_steps]
+    slope = jnp.sum((n - n.mean()) * (y - y.mean(-1, keepdims=True)), -1) / jnp.sum((n - n.mean()) ** 2)
+    return (1 - as_float(momentum)) / as_float(eta) * slope / (_plateau(r) - r[..., 0])
+
+
+def stiffness_from_fit(
+    rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike = 0.0, *, k0: ArrayLike = 0.1
+) -> LeastSquares:
+    """(c) Fit p(t) = p* + e(t) with e the closed-form oscillator (`theory.trajectory`) to `rewards`; free
+    parameters log K (from `k0`), p* and ė(0); e(0) = rewards[0] − p*. Returns the `LeastSquares` result with
+    params (K, p*, ė0) — K transformed back from log and its standard error by the delta method."""
+    r = as_float(rewards)
+    t = jnp.arange(r.shape[-1], dtype=r.dtype)
+    v_init = r[1] - r[0] if r.shape[-1] > 1 else jnp.zeros((), r.dtype)
+
+    def residuals(x):
+        k, p, v = jnp.exp(x[0]), x[1], x[2]
+        return p + theory.trajectory(t, r[0] - p, v, eta, momentum, lag, k) - r
+
+    x0 = jnp.stack([jnp.log(jnp.asarray(as_float(k0), r.dtype)), _plateau(r), v_init])
+    res = least_squares(residuals, x0)
+    k = jnp.exp(res.params[0])
+    return res._replace(params=res.params.at[0].set(k), stderr=res.stderr.at[0].multiply(k))
+
+
+def identify_stiffness(
+    rewards: ArrayLike,
+    *,
+    eta: float,
+    momentum: float = 0.0,
+    lag: float = 0.0,
+    config=None,
+    early_steps: int = 5,
+    fit_start: int = 0,
+) -> StiffnessEstimates:
+    """K three ways from one reward curve (η = η_eff for a bandit; see `pgrpo_sim.prediction`).
+
+    `config` (a `BanditConfig`) enables (a), the exact Jacobian via `predict`. (b) and (c) use only the
+    curve; (c) starts the fit at step `fit_start` (skip the nonlinear start to fit near p*).
+    """
+    LEAF_RANGES["eta"].check("eta", eta)
+    LEAF_RANGES["momentum"].check("momentum", momentum)
+    check_range("lag", lag, 0.0)
+    r = as_float(rewards)
+    if r.ndim != 1 or r.size < 3:
+        raise PgrpoSimError(f"rewards must be a curve of at least 3 points, got shape {r.shape}")
+    check_range("fit_start", fit_start, 0, r.size - 3, integer=True)
+    exact = jnp.asarray(jnp.nan, r.dtype)
+    if config is not None:
+        from ..prediction import predict
+
+        exact = predict(config).stiffness.astype(r.dtype)
+    slope = stiffness_from_slope(r, eta, momentum, early_steps=early_steps)
+    k, k_err = _best_fit(r[fit_start:], as_float(eta), as_float(momentum), as_float(lag), slope)
+    return StiffnessEstimates(exact, slope, k, k_err, _plateau(r))
+
+
+@jax.jit
+def _best_fit(r: Array, eta: Array, momentum: Array, lag: Array, slope: Array) -> tuple[Array, Array]:
+    """(c) from several starting values of K (the slope estimate and a log grid, never the exact answer):
+    the fit of least cost wins. One start after another (`lax.map`; see `_fit_padded`)."""
+    starts = jnp.concatenate([jnp.where(slope > 0, slope, 0.1)[None], jnp.logspace(-3, 1, 9, dtype=r.dtype)])
+    fits = jax.lax.map(lambda k0: stiffness_from_fit(r, eta, momentum, lag, k0=k0), starts)
+    best = jnp.nanargmin(fits.cost)  # -1 if every cost is NaN: no fit, so NaN below, never the last start
+    failed = jnp.all(jnp.isnan(fits.cost))
+    return jnp.where(failed, jnp.nan, fits.params[best, 0]), jnp.where(failed, jnp.nan, fits.stderr[best, 0])
