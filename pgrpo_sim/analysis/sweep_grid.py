@@ -1,0 +1,149 @@
+"""A bandit sweep's grid and what it produces: the axes (`parse_axis`, `grid_axes`), the spec a resumed sweep must
+match (`SweepSpec`), the finished result (`SweepResult`) and the error of a sweep that cannot run (`SweepError`).
+The running is `analysis.sweep`'s."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from ..base.errors import PgrpoSimError
+from ..base.outputs import json_text
+from ..base.regimes import DISCRETE_REGIMES
+from ..models.hyperparameters import STATIC, TRACED, hyperparameter
+
+TRACED_AXES, STATIC_AXES = TRACED, STATIC
+"""Sweepable hyperparameters (`models.hyperparameters`): traced ones share one compilation."""
+
+
+class SweepError(PgrpoSimError):
+    """A sweep could not start or continue (bad spec, foreign output directory, write failure); a `PgrpoSimError`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    """One grid axis: a hyperparameter name, its values, and how they were spaced ("log" draws log axes)."""
+
+    name: str
+    values: tuple
+    spacing: str
+    spec: str
+
+    @property
+    def size(self) -> int:
+        return len(self.values)
+
+
+def parse_axis(spec: str) -> Axis:
+    """Parse `name=v1,v2,…`, `name=start:stop:num` (linear, inclusive), `name=log:start:stop:num` (log-spaced,
+    inclusive) or `name=start:stop` (integers, inclusive, step 1). Raises `SweepError` naming the spec."""
+    name, sep, body = spec.partition("=")
+    name = name.strip().replace("-", "_")
+    if not sep or not body:
+        raise SweepError(f"grid spec {spec!r}: expected name=values")
+    if name not in TRACED_AXES + STATIC_AXES:
+        raise SweepError(
+            f"grid spec {spec!r}: unknown parameter {name!r} (sweepable: {', '.join(TRACED_AXES + STATIC_AXES)})"
+        )
+    try:
+        parts = body.split(":")
+        if "," in body or len(parts) == 1:
+            values, spacing = np.array([float(v) for v in body.split(",")]), "list"
+        elif parts[0] == "log" and len(parts) == 4:
+            lo, hi, num = float(parts[1]), float(parts[2]), int(parts[3])
+            if lo <= 0 or hi <= 0:
+                raise SweepError(f"grid spec {spec!r}: log spacing needs start and stop > 0")
+            values, spacing = np.geomspace(lo, hi, num), "log"
+        elif len(parts) == 3:
+            values, spacing = np.linspace(float(parts[0]), float(parts[1]), int(parts[2])), "linear"
+        elif len(parts) == 2:
+            lo, hi = float(parts[0]), float(parts[1])
+            if lo != round(lo) or hi != round(hi):
+                raise SweepError(f"grid spec {spec!r}: start:stop ranges are integer ranges")
+            values, spacing = np.arange(int(lo), int(hi) + 1, dtype=float), "int"
+        else:
+            raise SweepError(f"grid spec {spec!r}: expected list, start:stop:num, log:start:stop:num or start:stop")
+    except SweepError:
+        raise
+    except ValueError:  # float() or int() of a malformed number
+        raise SweepError(f"grid spec {spec!r}: could not read the numbers") from None
+    if values.size == 0:
+        raise SweepError(f"grid spec {spec!r}: empty range")
+    if not np.all(np.isfinite(values)):
+        raise SweepError(f"grid spec {spec!r}: values must be finite")
+    if hyperparameter(name).integer:
+        if np.any(values != np.round(values)):
+            raise SweepError(f"grid spec {spec!r}: {name} takes integer values")
+        values = values.astype(int)
+    return Axis(name, tuple(values.tolist()), spacing, spec)
+
+
+def grid_axes(axes: Sequence[Axis]) -> list[Axis]:
+    """The axes in the order of the dataset's dimensions: static axes (group size) first, then traced ones."""
+    return [a for a in axes if a.name in STATIC_AXES] + [a for a in axes if a.name in TRACED_AXES]
+
+
+@dataclasses.dataclass
+class SweepSpec:
+    """Everything that determines a sweep's numbers (what a resumed run must match)."""
+
+    base: dict
+    axes: list[str]
+    steps: int
+    mode: str
+    seeds: int
+    seed: int
+    decimate: int
+
+    def to_json(self) -> str:
+        """The spec as canonical JSON (sorted keys; arrays in `base`, e.g. prompt features, as nested lists):
+        what the output directory records and a resumed sweep must match. `TypeError` for other objects."""
+        return json_text(dataclasses.asdict(self), sort_keys=True)
+
+
+class SweepResult(NamedTuple):
+    """A finished sweep as NumPy arrays: what `run_sweep` labels as an xarray Dataset (`to_dataset`).
+
+    fields: name → array of shape (axis sizes…), "trajectory" (axis sizes…, saved steps); axes: in dimension
+    order (`grid_axes`: static axes first); spec: the `SweepSpec`."""
+
+    fields: dict[str, np.ndarray]
+    axes: list[Axis]
+    spec: SweepSpec
+
+    @property
+    def size(self) -> int:
+        """Grid points."""
+        return math.prod(a.size for a in self.axes)
+
+    def coords(self) -> dict[str, np.ndarray]:
+        """Each dimension's values: the axes', and "step" (optimiser steps) where trajectories are kept."""
+        coords = {a.name: np.asarray(a.values) for a in self.axes}
+        if "trajectory" in self.fields:
+            coords["step"] = np.arange(0, self.spec.steps + 1, self.spec.decimate)
+        return coords
+
+    def variables(self) -> dict[str, tuple[list[str], np.ndarray, dict]]:
+        """Each field as (dimension names, values, attributes)."""
+        dims = [a.name for a in self.axes]
+        codes = {"codes": ", ".join(f"{i}={name}" for i, name in enumerate(DISCRETE_REGIMES))}
+        return {
+            k: (dims + (["step"] if k == "trajectory" else []), v, codes if k == "regime" else {})
+            for k, v in self.fields.items()
+        }
+
+    def attrs(self) -> dict[str, str]:
+        """The sweep's spec and each axis's spacing, as JSON."""
+        return {"spec": self.spec.to_json(), "spacing": json.dumps({a.name: a.spacing for a in self.axes})}
+
+    def to_dataset(self):
+        """The labelled `xarray.Dataset`: one data variable per field, a coordinate per dimension."""
+        import xarray as xr
+
+        variables = {k: xr.Variable(dims, v, attrs) for k, (dims, v, attrs) in self.variables().items()}
+        return xr.Dataset(variables, coords=self.coords(), attrs=self.attrs())
