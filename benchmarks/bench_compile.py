@@ -13,7 +13,7 @@ Seconds to first result, each in a fresh process, from the process's start to it
 These run JAX as a user gets it: one CPU device (without `harness.use_all_cores`' flag).
 
 XLA compilations are counted per sweep, in one process, from `jax.monitoring`'s compile events
-(`harness.CompileRecorder`): those of the chunk function (`_chunk`, the one the issue asks to be
+(`harness.CompileRecorder`): those of the chunk function (`chunk_summaries`, the one the issue asks to be
 compiled once per static structure) and all of them, which include the one-off compilation of every
 primitive run eagerly (argument checks, building configurations, the PRNG keys).
 """
@@ -32,8 +32,8 @@ from pathlib import Path
 import harness
 import numpy as np
 
-CHUNK_NAME = r"_chunk\b"
-"""Regex of the sweep's chunk function among compiled function names (`jit(_chunk)`)."""
+CHUNK_NAME = r"chunk_summaries\b"
+"""Regex of the sweep's chunk function among compiled function names (`jit(chunk_summaries)`)."""
 PHASE_BASE = dict(lag_model="stale", momentum=0.9, beta=0.5)
 VALIDATE_TARGET_S = 40.0
 """The issue's target for `validate --quick` on 2 cores, in seconds of a machine of the reference run's speed."""
@@ -265,7 +265,7 @@ def _measure_sweep_chunks(reps: int) -> dict:
         params = {"eta": 10 ** rng.uniform(-3, 0, n), "momentum": rng.uniform(0, 0.9, n)}
         params = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
         seed = np.uint32(0)
-        fn = jax.jit(sweep._chunk, static_argnames=("steps", "mode", "decimate", "batch", "seeds", "binary"))
+        fn = jax.jit(sweep.chunk_summaries, static_argnames=("steps", "mode", "decimate", "batch", "seeds", "binary"))
         lowered = fn.lower(config, params, seed, steps, mode, 0, min(n, sweep.VMAP_BATCH), seeds, False)
         out[label] = _compile_and_time(lowered, (config, params, seed), reps)
     return out

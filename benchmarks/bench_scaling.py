@@ -9,7 +9,7 @@ sharded over the XLA CPU devices (one per core, as in `bench_bandit`). Each poin
   budget of 0.2 GB (ten times more chunks) and an unlimited one (a single chunk);
 - steps 100, 1000, 10 000 at 10^3 configurations (default budget).
 Seconds are `run_sweep`'s wall time less its compile time (JAX's compile events), and split into the
-chunk computations (`sweep._chunk_jit` calls, wrapped to time them) and the rest (validating the
+chunk computations (`sweep.run_chunk` calls, wrapped to time them) and the rest (validating the
 grid, building the dataset). `report` draws `scaling.png` (log-log) in a full run.
 """
 
@@ -42,12 +42,12 @@ def _axes(configs: int):
 
 
 class _ChunkTimer:
-    """Wraps `pgrpo_sim.sweep._chunk_jit` (if it exists) to count its calls and time them (outputs
+    """Wraps `pgrpo_sim.sweep.run_chunk` (if it exists) to count its calls and time them (outputs
     ready), less the compile time `recorder` sees during the calls."""
 
     def __init__(self, sweep_module, recorder: harness.CompileRecorder):
         self.module, self.recorder, self.calls, self.seconds = sweep_module, recorder, 0, 0.0
-        self.original = getattr(sweep_module, "_chunk_jit", None)
+        self.original = getattr(sweep_module, "run_chunk", None)
 
     def __enter__(self):
         if self.original is not None:
@@ -61,12 +61,12 @@ class _ChunkTimer:
                 self.calls += 1
                 return out
 
-            self.module._chunk_jit = timed
+            self.module.run_chunk = timed
         return self
 
     def __exit__(self, *exc):
         if self.original is not None:
-            self.module._chunk_jit = self.original
+            self.module.run_chunk = self.original
 
 
 def measure_point(configs: int, steps: int, max_memory: float) -> dict:

@@ -279,7 +279,7 @@ def _best_time(fn, repeats: int) -> float:
 def measure_rng(block: int, total: int, repeats: int) -> dict:
     """Normal draws per second, float32, in one process: NumPy's `rng.standard_normal` and
     `jax.random.normal` (threefry, the default; and "rbg"), in one block of `total` and in blocks of
-    `block`, and `solve_ensemble`'s draws (`sde._normals`: the same Threefry hash written out in jnp,
+    `block`, and `solve_ensemble`'s draws (`sde.fused_normals`: the same Threefry hash written out in jnp,
     which XLA fuses into one kernel, where JAX's CPU lowering is a rolled loop of several) in blocks
     of `block` (JAX: inside a jitted `lax.fori_loop`, so no dispatch per block)."""
     import jax
@@ -315,8 +315,8 @@ def measure_rng(block: int, total: int, repeats: int) -> dict:
         f"NumPy `rng.standard_normal`, blocks of {block}": numpy_blocks,
         f"JAX `random.normal` (threefry, default), one block of {total:.0e}": jax_one_fn("threefry2x32"),
         f"JAX `random.normal` (threefry), blocks of {block} in a `fori_loop`": jax_blocks_fn("threefry2x32"),
-        f"pgrpo-sim `sde._normals` (threefry written out, fused), blocks of {block} in a `fori_loop`": jax_blocks_fn(
-            "threefry2x32", draw=lambda key, shape: sde._normals(key, shape, jnp.float32)
+        f"pgrpo-sim `sde.fused_normals` (threefry written out, fused), blocks of {block} in a `fori_loop`": (
+            jax_blocks_fn("threefry2x32", draw=lambda key, shape: sde.fused_normals(key, shape, jnp.float32))
         ),
         f"JAX `random.normal` (rbg key), one block of {total:.0e}": jax_one_fn("rbg"),
     }
@@ -329,7 +329,7 @@ def measure_ensemble_variants(paths: int, horizon: int) -> dict:
     normals a step); diffrax vmapped per path, each path with a scalar `UnsafeBrownianPath` of its own
     key (how `solve_ensemble` solved before); and plain `lax.scan` loops in JAX that isolate the
     costs: the per-path random stream of the vmapped design (per path and step: two `fold_in`, a
-    `split`, a `normal`), one `jax.random.normal(paths)` per step, one block of `sde._normals` per
+    `split`, a `normal`), one `jax.random.normal(paths)` per step, one block of `sde.fused_normals` per
     step (`solve_ensemble`'s draws), normals for 10 steps at a time, and no random numbers at all."""
     import diffrax
     import jax
@@ -368,7 +368,7 @@ def measure_ensemble_variants(paths: int, horizon: int) -> dict:
 
     def per_step_fused(key, n):
         keys = jax.vmap(lambda i: jax.random.fold_in(key, n * substeps + i))(jnp.arange(substeps))
-        return jax.vmap(lambda k: sde._normals(k, (paths,), jnp.float32))(keys)
+        return jax.vmap(lambda k: sde.fused_normals(k, (paths,), jnp.float32))(keys)
 
     per_unit = lambda key, n: jax.random.normal(jax.random.fold_in(key, n), (substeps, paths))  # noqa: E731
     no_rng = lambda key, n: jnp.zeros((substeps, paths))  # noqa: E731
@@ -437,7 +437,7 @@ def measure_ensemble_variants(paths: int, horizon: int) -> dict:
         ),
         "lax.scan, the vmapped design's random stream (per-path keys)": ready(diffrax_stream),
         "lax.scan, one normal(paths) per step": ready(scan_loop(per_step)),
-        "lax.scan, one block of sde._normals (fused threefry) per step (solve_ensemble's draws)": ready(
+        "lax.scan, one block of sde.fused_normals (fused threefry) per step (solve_ensemble's draws)": ready(
             scan_loop(per_step_fused)
         ),
         "lax.scan, normal(10, paths) per optimiser step": ready(scan_loop(per_unit)),
@@ -507,7 +507,7 @@ def report(quick: bool, rounds: int, out_dir) -> str:
         ),
         "",
         "Normal draws per second, float32, NumPy and JAX measured in one process (best of 3 after a "
-        "warm-up call). `solve_ensemble` draws one block of `paths` normals a step with `sde._normals` "
+        "warm-up call). `solve_ensemble` draws one block of `paths` normals a step with `sde.fused_normals` "
         "(the threefry hash written out, which XLA fuses into one kernel with the step; JAX lowers it on CPU "
         "as a rolled loop of several kernels); vmapped per path, a scalar `UnsafeBrownianPath` per path key "
         "drew one normal per path and step from its own key (two `fold_in`, a `split`), four threefry "

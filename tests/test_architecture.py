@@ -1,6 +1,7 @@
 """The package's import graph, read from the source with `ast` (function-level imports included): no import
 cycles among its modules, no module importing another module's private (`_name`) objects, and dependencies
-pointing one way through the layers of docs/development.md's "Layout"."""
+pointing one way through the layers of docs/development.md's "Layout". Tests, benchmarks and tools use the package's
+public names only (they get public hooks where they need one, e.g. `analysis.sweep.run_chunk`)."""
 
 import ast
 from pathlib import Path
@@ -125,6 +126,60 @@ def test_no_private_names_across_modules():
                     f"{MODULES[module].relative_to(PACKAGE.parent)}:{node.lineno} uses {node.value.id}.{node.attr}"
                 )
     assert not bad, "\n".join(bad)
+
+
+NAMEDTUPLE_API = ("_fields", "_replace", "_asdict", "_make")
+"""`typing.NamedTuple`'s documented methods: public despite their underscore."""
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__") and name not in NAMEDTUPLE_API
+
+
+def _private_uses(path: Path) -> list[str]:
+    """Where a file outside the package uses a private name of it: imports one, reads `module._name` on a name it
+    imported from the package, or patches one (`monkeypatch.setattr(module, "_name", …)`)."""
+    tree = ast.parse(path.read_text())
+    bound, bad = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "pgrpo_sim":
+            bound |= {a.asname or a.name for a in node.names}
+            bad += [f"{path.name}:{node.lineno} imports {node.module}.{a.name}" for a in node.names if _private(a.name)]
+            bad += [f"{path.name}:{node.lineno} imports {node.module}" for p in node.module.split(".") if _private(p)]
+        elif isinstance(node, ast.Import):
+            bound |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] == "pgrpo_sim"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in bound:
+                bad.append(f"{path.name}:{node.lineno} uses {ast.unparse(node)}")
+        patched = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) >= 2
+        if patched and node.func.attr in ("setattr", "delattr") and isinstance(node.args[0], ast.Name):
+            name = node.args[1].value if isinstance(node.args[1], ast.Constant) else None
+            if node.args[0].id in bound and isinstance(name, str) and _private(name):
+                bad.append(f"{path.name}:{node.lineno} patches {node.args[0].id}.{name}")
+    return bad
+
+
+def test_tests_benchmarks_and_tools_use_public_names_only():
+    root = PACKAGE.parent
+    files = sorted(p for folder in ("tests", "benchmarks", "tools") for p in (root / folder).rglob("*.py"))
+    assert len(files) > 50
+    bad = [use for path in files for use in _private_uses(path)]
+    assert not bad, "\n".join(bad)
+
+
+def test_a_planted_private_use_is_found(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "from pgrpo_sim.analysis import sweep\nfrom pgrpo_sim.models.sde import _x\ndef test(monkeypatch):\n"
+        "    sweep._plan\n    monkeypatch.setattr(sweep, '_plan', None)\n    sweep.Axis._fields\n"
+    )
+    assert [use.split(" ", 1)[1] for use in _private_uses(planted)] == [
+        "imports pgrpo_sim.models.sde._x", "uses sweep._plan", "patches sweep._plan"
+    ]  # fmt: skip
 
 
 def test_dependencies_point_down_the_layers():

@@ -115,7 +115,7 @@ def test_interrupted_validate_leaves_the_previous_results(tmp_path, monkeypatch,
 
 
 def test_interrupted_sweep_keeps_chunks_and_resumes_identically(tmp_path, monkeypatch, capsys):
-    real = sweep_module._chunk_jit
+    real = sweep_module.run_chunk
     calls = {"n": 0}
 
     def interrupt_second_chunk(*args, **kwargs):
@@ -124,13 +124,13 @@ def test_interrupted_sweep_keeps_chunks_and_resumes_identically(tmp_path, monkey
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sweep_module, "_chunk_jit", interrupt_second_chunk)
+    monkeypatch.setattr(sweep_module, "run_chunk", interrupt_second_chunk)
     out, full = tmp_path / "d", tmp_path / "full"
     assert main(SWEEP + ["--out", str(out)]) == 130
     err = _one_line(capsys.readouterr().err)
     assert "interrupted" in err and "chunks are kept" in err and "resume" in err
     assert len(list((out / "chunks").glob("*.npz"))) == 1
-    monkeypatch.setattr(sweep_module, "_chunk_jit", real)
+    monkeypatch.setattr(sweep_module, "run_chunk", real)
     assert main(SWEEP + ["--out", str(out)]) == 0
     assert main(SWEEP + ["--out", str(full)]) == 0
     a, b = load_sweep(out), load_sweep(full)

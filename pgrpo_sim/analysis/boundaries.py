@@ -80,7 +80,7 @@ class _Spec:
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
-def _stale_radius(a, mu, lag, size: int):
+def stale_radius(a, mu, lag, size: int):
     """Spectral radius of the stale-lag map with a traced integer lag ≤ `size` (static): eigenvalues of
     `linear.companion` of the largest lag with the force moved to column `lag` — the roots of
     q(z) = z^lag (z² − (1+μ)z + μ) + a z, plus zeros."""
@@ -88,7 +88,7 @@ def _stale_radius(a, mu, lag, size: int):
     return jnp.max(jnp.abs(jnp.linalg.eigvals(companion)))
 
 
-@_stale_radius.defjvp
+@stale_radius.defjvp
 def _stale_radius_jvp(size, primals, tangents):
     # Implicit derivative of the dominant (simple) root z of q: dz = −(q_a da + q_μ dμ)/q_z. The padding zeros
     # are a repeated eigenvalue, so differentiating eigvals itself would give NaN.
@@ -118,7 +118,7 @@ def _radius(spec: _Spec, eta, mu, k, lag_value):
         return linear.spectral_radius(eta, mu, spec.discrete_lag, k, lag_model=model)
     lag = jnp.clip(jnp.round(lag_value), 0, spec.max_lag).astype(jnp.int32)
     if spec.lag_model == "stale":
-        return _stale_radius(eta * k, mu, lag, spec.max_lag)
+        return stale_radius(eta * k, mu, lag, spec.max_lag)
     branches = [functools.partial(linear.spectral_radius, lag=n, lag_model="refresh") for n in range(spec.max_lag + 1)]
     return jax.lax.switch(lag, [lambda e, m, s, f=f: f(e, m, stiffness=s) for f in branches], eta, mu, k)
 

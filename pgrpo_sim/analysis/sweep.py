@@ -119,7 +119,7 @@ def _batch_curves(base: BanditConfig, params: dict, keys: jax.Array, steps: int,
     return curves, within, jnp.where(within, final.diverged_step, -1)
 
 
-def _chunk(base, params, seed, steps, mode, decimate, batch, seeds, binary):
+def chunk_summaries(base, params, seed, steps, mode, decimate, batch, seeds, binary):
     """Summaries of one chunk: `params` (configurations,) per traced name, `batch` configurations at a time;
     `seeds` runs of each from the PRNG seed `seed` (split here: eager key ops would compile apart)."""
     keys = jax.random.split(jax.random.key(seed), seeds)
@@ -135,11 +135,13 @@ def _chunk(base, params, seed, steps, mode, decimate, batch, seeds, binary):
     return jax.tree.map(lambda x: x.reshape(-1, *x.shape[3:]), out)
 
 
-_chunk_jit = jax.jit(
-    _chunk,
+run_chunk = jax.jit(
+    chunk_summaries,
     static_argnames=("steps", "mode", "decimate", "batch", "seeds", "binary"),
     compiler_options=RUN_BOUND_OPTIONS,
 )
+"""`chunk_summaries` compiled (one program per static structure): what `compute_sweep` calls once per chunk, and
+the hook a test or benchmark wraps to interrupt or time the chunks."""
 
 
 def _reuse_rollouts(config: BanditConfig, mode: str) -> tuple[bool, int]:
@@ -251,7 +253,7 @@ def compute_sweep(
                     params = {k: shard_batch(v[padded].astype(_dtype(k, config))) for k, v in params_all.items()}
                     launched = (
                         index,
-                        _chunk_jit(config, params, np.uint32(seed), steps, mode, decimate, batch, seeds, binary),
+                        run_chunk(config, params, np.uint32(seed), steps, mode, decimate, batch, seeds, binary),
                     )
                 except BaseException:  # an interrupt or error while dispatching: keep the chunk already done
                     if pending is not None:

@@ -10,7 +10,7 @@ saved at the requested times (e.g. the bandit's integer steps) so curves compare
   one block of normals for the whole ensemble; the noise term maps it elementwise onto ė (no
   paths × paths matrix). Solvers: "euler" (Euler–Maruyama; strong order 1 for additive noise),
   "shark" and "sra1" (strong order 1.5 for additive noise; need space-time Lévy area). Brownian
-  paths: "unsafe" (`_BlockBrownianPath`, diffrax's `UnsafeBrownianPath` idea with a fused hash: one
+  paths: "unsafe" (`BlockBrownianPath`, diffrax's `UnsafeBrownianPath` idea with a fused hash: one
   fresh block of draws per step, the fast choice for ensembles) or "tree" (`VirtualBrownianTree`:
   the same path at every resolution, for convergence studies and pathwise gradients). Only e at the
   requested times is stored: memory paths × len(ts).
@@ -110,7 +110,7 @@ def solve_deterministic(
     return _failed_as_nan(sol)[..., 0]
 
 
-def _normals(key: Array, shape: tuple[int, ...], dtype) -> Array:
+def fused_normals(key: Array, shape: tuple[int, ...], dtype) -> Array:
     """Standard normals √2·erf⁻¹(2u − 1) (as `jax.random.normal`) of uniforms u from `_random.uniform`.
 
     `_random.uniform` writes the Threefry hash out in jnp, so XLA fuses hash, transform and their use
@@ -123,14 +123,14 @@ def _normals(key: Array, shape: tuple[int, ...], dtype) -> Array:
     return jnp.sqrt(jnp.asarray(2, dtype)) * jax.lax.erf_inv(jnp.maximum(lo, 2 * u - 1))
 
 
-class _BlockBrownianPath(diffrax.AbstractBrownianPath):
+class BlockBrownianPath(diffrax.AbstractBrownianPath):
     """Independent Brownian increments over each interval, for a fixed-step, forward-mode solve.
 
     As diffrax's `UnsafeBrownianPath` (normals keyed by the interval's end points, no correlation
     between overlapping intervals: valid only for fixed steps and no reverse-mode differentiation),
     for one array of shape (paths,): an interval draws one block of `paths` normals (and a second for
     the space-time Lévy area H), keyed by all bits of both times (float64 times are not rounded to
-    float32 first), with `_normals`' fused hash.
+    float32 first), with `fused_normals`' fused hash.
     """
 
     shape: jax.ShapeDtypeStruct = eqx.field(static=True)
@@ -156,7 +156,7 @@ class _BlockBrownianPath(diffrax.AbstractBrownianPath):
             for word in jax.lax.bitcast_convert_type(t, jnp.uint32).reshape(-1):
                 key = jax.random.fold_in(key, word)
         levy = self.levy_area is diffrax.SpaceTimeLevyArea
-        z = _normals(key, (2 if levy else 1, *self.shape.shape), dtype)
+        z = fused_normals(key, (2 if levy else 1, *self.shape.shape), dtype)
         h = t1 - t0
         w = z[0] * jnp.sqrt(h)
         if not use_levy:
@@ -285,7 +285,7 @@ def _ensemble(rates, ts, y0, key, dt, paths, tol, max_steps, solver, brownian):
     if brownian == "tree":
         bm = diffrax.VirtualBrownianTree(t0, t1, tol=tol, shape=shape, key=key, levy_area=levy)
     else:
-        bm = _BlockBrownianPath(shape=shape, levy_area=levy, key=key)
+        bm = BlockBrownianPath(shape=shape, levy_area=levy, key=key)
     # the tree draws with `jax.random`: by JAX's original threefry scheme, one hash per two normals (the
     # partitionable default hashes once per normal; one device, nothing to partition), and then the same
     # whatever the global `jax_threefry_partitionable` setting (the block path does not depend on it)

@@ -73,7 +73,7 @@ def test_block_brownian_path_increments():
     """The "unsafe" Brownian path: W ~ N(0, h) and H ~ N(0, h/12) per path, all independent, keyed by the interval."""
     n, h = 20_000, 0.25
     shape = jax.ShapeDtypeStruct((n,), jnp.float64)
-    bm = sde._BlockBrownianPath(shape=shape, levy_area=diffrax.SpaceTimeLevyArea, key=jax.random.key(0))
+    bm = sde.BlockBrownianPath(shape=shape, levy_area=diffrax.SpaceTimeLevyArea, key=jax.random.key(0))
     a = bm.evaluate(1.0, 1.0 + h, use_levy=True)
     np.testing.assert_array_equal(a.W, bm.evaluate(1.0, 1.0 + h, use_levy=True).W)  # same interval, same draw
     draws = {

@@ -222,7 +222,7 @@ class StartNotReached(PgrpoSimError):
         )
 
 
-def _train(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int, start_format: float) -> SFTStart:
+def train_start(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int, start_format: float) -> SFTStart:
     """SFT from `seed`, checking the accuracy every `CHECK_EVERY` steps; in the chunk where it first reaches
     `start_accuracy`, a bisection over the steps finds the crossing, and of its two sides the one closer to the target
     is the start."""
@@ -274,7 +274,7 @@ def pretrained_start(
             return SFTStart(params, float(accuracy), int(steps))
         except (OSError, ValueError, RuntimeError, EOFError):
             pass  # unreadable or stale: trained again below and the file replaced
-    start = _train(task_spec, shape, float(start_accuracy), int(seed), float(start_format))
+    start = train_start(task_spec, shape, float(start_accuracy), int(seed), float(start_format))
     if cache:
         tree = (start.params, jnp.asarray(start.accuracy, jnp.float32), jnp.asarray(start.steps, jnp.int32))
         save_atomically(path, lambda handle: eqx.tree_serialise_leaves(handle, tree))

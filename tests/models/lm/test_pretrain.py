@@ -60,7 +60,7 @@ def test_the_cache_returns_the_same_start_and_matches_a_fresh_training(start, ca
     def no_training(*args):
         raise AssertionError("trained although cached")
 
-    monkeypatch.setattr(pretrain, "_train", no_training)
+    monkeypatch.setattr(pretrain, "train_start", no_training)
     loaded = pretrain.pretrained_start(SPEC, SHAPE, TARGET, seed=3)
     assert (loaded.accuracy, loaded.steps) == (start.accuracy, start.steps)
     jax.tree.map(np.testing.assert_array_equal, loaded.params, start.params)
@@ -76,7 +76,7 @@ def test_an_unreadable_cache_file_is_trained_again_and_replaced(start, tmp_path,
     (path,) = (tmp_path / "lm").glob("sft-*.eqx")
     path.write_bytes(path.read_bytes()[:100])  # truncated, as a killed writer without the rename would leave it
     calls = []
-    monkeypatch.setattr(pretrain, "_train", lambda *args: calls.append(args) or start)
+    monkeypatch.setattr(pretrain, "train_start", lambda *args: calls.append(args) or start)
     again = pretrain.pretrained_start(SPEC, SHAPE, TARGET, seed=3)
     assert len(calls) == 1 and again.steps == start.steps
     assert path.stat().st_size > 100  # replaced by a whole file
