@@ -1,6 +1,6 @@
 """Checks of `what-if --model lm` and `forecast` on the shared real logs, written into the docs' anchor-study page.
 
-    python tools/lm_checks.py ANCHORS docs/anchor-study.md [--results FILE] [--skip-forecasts]
+    python tools/lm_checks.py ANCHORS docs/anchor-study.md [--results FILE] [--skip-forecasts] [--checks-from FILE]
 
 Runs the command line itself (`pgrpo-sim`) and reads what it wrote, so the block shows what a user gets:
 1. learning rate: what-if from `lr_sweep_3e-5` (its whole log) at the sweep's other rates; the predicted reward near
@@ -10,7 +10,8 @@ Runs the command line itself (`pgrpo-sim`) and reads what it wrote, so the block
    rollout): the real runs learn, learn, collapse;
 3. clip: what-if from the CS336 (0.2, 0.2) run fitted up to step 100: ε_high 0.28 learns, no clip collapses;
 4. `forecast --fit-fraction 0.3` with its defaults on every log in ANCHORS (long-form ones with `--run`).
-Each check's outcome is reported, passed or not.
+Each check's outcome is reported, passed or not. `--checks-from FILE` takes checks 1–3 from an earlier run's
+`--results` file (the language-model level unchanged since) and reruns only the forecasts.
 """
 
 from __future__ import annotations
@@ -181,10 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("page", type=Path, help="the page whose block is rewritten (docs/anchor-study.md)")
     parser.add_argument("--results", type=Path, default=None, help="also save the numbers as JSON here")
     parser.add_argument("--skip-forecasts", action="store_true", help="only the three what-if checks")
+    parser.add_argument("--checks-from", type=Path, default=None, help="checks 1-3 from an earlier --results file")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        checks = [lr_check(args.anchors, work), reuse_check(args.anchors, work), clip_check(args.anchors, work)]
+        if args.checks_from is not None:
+            checks = json.loads(args.checks_from.read_text())["checks"]
+        else:
+            checks = [lr_check(args.anchors, work), reuse_check(args.anchors, work), clip_check(args.anchors, work)]
         forecasts = None if args.skip_forecasts else forecast_checks(args.anchors, work)
     if args.results is not None:
         args.results.write_text(json.dumps(dict(checks=checks, forecasts=forecasts), indent=2, default=float))

@@ -13,7 +13,8 @@ parameter whose posterior sd exceeds `UNDETERMINED` × its prior sd is reported 
 move it much from the prior.
 
 Forecast band: draws of θ from the Laplace posterior, each simulated, plus one batch's sampling noise
-(φ·v_t) per draw; `band` is the central interval of that predictive distribution.
+(φ_o·v_t, φ_o the observable's own overdispersion) per draw; `band` is the central interval of that predictive
+distribution.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ UNDETERMINED = 0.5
 """A parameter is undetermined when its posterior sd exceeds this fraction of its prior sd."""
 REWARD_MAPS = ("scale", "affine", "auto")
 """How a log's reward is read (`calibrate`): reward / reward_scale is the success rate, or a + b × it."""
+OVERDISPERSION_Z = 3.0
+"""An observable keeps its own φ only when it differs from the pooled one by more than this many standard errors."""
 MIN_POINTS = 10
 """Fewest rewarded steps a calibration window may have."""
 DRAWS = 200
@@ -83,7 +86,10 @@ def affine_prior(reward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class Calibration:
     """A calibrated model: θ̂ (MAP), its Laplace covariance (φ included), φ, the observables used, the fit window.
 
-    `steps` are the log's steps of the fit window; `first_step` the log's first step (model step 0). `parameters`
+    `steps` are the log's steps of the fit window; `first_step` the log's first step (model step 0). The pooled φ
+    scales the covariance; `overdispersions` holds each observable's own (its reduced χ², at least 1, where it
+    differs from the pooled φ beyond its noise; else the pooled φ), which scales its band's batch noise, so that one
+    observable's misfit does not widen another's band. `parameters`
     names θ's entries and `prior_sd` their prior sd: `PARAMETERS`, plus `AFFINE_PARAMETERS` when the log's reward
     is read as an affine map of the success rate (`model` module docstring)."""
 
@@ -98,8 +104,14 @@ class Calibration:
     n_points: int
     log_format: str
     map_offset: float
+    overdispersions: dict[str, float] = dataclasses.field(default_factory=dict)
     parameters: tuple[str, ...] = PARAMETERS
     prior_sd: np.ndarray = dataclasses.field(default_factory=lambda: PRIOR_SD)
+
+    def overdispersion_of(self, observable: str) -> float:
+        """φ of one observable's own residuals (the batch noise of its band is scaled by it); the pooled
+        `overdispersion` where it was not fitted."""
+        return self.overdispersions.get(observable, self.overdispersion)
 
     @property
     def affine(self) -> bool:
@@ -151,6 +163,7 @@ class Calibration:
             ),
             reward_map="affine: reward = reward_offset + reward_gain × success rate" if self.affine else "scale",
             overdispersion=self.overdispersion,
+            overdispersion_by_observable=dict(self.overdispersions),
             map_offset_se=self.map_offset,
             stationary=self.stationary,
             observables_used=list(self.used),
@@ -238,7 +251,7 @@ def _neg_log_post(theta, config: BanditConfig, reading: LogReading, data: dict, 
 @functools.partial(jax.jit, static_argnames="reading")
 def _fit(grid, config: BanditConfig, reading: LogReading, data: dict, prior: tuple):
     """Score the grid by forward runs, run BFGS from its best `STARTS` points; (MAP, Hessian and gradient there,
-    χ² terms, whether every grid point diverged). The bandit is traced: runs that differ only in float keys
+    χ² per observable, whether every grid point diverged). The bandit is traced: runs that differ only in float keys
     (learning rate, β, ε, schedule lengths) share a compilation."""
     objective = lambda theta, args=None: _neg_log_post(theta, config, reading, data, prior)  # noqa: E731
     scores = jax.vmap(objective)(grid)
@@ -247,7 +260,7 @@ def _fit(grid, config: BanditConfig, reading: LogReading, data: dict, prior: tup
     values = jax.vmap(lambda x0: optx.minimise(objective, solver, x0, max_steps=MAX_STEPS, throw=False).value)(starts)
     losses = jax.vmap(objective)(values)
     theta = values[jnp.argmin(jnp.where(jnp.isfinite(losses), losses, jnp.inf))]
-    chi2 = sum(jnp.sum(c) for c, _ in _chi2_terms(theta, config, reading, data).values())
+    chi2 = {name: jnp.sum(c) for name, (c, _) in _chi2_terms(theta, config, reading, data).items()}
 
     def gradient_twice(t):  # jacfwd of the gradient is `jax.hessian`; the aux output is the gradient itself
         g = jax.grad(objective)(t)
@@ -329,7 +342,9 @@ def calibrate(
     if bool(failed) or not np.all(np.isfinite(theta)) or not np.all(np.isfinite(hessian)):
         raise PgrpoSimError("calibration failed: the model diverged from every start")
     n = sum(int(i.size) for i, _ in data.values())
-    phi = max(1.0, float(chi2) / max(n - len(names), 1))
+    dof = max(n - len(names), 1) / n  # the parameters' share taken from every observable alike
+    phi = max(1.0, sum(float(c) for c in chi2.values()) / (n * dof))
+    per_observable = {name: own_overdispersion(float(chi2[name]), data[name][0].size * dof, phi) for name in data}
     hessian = 0.5 * (hessian + hessian.T)
     w, v = np.linalg.eigh(hessian)
     w = np.maximum(w, 1 / np.max(sd0) ** 2)  # no direction is less certain than the prior
@@ -347,9 +362,18 @@ def calibrate(
         n_points=int(data["reward"][0].size),
         log_format=log.format,
         map_offset=float(np.max(np.abs(newton_step) / np.sqrt(np.diag(covariance)))),
+        overdispersions=per_observable,
         parameters=names,
         prior_sd=sd0,
     )
+
+
+def own_overdispersion(chi2: float, dof: float, pooled: float) -> float:
+    """An observable's own φ (its reduced χ², at least 1) where it differs from the pooled φ by more than
+    `OVERDISPERSION_Z` standard errors (a reduced χ² of ν degrees of freedom scatters by √(2/ν) of its mean);
+    else the pooled φ, the better-determined of the two."""
+    own = max(1.0, chi2 / dof)
+    return own if abs(own - pooled) > OVERDISPERSION_Z * pooled * math.sqrt(2 / dof) else pooled
 
 
 @dataclasses.dataclass(frozen=True)
@@ -397,7 +421,8 @@ def predictive_band(calibration: Calibration, *, level: float = 0.8, seed: int =
     diverged = np.asarray(obs.diverged) | ~np.all(np.isfinite(mean), axis=1)
     scale = calibration.model.run.reward_scale if observable != "zero_std_frac" and not calibration.affine else 1.0
     ok = ~diverged[1:]
-    noise = np.sqrt(calibration.overdispersion * var[1:][ok]) * rng.standard_normal((int(ok.sum()), mean.shape[1]))
+    phi = calibration.overdispersion_of(observable)
+    noise = np.sqrt(phi * var[1:][ok]) * rng.standard_normal((int(ok.sum()), mean.shape[1]))
     low, high = np.zeros(len(thetas)), np.ones(len(thetas))  # a batch's value lies in [0, 1] in the bandit's units
     if calibration.affine and observable != "zero_std_frac":  # in the log's: [a, a + b] (a reward), [0, b] (a std)
         gain = np.exp(thetas[:, 5].astype(float))

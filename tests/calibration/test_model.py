@@ -149,9 +149,21 @@ def test_an_affine_reward_is_the_success_rate_mapped():
     names = ps.calibration.PARAMETERS + ("reward_offset", "log_reward_gain")
     cal = Calibration(
         model, np.append(theta, [a, math.log(b)]), 1e-20 * np.eye(6), 1e4, ("reward",), {}, 1.0, 10.0, 10, "jsonl",
-        0.0, names, np.ones(6),
+        0.0, parameters=names, prior_sd=np.ones(6),
     )  # fmt: skip
     band = predictive_band(cal)
     assert cal.reward_bounds == (a, a + b)  # the draws' a and b scatter by 1e-10 about the MAP's
     np.testing.assert_allclose(band.lo[1:], a, atol=1e-8)
     np.testing.assert_allclose(band.hi[1:], a + b, atol=1e-8)
+
+
+def test_an_observable_keeps_its_own_overdispersion_only_beyond_its_noise():
+    """A reduced χ² of ν = 100 degrees of freedom scatters by √(2/ν) = 0.14 of its mean: 1.2 against a pooled 1.0 is
+    noise (the pooled φ stays), 3.0 against 1.0 and 1.05 against 3.07 (Wordle's reward beside its misfitting
+    zero-std fraction and within-group std) are not; an own φ is never below 1."""
+    from pgrpo_sim.calibration.inference import own_overdispersion
+
+    assert own_overdispersion(120.0, 100.0, 1.0) == 1.0
+    assert own_overdispersion(300.0, 100.0, 1.0) == 3.0
+    assert own_overdispersion(105.0, 100.0, 3.07) == pytest.approx(1.05)
+    assert own_overdispersion(50.0, 100.0, 3.07) == 1.0
