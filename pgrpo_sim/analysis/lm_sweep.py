@@ -192,15 +192,17 @@ def summarize_lm_runs(run: LMRun, config: LMConfig, starts: np.ndarray | None = 
     known = knowledge(smooth, formats, modulus)  # of the pooled completions of each window
     known_se = knowledge_se(smooth, formats, modulus, np.minimum(np.arange(1, steps + 1), window) * batch)
     starts = np.zeros(seeds, int) if starts is None else np.asarray(starts)
+    pooled = {}  # each start's first rollouts, pooled over the seeds that share it
+    for label in np.unique(starts):
+        same = (starts == label) & np.isfinite(reward[:, 0])
+        pooled[label] = _pooled_knowledge(reward[same, :1], readouts["format_ok"][same, :1], modulus, batch)
     late = slice(steps - max(1, steps // 4), steps)  # a collapse stays down: its last quarter, pooled
     out = []
     for s in range(seeds):
         diverged = bool(np.asarray(run.diverged)[s])
         evals = readouts["eval_accuracy"][s][np.isfinite(readouts["eval_accuracy"][s])]
-        same = (starts == starts[s]) & np.isfinite(reward[:, 0])
-        start = _pooled_knowledge(reward[same, :1], readouts["format_ok"][same, :1], modulus, batch)
         final = _pooled_knowledge(reward[s, late], readouts["format_ok"][s, late], modulus, batch)
-        lost = not diverged and collapsed(known[s], known_se[s], start=start, final=final)
+        lost = not diverged and collapsed(known[s], known_se[s], start=pooled[starts[s]], final=final)
         row = dict(
             final_reward=float(np.mean(reward[s, tail])),
             final_knowledge=final[0],

@@ -478,7 +478,8 @@ def lm_scenario(
     result = _runs(run, cal, formats, rates, steps, seed)
     scaled = dict(result.readouts, reward=np.asarray(result.readouts["reward"], float) * ceilings[:, None])
     result = result._replace(readouts=scaled)  # in the log's units: c × the level's reward
-    rows = summarize_lm_runs(result, level_config(run, 1e-3, cal.start_accuracy, cal.level, steps), formats)
+    first = level_config(run, float(rates[0]), cal.start_accuracy, cal.level, steps, float(formats[0]))
+    rows = summarize_lm_runs(result, first, formats)  # the draws share the task and batch of the first
     broke = np.array([row["verdict"] in ("collapses", "diverges") for row in rows])
     share = float(np.mean(broke))
     reward = np.asarray(result.readouts["reward"], float)
