@@ -9,10 +9,9 @@ import warnings
 import numpy as np
 
 from ..base.checks import check_seed, check_seeds, check_steps
-from ..base.outputs import (
-    staged_outputs,
-)
+from ..base.outputs import staged_outputs
 from ..base.progress import report, stage_lines
+from ..models.readouts import TABLE_READOUTS
 from .bandit_flags import add_bandit_args, config_from_flags, refuse_unused_seeds
 from .common import (
     IMAGE_SUFFIXES,
@@ -27,23 +26,8 @@ from .common import (
 )
 from .lm import add_model_args
 
-SIMULATE_COLUMNS = (
-    "step",
-    "reward",
-    "reward_std",
-    "entropy",
-    "kl_ref",
-    "grad_norm",
-    "ratio_max",
-    "clip_frac",
-    "zero_adv_frac",
-    "batch_reward",
-    "group_reward_std",
-    "clip_low_frac",
-    "clip_high_frac",
-    "kl",
-    "prompt_spread",
-)
+SIMULATE_COLUMNS = ("step", "reward", "reward_std", *TABLE_READOUTS[1:])
+"""The columns of `simulate`'s table: the step, the reward and its spread over seeds, the other read-outs."""
 
 
 def _cmd_simulate(args: argparse.Namespace) -> None:

@@ -1,5 +1,7 @@
 """A simulated run as a log: `from_run` turns a `BanditRun` into a `TrainingLog` (format "simulation"), its
-read-outs under the log's canonical names (`RUN_COLUMNS`), sampled runs averaged over seeds."""
+read-outs under the log's canonical names (`RUN_COLUMNS`, from `models.readouts`; a run may leave any but the
+reward out: `simulate(readouts=tuple(RUN_COLUMNS.values()))` computes exactly these), sampled runs averaged
+over seeds."""
 
 from __future__ import annotations
 
@@ -9,24 +11,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...base.errors import PgrpoSimError
+from ...models.readouts import RUN_COLUMNS
 from .table import TrainingLog, tidy
 
 if TYPE_CHECKING:  # the bandit (and JAX) are not needed to read logs
     from ...models.bandit import BanditRun
-
-RUN_COLUMNS = {
-    "reward": "reward",
-    "true_reward": "true_reward",
-    "entropy": "entropy",
-    "kl": "kl_ref",
-    "grad_norm": "grad_norm",
-    "ratio_max": "ratio_max",
-    "clip_frac": "clip_frac",
-    "zero_std_frac": "zero_adv_frac",
-    "adv_var": "adv_var",
-}
-"""Log column → the `BanditRun` read-out `from_run` takes it from (a run may leave any but the reward out:
-`simulate(readouts=tuple(RUN_COLUMNS.values()))` computes exactly these)."""
 
 
 def from_run(run: BanditRun, *, index: int | None = None) -> TrainingLog:

@@ -15,30 +15,18 @@ from ...base.checks import check_choice, is_concrete
 from ...base.errors import PgrpoSimError
 from ..config import BanditConfig, check_config
 from ..grpo import ADVANTAGES, kl_divergence, kl_estimate
+from ..readouts import UPDATE_READOUTS, attributes
 from .enumeration import rewards_are_binary, rollout_count
 
 MODES = ("expected", "sampled")
 
 
-class UpdateStats(NamedTuple):
-    """Per-step read-outs of one GRPO update (expectations in expected mode, group averages when sampled).
-
-    What TRL logs, as (ours: TRL's): batch_reward: `reward` (mean sampled reward of the rollout's groups);
-    group_reward_std: `reward_std` (mean within-group unbiased std); zero_adv_frac: `frac_reward_zero_std`;
-    clip_low_frac / clip_high_frac: `clip_ratio/low_mean` / `high_mean` (samples clipped with A < 0 below
-    1 − ε_low, with A > 0 above 1 + ε_high); kl: `kl` (mean KL estimator on the samples, or the exact KL);
-    grad_norm (in `BanditRun`): `grad_norm`."""
-
-    ratio_max: Array
-    ratio_mean: Array
-    clip_frac: Array
-    zero_adv_frac: Array
-    adv_var: Array
-    batch_reward: Array
-    group_reward_std: Array
-    clip_low_frac: Array
-    clip_high_frac: Array
-    kl: Array
+UpdateStats = NamedTuple("UpdateStats", [(name, Array) for name in UPDATE_READOUTS])
+UpdateStats.__doc__ = (
+    "Per-step read-outs of one GRPO update's rollout and surrogate (expectations in expected mode, group averages "
+    "when sampled), under TRL's names where it logs them; scalars (fields from `models.readouts.UPDATE_READOUTS`).\n\n"
+    + attributes(UPDATE_READOUTS)
+)
 
 
 def check_mode(config: BanditConfig, mode: str) -> None:

@@ -19,52 +19,42 @@ from jax import Array
 from ...base.autodiff import scan
 from ...base.checks import as_key, check_choice, check_seeds, check_steps, in_range, nan_unless
 from ..config import LEAF_RANGES, BanditConfig
+from ..readouts import STEP_READOUTS, attributes
 from .common import check_mode
 from .enumeration import rewards_are_binary, rollout_outcomes
 from .optimizer import make_optimizer
 from .reuse import collapse_branches, reuse_branch_step
 from .state import BanditState, initial_state, step
 
+BanditRun = NamedTuple(
+    "BanditRun",
+    [
+        *((name, Array | None if name == "true_reward" else Array) for name in STEP_READOUTS),
+        ("final_logits", Array),
+        ("final_opt_state", optax.OptState),
+        ("diverged", Array),
+        ("diverged_step", Array),
+    ],
+)
+BanditRun.__doc__ = """Result of `simulate`: the per-step read-outs of `models.readouts.READOUTS` and the final state.
 
-class BanditRun(NamedTuple):
-    """Result of `simulate`. Per-step arrays have shape (steps+1,) in expected mode and
-    (seeds, steps+1) in sampled mode; index n describes the policy θ_n (n = 0 is the start) and the
-    update taken from it. After a run diverges (`diverged`, at update `diverged_step`, −1 if never)
-    its per-step values are NaN. Expected-mode rollout reuse (lag model "refresh") follows one branch per
-    possible rollout of the current cycle: its read-outs are averages over the branches (the expected reward
-    E[p(θ_n)]), and at each refresh the branches collapse into their weighted mean state
-    (`collapse_branches`), from which the next cycle starts; so `final_logits` is that mean, and p(final_logits)
-    differs from the last `reward` by the branches' spread.
+Per-step arrays have shape (steps+1,) in expected mode and (seeds, steps+1) in sampled mode; index n describes the
+policy θ_n (n = 0 is the start) and the update taken from it; a read-out left out by `simulate(readouts=…)` is None.
+After a run diverges (`diverged`, at update `diverged_step`, −1 if never) its per-step values are NaN. Expected-mode
+rollout reuse (lag model "refresh") follows one branch per possible rollout of the current cycle: its read-outs are
+averages over the branches (the expected reward E[p(θ_n)]), and at each refresh the branches collapse into their
+weighted mean state (`collapse_branches`), from which the next cycle starts; so `final_logits` is that mean, and
+p(final_logits) differs from the last `reward` by the branches' spread.
 
-    reward: expected success probability p = Σ π_a r_a, mean over prompts; `true_reward` the same for
-    the true reward vector (None if not given); entropy, kl_ref = KL(π‖π_ref) (nats); grad_norm (global
-    L2 norm of the loss gradient); ratio_max/ratio_mean (IS ratio π/π_old; in expected mode the max over
-    arms and the π_old-weighted mean); clip_frac; zero_adv_frac (fraction of groups whose rewards are
-    all equal); adv_var (mean squared advantage); batch_reward, group_reward_std, clip_low_frac, clip_high_frac, kl:
-    the rollout's read-outs under TRL's names (`UpdateStats`); prompt_spread: std over the dataset's prompts of
-    their success probabilities (0 for one prompt).
-    """
-
-    reward: Array
-    true_reward: Array | None
-    entropy: Array
-    kl_ref: Array
-    grad_norm: Array
-    ratio_max: Array
-    ratio_mean: Array
-    clip_frac: Array
-    zero_adv_frac: Array
-    adv_var: Array
-    batch_reward: Array
-    group_reward_std: Array
-    clip_low_frac: Array
-    clip_high_frac: Array
-    kl: Array
-    prompt_spread: Array
-    final_logits: Array
-    final_opt_state: optax.OptState
-    diverged: Array
-    diverged_step: Array
+""" + "\n".join(
+    [
+        attributes(STEP_READOUTS),
+        "    final_logits: θ after the last update; (prompts, arms), with a leading seeds axis when sampled.",
+        "    final_opt_state: the optimiser state after the last update (an optax state pytree).",
+        "    diverged: whether the run diverged (a non-finite value); bool, (seeds,) when sampled.",
+        "    diverged_step: the update at which it diverged, −1 if never; int, (seeds,) when sampled.",
+    ]
+)
 
 
 def valid_hyperparameters(config: BanditConfig) -> Array:
@@ -126,10 +116,6 @@ def _bandit_run(metrics: dict, final: BanditState) -> BanditRun:
         diverged=final.diverged,
         diverged_step=final.diverged_step,
     )
-
-
-STEP_READOUTS = BanditRun._fields[: BanditRun._fields.index("final_logits")]
-"""The per-step read-outs of `BanditRun` (reward … prompt_spread), the names `simulate(readouts=…)` takes."""
 
 
 @functools.partial(jax.jit, static_argnames=("steps", "mode", "seeds", "binary_rewards", "readouts", "checkpoint"))
