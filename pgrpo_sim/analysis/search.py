@@ -221,6 +221,32 @@ class SearchResult(NamedTuple):
         return out
 
 
+class SearchSettings(NamedTuple):
+    """What a search minimises beside its objective: the keyword arguments `search` and `grid_search` share (they
+    take them as `**settings`).
+
+    Attributes:
+        target: ζ for "damping-ratio" (> 0); the fraction of the way from p_ref to p* for "time-to-threshold"
+            (in (0, 1)); None for "final-reward".
+        search: the searched hyperparameters (names in η, μ, β, p_ref, clip); None: η for damping-ratio, else η, μ.
+        bounds: name → (low, high) box of a searched hyperparameter, config units; default `DEFAULT_BOUNDS`.
+        steps: expected-mode steps of a run (the step budget of "final-reward"); an integer in [1, MAX_STEPS].
+        smoothing: width of the smooth time to threshold, in units of the threshold fraction; > 0.
+        min_damping_ratio: constraint ζ ≥ this; None: off.
+        radius_margin: constraint exact discrete spectral radius ≤ 1 − this; in [0, 1); None: off.
+        penalty: weight of the quadratic exterior penalty on constraint violations; ≥ 0.
+    """
+
+    target: float | None = None
+    search: Sequence[str] | str | None = None
+    bounds: Mapping[str, tuple[float, float]] | None = None
+    steps: int = 300
+    smoothing: float = 0.02
+    min_damping_ratio: float | None = None
+    radius_margin: float | None = 0.01
+    penalty: float = 1e3
+
+
 def searched_names(objective: str, search: Sequence[str] | str | None) -> tuple[str, ...]:
     """The hyperparameters a `search` of `objective` varies: `search` (one name or several), or by default η for
     damping-ratio, else η and μ."""
@@ -229,19 +255,10 @@ def searched_names(objective: str, search: Sequence[str] | str | None) -> tuple[
     return (search,) if isinstance(search, str) else tuple(search)
 
 
-def _setup(
-    objective: str,
-    search_names: Sequence[str] | None,
-    target: float | None,
-    bounds: Mapping[str, tuple[float, float]] | None,
-    steps: int,
-    smoothing: float,
-    min_damping_ratio: float | None,
-    radius_margin: float | None,
-    penalty: float,
-):
+def _setup(objective: str, settings: SearchSettings):
     """Validate a search request; return the searched names and the numbers of the problem (box, target,
     constraint bounds, penalty) with NaN for what is not asked."""
+    target, search_names, bounds, steps, smoothing, min_damping_ratio, radius_margin, penalty = settings
     check_choice("objective", objective, OBJECTIVES)
     search_names = check_differentiable(searched_names(objective, search_names))
     if not search_names or len(set(search_names)) != len(search_names):
@@ -403,14 +420,6 @@ def search(
     objective: str,
     config: BanditConfig,
     *,
-    target: float | None = None,
-    search: Sequence[str] | None = None,
-    bounds: Mapping[str, tuple[float, float]] | None = None,
-    steps: int = 300,
-    smoothing: float = 0.02,
-    min_damping_ratio: float | None = None,
-    radius_margin: float | None = 0.01,
-    penalty: float = 1e3,
     restarts: int = 8,
     iterations: int = 100,
     learning_rate: float = 0.3,
@@ -418,6 +427,7 @@ def search(
     group_sizes: Sequence[int] | None = None,
     seed: int = 0,
     progress: Progress | None = None,
+    **settings,
 ) -> SearchResult:
     """Gradient search for hyperparameters of `config` (its other hyperparameters stay fixed).
 
@@ -442,10 +452,28 @@ def search(
     penalty) wins. Evaluations whose loss or gradient is NaN are skipped (with a warning); if every one is
     NaN, ValueError. Each search (one per outer-grid combination) is told to `progress` once its box is found
     feasible.
+
+    Args:
+        objective: one of `OBJECTIVES`.
+        config: the bandit configuration searched around (reduced to two arms, `two_arm_reduction`).
+        restarts: Latin-hypercube starts, vmapped; ≥ 1.
+        iterations: Adam steps per start; ≥ 1.
+        learning_rate: Adam's initial step in logit units of the box; > 0.
+        lags: an outer grid of integer lags (lag model "stale" or "refresh"); None: the config's lag.
+        group_sizes: an outer grid of group sizes; None: the config's.
+        seed: seed of the Latin-hypercube starts.
+        progress: told each search's start (`base.progress`); None: silent.
+        **settings: the fields of `SearchSettings` (target, search, bounds, steps, smoothing, constraints, penalty).
+
+    Returns:
+        A `SearchResult`: the best point, its objective value and constraints, the evaluations spent and history.
+
+    Raises:
+        PgrpoSimError: a setting out of its range, or a box in which no point meets the constraints.
     """
-    names, numeric = _setup(
-        objective, search, target, bounds, steps, smoothing, min_damping_ratio, radius_margin, penalty
-    )
+    settings = SearchSettings(**settings)
+    steps = settings.steps
+    names, numeric = _setup(objective, settings)
     check_range("restarts", restarts, 1, integer=True)
     check_range("iterations", iterations, 1, integer=True)
     check_range("learning_rate", learning_rate, 0.0, low_open=True)
@@ -475,21 +503,24 @@ def grid_search(
     config: BanditConfig,
     *,
     num: int = 64,
-    target: float | None = None,
-    search: Sequence[str] | None = None,
-    bounds: Mapping[str, tuple[float, float]] | None = None,
-    steps: int = 300,
-    smoothing: float = 0.02,
-    min_damping_ratio: float | None = None,
-    radius_margin: float | None = 0.01,
-    penalty: float = 1e3,
+    **settings,
 ) -> SearchResult:
     """The same penalised objective as `search`, minimised by a dense grid of `num` points per searched
     hyperparameter over the same box (log-spaced for η, β, clip, box edges included): the reference that the
-    gradient search is validated against. One objective evaluation (value only) per grid point."""
-    names, numeric = _setup(
-        objective, search, target, bounds, steps, smoothing, min_damping_ratio, radius_margin, penalty
-    )
+    gradient search is validated against. One objective evaluation (value only) per grid point.
+
+    Args:
+        objective: one of `OBJECTIVES`.
+        config: the bandit configuration searched around.
+        num: grid points per searched hyperparameter; ≥ 2, num^(searched names) ≤ `MAX_GRID_POINTS`.
+        **settings: the fields of `SearchSettings`.
+
+    Returns:
+        A `SearchResult` (empty `history`).
+    """
+    settings = SearchSettings(**settings)
+    steps = settings.steps
+    names, numeric = _setup(objective, settings)
     check_range("num", num, 2, integer=True)
     if int(num) ** len(names) > MAX_GRID_POINTS:
         raise PgrpoSimError(

@@ -19,6 +19,7 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -39,10 +40,14 @@ from .sweep_grid import (
     Axis as Axis,
     SweepError as SweepError,
     SweepResult as SweepResult,
+    SweepSettings as SweepSettings,
     SweepSpec as SweepSpec,
     grid_axes as grid_axes,
     parse_axis as parse_axis,
 )
+
+if TYPE_CHECKING:  # imported where a Dataset is made: it costs a command 0.3–0.4 s
+    import xarray
 
 VMAP_BATCH = 4096
 """Most configurations vmapped together in a batch (on 2 CPU cores, 4096 runs 2× faster than 256: the
@@ -161,13 +166,20 @@ def _bytes_per_run(config: BanditConfig, steps: int, seeds: int, branches: int) 
     return int((steps + 1) * seeds * itemsize * 4 + state)
 
 
-def _chunk_shape(n: int, config: BanditConfig, steps: int, seeds: int, decimate: int, chunk_size, max_memory, branches):
+def _chunk_shape(n: int, config: BanditConfig, settings: SweepSettings, branches: int):
     """(configurations per chunk, configurations per vmapped batch) for a static group of n configurations.
     A chunk is a whole number of batches on every device; both depend on n, not on what is left to do, so a
     resumed sweep computes every chunk exactly as an uninterrupted one. Memory: a batch's curves and a chunk's
     summaries (and trajectories) within `max_memory`; a chunk holds at most `MAX_CHUNK_WORK` run-steps (a step
     of expected-mode reuse counts once per branch), so that finished work is saved (and the progress bar moves)
     every few seconds."""
+    steps, seeds, decimate, chunk_size, max_memory = (
+        settings.steps,
+        settings.seeds,
+        settings.decimate,
+        settings.chunk_size,
+        settings.max_memory,
+    )
     n_dev = jax.device_count()
     itemsize = np.dtype(config.rewards.dtype).itemsize
     batch_cap = max(1, int(max_memory // (n_dev * _bytes_per_run(config, steps, seeds, branches))))
@@ -179,10 +191,18 @@ def _chunk_shape(n: int, config: BanditConfig, steps: int, seeds: int, decimate:
     return batches * batch * n_dev, batch
 
 
-def run_sweep(base: dict, axes: Sequence[Axis], **options):
-    """Run the bandit at every grid point and return an `xarray.Dataset` of per-point summaries: one data
-    variable per summary (`CurveSummary` fields, late_variance, diverged, diverged_step; trajectory with
-    `decimate`), one dimension per axis. Arguments and files as `compute_sweep`."""
+def run_sweep(base: dict, axes: Sequence[Axis], **options) -> xarray.Dataset:
+    """Run the bandit at every grid point: `compute_sweep`, labelled.
+
+    Args:
+        base: `bandit_config` keyword arguments of the fixed parameters.
+        axes: the grid, one `Axis` per swept parameter.
+        **options: the keyword arguments of `compute_sweep` (out_dir, overwrite, … and the `SweepSettings`).
+
+    Returns:
+        An `xarray.Dataset` with one dimension per axis and one data variable per summary (`CurveSummary` fields,
+        late_variance, diverged, diverged_step; trajectory with `decimate`).
+    """
     return compute_sweep(base, axes, **options).to_dataset()
 
 
@@ -190,31 +210,41 @@ def compute_sweep(
     base: dict,
     axes: Sequence[Axis],
     *,
-    steps: int,
-    mode: str = "expected",
-    seeds: int = 1,
-    seed: int = 0,
     out_dir: str | os.PathLike | None = None,
     results_dir: str | os.PathLike | None = None,
-    chunk_size: int | None = None,
-    max_memory: float = 2e9,
-    decimate: int = 0,
     overwrite: bool = False,
     progress: bool = True,
+    **settings,
 ) -> SweepResult:
-    """Run the bandit at every grid point; its summaries as NumPy arrays (`SweepResult`; `run_sweep` labels
-    them as an xarray Dataset, whose import costs a command 0.3–0.4 s).
+    """Run the bandit at every grid point; its summaries as NumPy arrays (`run_sweep` labels them as an xarray
+    Dataset, whose import costs a command 0.3–0.4 s).
 
-    `base` holds `bandit_config` keyword arguments for the fixed parameters; `axes` the grid. With
-    `out_dir`, chunks are written as they finish and a rerun resumes (a directory holding a different
-    sweep is refused unless `overwrite`); the results are also saved as `sweep.json` (the spec), `sweep.nc` (read
-    it with `load_sweep`) and `summary.csv`, which replace the previous ones together once all are written, and
-    then the chunks are removed; `results_dir` (a caller's `StagedOutputs` folder, which moves them into `out_dir`
-    and removes the chunks itself): write them there instead. `chunk_size` (configurations per chunk) overrides
-    the memory budget `max_memory` (bytes). `decimate` > 0 also stores every `decimate`-th point of each
-    (seed-mean) reward curve.
+    With `out_dir`, chunks are written as they finish and a rerun resumes (a directory holding a different sweep is
+    refused unless `overwrite`); the results are also saved as `sweep.json` (the spec), `sweep.nc` (read it with
+    `load_sweep`) and `summary.csv`, which replace the previous ones together once all are written, and then the
+    chunks are removed.
+
+    Args:
+        base: `bandit_config` keyword arguments of the fixed parameters.
+        axes: the grid, one `Axis` per swept parameter (`parse_axis` reads "eta=log:0.001:1:50").
+        out_dir: folder of the chunks and results; None: nothing is written.
+        results_dir: write the results there instead (a caller's `StagedOutputs` folder, which moves them into
+            `out_dir` and removes the chunks itself).
+        overwrite: replace a folder that holds another sweep.
+        progress: show a progress bar on stderr.
+        **settings: the fields of `SweepSettings` (`steps` required; mode, seeds, seed, chunk_size, max_memory,
+            decimate).
+
+    Returns:
+        A `SweepResult`: per grid point, the `CurveSummary` fields, late variance and divergence flags.
+
+    Raises:
+        SweepError: an invalid grid, or an `out_dir` holding something else; `PgrpoSimError` for a setting out
+            of its range (nothing is created then).
     """
-    spec, traced, static, configs = _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate)
+    settings = SweepSettings(**settings)
+    steps, mode, seeds, seed, decimate = settings.steps, settings.mode, settings.seeds, settings.seed, settings.decimate
+    spec, traced, static, configs = _plan(base, axes, settings)
     writer = out_dir is not None and jax.process_index() == 0  # in a multi-host run, process 0 writes
     store = _ChunkStore(out_dir, spec, overwrite) if writer else None
     if traced:
@@ -236,7 +266,7 @@ def compute_sweep(
             todo = np.flatnonzero(~results.filled)
             bar.update(n_traced - todo.size)
             binary, branches = _reuse_rollouts(config, mode)
-            size, batch = _chunk_shape(n_traced, config, steps, seeds, decimate, chunk_size, max_memory, branches)
+            size, batch = _chunk_shape(n_traced, config, settings, branches)
             pending = None  # the chunk in flight: the next one is dispatched before it is saved
 
             def finish(done, out):
@@ -276,18 +306,20 @@ def compute_sweep(
 def check_sweep(
     base: dict,
     axes: Sequence[Axis],
-    *,
-    steps: int,
-    mode: str = "expected",
-    seeds: int = 1,
-    seed: int = 0,
-    chunk_size: int | None = None,
-    max_memory: float = 2e9,
-    decimate: int = 0,
+    **settings,
 ) -> None:
-    """Validate a sweep as `run_sweep` would (every setting, every grid value, every static group's
-    configuration) without running or creating anything; raises `SweepError` / `PgrpoSimError`."""
-    _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate)
+    """Validate a sweep as `run_sweep` would (every setting, every grid value, every static group's configuration)
+    without running or creating anything.
+
+    Args:
+        base: `bandit_config` keyword arguments of the fixed parameters.
+        axes: the grid, one `Axis` per swept parameter.
+        **settings: the fields of `SweepSettings`.
+
+    Raises:
+        SweepError: an invalid grid; `PgrpoSimError` for a setting out of its range.
+    """
+    _plan(base, axes, SweepSettings(**settings))
 
 
 CSV_WIDTHS = {"f4": 12, "f8": 20, "i": 4}
@@ -298,20 +330,23 @@ form, e.g. 0.20096147 or 2.5774158e-9; a float64; a small integer (a regime code
 def output_bytes(
     base: dict,
     axes: Sequence[Axis],
-    *,
-    steps: int,
-    mode: str = "expected",
-    seeds: int = 1,
-    seed: int = 0,
-    chunk_size: int | None = None,
-    max_memory: float = 2e9,
-    decimate: int = 0,
+    **settings,
 ) -> dict[str, int]:
-    """About how many bytes a sweep with `out_dir` writes (arguments as `compute_sweep`, validated as `check_sweep`):
-    {"summary.csv", "sweep.nc", "chunks"}, all on disk at once before the chunks are removed. The fields and
-    their dtypes are the summaries' own (traced, not run); the CSV's widths are typical ones (`CSV_WIDTHS`, each
-    coordinate's from its values)."""
-    _, _, _, configs = _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate)
+    """About how many bytes a sweep with `out_dir` writes, validated as `check_sweep`. The fields and their dtypes
+    are the summaries' own (traced, not run); the CSV's widths are typical ones (`CSV_WIDTHS`, each coordinate's
+    from its values).
+
+    Args:
+        base: `bandit_config` keyword arguments of the fixed parameters.
+        axes: the grid, one `Axis` per swept parameter.
+        **settings: the fields of `SweepSettings`.
+
+    Returns:
+        Bytes by output: {"summary.csv", "sweep.nc", "chunks"}, all on disk at once before the chunks are removed.
+    """
+    settings = SweepSettings(**settings)
+    steps, mode, seeds, decimate = settings.steps, settings.mode, settings.seeds, settings.decimate
+    _, _, _, configs = _plan(base, axes, settings)
     runs = (1, seeds) if mode == "sampled" else (1,)
     curves = jax.ShapeDtypeStruct((steps + 1, *runs), configs[0].rewards.dtype)
     flags = jax.ShapeDtypeStruct(runs, bool), jax.ShapeDtypeStruct(runs, jnp.int32)
@@ -324,9 +359,10 @@ def output_bytes(
     return {"summary.csv": n * row, "sweep.nc": n * per_point + coords, "chunks": n * (per_point + 8)}  # + index
 
 
-def _plan(base, axes, steps, mode, seeds, seed, chunk_size, max_memory, decimate):
+def _plan(base: dict, axes: Sequence[Axis], settings: SweepSettings):
     """Validate everything, before anything is created: a sweep that fails validation leaves no trace.
     Returns the spec, the traced and static axes and one configuration per static group."""
+    steps, mode, seeds, seed, chunk_size, max_memory, decimate = settings
     check_steps(steps)
     check_seeds(seeds)
     check_seed(seed)

@@ -88,6 +88,29 @@ def grid_axes(axes: Sequence[Axis]) -> list[Axis]:
     return [a for a in axes if a.name in STATIC_AXES] + [a for a in axes if a.name in TRACED_AXES]
 
 
+class SweepSettings(NamedTuple):
+    """How a sweep runs beside its grid: the keyword arguments `compute_sweep`, `run_sweep`, `check_sweep` and
+    `output_bytes` share (they take them as `**settings`).
+
+    Attributes:
+        steps: optimiser steps per run; an integer in [1, MAX_STEPS].
+        mode: "expected" (one exact run per grid point) or "sampled" (`seeds` drawn runs; at least 2).
+        seeds: drawn runs per grid point in sampled mode.
+        seed: the sweep's PRNG seed; an integer in [0, MAX_SEED].
+        chunk_size: configurations per chunk; None: as many as `max_memory` allows.
+        max_memory: memory budget of a chunk's runs, bytes; > 0.
+        decimate: > 0 also keeps every `decimate`-th point of each (seed-mean) reward curve; 0 keeps none.
+    """
+
+    steps: int
+    mode: str = "expected"
+    seeds: int = 1
+    seed: int = 0
+    chunk_size: int | None = None
+    max_memory: float = 2e9
+    decimate: int = 0
+
+
 @dataclasses.dataclass
 class SweepSpec:
     """Everything that determines a sweep's numbers (what a resumed run must match)."""

@@ -147,25 +147,41 @@ def simulate(
     readouts: Sequence[str] | None = None,
     checkpoint: bool = False,
 ) -> BanditRun:
-    """Run GRPO on the bandit for `steps` optimiser steps; see `BanditRun` for the outputs.
+    """Run GRPO on the bandit for `steps` optimiser steps: the checked, jitted entry point.
 
-    `mode="expected"` is deterministic (one run; `seeds` and `key` are ignored); `mode="sampled"`
-    runs `seeds` independent seeds from `key`, a JAX PRNG key or an int seed (default `jax.random.key(0)`).
-    Jitted once per static structure (config's static fields, steps, mode, seeds): other hyperparameter values reuse the
-    compiled code, and callers may `jax.vmap` over config leaves. `binary_rewards` (expected-mode reuse only):
-    every reward is exactly 0 or 1, so fewer rollouts are enumerated; None detects it from concrete rewards (a
-    caller whose rewards are traced, e.g. inside its own jit, may assert it; concrete rewards are checked).
-    `readouts`: the per-step read-outs to compute (names in `STEP_READOUTS`; default all), the others are None:
-    a run that keeps only what it needs compiles faster (the reward alone: in a third of the XLA time in
-    expected mode, half in sampled mode) and holds seeds × (steps + 1) floats per read-out less.
-    `checkpoint=True` for reverse-mode derivatives (`jax.grad`) of long runs: the steps run in blocks of about
-    √steps, rematerialised on the backward pass, so it holds O(√steps) states instead of every step's; through a
-    wide `vmap` it is also about twice as fast as the full tape, whose residuals stream through memory
-    (benchmarks/RESULTS.md, run of 2026-12-02, "Gradients through a run"). It compiles a little more slowly.
-    Values and forward-mode derivatives are the same either way. Derivatives are exact for runs that do not
-    diverge; a diverged run's (its read-outs NaN, its final state frozen) are not meaningful.
+    Jitted once per static structure (config's static fields, steps, mode, seeds, readouts): other hyperparameter
+    values reuse the compiled code, and callers may `jax.vmap` over config leaves. Derivatives (forward or reverse
+    mode) are exact for runs that do not diverge; a diverged run's (its read-outs NaN, its final state frozen) are
+    not meaningful.
+
+    Args:
+        config: the bandit configuration (`bandit_config`).
+        steps: optimiser steps; an integer in [1, MAX_STEPS].
+        mode: "expected" (the exact expectation over the group: one deterministic run; `seeds` and `key` ignored)
+            or "sampled" (drawn groups).
+        seeds: independent sampled runs; an integer in [1, MAX_SEED].
+        key: a JAX PRNG key or an int seed; default `jax.random.key(0)`.
+        binary_rewards: expected-mode reuse only: every reward is exactly 0 or 1, so fewer rollouts are
+            enumerated; None detects it from concrete rewards (a caller whose rewards are traced may assert it).
+        readouts: the per-step read-outs to compute (names in `STEP_READOUTS`; default all), the others are None:
+            a run that keeps only what it needs compiles faster (the reward alone: in a third of the XLA time in
+            expected mode, half in sampled mode) and holds seeds × (steps + 1) floats per read-out less.
+        checkpoint: for reverse-mode derivatives of long runs: the steps run in blocks of about √steps,
+            rematerialised on the backward pass, so it holds O(√steps) states instead of every step's (through a
+            wide `vmap` also about twice as fast: benchmarks/RESULTS.md, "Gradients through a run"). Values and
+            forward-mode derivatives are the same either way.
+
+    Returns:
+        A `BanditRun`: per-step read-outs of shape (steps+1,) in expected mode, (seeds, steps+1) in sampled mode,
+        the final state and the divergence flags.
+
+    Raises:
+        PgrpoSimError: an argument out of its range, or a configuration `mode` has no exact form for
+            (`check_mode`).
     """
-    key, binary, keep = _simulate_args(config, steps, mode, seeds, key, binary_rewards, readouts)
+    key, binary, keep = _simulate_args(
+        config, steps, mode=mode, seeds=seeds, key=key, binary_rewards=binary_rewards, readouts=readouts
+    )
     return _simulate(
         config,
         key,
@@ -178,7 +194,7 @@ def simulate(
     )
 
 
-def _simulate_args(config, steps, mode, seeds, key, binary_rewards, readouts):
+def _simulate_args(config, steps, *, mode="expected", seeds=1, key=None, binary_rewards=None, readouts=None):
     """`simulate`'s checks; returns its key, whether expected-mode reuse takes rewards as binary, and the read-outs
     to keep."""
     check_steps(steps)
@@ -199,24 +215,25 @@ CHUNK_WORK = 2**20
 """Run-steps (steps × seeds) per piece of `simulate_in_chunks`: well under a second of sampled steps on a CPU."""
 
 
-def simulate_in_chunks(
-    config: BanditConfig,
-    steps: int,
-    *,
-    mode: str = "expected",
-    seeds: int = 1,
-    key: Array | None = None,
-    binary_rewards: bool | None = None,
-    readouts: Sequence[str] | None = None,
-    chunk: int | None = None,
-) -> BanditRun:
+def simulate_in_chunks(config: BanditConfig, steps: int, *, chunk: int | None = None, **options) -> BanditRun:
     """`simulate` (same arguments and numbers), its steps run in pieces of `chunk` steps (default: `CHUNK_WORK`
     run-steps a piece) that carry the state: one compiled program called once a piece, whose read-outs are
     brought to the host (as NumPy arrays) before the next starts. Python runs between pieces, so Ctrl-C stops a
     long run within a piece, where `simulate` is one call that runs to its end. The same keys drive the same
-    steps: the numbers equal `simulate`'s, up to float rounding where XLA compiles the loop differently."""
-    key, binary, keep = _simulate_args(config, steps, mode, seeds, key, binary_rewards, readouts)
-    steps, seeds = int(steps), int(seeds)
+    steps: the numbers equal `simulate`'s, up to float rounding where XLA compiles the loop differently.
+
+    Args:
+        config: the bandit configuration.
+        steps: optimiser steps; an integer in [1, MAX_STEPS].
+        chunk: steps per piece; None: `CHUNK_WORK` run-steps a piece.
+        **options: `simulate`'s keyword arguments mode, seeds, key, binary_rewards and readouts (not checkpoint:
+            a piece is not differentiated through).
+
+    Returns:
+        The `BanditRun` of `simulate`, its per-step read-outs as NumPy arrays.
+    """
+    key, binary, keep = _simulate_args(config, steps, **options)
+    mode, steps, seeds = options.get("mode", "expected"), int(steps), int(options.get("seeds", 1))
     runs = seeds if mode == "sampled" else 1
     chunk = min(steps + 1, chunk or max(1, CHUNK_WORK // runs))
     padded = -(-(steps + 1) // chunk) * chunk
