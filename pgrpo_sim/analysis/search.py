@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -42,9 +42,9 @@ from ..prediction import (
     two_arm_reduction,
 )
 from .outcomes import read_outcomes
+from .search_settings import OBJECTIVES as OBJECTIVES, OPTIMISER_DEFAULTS, SearchSettings as SearchSettings
 from .sensitivities import check_differentiable
 
-OBJECTIVES = ("damping-ratio", "time-to-threshold", "final-reward")
 DEFAULT_BOUNDS = {
     "eta": (1e-3, 1.0),
     "momentum": (0.0, 0.99),
@@ -221,32 +221,6 @@ class SearchResult(NamedTuple):
         return out
 
 
-class SearchSettings(NamedTuple):
-    """What a search minimises beside its objective: the keyword arguments `search` and `grid_search` share (they
-    take them as `**settings`).
-
-    Attributes:
-        target: ζ for "damping-ratio" (> 0); the fraction of the way from p_ref to p* for "time-to-threshold"
-            (in (0, 1)); None for "final-reward".
-        search: the searched hyperparameters (names in η, μ, β, p_ref, clip); None: η for damping-ratio, else η, μ.
-        bounds: name → (low, high) box of a searched hyperparameter, config units; default `DEFAULT_BOUNDS`.
-        steps: expected-mode steps of a run (the step budget of "final-reward"); an integer in [1, MAX_STEPS].
-        smoothing: width of the smooth time to threshold, in units of the threshold fraction; > 0.
-        min_damping_ratio: constraint ζ ≥ this; None: off.
-        radius_margin: constraint exact discrete spectral radius ≤ 1 − this; in [0, 1); None: off.
-        penalty: weight of the quadratic exterior penalty on constraint violations; ≥ 0.
-    """
-
-    target: float | None = None
-    search: Sequence[str] | str | None = None
-    bounds: Mapping[str, tuple[float, float]] | None = None
-    steps: int = 300
-    smoothing: float = 0.02
-    min_damping_ratio: float | None = None
-    radius_margin: float | None = 0.01
-    penalty: float = 1e3
-
-
 def searched_names(objective: str, search: Sequence[str] | str | None) -> tuple[str, ...]:
     """The hyperparameters a `search` of `objective` varies: `search` (one name or several), or by default η for
     damping-ratio, else η and μ."""
@@ -420,9 +394,9 @@ def search(
     objective: str,
     config: BanditConfig,
     *,
-    restarts: int = 8,
-    iterations: int = 100,
-    learning_rate: float = 0.3,
+    restarts: int = OPTIMISER_DEFAULTS["restarts"],
+    iterations: int = OPTIMISER_DEFAULTS["iterations"],
+    learning_rate: float = OPTIMISER_DEFAULTS["learning_rate"],
     lags: Sequence[int] | None = None,
     group_sizes: Sequence[int] | None = None,
     seed: int = 0,

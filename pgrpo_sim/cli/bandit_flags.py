@@ -1,6 +1,7 @@
 """The bandit's flags, shared by `simulate`, `sweep`, `phase-diagram`, `predict` and `tune` (short names and TRL
-`GRPOConfig` names), and the `BanditConfig` they describe. Help texts and ranges come from
-`models.hyperparameters.HYPERPARAMETERS`."""
+`GRPOConfig` names), and the `BanditConfig` they describe. Defaults and choices come from the model layer's tables
+(`BANDIT_DEFAULTS`, `LAG_MODELS`, `ADVANTAGES`, `KL_KINDS`, `OPTIMIZERS`), help texts and ranges of the
+hyperparameters from `models.hyperparameters.HYPERPARAMETERS`."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ import argparse
 
 import numpy as np
 
+from ..models.config import BANDIT_DEFAULTS, KL_KINDS, LAG_MODELS, OPTIMIZERS
+from ..models.grpo import ADVANTAGES
 from ..models.hyperparameters import HYPERPARAMETERS
 from .common import UsageError, finite_float, integer
 
 
 def add_oscillator_args(p: argparse.ArgumentParser) -> None:
     """The oscillator's flags (`theory`, `oscillator`): η, μ, τ, K."""
-    p.add_argument("--eta", type=finite_float, required=True, help="learning rate η (> 0)")
-    p.add_argument("--momentum", type=finite_float, default=0.0, help="heavy-ball momentum μ in [0, 1)")
+    p.add_argument("--eta", type=finite_float, required=True, help=_help("eta"))
+    p.add_argument("--momentum", type=finite_float, default=0.0, help=_help("momentum"))
     p.add_argument("--lag", type=finite_float, default=0.0, help="off-policy lag τ in steps (>= 0)")
     p.add_argument("--stiffness", type=finite_float, required=True, help="stiffness K (> 0)")
 
@@ -29,32 +32,32 @@ def _help(name: str, note: str = "") -> str:
 
 def add_bandit_args(p: argparse.ArgumentParser) -> None:
     """The bandit's flags under their short and TRL names (the defaults are `bandit_config`'s)."""
-    a = p.add_argument
-    a("--arms", type=integer, default=2, help="number of arms N (>= 2)")
-    a("--correct", type=integer, default=1, help="number of correct arms c in [1, N-1]")
-    a("--p-ref", type=finite_float, default=0.2, help=_help("p_ref", "(= KL reference)"))
-    a("--prompts", type=integer, default=1, help="independent bandits sharing the hyperparameters")
-    a("--eta", "--learning-rate", type=finite_float, default=0.1, help=_help("eta", "(TRL learning_rate)"))
-    a("--momentum", type=finite_float, default=0.0, help=_help("momentum", "(Adam: b1)"))
-    a("--beta", type=finite_float, default=0.0, help=_help("beta", "(TRL beta)"))
+    a, D = p.add_argument, BANDIT_DEFAULTS
+    a("--arms", type=integer, default=D["n_arms"], help="number of arms N (>= 2)")
+    a("--correct", type=integer, default=D["n_correct"], help="number of correct arms c in [1, N-1]")
+    a("--p-ref", type=finite_float, default=D["p_ref"], help=_help("p_ref", "(= KL reference)"))
+    a("--prompts", type=integer, default=D["n_prompts"], help="independent bandits sharing the hyperparameters")
+    a("--eta", "--learning-rate", type=finite_float, default=D["eta"], help=_help("eta", "(TRL learning_rate)"))
+    a("--momentum", type=finite_float, default=D["momentum"], help=_help("momentum", "(Adam: b1)"))
+    a("--beta", type=finite_float, default=D["beta"], help=_help("beta", "(TRL beta)"))
     a(
         "--group-size",
         "--num-generations",
         type=integer,
-        default=8,
+        default=D["group_size"],
         help=_help("group_size", "(TRL num_generations)"),
     )
     a(
         "--lag-model",
-        choices=("none", "refresh", "refresh_fresh", "stale"),
-        default="none",
+        choices=LAG_MODELS,
+        default=D["lag_model"],
         help="none | refresh: one rollout per refresh, reused (TRL/verl) | refresh_fresh: a fresh group from the "
         "stale π_old every step (the infinite-batch limit) | stale: gradient from θ_{n-lag}",
     )
     a(
         "--lag",
         type=integer,
-        default=0,
+        default=D["lag"],
         help=_help("lag", ": stale lag τ, or optimiser steps per rollout K = epochs × mini-batches (0 as 1)"),
     )
     a(
@@ -78,10 +81,15 @@ def add_bandit_args(p: argparse.ArgumentParser) -> None:
         metavar="S",
         help="KL reference sync every S steps (TRL ref_model_sync_steps; >= 1; default: never)",
     )
-    a("--ref-sync-alpha", type=finite_float, default=0.6, help=_help("ref_sync_alpha", "(TRL default 0.6)"))
+    a(
+        "--ref-sync-alpha",
+        type=finite_float,
+        default=D["ref_sync_alpha"],
+        help=_help("ref_sync_alpha", "(TRL default 0.6)"),
+    )
     a(
         "--advantage",
-        choices=("std", "mean", "rloo", "batch"),
+        choices=ADVANTAGES,
         default=None,
         help="std (GRPO, default) | mean (Dr. GRPO) | rloo | batch (group mean, batch std)",
     )
@@ -120,13 +128,13 @@ def add_bandit_args(p: argparse.ArgumentParser) -> None:
         metavar="F",
         help="shared parameters: a linear-softmax policy over F Gaussian prompt features (fixed seed 0)",
     )
-    a("--kl", choices=("k1", "k2", "k3", "exact"), default="k3", help="KL estimator (exact: the full sum over arms)")
+    a("--kl", choices=KL_KINDS, default=D["kl"], help="KL estimator (exact: the full sum over arms)")
     a("--kl-clamp", type=finite_float, default=None, help="clamp k3 to [-c, c] (verl: 10)")
     a(
         "--clip",
         "--epsilon",
         type=finite_float,
-        default=0.2,
+        default=D["clip"],
         help=_help("clip", "(TRL epsilon; ε_high too unless given)"),
     )
     a(
@@ -138,7 +146,7 @@ def add_bandit_args(p: argparse.ArgumentParser) -> None:
     )
     a("--dual-clip", type=finite_float, default=None, help="dual-clip constant c > 1 (verl: 3)")
     a("--grad-clip", type=finite_float, default=None, help="global gradient-norm bound")
-    a("--optimizer", choices=("sgd", "nesterov", "adam"), default="sgd", help="optimiser of the logits")
+    a("--optimizer", choices=OPTIMIZERS, default=D["optimizer"], help="optimiser of the logits")
 
 
 SCALE_REWARDS = {"group": "std", "batch": "batch", "none": "mean"}
@@ -161,7 +169,7 @@ def _loss_type(text: str) -> str:
 
 def population_args(args: argparse.Namespace) -> dict:
     """Advantage kind, the start (p_ref or a difficulty distribution), batch size and dynamic sampling."""
-    advantage = args.advantage or "std"
+    advantage = args.advantage or BANDIT_DEFAULTS["advantage"]
     if args.scale_rewards is not None:
         advantage = SCALE_REWARDS[args.scale_rewards]
         if args.advantage not in (None, advantage):

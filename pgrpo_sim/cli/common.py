@@ -17,6 +17,7 @@ from ..base.outputs import (
     check_distinct_outputs,
     check_output_file,
 )
+from ..models.config import MODES as MODES  # the --mode choices
 
 
 class UsageError(PgrpoSimError):
@@ -88,9 +89,6 @@ def finite_float(text: str) -> float:
 
 IMAGE_SUFFIXES = ("png", "pdf", "svg")
 """File types `--plot` writes (by its suffix)."""
-
-
-MODES = ("expected", "sampled")
 
 
 MODE_HELP = "expected: the exact mean update, one run; sampled: drawn groups, --seeds runs"

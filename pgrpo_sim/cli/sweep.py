@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..analysis.sweep_grid import SweepSettings
 from ..base.checks import check_range, check_seed, check_seeds, check_steps
 from ..base.outputs import (
     check_output_dir,
@@ -25,6 +26,9 @@ from .bandit_flags import (
 )
 from .common import MODE_HELP, MODES, UsageError, add_output_args, claim, describe, finite_float, integer, plot
 from .lm import add_model_args
+
+SETTINGS = SweepSettings._field_defaults
+"""The library's sweep defaults (the command line's --steps, 2000, is its own: the library has none)."""
 
 GRID_FLAGS = {"lag": ("lag", "num_iterations"), "minibatches": ("steps_per_generation",)}
 """The flags that set a parameter (a grid axis, a searched name), where they are not the flag of the same name."""
@@ -309,7 +313,9 @@ def add_parsers(sub) -> None:
         p.add_argument(
             "--chunk-size", type=integer, default=None, help="configurations per chunk (overrides --max-memory)"
         )
-        p.add_argument("--max-memory", type=finite_float, default=2e9, help="memory budget per chunk in bytes")
+        p.add_argument(
+            "--max-memory", type=finite_float, default=SETTINGS["max_memory"], help="memory budget per chunk in bytes"
+        )
         p.add_argument(
             "--save-trajectories",
             type=integer,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..analysis.search_settings import OBJECTIVES, OPTIMISER_DEFAULTS, SearchSettings
 from ..base.checks import check_range
 from ..base.outputs import (
     check_output_dir,
@@ -130,11 +131,15 @@ def _cmd_tune(args: argparse.Namespace) -> None:
     print(f"wrote {out}/summary.json and {out}/convergence.png")
 
 
+SETTINGS = SearchSettings._field_defaults
+"""The search's settings' defaults (its optimiser's: `OPTIMISER_DEFAULTS`)."""
+
+
 def add_parser(sub) -> None:
     """`pgrpo-sim tune`."""
     p = sub.add_parser("tune", help="gradient search for hyperparameters of a bandit configuration")
     add_bandit_args(p)
-    p.add_argument("--objective", choices=("damping-ratio", "time-to-threshold", "final-reward"), required=True)
+    p.add_argument("--objective", choices=OBJECTIVES, required=True)
     p.add_argument(
         "--target",
         type=finite_float,
@@ -145,8 +150,8 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--radius-margin",
         type=finite_float,
-        default=0.01,
-        help="constraint: exact discrete spectral radius <= 1 - margin (default 0.01)",
+        default=SETTINGS["radius_margin"],
+        help="constraint: exact discrete spectral radius <= 1 - margin",
     )
     p.add_argument(
         "--search",
@@ -161,14 +166,21 @@ def add_parser(sub) -> None:
     p.add_argument("--lags", default=None, help="outer grid of integer lags, e.g. 0,1,2 (not differentiated)")
     p.add_argument("--group-sizes", default=None, help="outer grid of group sizes, e.g. 4,8 (not differentiated)")
     p.add_argument(
-        "--steps", type=integer, default=300, help="expected-mode steps per evaluation (final-reward: the budget)"
+        "--steps",
+        type=integer,
+        default=SETTINGS["steps"],
+        help="expected-mode steps per evaluation (final-reward: the budget)",
     )
-    p.add_argument("--restarts", type=integer, default=8, help="vmapped restarts (Latin hypercube)")
-    p.add_argument("--iterations", type=integer, default=100, help="Adam iterations per restart")
+    p.add_argument(
+        "--restarts", type=integer, default=OPTIMISER_DEFAULTS["restarts"], help="vmapped restarts (Latin hypercube)"
+    )
+    p.add_argument(
+        "--iterations", type=integer, default=OPTIMISER_DEFAULTS["iterations"], help="Adam iterations per restart"
+    )
     p.add_argument(
         "--search-lr",
         type=finite_float,
-        default=0.3,
+        default=OPTIMISER_DEFAULTS["learning_rate"],
         help="the search's Adam step, in logit(box coordinate) units (--learning-rate is the run's η)",
     )
     p.add_argument("--seed", type=integer, default=0, help="seed of the restarts")

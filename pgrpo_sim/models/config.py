@@ -25,6 +25,8 @@ from ..base.checks import Interval, as_float, check_choice, check_range, check_s
 from ..base.errors import PgrpoSimError
 from .grpo import ADVANTAGES, advantage_code
 
+MODES = ("expected", "sampled")
+"""How a run takes its groups: their exact expectation ("expected") or drawn ("sampled") (`models.bandit`)."""
 LAG_MODELS = ("none", "refresh", "refresh_fresh", "stale")
 """none: on-policy; refresh: one rollout per refresh reused for every step until the next (TRL num_iterations,
 verl ppo_epochs); refresh_fresh: a fresh group from the stale π_old at every step (the infinite-batch limit of
@@ -34,6 +36,8 @@ OPTIMIZERS = ("sgd", "nesterov", "adam")
 LR_SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
 """Learning-rate schedules under Hugging Face's `SchedulerType` names (TRL `lr_scheduler_type`): linear warm-up
 over `warmup_steps`, then constant, linear decay to 0 or cosine decay to 0 at `decay_steps`."""
+DEFAULT_P_REF = 0.2
+"""The class-symmetric start's correct mass where `bandit_config` is given no start (p_ref, init_logits, difficulty)."""
 MAX_GROUP_SIZE = 4096
 """Largest group G: real GRPO groups hold a few to a few hundred completions, and the enumerations' int32 index
 arithmetic overflows from G ≈ 46341 (G² > 2³¹)."""
@@ -289,8 +293,8 @@ def bandit_config(
 ) -> BanditConfig:
     """Build and validate a `BanditConfig`.
 
-    Rewards: either `n_correct` binary-correct arms out of `n_arms` (the first ones), with a
-    class-symmetric start of correct mass `p_ref` (default 0.2) or the start `init_logits`, or an explicit `rewards`
+    Rewards: either `n_correct` binary-correct arms out of `n_arms` (the first ones), with a class-symmetric start
+    of correct mass `p_ref` (default `DEFAULT_P_REF`, 0.2) or the start `init_logits`, or an explicit `rewards`
     vector of Bernoulli means in [0, 1] (shape (N,), or (P, N): one row per prompt, P = `n_prompts`) with
     `init_logits` (default uniform).
     `clip` is ε_low, `clip_high` ε_high (default = ε_low); `None` disables dual clip, KL clamp and
@@ -349,7 +353,7 @@ def bandit_config(
         check_range("n_correct (--correct)", n_correct, 1, n_arms - 1, integer=True)
         rewards = (np.arange(n_arms) < n_correct).astype(float)
         if init_logits is None:
-            init_logits = class_symmetric_logits(n_arms, n_correct, 0.2 if p_ref is None else p_ref)
+            init_logits = class_symmetric_logits(n_arms, n_correct, DEFAULT_P_REF if p_ref is None else p_ref)
         elif p_ref is not None:
             raise PgrpoSimError("give either p_ref (or difficulty), which builds the start, or init_logits")
     elif p_ref is not None:
@@ -411,3 +415,11 @@ def bandit_config(
         ref_sync_alpha=scalar(ref_sync_alpha),
         features=None if features is None else as_float(features).astype(dtype),
     )
+
+
+BANDIT_DEFAULTS: Mapping[str, object] = MappingProxyType(
+    {name: p.default for name, p in inspect.signature(bandit_config).parameters.items()}
+    | {"p_ref": DEFAULT_P_REF, "n_prompts": 1}
+)
+"""`bandit_config`'s defaults by keyword, with the two it computes from other arguments as they are on their own: the
+class-symmetric start's p_ref and one prompt (the command line's flags take their defaults from here)."""

@@ -22,7 +22,8 @@ modes share: `check_mode`, `UpdateStats`, the KL terms), `enumeration` (the dist
 run's state and one step), `simulation` (`run`, `simulate`, `simulate_in_chunks`, the read-outs).
 """
 
-from .common import MODES as MODES, UpdateStats as UpdateStats, check_mode as check_mode
+from ..config import MODES as MODES
+from .common import UpdateStats as UpdateStats, check_mode as check_mode
 from .enumeration import (
     MAX_OUTCOMES as MAX_OUTCOMES,
     rewards_are_binary as rewards_are_binary,

@@ -13,13 +13,10 @@ from jax import Array
 
 from ...base.checks import check_choice, is_concrete
 from ...base.errors import PgrpoSimError
-from ..config import BanditConfig, check_config
+from ..config import MODES, BanditConfig, check_config
 from ..grpo import ADVANTAGES, kl_divergence, kl_estimate
 from ..readouts import UPDATE_READOUTS, attributes
 from .enumeration import rewards_are_binary, rollout_count
-
-MODES = ("expected", "sampled")
-
 
 UpdateStats = NamedTuple("UpdateStats", [(name, Array) for name in UPDATE_READOUTS])
 UpdateStats.__doc__ = (
