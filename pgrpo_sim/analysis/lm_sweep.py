@@ -65,7 +65,18 @@ def _kind(key: str) -> type:
 
 
 def parse_lm_value(key: str, text: str):
-    """A setting's value from its text: a number, `none` (where `NULLABLE`), true/false, or a name."""
+    """A setting's value from its text: a number, `none` (where `NULLABLE`), true/false, or a name.
+
+    Args:
+        key: the setting, one of `LM_KEYS`.
+        text: its value as text.
+
+    Returns:
+        The value, typed as `lm_config`'s default for `key` (int, float, bool or str), or None.
+
+    Raises:
+        PgrpoSimError: `key` is unknown, or `text` is not of its type.
+    """
     if key not in LM_KEYS:
         raise PgrpoSimError(f"unknown language-model setting {key!r} (known: {', '.join(LM_KEYS)})")
     text = text.strip()
@@ -91,7 +102,17 @@ def parse_lm_value(key: str, text: str):
 
 
 def parse_settings(items: Sequence[str]) -> dict:
-    """`KEY=VALUE` items as settings (`parse_lm_value`); a key given twice is an error."""
+    """`KEY=VALUE` items as settings (`parse_lm_value`); a key given twice is an error.
+
+    Args:
+        items: `KEY=VALUE` strings, keys from `LM_KEYS`.
+
+    Returns:
+        Setting → typed value (keyword arguments of `lm_config`).
+
+    Raises:
+        PgrpoSimError: an item is not KEY=VALUE, a key is repeated or unknown, or a value is mistyped.
+    """
     settings = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -104,7 +125,19 @@ def parse_settings(items: Sequence[str]) -> dict:
 
 
 def parse_lm_grid(items: Sequence[str]) -> dict[str, list]:
-    """`KEY=V1,V2,…` items (or `KEY=log:START:STOP:NUM` for a real setting) as grid axes."""
+    """`KEY=V1,V2,…` items (or `KEY=log:START:STOP:NUM` for a real setting) as grid axes.
+
+    Args:
+        items: `KEY=V1,V2,…` or `KEY=log:START:STOP:NUM` strings (START, STOP > 0; NUM an integer ≥ 1: NUM values
+            spaced geometrically from START to STOP).
+
+    Returns:
+        Setting → its values, typed, in order.
+
+    Raises:
+        PgrpoSimError: an item is malformed, an axis is repeated, a value is mistyped, or a log axis is not of a
+            real setting or has START, STOP ≤ 0 or NUM < 1.
+    """
     grid = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -129,7 +162,18 @@ def parse_lm_grid(items: Sequence[str]) -> dict[str, list]:
 
 def grid_points(base: Mapping, grid: Mapping[str, Sequence]) -> list[dict]:
     """Every combination of the grid's values (the last axis varying fastest), each over `base`; each is checked
-    by building its `LMConfig` (a bad value: `PgrpoSimError` naming it)."""
+    by building its `LMConfig` (a bad value: `PgrpoSimError` naming it).
+
+    Args:
+        base: settings shared by every point (`lm_config` keyword arguments).
+        grid: setting → its values (`parse_lm_grid`); no key of `base`.
+
+    Returns:
+        The grid points, each a dict of the grid's settings (without `base`); [{}] for an empty grid.
+
+    Raises:
+        PgrpoSimError: a key is both in `base` and a grid axis, or a point's `LMConfig` is invalid.
+    """
     overlap = sorted(set(base) & set(grid))
     if overlap:
         raise PgrpoSimError(f"{overlap[0]} is both set and a grid axis: give it once")
@@ -140,12 +184,27 @@ def grid_points(base: Mapping, grid: Mapping[str, Sequence]) -> list[dict]:
 
 
 def smoothing_window(steps: int) -> int:
-    """The running mean's window for a run of `steps` GRPO steps: 10 % of them, at least 1."""
+    """The running mean's window for a run of `steps` GRPO steps: 10 % of them, at least 1.
+
+    Args:
+        steps: the run's GRPO steps; ≥ 0.
+
+    Returns:
+        max(1, steps // 10), in GRPO steps.
+    """
     return max(1, steps // 10)
 
 
 def running_mean(curve: np.ndarray, window: int) -> np.ndarray:
-    """Trailing running mean along the last axis: point t averages t − window + 1 … t (fewer at the start)."""
+    """Trailing running mean along the last axis: point t averages t − window + 1 … t (fewer at the start).
+
+    Args:
+        curve: the values; (..., T).
+        window: points per mean; integer ≥ 1.
+
+    Returns:
+        The running means; float (..., T), the curve's units.
+    """
     total = np.cumsum(curve, axis=-1)
     lagged = np.concatenate([np.zeros_like(total[..., :window]), total[..., :-window]], axis=-1)
     counts = np.minimum(np.arange(1, curve.shape[-1] + 1), window)
@@ -156,14 +215,33 @@ def knowledge(reward: np.ndarray, format_ok: np.ndarray, modulus: int) -> np.nda
     """The chance-corrected reward of the level's rollouts: the share of completions that are well-formed and right
     beyond guessing, k = max(r − f/m, 0) / (1 − 1/m), with r the reward, f the well-formed share and m the modulus
     (a well-formed answer guessed at random is right with probability 1/m). An LLM's answer space is so large that
-    its chance is 0: a policy that writes one answer for every prompt scores 0 there and 1/m on the level."""
+    its chance is 0: a policy that writes one answer for every prompt scores 0 there and 1/m on the level.
+
+    Args:
+        reward: r, the share of right completions; in [0, 1]; any shape.
+        format_ok: f, the share of well-formed completions; in [0, 1]; broadcast with `reward`.
+        modulus: m, the task's modulus; integer ≥ 2.
+
+    Returns:
+        k; float, the broadcast shape; in [0, 1] when r ≤ f.
+    """
     chance = 1.0 / modulus
     return np.maximum(np.asarray(reward, float) - chance * np.asarray(format_ok, float), 0.0) / (1 - chance)
 
 
 def knowledge_se(reward: np.ndarray, format_ok: np.ndarray, modulus: int, completions: np.ndarray) -> np.ndarray:
     """The standard error of `knowledge` over `completions` independent completions: per completion X = R − F/m
-    (R right, F well-formed; R implies F), Var X = r(1 − r) + f(1 − f)/m² − 2r(1 − f)/m, divided by n (1 − 1/m)²."""
+    (R right, F well-formed; R implies F), Var X = r(1 − r) + f(1 − f)/m² − 2r(1 − f)/m, divided by n (1 − 1/m)².
+
+    Args:
+        reward: r, the share of right completions; in [0, 1]; any shape.
+        format_ok: f, the share of well-formed completions; in [0, 1]; broadcast with `reward`.
+        modulus: m, the task's modulus; integer ≥ 2.
+        completions: n, the completions behind each share; > 0; broadcast with `reward`.
+
+    Returns:
+        The standard error of k; float, the broadcast shape.
+    """
     r, f, m = np.asarray(reward, float), np.asarray(format_ok, float), modulus
     var = np.maximum(r * (1 - r) + f * (1 - f) / m**2 - 2 * r * (1 - f) / m, 0.0)
     return np.sqrt(var / completions) / (1 - 1 / m)
@@ -178,7 +256,18 @@ def _pooled_knowledge(reward: np.ndarray, format_ok: np.ndarray, modulus: int, b
 def summarize_lm_runs(run: LMRun, config: LMConfig, starts: np.ndarray | None = None) -> list[dict]:
     """One summary per seed of `run` (read-outs [seeds, steps]) of `config`'s task and batch (module docstring).
     `starts`: a label per seed, equal for seeds that share their SFT start (default: all do, as the seeds of one
-    configuration); a collapse is measured from the start's chance-corrected reward pooled over them."""
+    configuration); a collapse is measured from the start's chance-corrected reward pooled over them.
+
+    Args:
+        run: the `LMRun` of `config`, read-outs (seeds, steps) (`params` unused).
+        config: its `LMConfig` (the task's modulus and the generation batch).
+        starts: a label per seed; (seeds,); None: one shared start.
+
+    Returns:
+        One dict per seed, keys `SUMMARY_FIELDS`: final_reward, final_knowledge, peak_reward and
+        final_eval_accuracy in [0, 1], final_entropy in nats, final_mean_length in tokens (these six NaN for a
+        diverged run), diverged_step (a GRPO step, −1 if never) and verdict (`analysis.summaries.verdict`).
+    """
     readouts = {name: np.asarray(value, float) for name, value in run.readouts.items()}
     reward = readouts["reward"]
     seeds, steps = reward.shape
@@ -241,7 +330,23 @@ def run_lm_sweep(
     """Every grid point (`grid_points`) × `seeds` runs of `steps` GRPO steps (`lm_simulate` with key `seed`), in
     grid order. `chunks`: a folder where each finished point is saved (and found again on a rerun, so an
     interrupted sweep resumes). Returns (rows: the grid keys, `seed` and the `SUMMARY_FIELDS` per point and seed;
-    curves: each read-out as float32[points, seeds, steps])."""
+    curves: each read-out as float32[points, seeds, steps]).
+
+    Args:
+        base: settings shared by every point (`lm_config` keyword arguments, `parse_settings`).
+        grid: setting → its values (`parse_lm_grid`).
+        seeds: runs per point; integer in [1, 2²⁰].
+        steps: GRPO steps per run; integer in [1, 10⁸].
+        seed: the key of every point's runs; integer in [0, 2³² − 1].
+        chunks: the folder of finished points; None: nothing saved.
+        progress: called with one line before each point that is run; None: silent.
+
+    Returns:
+        (rows, curves) as above; rows in grid order, seeds fastest.
+
+    Raises:
+        PgrpoSimError: `seeds`, `steps` or `seed` is out of range, or the grid is invalid (`grid_points`).
+    """
     check_seeds(seeds)
     check_steps(steps)
     check_seed(seed)

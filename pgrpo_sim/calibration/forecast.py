@@ -47,7 +47,18 @@ would predict more than ten times what it was calibrated on (and a run of 10⁵ 
 
 
 def horizon_limit(first_step: float, fit_until: float) -> float:
-    """The last step a forecast or what-if may reach for a fit on the log's steps `first_step`…`fit_until`."""
+    """The last step a forecast or what-if may reach for a fit on the log's steps `first_step`…`fit_until`.
+
+    Args:
+        first_step: the log's first rewarded step (model step 0); finite.
+        fit_until: the fit window's last step; finite, ≥ `first_step`.
+
+    Returns:
+        first_step + `MAX_HORIZON` × max(fit_until − first_step, 1), in the log's steps.
+
+    Raises:
+        PgrpoSimError: a step is not finite, or `fit_until` < `first_step`.
+    """
     check_range("first_step", first_step)
     check_range("fit_until", fit_until, first_step)
     return first_step + MAX_HORIZON * max(fit_until - first_step, 1.0)
@@ -55,7 +66,20 @@ def horizon_limit(first_step: float, fit_until: float) -> float:
 
 def extend(calibration: Calibration, until_step: float, run: RunConfig | None = None) -> Calibration:
     """The calibration's model simulated up to the log's step `until_step` (and with another run config), at most
-    `horizon_limit`."""
+    `horizon_limit`.
+
+    Args:
+        calibration: a `Calibration`.
+        until_step: the last step to simulate, in the log's steps; in (first_step, `horizon_limit`].
+        run: the run config to simulate instead of the calibrated one (a scenario); None: the calibrated one.
+
+    Returns:
+        The `Calibration` with θ̂ and covariance unchanged and its model over model steps
+        0 … round(until_step − first_step).
+
+    Raises:
+        PgrpoSimError: `calibration` is not a `Calibration`, or `until_step` is out of range.
+    """
     check_calibration(calibration)
     check_range("until", until_step)
     steps = int(round(until_step - calibration.first_step))
@@ -79,7 +103,19 @@ def heldout_score(
 ) -> dict | None:
     """MAE and band coverage of the forecast on the log's rewards after the fit window, with the baselines' MAE;
     None when the log has no steps after it (within the band's range). A diverged forecast has no MAE and no
-    coverage (None): it is not a number to compare. The baselines' fit is told to `progress`."""
+    coverage (None): it is not a number to compare. The baselines' fit is told to `progress`.
+
+    Args:
+        log: the training log the calibration was fitted to (`TrainingLog`).
+        calibration: the `Calibration`.
+        band: its reward `Band`, reaching past the fit window.
+        progress: told when the baselines are fitted; None: silent.
+
+    Returns:
+        None, or {"mae": mean absolute error of the band's mean (the log's reward units), "coverage": share of
+        held-out rewards inside the band (in [0, 1]), "n": held-out steps, "baselines": {"persistence" and each of
+        `BASELINE_LAWS`: its MAE, None where its fit failed}}.
+    """
     steps, reward = log.series("reward")
     fit = steps <= calibration.fit_until
     held = (steps > calibration.fit_until) & (steps <= band.steps[-1])
@@ -117,7 +153,17 @@ class GoodnessOfFit:
     q = (1 − level)/2. A side counts only the `n_below` (`n_above`) rewards where that edge of the band is off the
     reward's range (`Calibration.reward_bounds`: [0, reward_scale], or [a, a + b]): at the bound nothing can lie
     beyond it (a reward of 0 is common); a side with none is not checked (its share NaN). A calibrated run
-    that `diverged` fails."""
+    that `diverged` fails.
+
+    Attributes:
+        n: logged rewards in the fit window.
+        level: the band's central probability; in (0, 1).
+        below: share of the counted rewards below the band; in [0, 1], NaN when none is counted.
+        n_below: rewards counted for `below` (where the band's lower edge is above the reward's lower bound).
+        above: share of the counted rewards above the band; in [0, 1], NaN when none is counted.
+        n_above: rewards counted for `above` (where the band's upper edge is below the reward's upper bound).
+        diverged: whether the calibrated (MAP) run diverged in the window.
+    """
 
     n: int
     level: float
@@ -133,12 +179,20 @@ class GoodnessOfFit:
         return (1 - self.level) / 2
 
     def tolerance(self, n: int) -> float:
-        """GOF_Z binomial standard errors of a share of n rewards, GOF_Z·√(q(1 − q)/n)."""
+        """GOF_Z binomial standard errors of a share of n rewards, GOF_Z·√(q(1 − q)/n).
+
+        Args:
+            n: the rewards the share is over; ≥ 0.
+
+        Returns:
+            The tolerance, a share; +∞ when n = 0.
+        """
         q = self.expected
         return GOF_Z * math.sqrt(q * (1 - q) / n) if n else math.inf
 
     @property
     def passed(self) -> bool:
+        """Whether the run did not diverge and each counted side's share is within its tolerance of `expected`."""
         sides = ((self.below, self.n_below), (self.above, self.n_above))
         return not self.diverged and all(not n or abs(share - self.expected) <= self.tolerance(n) for share, n in sides)
 
@@ -160,6 +214,7 @@ class GoodnessOfFit:
         )
 
     def as_dict(self) -> dict:
+        """JSON-ready: the counts, shares, expected share, tolerances, the rule and the verdict."""
         return dict(
             check="shares of the fit window's logged rewards below and above the predictive band",
             n=self.n,
@@ -184,7 +239,21 @@ def goodness_of_fit(
     """Whether the calibration describes its own fit window: the shares of the window's logged rewards below and
     above its central predictive band, against the nominal (1 − level)/2 each (`GoodnessOfFit`). `band`: a
     `predictive_band` of this calibration reaching the window's end (its level is used); else one is drawn with
-    `level` and `seed`."""
+    `level` and `seed`.
+
+    Args:
+        log: the training log the calibration was fitted to (`TrainingLog`).
+        calibration: the `Calibration`.
+        band: its reward `Band`, or None (one is drawn).
+        level: the drawn band's central probability; in (0, 1).
+        seed: the drawn band's seed; integer in [0, 2³² − 1].
+
+    Returns:
+        The `GoodnessOfFit`.
+
+    Raises:
+        PgrpoSimError: `log` or `calibration` has the wrong type, or `level` or `seed` is out of range.
+    """
     check_log(log)
     check_calibration(calibration)
     if band is None or band.steps[-1] < calibration.fit_until:
@@ -204,7 +273,14 @@ def goodness_of_fit(
 
 
 def band_dict(band: Band) -> dict:
-    """JSON-ready band: steps, mean, lo, hi (None where undefined, and everywhere when the MAP run diverged)."""
+    """JSON-ready band: steps, mean, lo, hi (None where undefined, and everywhere when the MAP run diverged).
+
+    Args:
+        band: the `Band`.
+
+    Returns:
+        {"steps", "mean", "lo", "hi"}: lists of T+1 floats (the log's steps; the observable's units) or None.
+    """
     clean = lambda a: [float(v) if np.isfinite(v) and not band.diverged else None for v in a]  # noqa: E731
     return dict(steps=[float(s) for s in band.steps], mean=clean(band.mean), lo=clean(band.lo), hi=clean(band.hi))
 
@@ -219,7 +295,24 @@ def forecast(
     progress: Progress | None = None,
 ) -> tuple[dict, Band]:
     """forecast.json's content (keys in docs/guide/calibration.md) and the band, from a calibration on the same log;
-    each stage (the band, the baselines) is told to `progress`."""
+    each stage (the band, the baselines) is told to `progress`.
+
+    Args:
+        log: the training log the calibration was fitted to (`TrainingLog`).
+        calibration: the `Calibration` (`calibrate`).
+        until: the last step to forecast, in the log's steps, at most `horizon_limit`; None: the log's last step.
+        level: the band's central probability; in (0, 1).
+        seed: the band's seed; integer in [0, 2³² − 1].
+        progress: told at each stage; None: silent.
+
+    Returns:
+        (content, band): the JSON-ready dict (fit_until, band level, `band_dict`'s lists, diverged,
+        diverged_fraction, and "heldout" from `heldout_score` when the log goes past the fit window) and the
+        reward `Band`, in the log's units.
+
+    Raises:
+        PgrpoSimError: `log` or `calibration` has the wrong type, or `until`, `level` or `seed` is out of range.
+    """
     check_log(log)
     check_calibration(calibration)
     until = float(log["step"][-1]) if until is None else float(until)
@@ -241,7 +334,14 @@ def forecast(
 def draws_note(band: Band) -> str | None:
     """What a band leaves out, in words (None when every posterior draw ran): the fraction of draws that diverged,
     over which the mean and band are not taken, and whether it is more than the band's own tail, (1 − level)/2,
-    so that the band is no central interval of all draws."""
+    so that the band is no central interval of all draws.
+
+    Args:
+        band: the `Band`.
+
+    Returns:
+        The note, or None when no draw diverged or the MAP run did.
+    """
     if band.diverged_fraction == 0 or band.diverged:
         return None
     share, tail = f"{band.diverged_fraction:.0%} of the posterior draws diverge", (1 - band.level) / 2
@@ -256,7 +356,15 @@ def draws_note(band: Band) -> str | None:
 def scenario_summary(band: Band) -> dict:
     """Verdict, final reward with its band, plateau, and the log's step at which the mean has covered 90 % of the
     way from its start to the plateau (`summarize_curve`'s plateau and time_to_90, which counts from the start). A
-    scenario whose calibrated (MAP) run diverges has no numbers (None): the surviving draws would be a biased few."""
+    scenario whose calibrated (MAP) run diverges has no numbers (None): the surviving draws would be a biased few.
+
+    Args:
+        band: the scenario's reward `Band`.
+
+    Returns:
+        {"verdict": one of `VERDICTS`, "final_reward", "final_lo", "final_hi" (the log's reward units),
+        "plateau" (same units), "time_to_90" (a log step), "diverged_fraction" (in [0, 1])}; None where undefined.
+    """
     if band.diverged:
         return dict(
             verdict="diverges",
@@ -289,7 +397,18 @@ FIXED_KEYS = ("optimizer", "reward_scale")
 
 
 def check_scenario(run: RunConfig, changes: dict) -> RunConfig:
-    """The run config a scenario makes, or a one-line error (unknown key, bad value, a `FIXED_KEYS` key)."""
+    """The run config a scenario makes, or a one-line error (unknown key, bad value, a `FIXED_KEYS` key).
+
+    Args:
+        run: the calibrated run's configuration (`RunConfig`).
+        changes: run-config key → new value (`parse_scenario`).
+
+    Returns:
+        The `RunConfig` with the changes (`RunConfig.replace`).
+
+    Raises:
+        PgrpoSimError: a key is unknown or in `FIXED_KEYS`, or a value is invalid.
+    """
     fixed = sorted(set(changes) & set(FIXED_KEYS))
     if fixed:
         raise PgrpoSimError(f"a scenario cannot change {fixed[0]}: the calibrated step scale belongs to it")
@@ -306,7 +425,25 @@ def what_if(
     progress: Progress | None = None,
 ) -> tuple[dict, dict[str, Band]]:
     """whatif.json's content and the bands: the calibrated run itself (`baseline`) and one entry per scenario; each
-    band's start is told to `progress`."""
+    band's start is told to `progress`.
+
+    Args:
+        calibration: the `Calibration` (`calibrate`).
+        scenarios: per scenario, run-config key → new value (`parse_scenario`); every one is checked before any runs.
+        until: the last step to simulate, in the log's steps; in (first_step, `horizon_limit`].
+        level: the bands' central probability; in (0, 1).
+        seed: the bands' seed (the same for every scenario); integer in [0, 2³² − 1].
+        progress: told at each band's start; None: silent.
+
+    Returns:
+        (content, bands): {"band": level, "baseline": `scenario_summary` and `band_dict` of the calibrated run,
+        "scenarios": one such dict per scenario with its "set" changes}, and the reward `Band`s keyed "baseline",
+        "scenario 1", … (the log's units).
+
+    Raises:
+        PgrpoSimError: `calibration` is not a `Calibration`, a scenario is invalid (`check_scenario`), or `until`,
+            `level` or `seed` is out of range.
+    """
     check_calibration(calibration)
     base_run = calibration.model.run
     runs = [check_scenario(base_run, changes) for changes in scenarios]  # every scenario checked before any runs

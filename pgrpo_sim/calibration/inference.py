@@ -70,14 +70,28 @@ point, not a mode."""
 
 
 def prior_mean(run: RunConfig) -> np.ndarray:
-    """μ = 0 (p = ½), σ = 1, s such that the bandit's step is 0.3 at the run's learning rate, c = 5 %."""
+    """μ = 0 (p = ½), σ = 1, s such that the bandit's step is 0.3 at the run's learning rate, c = 5 %.
+
+    Args:
+        run: the run's configuration (`RunConfig`); its `learning_rate` sets log s.
+
+    Returns:
+        The prior mean of θ (`PARAMETERS` order); float64 (4,).
+    """
     return np.array([0.0, 0.0, math.log(0.3 / run.learning_rate), math.log(0.05 / 0.95)])
 
 
 def affine_prior(reward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Prior mean and sd of (a, log b) for a reward read as a + b·p, from the logged rewards r themselves (their
     units are the log's): a about min r, b about twice the range of r (a batch's success rate spans about half of
-    [0, 1] in a run), both weak — a's sd five ranges, log b's 2 (a factor e² ≈ 7)."""
+    [0, 1] in a run), both weak — a's sd five ranges, log b's 2 (a factor e² ≈ 7).
+
+    Args:
+        reward: the logged rewards of the fit window; (n,), n ≥ 1; the log's units.
+
+    Returns:
+        (mean, sd) of (a, log b); each float64 (2,); a in the log's units, log b dimensionless.
+    """
     spread = max(float(np.ptp(reward)), 1e-3)
     return np.array([float(np.min(reward)), math.log(2 * spread)]), np.array([5 * spread, 2.0])
 
@@ -91,7 +105,24 @@ class Calibration:
     differs from the pooled φ beyond its noise; else the pooled φ), which scales its band's batch noise, so that one
     observable's misfit does not widen another's band. `parameters`
     names θ's entries and `prior_sd` their prior sd: `PARAMETERS`, plus `AFFINE_PARAMETERS` when the log's reward
-    is read as an affine map of the success rate (`model` module docstring)."""
+    is read as an affine map of the success rate (`model` module docstring).
+
+    Attributes:
+        model: the `PopulationModel` of the fit window (model steps 0 … its last); `with_model` swaps it.
+        theta: θ̂, the MAP; float64 (k,), k = len(parameters), 4 or 6; unconstrained (`PARAMETERS`).
+        covariance: the Laplace covariance of θ, φ·H⁻¹; float64 (k, k).
+        overdispersion: φ, the pooled reduced χ² of the fit; ≥ 1.
+        used: the observables fitted (`model.OBSERVABLES` names), reward first.
+        skipped: observable name → why it was not fitted.
+        first_step: the log's first rewarded step (model step 0), in the log's steps.
+        fit_until: the fit window's last step, in the log's steps.
+        n_points: rewarded steps in the fit window.
+        log_format: the log's `TrainingLog.format`.
+        map_offset: the Newton step from the MAP, in standard errors, largest over the parameters; ≥ 0.
+        overdispersions: observable name → its own φ (≥ 1), or the pooled one (`own_overdispersion`).
+        parameters: θ's entry names, length k.
+        prior_sd: θ's prior sd; (k,), in θ's units.
+    """
 
     model: PopulationModel
     theta: np.ndarray
@@ -110,7 +141,14 @@ class Calibration:
 
     def overdispersion_of(self, observable: str) -> float:
         """φ of one observable's own residuals (the batch noise of its band is scaled by it); the pooled
-        `overdispersion` where it was not fitted."""
+        `overdispersion` where it was not fitted.
+
+        Args:
+            observable: a `model.OBSERVABLES` name.
+
+        Returns:
+            φ, ≥ 1.
+        """
         return self.overdispersions.get(observable, self.overdispersion)
 
     @property
@@ -133,14 +171,23 @@ class Calibration:
 
     @property
     def stderr(self) -> np.ndarray:
+        """θ's posterior standard errors, √diag(covariance); float64 (k,)."""
         return np.sqrt(np.diag(self.covariance))
 
     @property
     def undetermined(self) -> tuple[str, ...]:
+        """Names of the parameters whose stderr exceeds `UNDETERMINED` × their prior sd (the log leaves them)."""
         return tuple(n for n, se, p in zip(self.parameters, self.stderr, self.prior_sd) if not se <= UNDETERMINED * p)
 
     def with_model(self, model: PopulationModel) -> Calibration:
-        """The same θ̂ and covariance on another model (a scenario or a longer horizon)."""
+        """The same θ̂ and covariance on another model (a scenario or a longer horizon).
+
+        Args:
+            model: the `PopulationModel` to put in place of `model`.
+
+        Returns:
+            A copy of this `Calibration` with that model.
+        """
         return dataclasses.replace(self, model=model)
 
     def as_dict(self) -> dict:
@@ -177,7 +224,18 @@ class Calibration:
 
 def model_steps(steps: np.ndarray, first_step: float) -> np.ndarray:
     """The model's step indices of the log's `steps` (≥ `first_step`, model step 0): one per logged step, so the
-    steps must lie a whole number of steps apart (`PgrpoSimError` otherwise: fractional steps have no model step)."""
+    steps must lie a whole number of steps apart (`PgrpoSimError` otherwise: fractional steps have no model step).
+
+    Args:
+        steps: the log's steps; (n,); ≥ `first_step`.
+        first_step: the log's step that is model step 0.
+
+    Returns:
+        Model step indices, steps − first_step; int (n,).
+
+    Raises:
+        PgrpoSimError: a step is not a whole number of steps after `first_step` (beyond 10⁻⁶).
+    """
     offset = np.asarray(steps, float) - first_step
     whole = np.round(offset)
     if np.any(np.abs(offset - whole) > 1e-6):
@@ -191,7 +249,24 @@ def model_steps(steps: np.ndarray, first_step: float) -> np.ndarray:
 def fit_data(log: TrainingLog, run: RunConfig, fit_until: float | None, *, affine: bool = False):
     """The fit window's observables as {name: (model step index, value)} and which were skipped, why. `affine`: the
     reward is read as a + b·p, so its values stay in the log's units (else they are divided by reward_scale and
-    must lie in [0, 1])."""
+    must lie in [0, 1]).
+
+    Args:
+        log: the training log (`TrainingLog`).
+        run: the run's configuration (`RunConfig`); its `reward_scale` divides the rewards unless `affine`.
+        fit_until: the window's last step (the log's steps), within the rewarded steps; None: the last one.
+        affine: whether the reward is read as a + b·p.
+
+    Returns:
+        (first, until, used, skipped): the log's first rewarded step (model step 0) and the window's last step;
+        {name: (model step indices int (n,), values (n,))} of the observables in the window, reward first; and
+        {name: why it was skipped}.
+
+    Raises:
+        PgrpoSimError: the log has no reward, `fit_until` is out of range, the window has fewer than `MIN_POINTS`
+            rewarded steps, a step is fractional (`model_steps`), or (not `affine`) rewards / reward_scale leave
+            [0, 1].
+    """
     if "reward" not in log or log.series("reward")[0].size == 0:
         raise PgrpoSimError("the log has no reward to calibrate on")
     steps = log.series("reward")[0]
@@ -299,7 +374,24 @@ def calibrate(
     """Fit θ to the log's steps ≤ `fit_until` (default: all) by MAP + Laplace (module doc); the fit's start is told
     to `progress`. `reward_map`: "scale" (the reward / reward_scale is the success rate), "affine" (the reward is
     a + b·success rate, a and b fitted with the rest: `model.AFFINE_PARAMETERS`) or "auto" (affine when the
-    reward leaves [0, reward_scale])."""
+    reward leaves [0, reward_scale]).
+
+    Args:
+        log: the training log (`TrainingLog`); steps one unit apart from its first rewarded step.
+        run: the run's configuration (`RunConfig`, e.g. from `calibration_inputs`).
+        fit_until: the fit window's last step, in the log's steps, within the rewarded steps; None: all.
+        horizon: the schedule's length in logged steps when `run.max_steps` is None; integer ≥ 1; None: the log's
+            length.
+        reward_map: how the reward is read, one of `REWARD_MAPS`.
+        progress: told when the fit starts; None: silent.
+
+    Returns:
+        The `Calibration` (MAP θ̂, Laplace covariance, φ, fit window).
+
+    Raises:
+        PgrpoSimError: `log`, `run`, `horizon` or `reward_map` is invalid, the fit window is unusable (`fit_data`),
+            or the model diverged from every start.
+    """
     check_log(log)
     check_run_config(run)
     check_range("horizon", horizon, 1, integer=True)
@@ -371,7 +463,16 @@ def calibrate(
 def own_overdispersion(chi2: float, dof: float, pooled: float) -> float:
     """An observable's own φ (its reduced χ², at least 1) where it differs from the pooled φ by more than
     `OVERDISPERSION_Z` standard errors (a reduced χ² of ν degrees of freedom scatters by √(2/ν) of its mean);
-    else the pooled φ, the better-determined of the two."""
+    else the pooled φ, the better-determined of the two.
+
+    Args:
+        chi2: the observable's sum of squared standardised residuals at the MAP; ≥ 0.
+        dof: its degrees of freedom ν (its points less its share of the parameters); > 0.
+        pooled: the pooled φ; ≥ 1.
+
+    Returns:
+        φ of the observable; ≥ 1.
+    """
     own = max(1.0, chi2 / dof)
     return own if abs(own - pooled) > OVERDISPERSION_Z * pooled * math.sqrt(2 / dof) else pooled
 
@@ -379,7 +480,18 @@ def own_overdispersion(chi2: float, dof: float, pooled: float) -> float:
 @dataclasses.dataclass(frozen=True)
 class Band:
     """A predictive band at model steps 0…T: `steps` (the log's steps), `mean`, `lo`, `hi` (reward in the log's
-    units; NaN throughout when the MAP run `diverged`), and the fraction of posterior draws that diverged."""
+    units; NaN throughout when the MAP run `diverged`), and the fraction of posterior draws that diverged.
+
+    Attributes:
+        steps: the log's steps of model steps 0 … T, first_step + t; float (T+1,).
+        mean: the mean over the posterior draws that did not diverge; (T+1,); the observable's units in the log
+            (reward and reward_std: the log's units; zero_std_frac: a share in [0, 1]); NaN when undefined.
+        lo: the band's lower edge, the (1 − level)/2 quantile of the predictive draws; (T+1,); as `mean`.
+        hi: the band's upper edge, the (1 + level)/2 quantile; (T+1,); as `mean`.
+        level: the band's central probability; in (0, 1).
+        diverged: whether the MAP run diverged (then mean, lo and hi are NaN).
+        diverged_fraction: share of the posterior draws that diverged; in [0, 1].
+    """
 
     steps: np.ndarray
     mean: np.ndarray
@@ -398,7 +510,15 @@ def _observables(thetas, config: BanditConfig, reading: LogReading):
 
 
 def check_calibration(calibration, name: str = "calibration") -> None:
-    """Raise `PgrpoSimError` unless `calibration` is a `Calibration` (from `calibrate`)."""
+    """Raise `PgrpoSimError` unless `calibration` is a `Calibration` (from `calibrate`).
+
+    Args:
+        calibration: the object to check.
+        name: its name in the error message.
+
+    Raises:
+        PgrpoSimError: `calibration` is not a `Calibration`.
+    """
     if not isinstance(calibration, Calibration):
         raise PgrpoSimError(f"{name} must be a Calibration (from calibrate), got {type(calibration).__name__}")
 
@@ -406,7 +526,21 @@ def check_calibration(calibration, name: str = "calibration") -> None:
 def predictive_band(calibration: Calibration, *, level: float = 0.8, seed: int = 0, observable: str = "reward") -> Band:
     """The band of `observable` over the calibration's model (parameter draws + one batch's noise per draw, the
     noise Gaussian, so its draws are clipped to [0, 1], where a batch's reward fraction, zero-std fraction and
-    within-group std lie)."""
+    within-group std lie; for an affine reward, to [a, a + b] for the reward and [0, b] for its std).
+
+    Args:
+        calibration: a `Calibration`; the band covers its model's steps (`forecast.extend` lengthens it).
+        level: the band's central probability; in (0, 1).
+        seed: seed of the posterior draws and the batch noise; integer in [0, 2³² − 1].
+        observable: the observable, one of `model.OBSERVABLES`.
+
+    Returns:
+        The `Band` over model steps 0 … T (T = the model's `steps`), from `DRAWS` posterior draws, in the log's
+        units (zero_std_frac: a share).
+
+    Raises:
+        PgrpoSimError: `calibration` is not a `Calibration`, or `level`, `seed` or `observable` is out of range.
+    """
     check_calibration(calibration)
     check_range("level", level, 0.0, 1.0, low_open=True, high_open=True)
     check_choice("observable", observable, OBSERVABLES)

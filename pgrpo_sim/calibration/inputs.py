@@ -27,7 +27,23 @@ def calibration_inputs(
 ) -> tuple[TrainingLog, RunConfig, RunConfigFile | None]:
     """(log, run, the loaded run config file or None) for a calibration on `log` (module docstring). `run_config`: a
     TRL/verl/pgrpo-sim config file; `success_rate`: look for a success-rate column when the reward leaves
-    [0, reward_scale] (False: the caller chose the reward column)."""
+    [0, reward_scale] (False: the caller chose the reward column).
+
+    Args:
+        log: the training log (`TrainingLog`).
+        run_config: path of a JSON or YAML run-config file (`load_run_config`), or None (log settings and TRL's
+            defaults only).
+        success_rate: whether to swap in the log's success-rate column when its reward is none
+            (`success_rate_log`).
+
+    Returns:
+        (log, run, loaded): the log, with its success-rate column as `reward` where one was used; the `RunConfig`
+        with each key's source and the notes (the file's summary, a KL warning, the reward's reading); the loaded
+        `RunConfigFile`, or None without `run_config`.
+
+    Raises:
+        PgrpoSimError: the file cannot be read or holds a bad key or value, or `log` is not a `TrainingLog`.
+    """
     loaded = load_run_config(run_config) if run_config else None
     run = resolve_run_config(loaded and loaded.keys, log_settings(log))
     run = run.with_notes(*(loaded.summary() if loaded else ()))
@@ -40,7 +56,19 @@ def calibration_inputs(
 def fit_window_end(log: TrainingLog, fit_until: float | None = None, fit_fraction: float | None = None) -> float | None:
     """The fit window's last step: `fit_until` (a step within the log's rewarded steps), or the logged reward step
     that closes the first `fit_fraction` of them, or None (the whole log). `PgrpoSimError` for both, or a value
-    out of range."""
+    out of range.
+
+    Args:
+        log: the training log (`TrainingLog`).
+        fit_until: the window's last step, in the log's steps; within [first, last] rewarded step; or None.
+        fit_fraction: the share of the logged rewards the window holds; in (0, 1]; or None.
+
+    Returns:
+        The window's last step (the log's steps), or None when neither is given (the whole log).
+
+    Raises:
+        PgrpoSimError: the log has no reward, both are given, or either is out of range.
+    """
     steps = log.series("reward")[0] if "reward" in log else np.array([])
     if steps.size == 0:
         raise PgrpoSimError("the log has no reward to calibrate on")

@@ -64,7 +64,20 @@ NO_CLIP = (1 - 1e-6, 1e6)
 
 class Observables(NamedTuple):
     """Predicted observables at each model step (arrays (T+1,)): means and sampling variances of a batch, and
-    whether the run diverged."""
+    whether the run diverged.
+
+    Rewards are success rates in [0, 1] (the log's reward / reward_scale), or in the log's units (a + b·p) when θ has
+    the affine entries (`AFFINE_PARAMETERS`); variances are in those units squared. `vmap` over θ adds a leading axis.
+
+    Attributes:
+        reward: the batch's mean reward; (T+1,); success rate, or the log's units when affine.
+        reward_var: its sampling variance over a batch of P prompts × G completions; (T+1,); units².
+        zero_std_frac: share of the batch's groups whose G rewards are all equal; (T+1,); in [0, 1].
+        zero_std_frac_var: its sampling variance; (T+1,).
+        reward_std: TRL's mean within-group unbiased std of the reward; (T+1,); same units as `reward`.
+        reward_std_var: its sampling variance; (T+1,); units².
+        diverged: whether any prompt's run diverged; bool scalar.
+    """
 
     reward: Array
     reward_var: Array
@@ -75,16 +88,26 @@ class Observables(NamedTuple):
     diverged: Array
 
     def mean(self, name: str) -> Array:
+        """The predicted batch mean of observable `name` (one of `OBSERVABLES`); (T+1,)."""
         return getattr(self, name)
 
     def var(self, name: str) -> Array:
+        """The batch sampling variance of observable `name` (one of `OBSERVABLES`); (T+1,)."""
         return getattr(self, f"{name}_var")
 
 
 class LogReading(NamedTuple):
     """What `population_observables` needs besides the bandit, all static (hashable, a compilation's key):
     `read` the model step read at each logged step, `prompts` D, `batch` P prompts per logged batch, `fpc` the
-    finite-population correction (module doc)."""
+    finite-population correction (module doc).
+
+    Attributes:
+        read: per logged step 0 … T, the per-prompt model's step (rollout × epochs) it is read at; length T+1.
+        prompts: D, quantile prompts that represent the difficulty distribution; ≥ 1.
+        batch: P, prompts per logged batch (`RunConfig.prompts_per_step`); ≥ 1.
+        fpc: the finite-population correction (N − P)/(N − 1) of a dataset of N prompts, 1 when N is not given;
+            in [0, 1].
+    """
 
     read: tuple[int, ...]
     prompts: int
@@ -102,6 +125,14 @@ class PopulationModel:
     With m = steps_per_generation mini-batches a prompt is in one of the m optimiser steps of each epoch, with
     weight m/P instead of 1/P: per prompt, one step of s × learning_rate × m per epoch (read at the rollouts, so
     where in the epoch it falls does not matter; the schedule is taken as constant within a rollout).
+
+    Attributes:
+        run: the run's configuration (`RunConfig`).
+        steps: T, logged steps simulated after the first (model steps 0 … T); ≥ 1.
+        optimizer_steps_per_logged: optimiser steps per logged step: 1 for `TRL_FORMATS` (a step is TRL's
+            `global_step`), `run.steps_per_rollout` for the others (a step is one rollout).
+        horizon: the learning-rate schedule's length, in logged steps; ≥ 1.
+        prompts: D, quantile prompts of the population (default `PROMPTS`).
     """
 
     run: RunConfig
@@ -112,15 +143,25 @@ class PopulationModel:
 
     @property
     def epochs(self) -> int:
+        """Passes over each rollout, `run.num_iterations`."""
         return self.run.num_iterations
 
     def read_steps(self) -> np.ndarray:
-        """Per logged step after the first, the per-prompt model's step at the rollout its batch was drawn at."""
+        """Per logged step after the first, the per-prompt model's step at the rollout its batch was drawn at.
+
+        Returns:
+            Model step indices, int (steps+1,), for logged steps 0 … steps.
+        """
         rollout = np.arange(self.steps + 1) * self.optimizer_steps_per_logged // self.run.steps_per_rollout
         return rollout * self.epochs
 
     def config(self) -> BanditConfig:
-        """One prompt's bandit at p_0 = ½ and s = 1 (`population_observables` sets both from θ)."""
+        """One prompt's bandit at p_0 = ½ and s = 1 (`population_observables` sets both from θ).
+
+        Returns:
+            A `BanditConfig` with η = learning_rate × steps_per_generation per model step, and warm-up and decay
+            lengths in model steps.
+        """
         run, epochs = self.run, self.epochs
         clip = run.clip or NO_CLIP
         rollouts = lambda logged: logged * self.optimizer_steps_per_logged / run.steps_per_rollout  # noqa: E731
@@ -140,20 +181,40 @@ class PopulationModel:
         )
 
     def reading(self) -> LogReading:
-        """The static rest of the model: how its steps map to the log's, and the batch the observables describe."""
+        """The static rest of the model: how its steps map to the log's, and the batch the observables describe.
+
+        Returns:
+            The `LogReading` (hashable: a compilation's key).
+        """
         run = self.run
         n, batch = run.dataset_size, run.prompts_per_step
         fpc = 1.0 if n is None else (n - batch) / max(n - 1, 1)
         return LogReading(tuple(int(r) for r in self.read_steps()), self.prompts, batch, float(fpc))
 
     def observables(self, theta: Array) -> Observables:
-        """Means and batch sampling variances of the observables at model steps 0…steps (see module doc)."""
+        """Means and batch sampling variances of the observables at model steps 0…steps (see module doc).
+
+        Args:
+            theta: θ, the unconstrained parameters (`PARAMETERS`, then `AFFINE_PARAMETERS` if affine); (4,) or (6,).
+
+        Returns:
+            `Observables`, each array (steps+1,).
+        """
         return population_observables(self.config(), self.reading(), theta)
 
 
 def prompt_starts(prompts: int, theta: Array) -> Array:
     """The D = `prompts` prompts' initial logits (D, 1, 2): success probability sigmoid(μ + σ z_d), z_d the normal
-    quantiles Φ⁻¹((d + ½)/D)."""
+    quantiles Φ⁻¹((d + ½)/D).
+
+    Args:
+        prompts: D, the number of quantile prompts; ≥ 1.
+        theta: θ; (4,) or (6,); only θ[0] = μ (logit) and θ[1] = log σ are read.
+
+    Returns:
+        Per prompt, the log-probabilities (log p_d, log(1 − p_d)) of its correct and wrong arm, as one-prompt
+        bandit logits; (D, 1, 2), θ's dtype.
+    """
     theta = jnp.asarray(theta)
     z = jax.scipy.stats.norm.ppf((jnp.arange(prompts) + 0.5) / prompts).astype(theta.dtype)
     x = theta[0] + jnp.exp(theta[1]) * z
@@ -163,7 +224,16 @@ def prompt_starts(prompts: int, theta: Array) -> Array:
 def population_observables(config: BanditConfig, reading: LogReading, theta: Array) -> Observables:
     """`PopulationModel.observables` from its parts: `config` (`PopulationModel.config()`, whose float leaves —
     learning rate, β, clip, schedule lengths — may be traced, so run configs that differ only there share a
-    compilation) and `reading`."""
+    compilation) and `reading`.
+
+    Args:
+        config: one prompt's bandit (`PopulationModel.config()`); its η is multiplied by s = exp(θ[2]).
+        reading: the static `LogReading` (`PopulationModel.reading()`).
+        theta: θ; (4,), or (6,) when the reward is read as a + b·p (`AFFINE_PARAMETERS`).
+
+    Returns:
+        `Observables`, each array (T+1,) with T+1 = len(reading.read).
+    """
     theta = jnp.asarray(theta)
     read = np.asarray(reading.read)
     config = config.replace(eta=jnp.exp(theta[2]) * config.eta)
@@ -194,7 +264,21 @@ def population_observables(config: BanditConfig, reading: LogReading, theta: Arr
 
 def population_model(run: RunConfig, steps: int, *, log_format: str = "jsonl", horizon: int | None = None):
     """The `PopulationModel` of a run read from a log of `log_format`, simulated over `steps` logged steps after
-    the first. The schedule's length (logged steps) is `run.max_steps`, else `horizon`, else `steps`."""
+    the first. The schedule's length (logged steps) is `run.max_steps`, else `horizon`, else `steps`.
+
+    Args:
+        run: the run's configuration (`RunConfig`).
+        steps: logged steps to simulate after the first; integer in [1, 10⁸].
+        log_format: the log's `TrainingLog.format`, one of `LOG_FORMATS`; sets what a logged step is.
+        horizon: the schedule's length in logged steps when `run.max_steps` is None; integer ≥ 1, or None.
+
+    Returns:
+        The `PopulationModel`, with D = `PROMPTS` (`REUSE_PROMPTS` when num_iterations > 1), or the dataset size
+        clipped to [8, 256] when `run.dataset_size` is given.
+
+    Raises:
+        PgrpoSimError: `run` is not a `RunConfig`, or `log_format`, `steps` or `horizon` is out of range.
+    """
     check_run_config(run)
     check_choice("log_format", log_format, LOG_FORMATS)
     check_steps(steps)
@@ -218,7 +302,22 @@ def synthetic_log(run: RunConfig, theta, steps: int, *, seed: int = 0, scale: fl
 
     The model's per-prompt step is s × learning_rate × m per epoch; in the dataset run a prompt is in a rollout
     with probability P/dataset and carries weight m/P there, so the run takes η = s·lr·dataset. `scale`
-    multiplies the logged rewards (as a reward worth `scale` when correct)."""
+    multiplies the logged rewards (as a reward worth `scale` when correct).
+
+    Args:
+        run: the run's configuration (`RunConfig`); N = `run.dataset_size`, else `run.prompts_per_step`.
+        theta: the true θ (`PARAMETERS` only, no affine entries); shape (4,).
+        steps: optimiser steps after the first; integer in [1, 10⁸].
+        seed: the sampled run's PRNG seed; integer in [0, 2³² − 1].
+        scale: factor on the logged `reward` and `reward_std` (the reward of a correct completion); > 0.
+
+    Returns:
+        A `TrainingLog` of format "synthetic": steps+1 records at steps 1 … steps+1 (one per optimiser step) with
+        `reward` and `reward_std` (in [0, scale]) and `zero_std_frac` (in [0, 1]).
+
+    Raises:
+        PgrpoSimError: `run`, `steps`, `seed` or `scale` is invalid, or `theta` is not of shape (4,).
+    """
     model = population_model(run, steps, log_format="synthetic")
     check_seed(seed)
     check_range("scale", scale, 0.0, low_open=True)

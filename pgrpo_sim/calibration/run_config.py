@@ -35,15 +35,30 @@ NO_CLIP_LOSSES = ("grpo_no_clip", "reinforce_with_baseline")
 class RunConfig:
     """The run's settings (TRL `GRPOConfig` names, plus `prompts_per_step`, `optimizer`, `reward_scale`).
 
-    learning_rate: peak optimiser learning rate of the real run; num_generations: G, completions per prompt;
-    num_iterations: epochs over each rollout (TRL `num_iterations`, verl `ppo_epochs`); steps_per_generation:
-    optimiser steps per epoch (mini-batches of the rollout); beta: KL coefficient; epsilon / epsilon_high: clip
-    range (None: no clip); scale_rewards: group / batch / none; loss_type: token aggregation (no effect on a
-    one-token bandit except the no-clip losses); max_grad_norm: recorded, not mapped; lr_scheduler_type,
-    warmup_ratio, max_steps: the schedule (max_steps in logged steps); prompts_per_step: unique prompts per
-    rollout; optimizer: adamw / adam / sgd; reward_scale: the reward of a fully correct completion (logged
-    rewards are divided by it, so the success probability lies in [0, 1]); dataset_size: prompts in the dataset
-    (None: many more than prompts_per_step), for the finite-population correction of the batch's noise.
+    Attributes:
+        learning_rate: peak optimiser learning rate of the real run; > 0.
+        num_generations: G, completions per prompt; integer in [2, `MAX_GROUP_SIZE`].
+        num_iterations: epochs over each rollout (TRL `num_iterations`, verl `ppo_epochs`); integer ≥ 1.
+        steps_per_generation: optimiser steps per epoch (mini-batches of the rollout); integer ≥ 1, divides P.
+        beta: KL coefficient (k3 against the start); ≥ 0.
+        epsilon: ε_low of the clip range; in (0, 1); None: no clip.
+        epsilon_high: ε_high of the clip range; ≥ epsilon; None: equal to epsilon.
+        scale_rewards: the advantage's scaling, one of `SCALE_REWARDS` (group / batch / none).
+        loss_type: token aggregation, one of `LOSS_TYPES` (no effect on the bandit except `NO_CLIP_LOSSES`).
+        max_grad_norm: gradient clip; > 0 or None; recorded, not mapped.
+        lr_scheduler_type: the schedule, one of `SCHEDULES`.
+        warmup_ratio: warm-up share of the schedule; in [0, 1).
+        max_steps: the schedule's length, in logged steps; integer in [1, 10⁸]; None: the log's length.
+        prompts_per_step: P, unique prompts per rollout; integer ≥ 1.
+        optimizer: one of `OPTIMIZERS` (adamw / adam / sgd).
+        reward_scale: the reward of a fully correct completion, in the log's units (logged rewards are divided by
+            it, so the success probability lies in [0, 1]); > 0.
+        dataset_size: N, prompts in the dataset (batch noise's finite-population correction); integer ≥ P; None: ≫ P.
+        sources: key → where its value came from: "run-config", "log", "default" or "scenario".
+        notes: what a report should say about the configuration (`with_notes`).
+
+    Raises:
+        PgrpoSimError: a value is out of its range, epsilon_high < epsilon, or steps_per_generation does not divide P.
     """
 
     learning_rate: float = 1e-6
@@ -115,12 +130,29 @@ class RunConfig:
         return self.epsilon, self.epsilon if self.epsilon_high is None else self.epsilon_high
 
     def warmup_steps(self, max_steps: int) -> int:
-        """Warm-up length in logged steps: ⌈warmup_ratio × max_steps⌉ (as transformers' TrainingArguments)."""
+        """Warm-up length in logged steps: ⌈warmup_ratio × max_steps⌉ (as transformers' TrainingArguments).
+
+        Args:
+            max_steps: the schedule's length, in logged steps.
+
+        Returns:
+            The warm-up length, in logged steps.
+        """
         return math.ceil(self.warmup_ratio * max_steps)
 
     def replace(self, **changes) -> RunConfig:
         """A copy with keys changed (validated), their source marked "scenario". A change to a loss without a clip
-        (`NO_CLIP_LOSSES`) also removes the clip, unless it sets epsilon too."""
+        (`NO_CLIP_LOSSES`) also removes the clip, unless it sets epsilon too.
+
+        Args:
+            **changes: run-config key (`KEYS`) → new value.
+
+        Returns:
+            The changed `RunConfig`.
+
+        Raises:
+            PgrpoSimError: a key is unknown or a value out of range.
+        """
         unknown = sorted(set(changes) - set(KEYS))
         if unknown:
             raise PgrpoSimError(f"unknown run-config key {unknown[0]!r} (known: {', '.join(KEYS)})")
@@ -129,7 +161,14 @@ class RunConfig:
         return dataclasses.replace(self, **changes, sources={**self.sources, **dict.fromkeys(changes, "scenario")})
 
     def with_notes(self, *notes: str) -> RunConfig:
-        """A copy with `notes` added (empty ones skipped)."""
+        """A copy with `notes` added (empty ones skipped).
+
+        Args:
+            *notes: the notes to add, one sentence each.
+
+        Returns:
+            The `RunConfig` with them appended.
+        """
         return dataclasses.replace(self, notes=self.notes + tuple(n for n in notes if n))
 
     def as_dict(self) -> dict:
@@ -168,7 +207,15 @@ _NULLABLE = ("epsilon", "epsilon_high", "max_grad_norm", "max_steps", "dataset_s
 
 
 def check_run_config(run, name: str = "run") -> None:
-    """Raise `PgrpoSimError` unless `run` is a `RunConfig` (a dict is a common slip)."""
+    """Raise `PgrpoSimError` unless `run` is a `RunConfig` (a dict is a common slip).
+
+    Args:
+        run: the object to check.
+        name: its name in the error message.
+
+    Raises:
+        PgrpoSimError: `run` is not a `RunConfig`.
+    """
     if not isinstance(run, RunConfig):
         raise PgrpoSimError(
             f"{name} must be a RunConfig (resolve_run_config builds one from a dict), got {type(run).__name__}"
@@ -205,7 +252,13 @@ def _coerce(key: str, value: Any) -> Any:
 class RunConfigFile:
     """A run-config file read (`load_run_config`): `keys` (run-config names, typed), the file's keys `not_used`
     (names with no counterpart in the bandit, e.g. `output_dir`, `logging_steps`), and `notes` saying how the keys
-    that are not the file's own were derived (e.g. `prompts_per_step` from the batch sizes)."""
+    that are not the file's own were derived (e.g. `prompts_per_step` from the batch sizes).
+
+    Attributes:
+        keys: run-config key (`KEYS`) → value, typed.
+        not_used: the file's keys that set nothing here (dotted for nested ones), sorted.
+        notes: how derived keys were computed, one sentence each.
+    """
 
     keys: dict[str, Any]
     not_used: tuple[str, ...] = ()
@@ -248,7 +301,17 @@ VERL_SCHEDULES = {"constant": "constant_with_warmup", "cosine": "cosine"}
 
 def load_run_config(path: str | Path) -> RunConfigFile:
     """A JSON or YAML run-config file: run-config keys (checked by name), a TRL `GRPOConfig` dump
-    (`trainer.args.to_dict()`) or a verl trainer config (nested or dotted keys); see `translate_run_config`."""
+    (`trainer.args.to_dict()`) or a verl trainer config (nested or dotted keys); see `translate_run_config`.
+
+    Args:
+        path: the file; ".json" is read as JSON, anything else as YAML.
+
+    Returns:
+        The `RunConfigFile`.
+
+    Raises:
+        PgrpoSimError: the file cannot be read or parsed, or its keys or values are invalid (`translate_run_config`).
+    """
     path = Path(path)
     try:
         text = path.read_text()
@@ -262,7 +325,17 @@ def load_run_config(path: str | Path) -> RunConfigFile:
 
 
 def read_run_config(path: str | Path) -> dict[str, Any]:
-    """The run-config keys of a file (`load_run_config(path).keys`)."""
+    """The run-config keys of a file (`load_run_config(path).keys`).
+
+    Args:
+        path: a JSON or YAML run-config file.
+
+    Returns:
+        Run-config key → typed value (for `resolve_run_config`).
+
+    Raises:
+        PgrpoSimError: as `load_run_config`.
+    """
     return load_run_config(path).keys
 
 
@@ -276,7 +349,19 @@ def translate_run_config(data: Any, name: str = "run-config") -> RunConfigFile:
       transformers' `warmup_steps` → warmup_ratio (below 1 it is a fraction already); `max_steps` ≤ 0 (train by
       epochs) and null values count as not given;
     - otherwise run-config names only (an unknown key is an error).
-    Keys of a dump or a verl config that set nothing here are listed in `not_used`."""
+    Keys of a dump or a verl config that set nothing here are listed in `not_used`.
+
+    Args:
+        data: the file's content, a mapping (nested or with dotted keys).
+        name: the file's name, for error messages.
+
+    Returns:
+        The `RunConfigFile`.
+
+    Raises:
+        PgrpoSimError: `data` is not a mapping, a plain run-config file has an unknown key, a value is mistyped, a
+            derived count is not a whole number ≥ 1, or a verl `adv_estimator` is not "grpo".
+    """
     if not isinstance(data, Mapping):
         raise PgrpoSimError(f"run-config {name}: expected a mapping of GRPOConfig keys, got {type(data).__name__}")
     flat = _flatten(data)
@@ -408,7 +493,17 @@ def _yaml(text: str):
 
 
 def parse_scenario(text: str) -> dict[str, Any]:
-    """`"KEY=VALUE[,KEY=VALUE…]"` → the changed keys, typed and checked by name."""
+    """`"KEY=VALUE[,KEY=VALUE…]"` → the changed keys, typed and checked by name.
+
+    Args:
+        text: comma-separated KEY=VALUE items, keys from `KEYS`; "none" or "null" clears a nullable key.
+
+    Returns:
+        Run-config key → typed value (for `RunConfig.replace`, `what_if`).
+
+    Raises:
+        PgrpoSimError: an item is not KEY=VALUE, a key is unknown or repeated, a value is mistyped, or none is set.
+    """
     changes = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, sep, value = item.partition("=")
@@ -427,7 +522,17 @@ def parse_scenario(text: str) -> dict[str, Any]:
 
 def log_settings(log) -> dict[str, Any]:
     """What a `TrainingLog` says about its run: its recorded `settings`, plus `lr_scheduler_type` "constant" and the
-    `learning_rate` when its logged learning rate never changes (at least 3 finite values)."""
+    `learning_rate` when its logged learning rate never changes (at least 3 finite values).
+
+    Args:
+        log: the training log (`TrainingLog`).
+
+    Returns:
+        Setting name → value, as the log states them (for `resolve_run_config`'s `settings`).
+
+    Raises:
+        PgrpoSimError: `log` is not a `TrainingLog`.
+    """
     check_log(log)
     settings = dict(log.settings)
     lr = constant_learning_rate(log.series("learning_rate")[1]) if "learning_rate" in log else None
@@ -439,7 +544,18 @@ def log_settings(log) -> dict[str, Any]:
 
 def kl_warning(run: RunConfig, log) -> str:
     """A warning (text starting "warning:") when `log` records a non-zero KL to the reference while `run` has β = 0,
-    so the calibration has no KL penalty the run may have had; "" otherwise. (TRL logs `kl` only when β ≠ 0.)"""
+    so the calibration has no KL penalty the run may have had; "" otherwise. (TRL logs `kl` only when β ≠ 0.)
+
+    Args:
+        run: the run's configuration (`RunConfig`).
+        log: the training log (`TrainingLog`).
+
+    Returns:
+        The warning, one sentence, or "".
+
+    Raises:
+        PgrpoSimError: `run` or `log` has the wrong type.
+    """
     check_run_config(run)
     check_log(log)
     if run.beta != 0 or "kl" not in log:
@@ -456,7 +572,18 @@ def kl_warning(run: RunConfig, log) -> str:
 
 def resolve_run_config(given: Mapping[str, Any] | None = None, settings: Mapping[str, Any] | None = None) -> RunConfig:
     """The run configuration: `given` (a run-config file) over `settings` (what the log records) over TRL's
-    defaults; `sources` marks each key "run-config", "log" or "default"."""
+    defaults; `sources` marks each key "run-config", "log" or "default".
+
+    Args:
+        given: run-config key → value (`read_run_config`, or a `RunConfig.as_dict()`); None: none.
+        settings: what the log records (`log_settings`); keys outside `KEYS` are ignored; None: none.
+
+    Returns:
+        The `RunConfig`, with `sources`.
+
+    Raises:
+        PgrpoSimError: `given` or `settings` is not a mapping, `given` has an unknown key, or a value is invalid.
+    """
     for name, mapping in (("given", given), ("settings", settings)):
         if mapping is not None and not isinstance(mapping, Mapping):
             raise PgrpoSimError(

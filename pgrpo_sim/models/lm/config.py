@@ -69,7 +69,45 @@ def _int_leaf(x):
 
 
 class LMConfig(eqx.Module):
-    """A GRPO run on the language-model level (docs: `lm_config`). Build it with `lm_config`, not directly."""
+    """A GRPO run on the language-model level (docs: `lm_config`). Build it with `lm_config`, not directly.
+
+    Traced leaves are scalars, or carry a leading axis when configurations are stacked for `vmap`
+    (`lm_simulate_each`); the rest is static. Steps are optimiser steps unless said otherwise.
+
+    Attributes:
+        learning_rate: peak AdamW learning rate; float scalar; > 0.
+        epsilon: ε_low of the clip; float scalar; ≥ 0, +∞: no clip.
+        epsilon_high: ε_high of the clip (for "cispo" the cap on ρ); float scalar; ≥ 0, +∞: no clip.
+        delta: TRL's two-sided clip δ on ρ; float scalar; > 1, +∞: off.
+        beta: k3 KL coefficient against the start policy; float scalar; ≥ 0.
+        temperature: sampling temperature; float scalar; > 0.
+        max_grad_norm: global-norm gradient clip; float scalar; > 0, +∞: off.
+        weight_decay: AdamW decoupled weight decay (matrices only); float scalar; ≥ 0.
+        adam_beta1: AdamW β1; float scalar; in [0, 1).
+        adam_beta2: AdamW β2; float scalar; in [0, 1).
+        adam_epsilon: AdamW ε; float scalar; ≥ 0.
+        warmup_steps: the schedule's warm-up, in optimiser steps; int32 scalar; ≥ 0.
+        loss_type: the loss type's code, its index in `LOSS_TYPES`; int32 scalar.
+        advantage: the advantage kind's code, its index in `models.grpo.ADVANTAGES` (`SCALE_REWARDS`); int32 scalar.
+        task: the task's sizes (`TaskSpec`); static.
+        policy: the transformer's sizes (`PolicyShape`, `task_policy_shape` of `task`); static.
+        num_generations: G, completions per prompt; integer in [2, 4096].
+        prompts_per_step: prompts per GRPO step; integer in [1, 65536].
+        num_iterations: passes over each generation batch; integer in [1, 1024].
+        steps_per_generation: mini-batches (optimiser steps) per pass; integer in [1, 2²⁰] dividing
+            prompts_per_step × num_generations.
+        importance_sampling_level: "token" or "sequence" (GSPO), `IMPORTANCE_SAMPLING_LEVELS`.
+        mask_truncated_completions: whether completions without EOS are left out of the loss.
+        lr_scheduler_type: the schedule over the run's optimiser steps, one of `models.config.LR_SCHEDULES`.
+        kl_reference: whether the reference (start) policy's log-probabilities are computed; needed for β > 0.
+        eval_every: GRPO steps between greedy evaluations; integer in [1, 2³⁰].
+        start_accuracy: the SFT start's target sampled accuracy; in (0, 0.95], ≤ start_format.
+        start_format: share of well-formed SFT demonstrations; in (0, 1].
+        sft_seed: the SFT start's seed; integer in [0, 2³² − 1].
+
+    Raises:
+        PgrpoSimError: on construction, when a concrete value is out of its range or the sizes do not fit together.
+    """
 
     learning_rate: Array = eqx.field(converter=_float_leaf)
     epsilon: Array = eqx.field(converter=_float_leaf)
@@ -161,7 +199,14 @@ class LMConfig(eqx.Module):
         return next(name for name, k in SCALE_REWARDS.items() if k == kind)
 
     def replace(self, **changes) -> LMConfig:
-        """A copy with fields changed (validated when the new values are concrete)."""
+        """A copy with fields changed (validated when the new values are concrete).
+
+        Args:
+            **changes: field name → new value, as the field holds it (codes for `loss_type` and `advantage`).
+
+        Returns:
+            The changed `LMConfig`.
+        """
         return dataclasses.replace(self, **changes)
 
 
@@ -206,17 +251,55 @@ def lm_config(
     Batch: each GRPO step draws `prompts_per_step` prompts and `num_generations` (G) completions of each (TRL's
     generation batch), then takes `num_iterations` × `steps_per_generation` AdamW steps over it, in
     `steps_per_generation` shuffled mini-batches per pass (TRL with `gradient_accumulation_steps` = 1).
-    Loss: `loss_type` (TRL's default "dapo"), `epsilon`/`epsilon_high` (None: no clip), `delta`, `beta` (k3 against
-    the start policy; `kl_reference` computes the reference log-probabilities, default: whether β may be nonzero),
-    `importance_sampling_level`, `mask_truncated_completions`, `scale_rewards` group | batch | none.
-    Optimiser: AdamW with `max_grad_norm` global-norm clipping (None: off), weight decay on matrices only (as HF
-    excludes biases and LayerNorm), `lr_scheduler_type` constant | constant_with_warmup | linear | cosine over the
-    run's optimiser steps (this level's default is "constant", HF's "linear"), `warmup_steps` in optimiser steps;
-    `learning_rate` defaults to `DEFAULT_LEARNING_RATE` (TRL's 1e-6 is for billion-parameter models).
-    Task and model (this level's own names): `modulus`, `operands`, `max_completion_length` (the task's longest
-    response), `width`, `layers`, `heads`; the SFT start's `start_accuracy`, `start_format` (the share of
-    well-formed demonstrations: a low one hides right answers behind a broken format, as in a base model) and
-    `sft_seed`; greedy eval accuracy on `eval_size` held-out prompts every `eval_every` GRPO steps.
+    Hyperparameters marked traced may be arrays (a sweep vmaps over them); the rest are Python values.
+
+    Args:
+        learning_rate: peak AdamW learning rate; > 0; traced. Default `DEFAULT_LEARNING_RATE` (TRL's 1e-6 is for
+            billion-parameter models).
+        num_generations: G, completions per prompt; integer in [2, 4096].
+        prompts_per_step: prompts per GRPO step; integer in [1, 65536].
+        num_iterations: passes over each generation batch; integer in [1, 1024].
+        steps_per_generation: shuffled mini-batches (AdamW steps) per pass; integer in [1, 2²⁰] that divides
+            prompts_per_step × num_generations.
+        loss_type: a name in `LOSS_TYPES` (TRL's default "dapo") or its `loss_type_code`; traced.
+        scale_rewards: "group", "batch" or "none" (`SCALE_REWARDS`).
+        epsilon: ε_low of the clip; ≥ 0; None: no clip (and ε_high none unless given); traced.
+        epsilon_high: ε_high of the clip (for "cispo" the cap on ρ); ≥ 0; None: `epsilon`; traced.
+        delta: TRL's two-sided clip δ (ρ capped at δ in the unclipped term); > 1; None: off; traced.
+        beta: k3 KL coefficient against the start policy; ≥ 0; traced.
+        kl_reference: whether to compute the reference log-probabilities; None: whether β may be nonzero (traced,
+            or a concrete β ≠ 0).
+        importance_sampling_level: "token" or "sequence" (GSPO).
+        mask_truncated_completions: whether completions without EOS are left out of the loss.
+        temperature: sampling temperature (also of the loss's log-probabilities); > 0; traced.
+        max_grad_norm: global-norm gradient clip; > 0; None: off; traced.
+        weight_decay: AdamW decoupled weight decay, on matrices only (as HF excludes biases and LayerNorm); ≥ 0;
+            traced.
+        adam_beta1: AdamW β1; in [0, 1); traced.
+        adam_beta2: AdamW β2; in [0, 1); traced.
+        adam_epsilon: AdamW ε; ≥ 0; traced.
+        lr_scheduler_type: "constant", "constant_with_warmup", "linear" or "cosine" over the run's optimiser steps
+            (this level's default is "constant", HF's "linear").
+        warmup_steps: warm-up length, in optimiser steps; integer ≥ 0; traced.
+        max_completion_length: the task's longest response, in tokens; integer in [4, 32] (this level's name).
+        modulus: m, the task's modulus (digits 0 … m − 1); integer in [2, 59].
+        operands: k, digits per prompt; integer in [1, 10].
+        width: the transformer's model dimension; integer in [1, 4096], divisible by `heads`.
+        layers: transformer blocks; integer in [1, 64].
+        heads: attention heads; integer that divides `width`.
+        start_accuracy: the SFT start's target sampled (T = 1) eval accuracy; in (0, 0.95], ≤ `start_format`.
+        start_format: share of well-formed SFT demonstrations (a low one hides right answers behind a broken format,
+            as in a base model); in (0, 1].
+        sft_seed: the SFT start's seed; integer in [0, 2³² − 1].
+        eval_every: GRPO steps between greedy eval accuracies on the held-out prompts; integer in [1, 2³⁰].
+        eval_size: held-out evaluation prompts; integer in [1, 65536].
+
+    Returns:
+        The validated `LMConfig`.
+
+    Raises:
+        PgrpoSimError: a name is unknown, a concrete value is out of its range, or the sizes do not fit together
+            (e.g. `steps_per_generation` does not divide the generation batch, β > 0 without `kl_reference`).
     """
     check_choice("scale_rewards", scale_rewards, tuple(SCALE_REWARDS))
     task = TaskSpec(modulus=modulus, operands=operands, max_response_len=max_completion_length, eval_size=eval_size)

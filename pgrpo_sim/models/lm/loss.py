@@ -43,7 +43,17 @@ IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
 
 def loss_type_code(loss_type: str | ArrayLike) -> Array:
     """The int32 code of a loss type, its index in `LOSS_TYPES`: traced, so one compilation serves every loss type
-    and a sweep can vmap over them. Names are checked; concrete codes range-checked."""
+    and a sweep can vmap over them. Names are checked; concrete codes range-checked.
+
+    Args:
+        loss_type: a name in `LOSS_TYPES`, or an integer code in [0, len(LOSS_TYPES) − 1] (an array, or traced).
+
+    Returns:
+        The code; int32, the shape of `loss_type` (a scalar for a name).
+
+    Raises:
+        PgrpoSimError: an unknown name, or a concrete code out of range.
+    """
     if loss_type is None or isinstance(loss_type, str):
         check_choice("loss_type", loss_type, LOSS_TYPES)
         return jax.device_put(np.int32(LOSS_TYPES.index(loss_type)))
@@ -55,7 +65,15 @@ class LossStats(NamedTuple):
     """TRL's read-outs of one mini-batch, each a mean over its masked tokens (0 where there are none):
     `clip_low` (ρ < 1 − ε_low with A < 0: `clip_ratio/low_mean`), `clip_high` (ρ > 1 + ε_high with A > 0;
     for "cispo" ρ > ε_high with A > 0, TRL's `cispo_clip_ratio`), `clip_region` (either), `kl` (k3 against the
-    reference, nats), `entropy` (nats; NaN when no entropies were given)."""
+    reference, nats), `entropy` (nats; NaN when no entropies were given).
+
+    Attributes:
+        clip_low: share of tokens (of sequences, at the sequence level) clipped below; scalar in [0, 1].
+        clip_high: share clipped above; scalar in [0, 1].
+        clip_region: share clipped either way; scalar in [0, 1].
+        kl: the masked mean k3 KL against the reference; scalar, nats; NaN without `ref_logp`.
+        entropy: the masked mean per-token entropy; scalar, nats; NaN without `entropy`.
+    """
 
     clip_low: Array
     clip_high: Array
@@ -88,14 +106,32 @@ def grpo_loss(
 ) -> tuple[Array, LossStats]:
     """TRL's GRPO loss of one mini-batch of B completions of width L, and its read-outs.
 
-    `logp`, `old_logp` (π_old, the rollout policy), `ref_logp` (reference policy; needed when β may be nonzero),
-    `entropy`: per-token log-probabilities / entropies (nats), shape (B, L); `mask` (B, L): 1 for tokens in the
-    loss; `advantages` (B,). `loss_type` a name in `LOSS_TYPES` or its `loss_type_code` (traced allowed).
-    `epsilon` ε_low, `epsilon_high` ε_high (default ε_low; for "cispo" the cap on ρ); None or +∞: no clip.
-    `delta` TRL's two-sided clip (INTELLECT-2: ρ capped at δ in the unclipped term; None: off). `beta` the k3 KL
-    coefficient. `num_items_in_batch`: the masked tokens of the generation batch this mini-batch is one of
-    `steps_per_generation` slices of (dapo/cispo normaliser; default Σ mask · steps_per_generation).
-    Gradients flow through `logp` only (TRL detaches old and reference log-probabilities).
+    Gradients flow through `logp` only (TRL detaches old and reference log-probabilities). Hyperparameters may be
+    traced; concrete ones are range-checked.
+
+    Args:
+        logp: per-token log-probabilities under the current policy; (B, L); nats.
+        old_logp: per-token log-probabilities under π_old, the rollout policy; (B, L); nats.
+        advantages: one advantage per completion; (B,); dimensionless.
+        mask: 1 for tokens in the loss, 0 otherwise; (B, L).
+        loss_type: a name in `LOSS_TYPES` or its `loss_type_code` (traced allowed).
+        epsilon: ε_low of the clip; ≥ 0; None or +∞: no clip.
+        epsilon_high: ε_high (for "cispo" the cap on ρ); ≥ 0; None: ε_low; +∞: no clip.
+        delta: TRL's two-sided clip (INTELLECT-2: ρ capped at δ in the unclipped term); > 1; None or +∞: off.
+        beta: the k3 KL coefficient; ≥ 0.
+        ref_logp: per-token log-probabilities under the reference policy; (B, L); nats; needed when β may be nonzero.
+        entropy: per-token entropies of the sampling distribution, for the read-out only; (B, L); nats; or None.
+        num_items_in_batch: the masked tokens of the generation batch this mini-batch is one of
+            `steps_per_generation` slices of (dapo/cispo normaliser); ≥ 0; default Σ mask · steps_per_generation.
+        steps_per_generation: mini-batches per generation batch; integer ≥ 1.
+        importance_sampling_level: "token" (ρ per token) or "sequence" (GSPO: one ρ per sequence).
+
+    Returns:
+        (loss, stats): the scalar loss (the `loss_type`'s aggregation of the per-token terms) and the `LossStats`.
+
+    Raises:
+        PgrpoSimError: an unknown name, a concrete hyperparameter out of range, mismatched shapes, `logp` not 2-D,
+            `advantages` not (B,), or a concrete β > 0 without `ref_logp`.
     """
     code = loss_type_code(loss_type)
     check_choice("importance_sampling_level", importance_sampling_level, IMPORTANCE_SAMPLING_LEVELS)

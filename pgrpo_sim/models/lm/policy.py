@@ -31,7 +31,19 @@ LN_EPS = 1e-5
 
 class PolicyShape(eqx.Module):
     """Static sizes of the policy: vocab tokens, width (model dimension), layers, heads (dividing width), max_len
-    (positions: prompt plus response)."""
+    (positions: prompt plus response).
+
+    Attributes:
+        vocab: token ids 0 … vocab − 1; integer in [2, 4096].
+        max_len: positions, prompt plus response, in tokens; integer in [2, 4096].
+        width: the model dimension; integer in [1, 4096].
+        layers: transformer blocks; integer in [1, 64].
+        heads: attention heads; integer in [1, 4096] that divides `width`.
+
+    Raises:
+        PgrpoSimError: on construction, when a size is not an integer in its range or `heads` does not divide
+            `width`.
+    """
 
     vocab: int = eqx.field(static=True)
     max_len: int = eqx.field(static=True)
@@ -47,14 +59,42 @@ class PolicyShape(eqx.Module):
 
 
 def task_policy_shape(spec: TaskSpec, width: int = 64, layers: int = 2, heads: int = 4) -> PolicyShape:
-    """The `PolicyShape` that fits `spec`: its vocabulary and prompt plus longest response as max_len."""
+    """The `PolicyShape` that fits `spec`: its vocabulary and prompt plus longest response as max_len.
+
+    Args:
+        spec: the task (`TaskSpec`).
+        width: the model dimension; integer in [1, 4096].
+        layers: transformer blocks; integer in [1, 64].
+        heads: attention heads; integer that divides `width`.
+
+    Returns:
+        The `PolicyShape`: vocab = spec.vocab_size, max_len = spec.prompt_len + spec.max_response_len.
+
+    Raises:
+        PgrpoSimError: a size out of range (`PolicyShape`).
+    """
     return PolicyShape(
         vocab=spec.vocab_size, max_len=spec.prompt_len + spec.max_response_len, width=width, layers=layers, heads=heads
     )
 
 
 class Block(eqx.Module):
-    """One pre-LN transformer block: causal multi-head self-attention, then a GELU MLP, each a residual branch."""
+    """One pre-LN transformer block: causal multi-head self-attention, then a GELU MLP, each a residual branch.
+
+    Shapes are one layer's; in `Policy.blocks` every array has a leading (layers,) axis. All float32.
+
+    Attributes:
+        ln1_scale: the attention branch's LayerNorm scale; (width,).
+        ln1_bias: its LayerNorm bias; (width,).
+        qkv: query, key and value projections; (width, 3·width).
+        attn_out: the attention output projection; (width, width).
+        ln2_scale: the MLP branch's LayerNorm scale; (width,).
+        ln2_bias: its LayerNorm bias; (width,).
+        mlp_in: the MLP's input matrix; (width, MLP_RATIO·width).
+        mlp_in_bias: its bias; (MLP_RATIO·width,).
+        mlp_out: the MLP's output matrix; (MLP_RATIO·width, width).
+        mlp_out_bias: its bias; (width,).
+    """
 
     ln1_scale: Array
     ln1_bias: Array
@@ -70,7 +110,17 @@ class Block(eqx.Module):
 
 class Policy(eqx.Module):
     """Policy parameters (float32 arrays) and their static `shape`; `blocks` holds every layer's arrays stacked on a
-    leading layer axis."""
+    leading layer axis. A stack of policies (vmap) adds leading axes to every array.
+
+    Attributes:
+        embed: token embeddings; (vocab, width).
+        positions: learned positional embeddings; (max_len, width).
+        blocks: the transformer blocks (`Block`), each array with a leading (layers,) axis.
+        ln_scale: the final LayerNorm's scale; (width,).
+        ln_bias: the final LayerNorm's bias; (width,).
+        unembed: the output projection to logits; (width, vocab).
+        shape: the sizes (`PolicyShape`); static.
+    """
 
     embed: Array  # [vocab, width]
     positions: Array  # [max_len, width]
@@ -82,7 +132,15 @@ class Policy(eqx.Module):
 
 
 def init_policy(shape: PolicyShape, key) -> Policy:
-    """Random initial parameters (GPT-2's scheme: normal(0, 0.02), residual outputs scaled by 1/√(2·layers))."""
+    """Random initial parameters (GPT-2's scheme: normal(0, 0.02), residual outputs scaled by 1/√(2·layers)).
+
+    Args:
+        shape: the sizes (`PolicyShape`).
+        key: a JAX PRNG key.
+
+    Returns:
+        The `Policy`, float32; LayerNorm scales 1, biases 0.
+    """
     d, hidden = shape.width, MLP_RATIO * shape.width
     keys = iter(jax.random.split(key, 7))
 
@@ -163,7 +221,15 @@ def _forward(params: Policy, tokens: Array, start, cache):
 
 def token_logits(params: Policy, tokens) -> Array:
     """Logits float32[T, vocab] of one sequence `tokens` int[T] (T ≤ max_len); row t predicts token t+1.
-    Causal, so PAD after EOS does not change earlier rows. vmap for batches."""
+    Causal, so PAD after EOS does not change earlier rows. vmap for batches.
+
+    Args:
+        params: the `Policy`.
+        tokens: token ids of one sequence; int (T,), 1 ≤ T ≤ max_len, ids < vocab.
+
+    Returns:
+        Logits of the next token at each position; float32 (T, vocab); nats (unnormalised log-probabilities).
+    """
     tokens = jnp.asarray(tokens, jnp.int32)
     return _forward(params, tokens, 0, _empty_cache(params.shape, tokens.shape[0]))[0]
 
@@ -190,7 +256,22 @@ def sample(params: Policy, prompt, key, temperature, max_new: int) -> tuple[Arra
     """Sample a completion of ONE prompt int[Tp]: tokens int32[max_new] and their log-probabilities float32[max_new]
     under the temperature-scaled policy softmax(logits / temperature). temperature (traced, ≥ 0; 0 is greedy, with
     log-probability 0) and `key` may be vmapped; `max_new` is static. Tokens after the first EOS are PAD with
-    log-probability 0. Autoregressive with a key/value cache; vmap over prompts/keys and over parameter stacks."""
+    log-probability 0. Autoregressive with a key/value cache; vmap over prompts/keys and over parameter stacks.
+
+    Args:
+        params: the `Policy`.
+        prompt: prompt token ids; int (Tp,), Tp ≥ 1.
+        key: a JAX PRNG key.
+        temperature: the sampling temperature; scalar ≥ 0 (0: greedy).
+        max_new: completion length, in tokens; integer ≥ 1 with Tp + max_new ≤ max_len; static.
+
+    Returns:
+        (tokens, logps): token ids int32 (max_new,) (PAD after the first EOS) and their log-probabilities
+        float32 (max_new,), nats (0 after EOS and at temperature 0).
+
+    Raises:
+        PgrpoSimError: the prompt or completion is empty, or they do not fit max_len.
+    """
     prompt = jnp.asarray(prompt, jnp.int32)
     prompt_len = prompt.shape[0]
     _check_lengths(params, prompt_len, max_new)
@@ -219,7 +300,20 @@ def completion_logps(params: Policy, prompt, completion, temperature) -> tuple[A
     """One teacher-forced pass over prompt int[Tp] + completion int[L]: the log-probability float32[L] of each
     completion token and the entropy float32[L] (nats) of the distribution it was drawn from, both under
     softmax(logits / temperature) as TRL computes them (temperature > 0). Positions after EOS are computed too
-    (mask them with `response_mask`)."""
+    (mask them with `response_mask`).
+
+    Args:
+        params: the `Policy`.
+        prompt: prompt token ids; int (Tp,), Tp ≥ 1.
+        completion: completion token ids; int (L,), L ≥ 1, Tp + L ≤ max_len.
+        temperature: the temperature the completion was sampled at; scalar > 0.
+
+    Returns:
+        (logp, entropy): each float32 (L,), nats.
+
+    Raises:
+        PgrpoSimError: the prompt or completion is empty, or they do not fit max_len.
+    """
     prompt = jnp.asarray(prompt, jnp.int32)
     completion = jnp.asarray(completion, jnp.int32)
     _check_lengths(params, prompt.shape[0], completion.shape[0])

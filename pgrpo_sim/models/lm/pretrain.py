@@ -86,7 +86,13 @@ CACHE_ENV = "PGRPO_SIM_CACHE"
 
 class SFTStart(NamedTuple):
     """A pretrained start: `params`, its measured sampled (T = 1) accuracy on the evaluation prompts, and the SFT
-    steps it took."""
+    steps it took.
+
+    Attributes:
+        params: the SFT policy (`Policy`, float32).
+        accuracy: its sampled (T = 1) share of rewarded completions on the evaluation prompts; in [0, 1].
+        steps: SFT (Adam) steps it took; ≥ 0.
+    """
 
     params: Policy
     accuracy: float
@@ -97,7 +103,17 @@ class SFTStart(NamedTuple):
 def demonstrations(spec: TaskSpec, key, n: int, format_noise: float | Array = FORMAT_NOISE) -> tuple[Array, Array]:
     """`n` SFT examples: training prompts int32[n, prompt_len] and completions int32[n, max_response_len] that write
     a uniformly chosen number of reasoning steps and the right answer; a share `format_noise` is malformed (see the
-    module docstring)."""
+    module docstring).
+
+    Args:
+        spec: the task (`TaskSpec`); static.
+        key: a JAX PRNG key.
+        n: demonstrations to draw; integer ≥ 1; static.
+        format_noise: the chance that a demonstration is malformed; in [0, 1]; may be traced.
+
+    Returns:
+        (prompts, completions): int32 (n, prompt_len) and int32 (n, max_response_len) tokens.
+    """
     k_prompt, k_steps, k_kind, k_drop, k_digits = jax.random.split(key, 5)
     prompts, _ = task_prompts(spec, k_prompt, n)
     steps = jax.random.randint(k_steps, (n,), 0, max_solution_steps(spec) + 1)
@@ -129,7 +145,18 @@ def _sft_loss(params: Policy, prompts: Array, completions: Array, spec: TaskSpec
 @functools.partial(jax.jit, static_argnames=("spec", "samples"))
 def eval_accuracy(spec: TaskSpec, params: Policy, key, temperature=1.0, samples: int = EVAL_SAMPLES) -> Array:
     """Share of rewarded completions on the evaluation prompts, `samples` completions each at `temperature` (0:
-    greedy, where one sample per prompt suffices). Compiled once per (`spec`, `samples`, policy shape)."""
+    greedy, where one sample per prompt suffices). Compiled once per (`spec`, `samples`, policy shape).
+
+    Args:
+        spec: the task (`TaskSpec`); static.
+        params: the `Policy`.
+        key: a JAX PRNG key.
+        temperature: the sampling temperature; ≥ 0 (0: greedy).
+        samples: completions per evaluation prompt; integer ≥ 1; static.
+
+    Returns:
+        The share of rewarded completions; float32 scalar in [0, 1].
+    """
     prompts, answers = eval_prompts(spec)
     prompts, answers = jnp.tile(prompts, (samples, 1)), jnp.tile(answers, samples)
     keys = jax.random.split(key, len(answers))
@@ -144,7 +171,18 @@ def _format_noise(start_format: float) -> float:
 
 
 def start_settings(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int, start_format: float) -> dict:
-    """Everything that changes the SFT result, as JSON-able values: the key of its cached start."""
+    """Everything that changes the SFT result, as JSON-able values: the key of its cached start.
+
+    Args:
+        spec: the task (`TaskSpec`).
+        shape: the policy's sizes (`PolicyShape`).
+        start_accuracy: the target sampled accuracy; in (0, 0.95].
+        seed: the SFT seed; integer in [0, 2³² − 1].
+        start_format: share of well-formed demonstrations; in (0, 1].
+
+    Returns:
+        The settings as a dict of JSON-able values (version, task, shape, architecture, target, seed, SFT constants).
+    """
     return dict(
         version=SFT_VERSION,
         task=dict(modulus=spec.modulus, operands=spec.operands, max_response_len=spec.max_response_len),
@@ -167,7 +205,14 @@ def start_settings(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, se
 
 def cache_dir(environ: dict | None = None) -> Path:
     """Where SFT starts are cached: `$PGRPO_SIM_CACHE/lm`, else `$XDG_CACHE_HOME/pgrpo-sim/lm`, else
-    `~/.cache/pgrpo-sim/lm`."""
+    `~/.cache/pgrpo-sim/lm`.
+
+    Args:
+        environ: the environment variables to read; None: `os.environ`.
+
+    Returns:
+        The folder (not created here).
+    """
     env = os.environ if environ is None else environ
     if env.get(CACHE_ENV):
         return Path(env[CACHE_ENV]).expanduser() / "lm"
@@ -212,7 +257,12 @@ def _train_chunk(spec: TaskSpec, params: Policy, opt_state, key, format_noise: f
 class StartNotReached(PgrpoSimError):
     """SFT did not reach the asked `start_accuracy` in `MAX_SFT_STEPS` steps; `reached` is where it stopped. (At the
     default sizes the held-out sampled accuracy levels off near 0.4-0.45: demonstrations that skip reasoning steps
-    cap it.)"""
+    cap it.)
+
+    Attributes:
+        target: the asked `start_accuracy`; in (0, 0.95].
+        reached: the sampled accuracy at the last check; in [0, 1].
+    """
 
     def __init__(self, target: float, reached: float):
         self.target, self.reached = float(target), float(reached)
@@ -225,7 +275,21 @@ class StartNotReached(PgrpoSimError):
 def train_start(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed: int, start_format: float) -> SFTStart:
     """SFT from `seed`, checking the accuracy every `CHECK_EVERY` steps; in the chunk where it first reaches
     `start_accuracy`, a bisection over the steps finds the crossing, and of its two sides the one closer to the target
-    is the start."""
+    is the start.
+
+    Args:
+        spec: the task (`TaskSpec`).
+        shape: the policy's sizes (`PolicyShape`, fitting `spec`).
+        start_accuracy: the target sampled (T = 1) accuracy; in (0, 0.95].
+        seed: the seed of the initial parameters, demonstrations and checks; integer in [0, 2³² − 1].
+        start_format: share of well-formed demonstrations; in (0, 1].
+
+    Returns:
+        The `SFTStart` (not cached; `pretrained_start` caches and checks its arguments).
+
+    Raises:
+        StartNotReached: the target is not reached in `MAX_SFT_STEPS` steps.
+    """
     key_init, key_data, key_eval = jax.random.split(jax.random.key(seed), 3)
     params = init_policy(shape, key_init)
 
@@ -262,7 +326,23 @@ def pretrained_start(
     trained (see the module docstring) and, with `cache`, saved. The accuracy is the sampled (T = 1) share of
     rewarded completions on the evaluation prompts, measured on `EVAL_SAMPLES` × the evaluation prompts (standard error
     ≤ 0.016 for 256 of them); it lands within one SFT step's progress plus that error of the target (the returned
-    value says where). `start_format`: the share of well-formed demonstrations (module docstring)."""
+    value says where). `start_format`: the share of well-formed demonstrations (module docstring).
+
+    Args:
+        task_spec: the task (`TaskSpec`).
+        shape: the policy's sizes (`PolicyShape`) with the task's vocab and max_len ≥ prompt plus response length.
+        start_accuracy: the target sampled (T = 1) accuracy; in (0, 0.95], ≤ `start_format`.
+        seed: the SFT seed; integer in [0, 2³² − 1].
+        start_format: share of well-formed demonstrations; in (0, 1].
+        cache: whether to read and write the cache (`cache_dir`).
+
+    Returns:
+        The `SFTStart`.
+
+    Raises:
+        PgrpoSimError: an argument has the wrong type or is out of range, or the shape does not fit the task.
+        StartNotReached: SFT does not reach the target in `MAX_SFT_STEPS` steps.
+    """
     _check(task_spec, shape, start_accuracy, seed, start_format)
     settings = start_settings(task_spec, shape, start_accuracy, seed, start_format)
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:20]
@@ -290,5 +370,19 @@ def pretrained_policy(
 ) -> Policy:
     """The parameters of `pretrained_start` (cached on disk): a reproducible SFT policy whose sampled (T = 1)
     accuracy on the evaluation prompts is about `start_accuracy` (in (0, 0.95]), `start_format` of its
-    demonstrations well-formed."""
+    demonstrations well-formed.
+
+    Args:
+        task_spec: the task (`TaskSpec`).
+        shape: the policy's sizes (`PolicyShape`, `task_policy_shape`).
+        start_accuracy: the target sampled (T = 1) accuracy; in (0, 0.95], ≤ `start_format`.
+        seed: the SFT seed; integer in [0, 2³² − 1].
+        start_format: share of well-formed demonstrations; in (0, 1].
+
+    Returns:
+        The `Policy` (float32).
+
+    Raises:
+        PgrpoSimError: as `pretrained_start` (`StartNotReached` included).
+    """
     return pretrained_start(task_spec, shape, start_accuracy, seed, start_format=start_format).params

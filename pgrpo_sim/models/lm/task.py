@@ -59,7 +59,15 @@ EVAL_SEED = 20260101
 
 
 def check_sizes(module: eqx.Module, limits: dict[str, tuple[int, int]]) -> None:
-    """Raise `PgrpoSimError` unless each named static field of `module` is an integer in its [low, high]."""
+    """Raise `PgrpoSimError` unless each named static field of `module` is an integer in its [low, high].
+
+    Args:
+        module: the module whose fields are checked (an `eqx.Module`, in its `__check_init__`).
+        limits: field name → (low, high), both inclusive.
+
+    Raises:
+        PgrpoSimError: a named field is not an integer (bool included) or is out of its range.
+    """
     for name, (low, high) in limits.items():
         value = getattr(module, name)
         if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
@@ -70,9 +78,15 @@ def check_sizes(module: eqx.Module, limits: dict[str, tuple[int, int]]) -> None:
 class TaskSpec(eqx.Module):
     """Static sizes of the modular-sum task (all shapes; no traced leaves).
 
-    modulus: m, digits 0 … m−1 (2 … 59; vocabulary m + 5 tokens). operands: k digits per prompt (1 … 10).
-    max_response_len: longest completion in tokens (4 … 32; a full solution takes 2k + 4).
-    eval_size: number of held-out evaluation prompts (fewer when the held-out set is smaller).
+    Attributes:
+        modulus: m, digits 0 … m−1; integer in [2, 59] (vocabulary m + 5 tokens).
+        operands: k, digits per prompt; integer in [1, 10].
+        max_response_len: longest completion, in tokens; integer in [4, 32] (a full solution takes 2k + 4).
+        eval_size: number of held-out evaluation prompts (fewer when the held-out set is smaller); integer in
+            [1, 65536].
+
+    Raises:
+        PgrpoSimError: on construction, when a size is not an integer in its range.
     """
 
     modulus: int = eqx.field(static=True, default=10)
@@ -106,7 +120,15 @@ def _holdout_weights(spec: TaskSpec, xp=jnp):
 
 
 def is_held_out(spec: TaskSpec, operands) -> Array:
-    """Whether each prompt (operand values int[..., k], not tokens) is in the evaluation set."""
+    """Whether each prompt (operand values int[..., k], not tokens) is in the evaluation set.
+
+    Args:
+        spec: the task (`TaskSpec`).
+        operands: operand values 0 … m − 1, not tokens; int (..., k).
+
+    Returns:
+        bool (...): Σ_i 3^(k−i)·a_i ≡ 0 (mod 11).
+    """
     operands = jnp.asarray(operands)
     return (operands @ _holdout_weights(spec).astype(operands.dtype)) % HOLDOUT_MOD == 0
 
@@ -121,7 +143,16 @@ def _prompt_tokens(operands, xp=jnp):
 def task_prompts(spec: TaskSpec, key, n: int) -> tuple[Array, Array]:
     """`n` training prompts int32[n, prompt_len] and their answers int32[n] (values 0 … m−1), never held out.
 
-    Compiled once per (`spec`, `n`)."""
+    Compiled once per (`spec`, `n`).
+
+    Args:
+        spec: the task (`TaskSpec`); static.
+        key: a JAX PRNG key.
+        n: prompts to draw; integer ≥ 1; static.
+
+    Returns:
+        (prompts, answers): prompt tokens int32 (n, prompt_len) and answer values int32 (n,) in 0 … m − 1.
+    """
     k, m = spec.operands, spec.modulus
     key_first, key_last = jax.random.split(key)
     first = jax.random.randint(key_first, (n, k - 1), 0, m, dtype=jnp.int32)
@@ -150,7 +181,14 @@ def _eval_operands(spec: TaskSpec) -> np.ndarray:
 
 def eval_prompts(spec: TaskSpec) -> tuple[Array, Array]:
     """The fixed held-out evaluation prompts int32[n_eval, prompt_len] and answers int32[n_eval]; n_eval =
-    `eval_size`, or the whole held-out set when it is smaller. The same for every call (a fixed seed)."""
+    `eval_size`, or the whole held-out set when it is smaller. The same for every call (a fixed seed).
+
+    Args:
+        spec: the task (`TaskSpec`).
+
+    Returns:
+        (prompts, answers): prompt tokens int32 (n_eval, prompt_len) and answer values int32 (n_eval,).
+    """
     operands = _eval_operands(spec)
     prompts = _prompt_tokens(operands, np)
     answers = (operands.sum(-1) % spec.modulus).astype(np.int32)
@@ -165,7 +203,15 @@ def _first_eos(completions: Array) -> tuple[Array, Array]:
 
 @functools.partial(jax.jit, static_argnames=("spec",))
 def response_mask(spec: TaskSpec, completions) -> Array:
-    """float32[n, L]: 1 up to and including the first EOS, 0 after; all ones without EOS (truncated)."""
+    """float32[n, L]: 1 up to and including the first EOS, 0 after; all ones without EOS (truncated).
+
+    Args:
+        spec: the task (`TaskSpec`), unused (the mask depends only on EOS); static.
+        completions: completion tokens; int (n, L) (any leading axes).
+
+    Returns:
+        The mask; float32, the shape of `completions`.
+    """
     del spec  # the mask depends only on EOS; the spec argument keeps the task functions' signature uniform
     completions = jnp.asarray(completions)
     end, has_eos = _first_eos(completions)
@@ -192,12 +238,29 @@ def _parse(spec: TaskSpec, completions) -> tuple[Array, Array]:
 
 
 def format_ok(spec: TaskSpec, completions) -> Array:
-    """bool[n]: the completion is digits, `<ans>`, one digit, `</ans>`, EOS (right answer or not)."""
+    """bool[n]: the completion is digits, `<ans>`, one digit, `</ans>`, EOS (right answer or not).
+
+    Args:
+        spec: the task (`TaskSpec`).
+        completions: completion tokens; int (n, L).
+
+    Returns:
+        Whether each completion is well-formed; bool (n,).
+    """
     return _parse(spec, completions)[0]
 
 
 def task_reward(spec: TaskSpec, completions, answers) -> Array:
-    """float32[n] in {0, 1}: 1 when the completion has the format of `format_ok` and the right answer digit."""
+    """float32[n] in {0, 1}: 1 when the completion has the format of `format_ok` and the right answer digit.
+
+    Args:
+        spec: the task (`TaskSpec`).
+        completions: completion tokens; int (n, L).
+        answers: the right answers, values 0 … m − 1 (not tokens); int (n,).
+
+    Returns:
+        The rewards; float32 (n,), in {0, 1}.
+    """
     ok, answer = _parse(spec, completions)
     return (ok & (answer == jnp.asarray(answers) + DIGIT0)).astype(jnp.float32)
 
@@ -205,7 +268,17 @@ def task_reward(spec: TaskSpec, completions, answers) -> Array:
 @functools.partial(jax.jit, static_argnames=("spec",))
 def solutions(spec: TaskSpec, prompts, steps) -> Array:
     """Well-formed responses int32[n, max_response_len] (PAD after EOS) to `prompts` int32[n, prompt_len] that
-    write the first `steps` int[n] (0 … k) reasoning steps and then the right answer: the task's demonstrations."""
+    write the first `steps` int[n] (0 … k) reasoning steps and then the right answer: the task's demonstrations.
+
+    Args:
+        spec: the task (`TaskSpec`); static.
+        prompts: prompt tokens; int (n, prompt_len).
+        steps: reasoning steps to write per prompt; int (n,), in 0 … `max_solution_steps(spec)` (more leave no room
+            for the answer block).
+
+    Returns:
+        Response tokens; int32 (n, max_response_len).
+    """
     k, m, length = spec.operands, spec.modulus, spec.max_response_len
     prompts = jnp.asarray(prompts, jnp.int32)
     operands = prompts[:, :k] - DIGIT0
@@ -225,5 +298,12 @@ def solutions(spec: TaskSpec, prompts, steps) -> Array:
 
 
 def max_solution_steps(spec: TaskSpec) -> int:
-    """Most reasoning steps a response of `max_response_len` tokens can hold with its answer block."""
+    """Most reasoning steps a response of `max_response_len` tokens can hold with its answer block.
+
+    Args:
+        spec: the task (`TaskSpec`).
+
+    Returns:
+        min(k, (max_response_len − 4) // 2).
+    """
     return min(spec.operands, (spec.max_response_len - 4) // 2)

@@ -55,7 +55,18 @@ accuracy on the task's held-out prompts before the step's update, every `eval_ev
 class LMRun(NamedTuple):
     """A run's read-outs (`READOUTS` → float32[steps], leading axes for vmapped runs), final parameters, and
     whether it diverged (non-finite parameters or loss) and at which GRPO step (−1 if never). From its divergence
-    on, a run's read-outs are NaN and its parameters stay those before the divergence."""
+    on, a run's read-outs are NaN and its parameters stay those before the divergence.
+
+    Shapes are one run's; `lm_simulate` adds a leading (seeds,) axis to every array, `lm_simulate_each` a
+    (configurations,) one.
+
+    Attributes:
+        readouts: `READOUTS` name → float32 (steps,), one value per GRPO step (rewards and shares in [0, 1],
+            entropy and kl in nats, lengths in tokens).
+        params: the final policy (`Policy`); None in a sweep's saved runs.
+        diverged: whether the run diverged; bool scalar.
+        diverged_step: the GRPO step at which it diverged, −1 if never; int32 scalar.
+    """
 
     readouts: dict[str, Array]
     params: Policy
@@ -66,7 +77,15 @@ class LMRun(NamedTuple):
 def make_optimizer(config: LMConfig, total_steps: int) -> optax.GradientTransformation:
     """HF Trainer's optimiser as optax: global-norm clipping at `max_grad_norm` (∞: off; optax divides by the norm,
     torch by norm + 1e-6), then AdamW (decoupled weight decay on matrices only, as HF excludes biases and LayerNorm)
-    at `learning_rate` × the HF schedule factor over `total_steps` optimiser steps."""
+    at `learning_rate` × the HF schedule factor over `total_steps` optimiser steps.
+
+    Args:
+        config: the run's `LMConfig` (in `make_lm_run`, the `hyper` one, whose hyperparameters may be traced).
+        total_steps: the schedule's length, in optimiser steps (GRPO steps × `steps_per_rollout`); ≥ 1.
+
+    Returns:
+        The optax optimiser (clip, then AdamW).
+    """
     schedule = types.SimpleNamespace(
         eta=config.learning_rate,
         warmup_steps=config.warmup_steps,
@@ -92,7 +111,21 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
     """`run(hyper, key) -> LMRun`: `steps` GRPO steps from the start policy, pure and jit/vmap-able. `hyper` is an
     `LMConfig` with `config`'s static structure (its traced hyperparameters may be vmapped); `start` the initial
     (and reference) parameters, by default the SFT start `pretrained_policy(config.task, config.policy,
-    config.start_accuracy, config.sft_seed, config.start_format)`."""
+    config.start_accuracy, config.sft_seed, config.start_format)`.
+
+    Args:
+        config: the run's `LMConfig` (its static structure is the program's).
+        steps: GRPO steps; integer in [1, 10⁸].
+        start: the initial and reference `Policy` (of `config.policy`'s shape); None: the SFT start (trained or
+            read from the cache now).
+
+    Returns:
+        `run(hyper, key) -> LMRun`, `key` a JAX PRNG key or an int seed; read-outs float32 (steps,). `run` raises
+        `PgrpoSimError` when `hyper`'s static structure is not `config`'s.
+
+    Raises:
+        PgrpoSimError: `config` is not an `LMConfig` or `steps` is out of range; or as `pretrained_policy`.
+    """
     if not isinstance(config, LMConfig):
         raise PgrpoSimError(f"config must be an LMConfig (build it with lm_config), got {type(config).__name__}")
     check_steps(steps)
@@ -247,7 +280,22 @@ def lm_simulate(config: LMConfig, steps: int, seeds: int = 1, key=0, start: Poli
     """`steps` GRPO steps of `config` for `seeds` independent seeds (rollout randomness; one SFT start), vmapped
     in one compiled program: read-outs float32[seeds, steps]. `key` an int seed or a JAX key. With the SFT start
     (`start` None), a configuration that differs from an earlier one only in traced hyperparameters (learning rate,
-    ε, β, temperature, …) reuses its compilation."""
+    ε, β, temperature, …) reuses its compilation.
+
+    Args:
+        config: the run's `LMConfig`.
+        steps: GRPO steps; integer in [1, 10⁸].
+        seeds: independent seeds; integer in [1, 2²⁰].
+        key: an int seed in [0, 2³² − 1] or a JAX PRNG key; split into one key per seed.
+        start: the initial and reference `Policy`; None: the SFT start of `config` (`pretrained_policy`).
+
+    Returns:
+        The `LMRun`, every array with a leading (seeds,) axis: read-outs float32 (seeds, steps).
+
+    Raises:
+        PgrpoSimError: `config` is not an `LMConfig`, or `steps`, `seeds` or `key` is invalid; or as
+            `pretrained_policy`.
+    """
     _check_call(config, steps)
     check_seeds(seeds)
     keys = jax.random.split(as_key(key), seeds)
@@ -257,7 +305,20 @@ def lm_simulate(config: LMConfig, steps: int, seeds: int = 1, key=0, start: Poli
 def lm_simulate_each(configs: list[LMConfig], steps: int, key=0) -> LMRun:
     """`steps` GRPO steps of each configuration in `configs` (one static structure, traced hyperparameters free:
     e.g. one learning rate per run), each with its own seed drawn from `key`, vmapped in one compiled program from
-    their shared SFT start: read-outs float32[len(configs), steps]."""
+    their shared SFT start: read-outs float32[len(configs), steps].
+
+    Args:
+        configs: `LMConfig`s of one static structure; at least one.
+        steps: GRPO steps; integer in [1, 10⁸].
+        key: an int seed in [0, 2³² − 1] or a JAX PRNG key; split into one key per configuration.
+
+    Returns:
+        The `LMRun`, every array with a leading (len(configs),) axis: read-outs float32 (len(configs), steps).
+
+    Raises:
+        PgrpoSimError: `configs` is empty, holds a non-`LMConfig` or two static structures, or `steps` or `key` is
+            invalid; or as `pretrained_policy`.
+    """
     if not configs:
         raise PgrpoSimError("configs must hold at least one LMConfig")
     for config in configs:
