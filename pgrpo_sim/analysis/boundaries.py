@@ -60,7 +60,14 @@ _NEWTON_STEPS, _BISECT_STEPS, _MAX_JUMP = 12, 12, 0.1
 
 class Curve(NamedTuple):
     """One connected piece of a boundary: points (x[i], y[i]) in the axes' units, in order along the curve;
-    `residual` is the largest |F|/|∇F| over them, in box coordinates (the solver tolerance reached)."""
+    `residual` is the largest |F|/|∇F| over them, in box coordinates (the solver tolerance reached).
+
+    Attributes:
+        x: the x-axis values along the curve; shape (m,); the x hyperparameter's units (η per step, τ in
+            optimiser steps, K per unit η; μ, β, p_ref dimensionless).
+        y: the y-axis values; shape (m,); the y hyperparameter's units.
+        residual: the largest |F|/|∇F| over the points; box coordinates (the box is [0, 1]²).
+    """
 
     x: np.ndarray
     y: np.ndarray
@@ -83,7 +90,17 @@ class _Spec:
 def stale_radius(a, mu, lag, size: int):
     """Spectral radius of the stale-lag map with a traced integer lag ≤ `size` (static): eigenvalues of
     `linear.companion` of the largest lag with the force moved to column `lag` — the roots of
-    q(z) = z^lag (z² − (1+μ)z + μ) + a z, plus zeros."""
+    q(z) = z^lag (z² − (1+μ)z + μ) + a z, plus zeros.
+
+    Args:
+        a: the force η·K of the map; dimensionless; scalar.
+        mu: heavy-ball momentum μ; in [0, 1); scalar.
+        lag: stale lag; optimiser steps; integer scalar in [0, `size`] (may be traced).
+        size: largest lag of the companion matrix (static); integer ≥ 0.
+
+    Returns:
+        The spectral radius (largest |root| of q); scalar; per-step multiplier (≥ 1: unstable).
+    """
     companion = linear.companion(jnp.zeros_like(a), mu, size).at[0, lag].add(-a)
     return jnp.max(jnp.abs(jnp.linalg.eigvals(companion)))
 
@@ -345,6 +362,32 @@ def trace_boundary(
     override). `grid` lines per axis seed the tracing; `step` (largest continuation step) and `xtol`
     (corrector tolerance on |F|/|∇F|) are in box coordinates; xtol defaults to 1e-10 (1e3·eps in float32).
     For "spectral_radius" the lag is the exact map's integer lag. Returns the connected pieces found.
+
+    Args:
+        kind: the boundary, one of `KINDS`.
+        point: the slice's fixed values: a mapping with eta (per step), momentum, lag (optimiser steps) and
+            stiffness (per unit η) for those not on an axis, or a `BanditConfig`.
+        x: the x axis, among `OSCILLATOR_AXES` (a mapping `point`) or `BANDIT_AXES` (a `BanditConfig`).
+        x_range: (low, high) of x in its units, low < high, low > 0 on a log scale, within the hyperparameter's
+            domain.
+        y: the y axis, as `x`; not `x`.
+        y_range: (low, high) of y, as `x_range`.
+        lag_model: "none", "stale", "refresh" or "refresh_fresh" (a mapping `point`; a `BanditConfig` uses its
+            own).
+        log_x: trace x in log coordinates; None: log for `LOG_AXES`.
+        log_y: trace y in log coordinates; None: log for `LOG_AXES`.
+        grid: grid lines per axis that seed the tracing; integer ≥ 2.
+        step: largest continuation step; box coordinates, in (0, 0.5].
+        xtol: corrector tolerance on |F|/|∇F|; box coordinates, > 0; None: max(1e-10, 1e3·eps).
+        max_points: most points followed in each direction from a seed; integer ≥ 1.
+
+    Returns:
+        The connected pieces found, each a `Curve` in the axes' units; empty when the boundary misses the box.
+
+    Raises:
+        PgrpoSimError: an unknown `kind`, `lag_model` or axis, equal axes, a bad range, a `point` missing values
+            or holding non-finite ones, a lag axis with lag model "none", `grid`, `step`, `xtol` or `max_points`
+            out of range, or a non-integer lag for "spectral_radius".
     """
     check_choice("kind", kind, KINDS)
     spec, ctx = _slice(point, x, x_range, y, y_range, lag_model, log_x, log_y)
@@ -436,7 +479,21 @@ def _to_curve(spec: _Spec, ctx, pts: np.ndarray, residual: float) -> Curve:
 def phase_boundaries(dataset, x: str, y: str) -> dict[str, list[Curve]] | None:
     """Traced ζ = 1, C = 0 and radius = 1 curves (keys `KINDS`) over a 2-D phase-diagram sweep whose axes are
     among eta, momentum and lag; None for other axes. Uses the bandit of the sweep's fixed parameters, the
-    grid's range and its spacing (log axes traced in log coordinates)."""
+    grid's range and its spacing (log axes traced in log coordinates).
+
+    Args:
+        dataset: a 2-D phase-diagram sweep (an `xarray.Dataset` with the sweep spec in `attrs["spec"]`, its
+            spacing in `attrs["spacing"]` and a coordinate per axis).
+        x: the first axis's name.
+        y: the second axis's name.
+
+    Returns:
+        Boundary kind (`KINDS`) → its `Curve` pieces (`trace_boundary`); None unless both axes are among eta,
+        momentum and lag.
+
+    Raises:
+        PgrpoSimError: as `trace_boundary`, or a sweep base that `bandit_config` refuses.
+    """
     if not {x, y} <= {"eta", "momentum", "lag"}:
         return None
     spec = json.loads(dataset.attrs["spec"])

@@ -36,6 +36,17 @@ class Outcomes(NamedTuple):
     sampled training, D/(2GCK) (reward²), of the continuous oscillator (+inf for C ≤ 0); it does not see the
     exact discrete map's own instability at large steps (η_eff·K ≳ 2(1 + μ) on policy): `predict(config)` does
     (`stable`, and its `stationary_variance` is NaN there). p_star: the fixed point. reward: the curve itself.
+
+    Every field is a scalar except `reward`; the read-outs of the curve are NaN for a run that diverges.
+
+    Attributes:
+        final_reward: p at the last step; probability in [0, 1].
+        time_to_threshold: the smooth time short of the threshold, T; optimiser steps, in [0, steps].
+        overshoot: how far the curve went past p*; reward units (probability), ≥ 0.
+        area: trapezoidal ∫ p dt over the run; reward × steps.
+        late_variance: predicted stationary Var(p) of sampled training; reward²; +inf for C ≤ 0.
+        p_star: the fixed point p*; probability in [0, 1].
+        reward: the expected-mode curve p_0 … p_steps; shape (steps + 1,); probabilities in [0, 1].
     """
 
     final_reward: Array
@@ -62,7 +73,17 @@ def _time_short_of(u: Array, f, s) -> Array:
 
 
 def read_outcomes(reward: Array, q: dict[str, Array], fraction, smoothing) -> Outcomes:
-    """`Outcomes` of a reward curve p_0 … p_steps given its oscillator quantities `q` (`prediction.oscillator`)."""
+    """`Outcomes` of a reward curve p_0 … p_steps given its oscillator quantities `q` (`prediction.oscillator`).
+
+    Args:
+        reward: the expected reward per step; shape (steps + 1,); probabilities in [0, 1].
+        q: `prediction.oscillator`'s quantities (reads "p_star" and "stationary_variance"); scalars.
+        fraction: threshold as a fraction of the way from p_0 to p*; in (0, 1).
+        smoothing: width of the threshold's relaxation, in the same units as `fraction`; > 0.
+
+    Returns:
+        `Outcomes`.
+    """
     p0, p_star = reward[0], q["p_star"]
     there = p_star == p0  # a start at p*: no way to go, all of it covered (u = 1), not 0/0
     progress = jnp.where(there, 1.0, (reward - p0) / jnp.where(there, 1.0, p_star - p0))
@@ -94,6 +115,20 @@ def outcomes(
     `fraction` ∈ (0, 1) sets the threshold, `smoothing` > 0 the width of the relaxation, both in units of the
     way from p_0 to p*. A run that diverges gives NaN, never a number. `checkpoint=True` for `jax.grad` through
     long runs: memory grows with √steps, not steps (`simulate`'s `checkpoint`).
+
+    Args:
+        config: the bandit configuration (SGD or Nesterov, reducible to two arms: `prediction.two_arm_reduction`).
+        steps: optimiser steps simulated; integer in [1, `base.checks.MAX_STEPS`].
+        fraction: threshold as a fraction of the way from p_0 to p*; in (0, 1).
+        smoothing: width of the threshold's relaxation, in units of that way; > 0.
+        checkpoint: checkpoint the scan so that reverse-mode memory grows with √steps.
+
+    Returns:
+        `Outcomes` (its `reward` of shape (steps + 1,)).
+
+    Raises:
+        PgrpoSimError: `steps`, `fraction` or `smoothing` out of range, or a `config` without an exact two-arm
+            reduction (e.g. Adam).
     """
     check_steps(steps)
     check_range("fraction", fraction, 0.0, 1.0, low_open=True, high_open=True)

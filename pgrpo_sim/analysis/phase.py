@@ -34,7 +34,19 @@ class PhasePrediction(NamedTuple):
     C·η_eff = (1−μ) − η_eff·K·τ (negative: unstable); radius: exact discrete spectral radius; complex_root: 1
     where the dominant discrete root is complex; stiffness K; eta_eff; valid: the cell has an interior fixed
     point with K > 0, so the theory predicts a regime there (elsewhere the codes read "unstable" and mean
-    nothing)."""
+    nothing).
+
+    Attributes:
+        continuous: regime code of the continuous oscillator; int; the grid's shape.
+        discrete: regime code of the exact discrete map; int; the grid's shape.
+        damping_ratio: ζ; dimensionless; NaN where not `valid`.
+        damping_margin: C·η_eff = (1−μ) − η_eff·K·τ; dimensionless; NaN where not `valid`.
+        radius: exact discrete spectral radius; per-step multiplier (≥ 1: unstable); NaN where not `valid`.
+        complex_root: 1.0 where the dominant discrete root is complex, else 0.0; float.
+        stiffness: K at the fixed point; per unit η_eff; NaN without an interior fixed point.
+        eta_eff: the oscillator's η, η_eff of the two-arm reduction (η·N/(c(N−c)) for one prompt); per step.
+        valid: whether the cell has an interior fixed point with K > 0; bool.
+    """
 
     continuous: np.ndarray
     discrete: np.ndarray
@@ -48,7 +60,18 @@ class PhasePrediction(NamedTuple):
 
 
 def predict_grid(dataset) -> PhasePrediction:
-    """Predicted regimes at every cell of a sweep dataset (uses the sweep spec stored in its attrs)."""
+    """Predicted regimes at every cell of a sweep dataset (uses the sweep spec stored in its attrs).
+
+    Args:
+        dataset: a sweep's `xarray.Dataset`, with its spec (JSON) in `attrs["spec"]` and a `regime` variable
+            whose dimensions are hyperparameters.
+
+    Returns:
+        `PhasePrediction`, arrays shaped like `dataset["regime"]`.
+
+    Raises:
+        PgrpoSimError: as `predict_cells`.
+    """
     spec = json.loads(dataset.attrs["spec"])
     return predict_cells(spec["base"], {d: dataset[d].values for d in dataset["regime"].dims})
 
@@ -56,7 +79,20 @@ def predict_grid(dataset) -> PhasePrediction:
 def predict_cells(base: Mapping, coords: Mapping[str, np.ndarray]) -> PhasePrediction:
     """Predicted regimes at every cell of the grid `coords` (name → values, in dimension order) around the
     `bandit_config` keyword arguments `base`; arrays shaped (len of each axis). Raises `PgrpoSimError` for a
-    configuration the theory does not describe (e.g. Adam), before any sweep needs to run."""
+    configuration the theory does not describe (e.g. Adam), before any sweep needs to run.
+
+    Args:
+        base: `bandit_config` keyword arguments, the values fixed over the grid.
+        coords: hyperparameter name (`HYPERPARAMETERS`) → its 1-D grid values in that hyperparameter's units (η per
+            step, lag in optimiser steps), in dimension order; at least one.
+
+    Returns:
+        `PhasePrediction`, arrays of shape (len(coords[d]) for each d).
+
+    Raises:
+        PgrpoSimError: `base` with an unknown setting or a configuration the theory does not describe, `coords`
+            empty or not a mapping, or an unknown hyperparameter name.
+    """
     check_settings(base)
     if not isinstance(coords, Mapping) or not coords:
         raise PgrpoSimError(f"coords must map at least one hyperparameter to its values, got {coords!r}")
@@ -96,7 +132,14 @@ def predict_cells(base: Mapping, coords: Mapping[str, np.ndarray]) -> PhasePredi
 
 
 def interior_mask(predicted: np.ndarray) -> np.ndarray:
-    """True for cells whose 4 grid neighbours (in every dimension) share their predicted regime."""
+    """True for cells whose 4 grid neighbours (in every dimension) share their predicted regime.
+
+    Args:
+        predicted: regime codes on the grid; any number of dimensions.
+
+    Returns:
+        Bool array of `predicted`'s shape.
+    """
     inside = np.ones(predicted.shape, bool)
     for axis in range(predicted.ndim):
         diff = np.diff(predicted, axis=axis) != 0
@@ -109,7 +152,17 @@ def interior_mask(predicted: np.ndarray) -> np.ndarray:
 
 def agreement(simulated: np.ndarray, prediction: PhasePrediction) -> dict[str, float]:
     """Fractions of the cells with a prediction (`valid`) where the simulated regime equals each prediction,
-    overall and in the interior (NaN when no cell has one); `cells_without_prediction` counts the others."""
+    overall and in the interior (NaN when no cell has one); `cells_without_prediction` counts the others.
+
+    Args:
+        simulated: simulated regime codes (`summaries`) on the grid; the shape of the prediction's arrays.
+        prediction: `PhasePrediction` of the same grid.
+
+    Returns:
+        `agreement_continuous`, `agreement_discrete` and their `_interior` forms (fractions in [0, 1], NaN without
+        cells), `interior_cells_continuous`, `interior_cells_discrete`, `cells` and `cells_without_prediction`
+        (counts).
+    """
     valid = np.asarray(prediction.valid, bool)
     out = {}
     for name in ("continuous", "discrete"):

@@ -26,7 +26,19 @@ PARAMETERS = DIFFERENTIABLE + ("lag",)
 
 def check_differentiable(names: str | Sequence[str], *, lag: bool = False) -> tuple[str, ...]:
     """`names` (one name or several) as a tuple; refuses names that are not differentiated hyperparameters,
-    pointing integer ones to an outer grid (`lag`: "lag" is allowed, the oscillator's continuous τ)."""
+    pointing integer ones to an outer grid (`lag`: "lag" is allowed, the oscillator's continuous τ).
+
+    Args:
+        names: a hyperparameter name, or several; each in `DIFFERENTIABLE` (or "lag" when `lag`).
+        lag: allow "lag", the oscillator's continuous τ.
+
+    Returns:
+        The names, as a tuple in the order given.
+
+    Raises:
+        PgrpoSimError: a name that is integer-valued (lag without `lag`, group_size) or not a differentiated
+            hyperparameter.
+    """
     names = (names,) if isinstance(names, str) else tuple(names)
     for name in names:
         if name == "lag" and lag:
@@ -48,6 +60,13 @@ class Sensitivities(NamedTuple):
     point: the hyperparameters' values (η in config units; lag = the continuous τ of the oscillator: τ for
     stale lag, (K_ref − 1)/2 for refresh, 0 for none); values: `QUANTITIES` at that point; partials:
     partials[quantity][parameter] = ∂quantity/∂parameter (units of the quantity per unit of the parameter).
+
+    Attributes:
+        point: parameter → its value (η per step, in config units; lag τ in optimiser steps; μ, β, p_ref and clip
+            dimensionless), in the order asked for.
+        values: quantity (`QUANTITIES`) → its value, as `prediction.oscillator` (p* a probability, K per unit
+            η_eff, ζ dimensionless, ω_n per step, τ* in optimiser steps, stationary variance in reward²).
+        partials: quantity → parameter → ∂quantity/∂parameter; units of the quantity per unit of the parameter.
     """
 
     point: dict[str, float]
@@ -81,6 +100,17 @@ def sensitivities(config: BanditConfig, wrt: Sequence[str] = PARAMETERS) -> Sens
 
     p* and K do not depend on η, μ or τ (the fixed point of the on-policy drive), nor on clip (the ratio is 1
     on-policy), so those entries are exactly 0: the table says so rather than leaving them out.
+
+    Args:
+        config: the bandit configuration (reducible to two arms: `prediction.two_arm_reduction`).
+        wrt: the parameters to differentiate with respect to, among `PARAMETERS`.
+
+    Returns:
+        `Sensitivities` (NaN values without an interior fixed point).
+
+    Raises:
+        PgrpoSimError: a name in `wrt` that is not in `PARAMETERS`, or a `config` without an exact two-arm
+            reduction (e.g. Adam).
     """
     wrt = check_differentiable(wrt, lag=True)
     cfg2, scale = two_arm_reduction(config), eta_scale(config)

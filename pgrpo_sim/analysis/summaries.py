@@ -44,6 +44,18 @@ class CurveSummary(NamedTuple):
     covered 90 % of the way from p_0 to the plateau (−1 if never); overshoot: max(p − plateau) before the
     last 10 %, signed towards the direction of travel (≥ 0 means it went past; a curve still rising within
     the plateau's own window has not); sign_changes: of significant e; regime: code (see module docstring).
+
+    Every field is a scalar (`summarize_curve`) or has shape (B,) (`summarize_curves`).
+
+    Attributes:
+        final_reward: p at the last step; reward units; NaN after divergence.
+        plateau: mean of the last 10 % of the curve; reward units; NaN after divergence.
+        time_to_90: first step at 90 % of the way to the plateau; optimiser steps; int32; −1 if never, after
+            divergence, or without travel.
+        overshoot: largest deviation past the plateau before the last 10 %, signed towards the direction of travel;
+            reward units (negative: never went past); NaN after divergence.
+        sign_changes: sign changes of significant e; int32.
+        regime: `base.regimes.Regime` code; int32.
     """
 
     final_reward: Array
@@ -89,7 +101,17 @@ def _fits(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
 
 def check_curve_flags(shape: tuple[int, ...], diverged, stderr) -> None:
     """Raise `PgrpoSimError` unless `diverged` is True/False (or 0/1) per curve and `stderr` one number, one per
-    point or one per point and curve, for curves of `shape` ((T+1,) or time-major (T+1, B))."""
+    point or one per point and curve, for curves of `shape` ((T+1,) or time-major (T+1, B)).
+
+    Args:
+        shape: the curves' shape, (T+1,) or (T+1, B).
+        diverged: divergence flag per curve; bool or 0/1; shape broadcasting to shape[1:] without changing it.
+        stderr: standard error per point; reward units; shape broadcasting to `shape`; None: an exact curve.
+
+    Raises:
+        PgrpoSimError: `diverged` not boolean (0/1 when concrete) or not one per curve, or `stderr` that does not
+            broadcast to `shape`.
+    """
     try:
         kind = None if isinstance(diverged, str) else jnp.result_type(diverged).kind
     except TypeError:
@@ -107,7 +129,19 @@ def summarize_curve(rewards: ArrayLike, diverged: ArrayLike = False, stderr: Arr
     """Summary statistics and empirical regime of a reward curve of shape (T+1,) (jit-compatible).
 
     `stderr`: the standard error of each point (shape (T+1,) or scalar) for a noisy curve such as a seed-mean;
-    deviations within `NOISE_Z` standard errors are noise (see the module docstring). None: an exact curve."""
+    deviations within `NOISE_Z` standard errors are noise (see the module docstring). None: an exact curve.
+
+    Args:
+        rewards: the curve p_0 … p_T, one value per optimiser step; shape (T+1,), T ≥ 1; reward units.
+        diverged: whether the run diverged (a non-finite point counts too); bool scalar or 0/1.
+        stderr: standard error of each point; scalar or shape (T+1,); reward units; None: an exact curve.
+
+    Returns:
+        `CurveSummary` of scalars.
+
+    Raises:
+        PgrpoSimError: `rewards` not 1-D with at least 2 points, or flags refused by `check_curve_flags`.
+    """
     p = as_float(rewards)
     if p.ndim != 1 or p.shape[0] < 2:
         raise PgrpoSimError(f"rewards must be one curve of at least 2 steps, got shape {p.shape}")
@@ -161,7 +195,19 @@ def summarize_curves(rewards: ArrayLike, diverged: ArrayLike = False, stderr: Ar
 
     One pass over time: the plateau and window bounds come first (slices of the late curve), then a single
     `lax.scan` carries the running quantities (latest significant sign, sign-change counts, window maxima,
-    first step at 90 %), so no (T+1, B) temporaries are built besides the input."""
+    first step at 90 %), so no (T+1, B) temporaries are built besides the input.
+
+    Args:
+        rewards: B curves p_0 … p_T, time-major; shape (T+1, B), T ≥ 1; reward units.
+        diverged: whether each run diverged (non-finite points count too); bool or 0/1; scalar or shape (B,).
+        stderr: standard error of each point; shape broadcasting to (T+1, B); reward units; None: exact curves.
+
+    Returns:
+        `CurveSummary` with fields of shape (B,).
+
+    Raises:
+        PgrpoSimError: `rewards` not 2-D with at least 2 steps, or flags refused by `check_curve_flags`.
+    """
     p = as_float(rewards)
     if p.ndim != 2 or p.shape[0] < 2:
         raise PgrpoSimError(f"rewards must be time-major curves (T+1, B) of at least 2 steps, got shape {p.shape}")
@@ -239,7 +285,17 @@ def collapsed(
     (value, se) of the start and of the final value when the caller knows them better than the curve's first point
     and last 10 % (runs that share a start pool it; a longer tail pools more steps). Half the peak, not only the
     start: a run that rises and then loses what it learned has collapsed (the real 16-steps-per-rollout run rises to
-    0.46 and falls to 0), which the start alone misses when it is near 0."""
+    0.46 and falls to 0), which the start alone misses when it is near 0.
+
+    Args:
+        curve: the reward curve, one value per step; shape (T,); reward units.
+        se: standard error of each point; shape (T,); reward units; None: an exact curve (0).
+        start: (value, se) of the start; reward units; None: (curve[0], se[0]).
+        final: (value, se) of the final value; reward units; None: (mean of the last 10 %, se[-1]).
+
+    Returns:
+        Whether the curve collapsed.
+    """
     curve = np.asarray(curve, float)
     se = np.zeros_like(curve) if se is None else np.asarray(se, float)
     first = (float(curve[0]), float(se[0])) if start is None else (float(start[0]), float(start[1]))
@@ -260,7 +316,21 @@ def verdict(mean: np.ndarray, diverged: bool, summary=None, *, collapse: bool | 
     - "plateaus": the last 20 % of the steps gain less than 0.01, and at most 10 % of (final − r0) or less than
       0.001 (a curve that barely moves does not learn);
     - "learns": otherwise (still rising at the end).
-    `summary`: the curve's `summarize_curve`, when the caller has it already."""
+    `summary`: the curve's `summarize_curve`, when the caller has it already.
+
+    Args:
+        mean: the reward curve, one value per optimiser step; a NumPy array of shape (T+1,), T ≥ 1; reward units
+            (the absolute gains 0.01 and 0.001 suit rewards in [0, 1]).
+        diverged: whether the run diverged.
+        summary: the curve's `CurveSummary` (`summarize_curve`); None: computed here.
+        collapse: the caller's collapse judgement; None: `collapsed(mean)`.
+
+    Returns:
+        "diverges", "collapses", "oscillates", "plateaus" or "learns".
+
+    Raises:
+        PgrpoSimError: (when `summary` is None) a finite `mean` of fewer than 2 points.
+    """
     if diverged or not np.all(np.isfinite(mean)):
         return "diverges"
     n, summary = mean.size, _summarize_jit(mean) if summary is None else summary

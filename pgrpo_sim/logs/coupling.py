@@ -13,7 +13,16 @@ from ..base.errors import PgrpoSimError
 
 
 class Coupling(NamedTuple):
-    """Train/eval coupling ρ = Δeval/Δtrain over a trailing window (see `coupling_ratio`), per eval step."""
+    """Train/eval coupling ρ = Δeval/Δtrain over a trailing window (see `coupling_ratio`), per eval step.
+
+    Attributes:
+        steps: the eval steps; shape (E,); optimiser steps.
+        ratio: ρ at each eval step; shape (E,); eval-reward units per train-reward unit; NaN where undefined.
+        stderr: standard error of `ratio`; shape (E,); its units.
+        train_slope: least-squares slope of the train reward over each window; shape (E,); train reward per step.
+        train_slope_stderr: standard error of `train_slope`; shape (E,); its units.
+        window: length of the trailing window; optimiser steps.
+    """
 
     steps: np.ndarray
     ratio: np.ndarray
@@ -47,6 +56,20 @@ def coupling_ratio(
     se(ρ)² = (se_e/b_t)² + (b_e·se_t/b_t²)². Default window: the larger of 10 % of the run and 8 eval
     intervals (steps), so that the eval slope has ≥ 6 degrees of freedom. ρ is NaN where the window holds
     fewer than 5 points of either series, or where the train slope is exactly 0.
+
+    Args:
+        train_steps: steps of the train reward; shape (N,), N ≥ 1, increasing; optimiser steps.
+        train: the train reward at `train_steps`; shape (N,); reward units.
+        eval_steps: steps of the eval reward; shape (E,), E ≥ 1, increasing; optimiser steps.
+        eval_values: the eval (or true) reward at `eval_steps`; shape (E,); reward units.
+        window: length of the trailing window; optimiser steps, > 0; None: the default above.
+
+    Returns:
+        `Coupling`, one entry per eval step.
+
+    Raises:
+        PgrpoSimError: the steps and values are not 1-D of equal lengths, either series is empty, or `window` is
+            not finite and > 0.
     """
     ts, tr = np.asarray(train_steps, float), np.asarray(train, float)
     es, ev = np.asarray(eval_steps, float), np.asarray(eval_values, float)

@@ -89,7 +89,21 @@ PROVOKED = {
 class Readout:
     """One failure-mode read-out: `value` (NaN where undefined) and `threshold` per `steps`; `flag` and its
     `first_step` (None if it never fires); `available` False when the log lacks the metrics (`detail` says
-    which); `rule` states the firing condition; `detail` also names the indicator that fired."""
+    which); `rule` states the firing condition; `detail` also names the indicator that fired.
+
+    Attributes:
+        name: the read-out, one of `READOUTS`.
+        steps: where the series is defined; shape (S,); optimiser steps (hacking: the eval steps; degeneracy and
+            concentration: the steps with a finite metric; instability, or an unavailable read-out: every row).
+        value: the read-out; shape (S,); dimensionless (hacking: ρ, eval-reward change per train-reward change;
+            degeneracy: a fraction in [0, 1]; concentration: entropy over its baseline; instability: the score).
+        threshold: the level `value` is compared with; shape (S,); the unit of `value`.
+        flag: whether the read-out fired.
+        first_step: the step at which it fired; optimiser steps; None if it never fired.
+        available: False when the log lacks the metrics the read-out needs.
+        rule: the firing condition, one line.
+        detail: what is missing, the source column read, or the indicator that fired.
+    """
 
     name: str
     steps: np.ndarray
@@ -109,7 +123,14 @@ class Readout:
 
 @dataclasses.dataclass(frozen=True)
 class Diagnosis:
-    """The four read-outs of one run."""
+    """The four read-outs of one run.
+
+    Attributes:
+        hacking: the reward-hacking `Readout` (`reward_hacking`).
+        degeneracy: the advantage-degeneracy `Readout` (`advantage_degeneracy`).
+        concentration: the policy-concentration `Readout` (`policy_concentration`).
+        instability: the dynamical-instability `Readout` (`dynamical_instability`).
+    """
 
     hacking: Readout
     degeneracy: Readout
@@ -118,9 +139,11 @@ class Diagnosis:
 
     @property
     def readouts(self) -> tuple[Readout, ...]:
+        """The four read-outs, in `READOUTS` order."""
         return tuple(getattr(self, name) for name in READOUTS)
 
     def flags(self) -> dict[str, bool]:
+        """Read-out name → whether it fired."""
         return {r.name: r.flag for r in self.readouts}
 
     def first(self) -> str | None:
@@ -129,12 +152,25 @@ class Diagnosis:
         return min(fired, key=lambda r: r.first_step).name if fired else None
 
     def as_dict(self) -> dict:
+        """JSON-ready: the first read-out to fire (`first`) and each read-out's `Readout.as_dict`."""
         return dict(first=self.first(), **{r.name: r.as_dict() for r in self.readouts})
 
 
 def diagnose(source: TrainingLog | BanditRun, *, window: int | None = None) -> Diagnosis:
     """All four read-outs of a `TrainingLog` or a `BanditRun` (converted by `logs.from_run`), smoothing over
-    `window` points (default `laws.smoothing_window` of the number of rows)."""
+    `window` points (default `laws.smoothing_window` of the number of rows).
+
+    Args:
+        source: a `TrainingLog`, or a `BanditRun` (expected or sampled; a sampled run is averaged over seeds).
+        window: smoothing window; points (rows of the log); integer ≥ 1; None: `laws.smoothing_window(rows)`.
+
+    Returns:
+        `Diagnosis`.
+
+    Raises:
+        PgrpoSimError: `window` is not an integer ≥ 1, or `source` is neither a `TrainingLog` nor a `BanditRun`
+            (e.g. a path).
+    """
     check_range("window", window, 1, integer=True)
     if isinstance(source, (str, Path)) or source is None:
         raise PgrpoSimError(
@@ -148,7 +184,15 @@ def diagnose(source: TrainingLog | BanditRun, *, window: int | None = None) -> D
 
 
 def reward_hacking(log: TrainingLog, window: int) -> Readout:
-    """Coupling ρ(t) between the eval (or true) reward and the trained reward; see the module docstring."""
+    """Coupling ρ(t) between the eval (or true) reward and the trained reward; see the module docstring.
+
+    Args:
+        log: the run, with `reward` and `true_reward` or `eval_reward` (≥ 5 finite points), else unavailable.
+        window: smoothing window; points (rows of the log); integer ≥ 1 (`diagnose` checks it and sets the default).
+
+    Returns:
+        The "hacking" `Readout`, per eval step.
+    """
     rule = f"train reward rising and ρ + 2se < {HACKING_FRACTION:g} × best ρ so far (0 if never positive)"
     name = "true_reward" if "true_reward" in log else "eval_reward"
     if name not in log:
@@ -168,7 +212,15 @@ def reward_hacking(log: TrainingLog, window: int) -> Readout:
 
 
 def advantage_degeneracy(log: TrainingLog, window: int) -> Readout:
-    """Smoothed fraction of zero-std (all-equal reward) groups; see the module docstring."""
+    """Smoothed fraction of zero-std (all-equal reward) groups; see the module docstring.
+
+    Args:
+        log: the run, with `zero_std_frac`, else unavailable.
+        window: smoothing window; points (rows of the log); integer ≥ 1 (`diagnose` checks it and sets the default).
+
+    Returns:
+        The "degeneracy" `Readout`, per step with a finite `zero_std_frac`.
+    """
     rule = f"smoothed zero-std group fraction >= {DEGENERACY_LEVEL:g}"
     if "zero_std_frac" not in log:
         return _unavailable("degeneracy", log, rule, "needs zero_std_frac")
@@ -179,7 +231,15 @@ def advantage_degeneracy(log: TrainingLog, window: int) -> Readout:
 
 
 def policy_concentration(log: TrainingLog, window: int) -> Readout:
-    """Smoothed entropy relative to its baseline; see the module docstring."""
+    """Smoothed entropy relative to its baseline; see the module docstring.
+
+    Args:
+        log: the run, with `entropy` whose baseline is positive, else unavailable.
+        window: smoothing window; points (rows of the log); integer ≥ 1 (`diagnose` checks it and sets the default).
+
+    Returns:
+        The "concentration" `Readout`, per step with a finite `entropy`.
+    """
     rule = f"smoothed entropy <= {CONCENTRATION_LEVEL:g} × its baseline"
     if "entropy" not in log:
         return _unavailable("concentration", log, rule, "needs entropy")
@@ -193,7 +253,15 @@ def policy_concentration(log: TrainingLog, window: int) -> Readout:
 
 
 def dynamical_instability(log: TrainingLog, window: int) -> Readout:
-    """Instability score: the largest indicator over its threshold; see the module docstring."""
+    """Instability score: the largest indicator over its threshold; see the module docstring.
+
+    Args:
+        log: the run; uses `reward` and whichever of `grad_norm`, `policy_kl`, `ratio_max`, `clip_frac` it has.
+        window: smoothing window; points (rows of the log); integer ≥ 1 (`diagnose` checks it and sets the default).
+
+    Returns:
+        The "instability" `Readout`, per row of the log (threshold 1).
+    """
     rule = (
         f"max of grad-norm/baseline÷{BLOWUP_FACTOR:g}, policy-KL/baseline÷{BLOWUP_FACTOR:g}, "
         f"(IS ratio−1)÷{RATIO_DRIFT:g}, clip frac÷{CLIP_LEVEL:g}, reward reversals÷{REVERSALS} >= 1"

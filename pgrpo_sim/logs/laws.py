@@ -27,7 +27,18 @@ from .least_squares import least_squares
 
 
 def r_squared(data: ArrayLike, model: ArrayLike) -> float:
-    """Coefficient of determination 1 − Σ(data − model)²/Σ(data − mean)²."""
+    """Coefficient of determination 1 − Σ(data − model)²/Σ(data − mean)².
+
+    Args:
+        data: observed values; any shape with at least 2 elements; any unit.
+        model: model values at the same points; the shape and unit of `data`.
+
+    Returns:
+        R² (float, dimensionless, ≤ 1); −inf or NaN for constant `data`.
+
+    Raises:
+        PgrpoSimError: `data` and `model` differ in shape or hold fewer than 2 points.
+    """
     data, model = np.asarray(data, float), np.asarray(model, float)
     if data.shape != model.shape or data.size < 2:
         raise PgrpoSimError(f"data and model must be equal shapes of >= 2 points, got {data.shape} and {model.shape}")
@@ -61,6 +72,20 @@ def oscillator_curve(
 
     Evaluated with `theory.trajectory` in the rescaled time s = ζω_n·t, where the oscillator with η = 1,
     μ = 0, τ = 0 and K = 1/(2ζ²) has exactly damping rate 1 and natural frequency 1/ζ.
+
+    Args:
+        t: times since the start; optimiser steps; any shape that broadcasts with the other arguments.
+        p_star: plateau p*; reward units.
+        zeta: damping ratio ζ; dimensionless, > 0.
+        omega_n: natural frequency ω_n; per step, > 0.
+        e0: initial deviation e(0) = p(0) − p*; reward units.
+        v0: initial velocity ė(0); reward per step.
+
+    Returns:
+        p(t); the broadcast shape of the arguments; reward units.
+
+    Raises:
+        PgrpoSimError: a concrete ζ or ω_n that is not finite and > 0, or shapes that do not broadcast.
     """
     check_range("zeta", zeta, 0.0, low_open=True)
     check_range("omega_n", omega_n, 0.0, low_open=True)
@@ -71,7 +96,20 @@ def oscillator_curve(
 
 def oscillator_stiffness(omega_n: ArrayLike, eta: ArrayLike, momentum: ArrayLike = 0.0, lag: ArrayLike = 0.0) -> Array:
     """K from a fitted natural frequency: ω_n² = K/M with M = ((1+μ)+Kητ²)/(2η) gives
-    K = ω_n²(1+μ)/(η(2 − ω_n²τ²)); NaN when ω_n τ ≥ √2 (no positive K has that frequency)."""
+    K = ω_n²(1+μ)/(η(2 − ω_n²τ²)); NaN when ω_n τ ≥ √2 (no positive K has that frequency).
+
+    Args:
+        omega_n: fitted natural frequency ω_n; per step, ≥ 0; any shape that broadcasts with the others.
+        eta: learning rate η (η_eff for a bandit); per step, > 0.
+        momentum: heavy-ball momentum μ; in [0, 1).
+        lag: continuous off-policy lag τ; optimiser steps, ≥ 0.
+
+    Returns:
+        The stiffness K (per unit η, as in `models.theory`); the broadcast shape of the arguments.
+
+    Raises:
+        PgrpoSimError: a concrete argument that is non-finite or outside its range.
+    """
     check_range("omega_n", omega_n, 0.0)
     LEAF_RANGES["eta"].check("eta", eta)
     LEAF_RANGES["momentum"].check("momentum", momentum)
@@ -82,7 +120,21 @@ def oscillator_stiffness(omega_n: ArrayLike, eta: ArrayLike, momentum: ArrayLike
 
 
 def law_curve(law: str, t: ArrayLike, params: ArrayLike) -> Array:
-    """The law's curve at times t (steps since the first fitted step) for parameters in `LAW_PARAMS` order."""
+    """The law's curve at times t (steps since the first fitted step) for parameters in `LAW_PARAMS` order.
+
+    Args:
+        law: one of `KNOWN_LAWS`.
+        t: times since the first fitted step; optimiser steps; any shape.
+        params: the law's p parameters in `LAW_PARAMS[law]` order (units there); shape (p,) or (p, ...) with the
+            trailing shape broadcasting with `t`.
+
+    Returns:
+        The curve; the broadcast shape of `t` and `params[0]`; the unit of the fitted values (reward).
+
+    Raises:
+        PgrpoSimError: an unknown `law`, `params` without p entries on its first axis, or concrete parameters
+            outside the law's range (t0, ω, ζ, ω_n > 0).
+    """
     check_choice("law", law, KNOWN_LAWS)
     p = as_float(params)
     if p.ndim < 1 or p.shape[0] != len(LAW_PARAMS[law]):
@@ -172,13 +224,32 @@ def _padded_size(n: int) -> int:
 
 
 def smoothing_window(n: int) -> int:
-    """Default smoothing window (points) for n points: the odd number 2⌊n/50⌋ + 1, at least 5 (about n/25)."""
+    """Default smoothing window (points) for n points: the odd number 2⌊n/50⌋ + 1, at least 5 (about n/25).
+
+    Args:
+        n: number of points in the series; integer ≥ 0.
+
+    Returns:
+        The window in points; an odd int ≥ 5.
+    """
     return max(5, 2 * (int(n) // 50) + 1)
 
 
 def smooth(values: ArrayLike, window: int, *, trailing: bool = False) -> np.ndarray:
     """Moving average over `window` points: centred (window odd; near the ends, the mean of the points
-    available) or, with `trailing`, over the window that ends at each point (causal)."""
+    available) or, with `trailing`, over the window that ends at each point (causal).
+
+    Args:
+        values: the series in time order; shape (n,); any unit.
+        window: points averaged; integer ≥ 1, odd unless `trailing`.
+        trailing: average the window that ends at each point instead of the centred one.
+
+    Returns:
+        The smoothed series; shape (n,); the unit of `values`.
+
+    Raises:
+        PgrpoSimError: `window` is not an integer ≥ 1, or is even for a centred average.
+    """
     check_range("window", window, 1, integer=True)
     if not trailing and int(window) % 2 == 0:
         raise PgrpoSimError(f"window must be odd for a centred moving average, got {window}")
@@ -193,7 +264,14 @@ def smooth(values: ArrayLike, window: int, *, trailing: bool = False) -> np.ndar
 
 def short_lag_variance(residuals: ArrayLike) -> float:
     """White-noise variance from lag-1 differences, Σ(r_{i+1} − r_i)²/(2(n−1)) (reward²). A slow misfit
-    barely changes it, so RSS/(n−p) divided by it separates "the law is wrong" (≫ 1) from "noisy data" (≈ 1)."""
+    barely changes it, so RSS/(n−p) divided by it separates "the law is wrong" (≫ 1) from "noisy data" (≈ 1).
+
+    Args:
+        residuals: data − model in time order; shape (n,); reward units.
+
+    Returns:
+        The variance (float); reward²; NaN for fewer than 3 points.
+    """
     r = np.asarray(residuals, float)
     return float(np.sum(np.diff(r) ** 2) / (2 * (r.size - 1))) if r.size > 2 else float("nan")
 
@@ -207,6 +285,18 @@ def reward_stderr(reward_std: ArrayLike, n_samples: ArrayLike, window: int | Non
     then floored at a tenth of the median positive error (all zeros stay zeros: no noise information).
     Within-group std ignores prompt-to-prompt spread, so this is a lower bound of the true error when prompts
     differ in difficulty.
+
+    Args:
+        reward_std: per-step standard deviation of individual rewards; shape (n,); reward units; finite, ≥ 0.
+        n_samples: rewards averaged per step; scalar or shape (n,); ≥ 1.
+        window: points of the centred pooling window; odd integer ≥ 1; None: `smoothing_window(n)`.
+
+    Returns:
+        The standard error of each step's mean reward; shape (n,); reward units.
+
+    Raises:
+        PgrpoSimError: a non-finite or negative `reward_std`, an `n_samples` below 1, or a `window` that is not an
+            odd integer ≥ 1.
     """
     std, n = np.asarray(reward_std, float), np.broadcast_to(np.asarray(n_samples, float), np.shape(reward_std))
     if np.any(~np.isfinite(std)) or np.any(std < 0) or np.any(~(n >= 1)):
@@ -228,6 +318,22 @@ class LawFit:
     on the (weighted) residuals, k = parameters + 1; `reduced_chi2`: Σ((y − f)/σ)²/(n − p) with σ the given
     per-step error (`noise_source` "stderr") or the short-lag residual estimate ("residuals"); None if neither.
     An exact fit (RSS 0, e.g. constant data) has NaN standard errors and AIC/BIC: nothing measures them.
+
+    Attributes:
+        law: the law fitted, one of `KNOWN_LAWS`.
+        params: fitted parameters in `LAW_PARAMS[law]` order; shape (p,); units as `LAW_PARAMS`.
+        stderr: their standard errors; shape (p,); the same units; NaN for an exact fit.
+        origin: the first fitted step, the law's time 0; optimiser steps.
+        n: number of fitted points.
+        r2: R² on the raw series; dimensionless.
+        r2_smoothed: R² of the smoothed model against the smoothed data; dimensionless.
+        smooth_window: points of the centred moving average behind `r2_smoothed`; odd.
+        aic: Akaike information criterion; dimensionless; NaN for an exact fit.
+        bic: Bayesian information criterion; dimensionless; NaN for an exact fit.
+        reduced_chi2: Σ((y − f)/σ)²/(n − p); dimensionless, ≈ 1 for a fit within the noise; None without a noise
+            estimate.
+        noise_source: σ's source, "stderr" (the given per-step error) or "residuals" (short-lag estimate); None
+            when `reduced_chi2` is None.
     """
 
     law: str
@@ -245,13 +351,21 @@ class LawFit:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The parameter names, `LAW_PARAMS[law]`."""
         return LAW_PARAMS[self.law]
 
     def __getitem__(self, name: str) -> float:
         return float(self.params[self.names.index(name)])
 
     def curve(self, steps: ArrayLike) -> np.ndarray:
-        """The fitted law at the given steps (same units as the fitted values)."""
+        """The fitted law at the given steps (same units as the fitted values).
+
+        Args:
+            steps: optimiser steps on the fitted log's axis (not shifted by `origin`); any shape.
+
+        Returns:
+            The law's values; the shape of `steps`; the unit of the fitted values.
+        """
         t = np.atleast_1d(np.asarray(steps, float)) - self.origin
         padded = np.concatenate([t, np.zeros(_padded_size(t.size) - t.size)])
         curve = _law_curve_jit(self.law, as_float(padded), as_float(self.params))
@@ -281,7 +395,16 @@ MAX_ABS_VALUE = 1e150
 
 def check_curve(steps: ArrayLike, values: ArrayLike) -> None:
     """Raise `PgrpoSimError` unless steps and values are finite, steps strictly increasing and every |value| at
-    most `MAX_ABS_VALUE`."""
+    most `MAX_ABS_VALUE`.
+
+    Args:
+        steps: optimiser steps; shape (n,).
+        values: the metric at `steps`; shape (n,); any unit.
+
+    Raises:
+        PgrpoSimError: a non-finite step or value, steps that do not strictly increase, or a |value| above
+            `MAX_ABS_VALUE`.
+    """
     t, y = np.asarray(steps, float), np.asarray(values, float)
     if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
         raise PgrpoSimError("steps and values must be finite")
@@ -299,10 +422,26 @@ def fit_law(
 ) -> LawFit:
     """Fit one of `KNOWN_LAWS` to a reward curve by Levenberg–Marquardt (`least_squares`) from a grid of starts.
 
-    steps: optimiser steps (increasing, any spacing); values: the metric; sigma: optional per-step standard
-    error (e.g. `reward_stderr`), used as weights 1/σ and for the reduced χ². The data are padded with zero
-    weight to the next power of two (≥ 512), so curves of similar length share one compilation per law.
-    Always computed in float64, whatever `jax_enable_x64` says: the standard errors need it.
+    The data are padded with zero weight to the next power of two (≥ 512), so curves of similar length share one
+    compilation per law. Always computed in float64, whatever `jax_enable_x64` says: the standard errors need it.
+
+    Args:
+        law: one of `KNOWN_LAWS`.
+        steps: optimiser steps; shape (n,) with n > p + 1 for the law's p parameters; finite, strictly
+            increasing, any spacing.
+        values: the metric at `steps` (reward units for a reward); shape (n,); finite, |value| ≤ `MAX_ABS_VALUE`.
+        sigma: per-step standard error (e.g. `reward_stderr`), used as weights 1/σ and for the reduced χ²;
+            scalar or shape (n,); the unit of `values`; finite, > 0. None: unweighted, χ² against the short-lag
+            residual variance.
+        smooth_window: points of the centred moving average for `LawFit.r2_smoothed`; odd integer ≥ 1; None:
+            `smoothing_window(n)`.
+
+    Returns:
+        `LawFit`, its time measured from `origin` = steps[0].
+
+    Raises:
+        PgrpoSimError: an unknown `law`; `steps` and `values` not 1-D of equal length, too few of them, or failing
+            `check_curve`; a `sigma` that is not finite and > 0; a `smooth_window` that is not an odd integer ≥ 1.
     """
     check_choice("law", law, KNOWN_LAWS)
     t, y = np.asarray(steps, float), np.asarray(values, float)
@@ -360,7 +499,20 @@ def fit_laws(
     steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = None, progress: Progress | None = None
 ) -> dict[str, LawFit]:
     """`fit_law` for every law in `LAWS`, same data and weights (so AIC/BIC compare); each law's start is told to
-    `progress`."""
+    `progress`.
+
+    Args:
+        steps: optimiser steps, as `fit_law`; shape (n,), n ≥ 7 (the oscillator has 5 parameters).
+        values: the metric at `steps`, as `fit_law`; shape (n,).
+        sigma: per-step standard error, as `fit_law`; scalar, shape (n,) or None.
+        progress: callable told each law's start (a stage string); None: silent.
+
+    Returns:
+        Law name → `LawFit`, for every law of `LAWS` in order.
+
+    Raises:
+        PgrpoSimError: as `fit_law`.
+    """
     fits = {}
     for i, law in enumerate(LAWS):
         report(progress, f"fitting the {law} law ({i + 1}/{len(LAWS)})")
@@ -379,7 +531,19 @@ most the fitted span."""
 
 def line_bic(steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = None) -> float:
     """BIC of the straight line a + b·t fitted by least squares (weights 1/σ, as `fit_law`), on `LawFit.bic`'s
-    footing: k = 3 (two coefficients and the noise scale); NaN for an exact fit."""
+    footing: k = 3 (two coefficients and the noise scale); NaN for an exact fit.
+
+    Args:
+        steps: optimiser steps; shape (n,); finite, strictly increasing.
+        values: the metric at `steps`; shape (n,); finite.
+        sigma: per-step standard error, as `fit_law` (weights 1/σ); scalar, shape (n,) or None (unweighted).
+
+    Returns:
+        The BIC (float, dimensionless); NaN for an exact fit.
+
+    Raises:
+        PgrpoSimError: `steps` and `values` fail `check_curve`.
+    """
     t, y = np.asarray(steps, float), np.asarray(values, float)
     check_curve(t, y)
     w = np.ones_like(y) if sigma is None else 1 / np.broadcast_to(np.asarray(sigma, float), y.shape)
@@ -391,7 +555,17 @@ def line_bic(steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = N
 
 
 def oscillation_period(fit: LawFit) -> float:
-    """Period 2π/(ω_n√(1 − ζ²)) of an oscillator fit, in steps; inf when ζ ≥ 1 (no oscillation)."""
+    """Period 2π/(ω_n√(1 − ζ²)) of an oscillator fit, in steps; inf when ζ ≥ 1 (no oscillation).
+
+    Args:
+        fit: a `LawFit` of the oscillator law.
+
+    Returns:
+        The period (float); optimiser steps; inf when ζ ≥ 1.
+
+    Raises:
+        PgrpoSimError: `fit` is not an oscillator fit.
+    """
     if fit.law != "oscillator":
         raise PgrpoSimError(f"the period needs an oscillator fit, got {fit.law}")
     zeta, omega = fit["zeta"], fit["omega_n"]
@@ -399,7 +573,12 @@ def oscillation_period(fit: LawFit) -> float:
 
 
 class RegimeReading(NamedTuple):
-    """`read_regime`'s answer: the regime and, when it is 'undetermined', why (None otherwise)."""
+    """`read_regime`'s answer: the regime and, when it is 'undetermined', why (None otherwise).
+
+    Attributes:
+        regime: "overdamped", "underdamped", "critical" or "undetermined".
+        reason: why the regime is undetermined, one sentence; None otherwise.
+    """
 
     regime: str
     reason: str | None
@@ -417,6 +596,18 @@ def read_regime(fit: LawFit, *, steps: ArrayLike, simpler_bic: dict[str, float])
     exponential fits as well reads as overdamped or not at all); and an 'underdamped' period must be resolved:
     `MIN_PERIOD_SPACINGS` median step spacings to the fitted span. A simpler BIC that is NaN (an exact fit of
     the simpler description) cannot be beaten.
+
+    Args:
+        fit: the oscillator `LawFit` (of `fit_laws`).
+        steps: the fitted steps; shape (n,), n ≥ 2; optimiser steps.
+        simpler_bic: BIC of each simpler description by name ("straight line", "saturation law"), as
+            `simpler_bics` gives them; dimensionless.
+
+    Returns:
+        `RegimeReading`.
+
+    Raises:
+        PgrpoSimError: `fit` is not an oscillator fit, or `steps` is not 1-D with at least 2 points.
     """
     if fit.law != "oscillator":
         raise PgrpoSimError(f"the regime needs an oscillator fit, got {fit.law}")
@@ -464,11 +655,36 @@ def read_regime(fit: LawFit, *, steps: ArrayLike, simpler_bic: dict[str, float])
 
 
 def fitted_regime(fit: LawFit, *, steps: ArrayLike, simpler_bic: dict[str, float]) -> str:
-    """The regime of `read_regime`, without its reason."""
+    """The regime of `read_regime`, without its reason.
+
+    Args:
+        fit: the oscillator `LawFit`, as `read_regime`.
+        steps: the fitted steps; shape (n,), n ≥ 2; optimiser steps.
+        simpler_bic: BIC of each simpler description by name, as `read_regime`.
+
+    Returns:
+        "overdamped", "underdamped", "critical" or "undetermined".
+
+    Raises:
+        PgrpoSimError: as `read_regime`.
+    """
     return read_regime(fit, steps=steps, simpler_bic=simpler_bic).regime
 
 
 def simpler_bics(fits: dict[str, LawFit], steps: ArrayLike, values: ArrayLike, *, sigma=None) -> dict[str, float]:
     """`read_regime`'s `simpler_bic` for `fit_laws`' result on these data: the straight line's and the saturation
-    law's BIC."""
+    law's BIC.
+
+    Args:
+        fits: `fit_laws`' result on these data (its "saturation" fit is read).
+        steps: the fitted steps; shape (n,); optimiser steps.
+        values: the fitted values; shape (n,).
+        sigma: the per-step standard error given to `fit_laws`; scalar, shape (n,) or None.
+
+    Returns:
+        {"straight line": BIC, "saturation law": BIC}; floats, dimensionless, NaN for an exact fit.
+
+    Raises:
+        PgrpoSimError: `steps` and `values` fail `check_curve`.
+    """
     return {"straight line": line_bic(steps, values, sigma=sigma), "saturation law": fits["saturation"].bic}

@@ -18,7 +18,18 @@ from ..base.checks import as_float
 
 class LeastSquares(NamedTuple):
     """Result of `least_squares`: parameters, their standard errors (from the Jacobian), the cost ½Σr²,
-    the residual sum of squares Σr², the number of points and whether the solver met its tolerance."""
+    the residual sum of squares Σr², the number of points and whether the solver met its tolerance.
+
+    Under `vmap` or `lax.map` every field gains the leading batch axis.
+
+    Attributes:
+        params: the solution x; shape (p,); the units of the fit coordinates.
+        stderr: standard errors of `params`, √diag(s²(JᵀJ)⁻¹) with s² = RSS/(n − p); shape (p,); their units.
+        cost: ½Σr² at the solution; scalar; squared units of the residuals.
+        rss: Σr² at the solution; scalar; squared units of the residuals.
+        n: number of residuals.
+        converged: whether the solver met its tolerance within `iterations` steps; bool scalar.
+    """
 
     params: Array
     stderr: Array
@@ -42,6 +53,16 @@ def least_squares(
     atol + rtol·|rᵢ| (default for both: √eps of the dtype, 1.5e-8 in float64), else after `iterations` steps
     with `converged` False and the last accepted point. Standard errors are √diag(s²(JᵀJ)⁻¹) with
     s² = RSS/(n − p), J at the solution. Pure JAX: jit/vmap-compatible.
+
+    Args:
+        residuals: x ↦ r(x), the residual vector; maps shape (p,) to shape (n,) (weighted as the caller wants).
+        x0: starting point; shape (p,); float (its dtype sets the default tolerances).
+        iterations: largest number of solver steps; integer ≥ 1.
+        rtol: relative tolerance on x and r; > 0; None: √eps of `x0`'s dtype.
+        atol: absolute tolerance on x and r; > 0; None: √eps of `x0`'s dtype.
+
+    Returns:
+        `LeastSquares` (the last accepted point, with `converged` False, if the tolerance was not met).
     """
     x0 = as_float(x0)
     tol = float(np.sqrt(jnp.finfo(x0.dtype).eps))

@@ -22,7 +22,17 @@ from .least_squares import LeastSquares, least_squares
 
 class StiffnessEstimates(NamedTuple):
     """K three ways (NaN where not computed): `exact` (Jacobian at p*), `slope` (early slope), `fit`
-    (oscillator fit) with its standard error, and the plateau p* used by the slope estimate."""
+    (oscillator fit) with its standard error, and the plateau p* used by the slope estimate.
+
+    Every field is a scalar array (`identify_stiffness` reads one curve); K is per unit η (as in `models.theory`).
+
+    Attributes:
+        exact: K from the Jacobian of the expected update at p* (`predict`); NaN without a configuration.
+        slope: K from the early slope (`stiffness_from_slope`).
+        fit: K from the oscillator fit (`stiffness_from_fit`, best of several starts); NaN if every start failed.
+        fit_stderr: standard error of `fit`; NaN if every start failed.
+        plateau: p*, the mean of the last 10 % of the curve; reward units.
+    """
 
     exact: Array
     slope: Array
@@ -44,6 +54,18 @@ def stiffness_from_slope(rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike
     low with momentum (heavy ball starts at rest; its velocity builds up over ~1/(1−μ) steps, so the
     early slope is smaller than C ė would give), with stale lag (the first τ updates all use θ_0), and
     whenever the early part is not in the linear range (|p0 − p*| large: curvature of the drive).
+
+    Args:
+        rewards: reward curves, one value per optimiser step from step 0; shape (..., T); reward units.
+        eta: learning rate η (η_eff for a bandit); per step, > 0; broadcasts with the leading shape of `rewards`.
+        momentum: heavy-ball momentum μ; in [0, 1); broadcasts like `eta`.
+        early_steps: points of the early slope; integer in [2, T].
+
+    Returns:
+        K per curve; shape (...), the leading shape of `rewards`; per unit η. Not finite when p* = p0.
+
+    Raises:
+        PgrpoSimError: `early_steps` is not an integer in [2, T].
     """
     r = as_float(rewards)
     check_range("early_steps", early_steps, 2, r.shape[-1], integer=True)
@@ -58,7 +80,23 @@ def stiffness_from_fit(
 ) -> LeastSquares:
     """(c) Fit p(t) = p* + e(t) with e the closed-form oscillator (`theory.trajectory`) to `rewards`; free
     parameters log K (from `k0`), p* and ė(0); e(0) = rewards[0] − p*. Returns the `LeastSquares` result with
-    params (K, p*, ė0) — K transformed back from log and its standard error by the delta method."""
+    params (K, p*, ė0) — K transformed back from log and its standard error by the delta method.
+
+    Args:
+        rewards: one reward curve, one value per optimiser step from step 0; shape (T,); reward units.
+        eta: learning rate η (η_eff for a bandit); per step, > 0; scalar.
+        momentum: heavy-ball momentum μ; in [0, 1); scalar.
+        lag: continuous off-policy lag τ; optimiser steps, ≥ 0; scalar.
+        k0: starting value of K; per unit η, > 0.
+
+    Returns:
+        `LeastSquares` whose `params` and `stderr` have shape (3,): K (per unit η), p* (reward), ė(0) (reward per
+        step).
+
+    Raises:
+        PgrpoSimError: (eagerly, from `theory.trajectory`) an `eta`, `momentum` or `lag` outside its range, or a
+            non-finite K at the solution (e.g. from `k0` ≤ 0).
+    """
     r = as_float(rewards)
     t = jnp.arange(r.shape[-1], dtype=r.dtype)
     v_init = r[1] - r[0] if r.shape[-1] > 1 else jnp.zeros((), r.dtype)
@@ -87,6 +125,22 @@ def identify_stiffness(
 
     `config` (a `BanditConfig`) enables (a), the exact Jacobian via `predict`. (b) and (c) use only the
     curve; (c) starts the fit at step `fit_start` (skip the nonlinear start to fit near p*).
+
+    Args:
+        rewards: one reward curve, one value per optimiser step from step 0; shape (T,), T ≥ 3; reward units.
+        eta: learning rate η (η_eff for a bandit); per step, > 0.
+        momentum: heavy-ball momentum μ; in [0, 1).
+        lag: continuous off-policy lag τ of the fit (c); optimiser steps, ≥ 0.
+        config: the `BanditConfig` that produced the curve, for (a); None: `exact` is NaN.
+        early_steps: points of the early slope (b); integer in [2, T].
+        fit_start: first step fitted by (c); integer in [0, T − 3].
+
+    Returns:
+        `StiffnessEstimates` (scalars).
+
+    Raises:
+        PgrpoSimError: `eta`, `momentum` or `lag` outside its range, `rewards` not 1-D with at least 3 points,
+            `early_steps` or `fit_start` outside its range, or a `config` that `predict` refuses.
     """
     LEAF_RANGES["eta"].check("eta", eta)
     LEAF_RANGES["momentum"].check("momentum", momentum)

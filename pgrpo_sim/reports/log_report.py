@@ -72,7 +72,15 @@ def _summary(fits: dict[str, laws.LawFit], steps: np.ndarray, values: np.ndarray
 
 class LogAnalysis(NamedTuple):
     """`analyse_log`'s result: `summary` (the fit.json content), the `fits` by law, the `diagnosis`, and the
-    train/eval `coupling` (None without an eval reward)."""
+    train/eval `coupling` (None without an eval reward).
+
+    Attributes:
+        summary: the fit.json content; a JSON-ready dict.
+        fits: law → `laws.LawFit`, for every law of `laws.LAWS`.
+        diagnosis: the four read-outs, `Diagnosis`.
+        coupling: `Coupling` of `reward` and `eval_reward` (default window); None without an eval reward of at
+            least 5 points.
+    """
 
     summary: dict
     fits: dict[str, laws.LawFit]
@@ -81,7 +89,17 @@ class LogAnalysis(NamedTuple):
 
 
 def check_analysis(log: TrainingLog, *, metric: str = "reward", n_samples: int | None = None) -> None:
-    """Raise `PgrpoSimError` unless `analyse_log` can run on these inputs (checked before anything is written)."""
+    """Raise `PgrpoSimError` unless `analyse_log` can run on these inputs (checked before anything is written).
+
+    Args:
+        log: the `TrainingLog` to analyse.
+        metric: the canonical metric to fit; present in `log`.
+        n_samples: rewards averaged per step (prompts × group size); integer ≥ 1; None: the log's `n_samples`.
+
+    Raises:
+        PgrpoSimError: `log` is not a `TrainingLog`, `metric` is not in it, `n_samples` is not an integer ≥ 1, or
+            the metric's finite series fails `laws.check_curve` or has too few points for the fits.
+    """
     _check_metric(log, metric)
     number = np.ndim(n_samples) == 0 and np.issubdtype(np.asarray(n_samples).dtype, np.number)
     if n_samples is not None and (isinstance(n_samples, (bool, np.bool_)) or not number):
@@ -105,7 +123,18 @@ def _check_metric(log: TrainingLog, metric: str) -> None:
 
 def rows_without_value(log: TrainingLog, metric: str) -> dict:
     """The log's rows that `metric`'s fit does not use: records whose reward was logged but is not a finite
-    number (dropped by the reader) and rows where the metric was not logged (e.g. eval-only records)."""
+    number (dropped by the reader) and rows where the metric was not logged (e.g. eval-only records).
+
+    Args:
+        log: the `TrainingLog`.
+        metric: a canonical metric present in `log`.
+
+    Returns:
+        {count, not_finite, not_logged}: ints; `steps`: their steps, sorted; optimiser steps (floats).
+
+    Raises:
+        PgrpoSimError: `log` is not a `TrainingLog` or `metric` is not in it.
+    """
     _check_metric(log, metric)
     steps = log["step"]
     not_logged = steps[~np.isfinite(log[metric])]
@@ -124,7 +153,20 @@ def analyse_log(
 ) -> LogAnalysis:
     """Fit every law in `laws.LAWS` to `metric` (weighted by the per-step error when `reward_std` and the
     samples per step are known; `n_samples` overrides the log's), read out the four diagnostics and, when the
-    log has an eval reward, the train/eval coupling. Each law's fit is told to `progress` as it starts."""
+    log has an eval reward, the train/eval coupling. Each law's fit is told to `progress` as it starts.
+
+    Args:
+        log: the `TrainingLog` to analyse.
+        metric: the canonical metric to fit; present in `log`.
+        n_samples: rewards averaged per step (prompts × group size); integer ≥ 1; None: the log's `n_samples`.
+        progress: callable told each law's start (a stage string); None: silent.
+
+    Returns:
+        `LogAnalysis`.
+
+    Raises:
+        PgrpoSimError: as `check_analysis`.
+    """
     check_analysis(log, metric=metric, n_samples=n_samples)
     steps, values = log.series(metric)
     sigma, noise = _reward_stderr(log, metric, n_samples)
@@ -159,7 +201,15 @@ PLATEAUS = {"saturation": "r_inf", "critical": "r_inf", "oscillator": "p_star"}
 def plateaus_beyond_data(fits: dict[str, laws.LawFit], fitted_range: tuple[float, float]) -> list[dict]:
     """The laws whose fitted plateau lies more than 2 standard errors beyond every fitted value (below the least
     or above the largest of `fitted_range` = (min, max)): extrapolations the run has not reached, e.g. a negative
-    plateau of a success rate fitted to a collapsing run. Each: law, parameter, value, stderr (None if undefined)."""
+    plateau of a success rate fitted to a collapsing run. Each: law, parameter, value, stderr (None if undefined).
+
+    Args:
+        fits: law → `laws.LawFit`, holding every law of `PLATEAUS` (`laws.fit_laws`' result).
+        fitted_range: (min, max) of the fitted values; the metric's units.
+
+    Returns:
+        One dict per such law (value and stderr in the metric's units); empty when there is none.
+    """
     lo, hi = fitted_range
     out = []
     for law, name in PLATEAUS.items():
@@ -179,13 +229,39 @@ def _coupling_dict(c: couplings.Coupling) -> dict:
 def write_report(
     log: TrainingLog, out_dir: str | Path, *, metric: str = "reward", n_samples: int | None = None
 ) -> dict:
-    """`analyse_log`, then `write_analysis`. Returns the fit.json content."""
+    """`analyse_log`, then `write_analysis`. Returns the fit.json content.
+
+    Args:
+        log: the `TrainingLog` to analyse.
+        out_dir: the output directory; created if missing.
+        metric: the canonical metric to fit; present in `log`.
+        n_samples: rewards averaged per step (prompts × group size); integer ≥ 1; None: the log's `n_samples`.
+
+    Returns:
+        The fit.json content (`LogAnalysis.summary`).
+
+    Raises:
+        PgrpoSimError: as `check_analysis`, or the output directory cannot be written.
+    """
     return write_analysis(analyse_log(log, metric=metric, n_samples=n_samples), log, out_dir)
 
 
 def write_analysis(analysis: LogAnalysis, log: TrainingLog, out_dir: str | Path) -> dict:
     """Write DIR/fit.json, DIR/report.md, DIR/fit.png (data, fitted laws, residuals) and DIR/diagnostics.png
-    (the four read-outs) of an `analyse_log` result. Returns the fit.json content."""
+    (the four read-outs) of an `analyse_log` result. Returns the fit.json content.
+
+    Args:
+        analysis: `analyse_log`'s result for `log`.
+        log: the `TrainingLog` analysed.
+        out_dir: the output directory; created if missing.
+
+    Returns:
+        The fit.json content (`analysis.summary`).
+
+    Raises:
+        PgrpoSimError: `analysis` is not a `LogAnalysis`, `log` is not a `TrainingLog`, or the output directory
+            cannot be written.
+    """
     from ..viz.log_figures import plot_diagnostics, plot_fits
 
     if not isinstance(analysis, LogAnalysis):

@@ -31,7 +31,13 @@ class LogFormat:
     """How one format is recognised (`detect`: does this file hold it? it may raise `PgrpoSimError` for content
     that no format reads) and read (`read`: its records and the settings it states). `one_run`: a file holds one
     run, so choosing one (`run`) is an error; W&B long form reads `run`, TensorBoard too (a folder's
-    run is chosen by its path, or by `run`: its folder below the one given)."""
+    run is chosen by its path, or by `run`: its folder below the one given).
+
+    Attributes:
+        detect: `LogFile` → whether the file holds this format.
+        read: `LogFile` → `Parsed`, the flat numeric records in file order and the run settings the log states.
+        one_run: whether a file of this format holds a single run (then `read_log` refuses a `run`).
+    """
 
     detect: Callable[[LogFile], bool]
     read: Callable[[LogFile], Parsed]
@@ -62,7 +68,17 @@ def detect_format(path: str | Path) -> str:
     `step:N - key:value - …` are "verl"; other JSON lines "jsonl"; text holding TRL's printed dicts
     (`{'loss': …, 'reward': …}`) "trl_console"; a table with W&B columns (`…__MIN`/`…__MAX`, `_step`,
     `trainer/global_step`, `<run> - <metric>`) "wandb"; the header `run_name,metric,step,value` "wandb_long";
-    anything else "csv"."""
+    anything else "csv".
+
+    Args:
+        path: a log file, or a folder of TensorBoard event files.
+
+    Returns:
+        The format's name, one of `FORMATS`.
+
+    Raises:
+        PgrpoSimError: the file is missing or unreadable (not UTF-8 text), or holds content no format reads.
+    """
     return _detect(LogFile(path))
 
 
@@ -75,10 +91,20 @@ def read_log(
 ) -> TrainingLog:
     """Read a training log into a `TrainingLog` (see the package docstring for formats and rules).
 
-    `path` is a file, or for TensorBoard also a folder of event files. `columns` maps canonical names to source
-    column names and overrides the built-in lookup. `run`: the run to read from a file that holds several (W&B long
-    form). Raises a one-line `ValueError` for a missing or unreadable file, malformed content, no reward column,
-    backwards steps or conflicting duplicates, a file of several runs without `run`, or `run` on a one-run format.
+    Args:
+        path: a log file, or for TensorBoard also a folder of event files.
+        format: one of `FORMATS`, or "auto" to detect it (`detect_format`).
+        columns: canonical name → source column name; overrides the built-in lookup (`CANONICAL`). None: none.
+        run: the run to read from a file that holds several (W&B long form; TensorBoard: a subfolder); None: the
+            file's only run.
+
+    Returns:
+        `TrainingLog`: float64 columns aligned on the log's steps (optimiser steps); rewards in the log's units.
+
+    Raises:
+        PgrpoSimError: (a one-line `ValueError`) a `path` or `run` of the wrong type, a missing or unreadable
+            file, an unknown `format`, a bad `columns`, malformed content, no reward column, backwards steps or
+            conflicting duplicates, a file of several runs without `run`, or `run` on a one-run format.
     """
     if run is not None and not isinstance(run, str):
         raise PgrpoSimError(f"run must be a run's name (str), got {type(run).__name__}")

@@ -86,6 +86,18 @@ class TrainingLog:
     `settings`: the run settings the log states (`SETTINGS` names, e.g. `{"num_generations": 8}`; empty when it
     states none); `blowup_steps`: the skipped steps whose reward was a non-finite number (NaN, ±inf, null), not
     text such as "n/a" in a CSV cell (what the instability diagnostic reads as a blow-up).
+
+    Attributes:
+        data: canonical name → its column; each float64 of shape (rows,), NaN where not logged; `data["step"]`
+            holds the steps (optimiser steps, increasing); units as `CANONICAL` (reward in the log's units).
+        sources: canonical name → the source column it was read from (no "step" entry when the log has no step
+            column and its records were numbered from 0).
+        other: source name → float64 column of shape (rows,), for numeric columns that map to no canonical name.
+        format: the format read (one of `FORMATS`, or "simulation").
+        path: the file read; None for a simulation.
+        skipped_steps: steps dropped for a non-finite reward; float64, shape (skipped,); optimiser steps.
+        settings: run setting (`SETTINGS` name) → the value the log states; empty when it states none.
+        blowup_steps: those of `skipped_steps` whose reward was a non-finite number; float64; optimiser steps.
     """
 
     data: dict[str, np.ndarray]
@@ -125,7 +137,17 @@ class TrainingLog:
         return tuple(out)
 
     def series(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(steps, values) at the steps where `name` was logged with a finite value."""
+        """(steps, values) at the steps where `name` was logged with a finite value.
+
+        Args:
+            name: a canonical metric present in the log.
+
+        Returns:
+            (steps, values): float64 arrays of equal shape (m,); optimiser steps, and the metric's unit.
+
+        Raises:
+            KeyError: `name` is not in the log.
+        """
         v = self[name]
         ok = np.isfinite(v)
         return self.data["step"][ok], v[ok]
@@ -169,7 +191,17 @@ def check_columns(columns) -> dict[str, str]:
 
 def parse_column_map(items: Sequence[str]) -> dict[str, str]:
     """`["reward=train/reward", ...]` (or one such string) → `{"reward": "train/reward"}`; names must be in
-    `CANONICAL`."""
+    `CANONICAL`.
+
+    Args:
+        items: `NAME=SOURCE` strings (a canonical name and a source column), or one such string.
+
+    Returns:
+        Canonical name → source column, for `read_log`'s `columns`.
+
+    Raises:
+        PgrpoSimError: an entry that is not `NAME=SOURCE` with both parts non-empty, or a name not in `CANONICAL`.
+    """
     items = [items] if isinstance(items, str) else items
     out = {}
     for item in items:
