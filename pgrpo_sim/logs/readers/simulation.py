@@ -22,7 +22,21 @@ def from_run(run: BanditRun, *, index: int | None = None) -> TrainingLog:
     """A `TrainingLog` from a `BanditRun` (step n = θ_n). Sampled runs are averaged over seeds, with
     `reward_std` the spread across seeds and `n_samples` the number of seeds (so the per-step error of the
     mean is reward_std/√seeds); `index` picks a single seed instead. Steps after a divergence are NaN and
-    therefore skipped (see `TrainingLog.skipped_steps`)."""
+    therefore skipped (see `TrainingLog.skipped_steps`).
+
+    Args:
+        run: `simulate`'s result; per-step read-outs of shape (steps+1,) (expected mode) or (seeds, steps+1)
+            (sampled mode); reward in the run's units (a probability in [0, 1] for 0/1 rewards).
+        index: the seed to read, an integer in [0, seeds − 1] (0 for an expected-mode run); None: the mean over
+            seeds.
+
+    Returns:
+        A `TrainingLog` of format "simulation" (path None), one row per step with a finite reward, its columns
+        under `RUN_COLUMNS`' canonical names, plus `reward_std` and `n_samples` for a seed mean.
+
+    Raises:
+        PgrpoSimError: `run` is not a `BanditRun`, or `index` is not an integer seed of the run.
+    """
     if not all(hasattr(run, v) for v in RUN_COLUMNS.values()):
         raise PgrpoSimError(f"run must be a BanditRun (from simulate), got {type(run).__name__}")
     arrays = {k: np.asarray(getattr(run, v), float) for k, v in RUN_COLUMNS.items() if getattr(run, v) is not None}
