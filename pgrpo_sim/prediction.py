@@ -83,6 +83,29 @@ class Prediction(NamedTuple):
     not exist (no interior fixed point; the stationary variance of a configuration not `stable`) are NaN and
     flagged by `stable`/`reason`, never to be read as numbers. `critical_lag` is on the axis of the
     configuration's `lag` (`config_lag`), `lag_eff` the continuous model's τ.
+
+    Every field is 0-d for one configuration (with leading axes under `vmap`); floats are the configuration's dtype.
+    The fields that need the fixed point (p*, K, D, M, C, ζ, ω_n, the critical lag) are NaN without one.
+
+    Attributes:
+        p_star: fixed point p* of the correct mass; probability in (0, 1).
+        unique: bool; the fixed point was found and the drive X changes sign once on the grid of logit(p).
+        stiffness: K = −X'(x*), per unit η_eff.
+        noise: diffusion D = G·Var(Δp/η_eff) at p* (probability² per unit η_eff²).
+        eta_eff: η_eff, the oscillator's learning rate, per optimiser step (`effective_eta` of the reduction).
+        lag_eff: the continuous model's lag τ, in optimiser steps (`continuous_lag`).
+        mass: M (steps²).
+        damping: C (steps); <= 0 means the continuous model is unstable.
+        damping_ratio: ζ, dimensionless.
+        natural_frequency: ω_n, radians per optimiser step.
+        regime: int32 `Damping` code; UNSTABLE without a fixed point, `INVALID` (−1) where ζ is undefined.
+        critical_lag: the critical lag on the axis of the configuration's `lag`: τ* optimiser steps ("stale",
+            "none"), 2τ* + 1 optimiser steps per rollout ("refresh", "refresh_fresh").
+        stationary_variance: Var(p) of sampled training at p* (probability²); NaN unless `stable`.
+        spectral_radius: per-step spectral radius of the exact expected map (`floquet_radius`); < 1 is stable; NaN
+            without a fixed point (for "refresh": of the rollout-averaged cycle).
+        stable: bool; `reason` == 0.
+        reason: int32 code into `REASONS` (0: stable).
     """
 
     p_star: Array
@@ -103,7 +126,13 @@ class Prediction(NamedTuple):
     reason: Array
 
     def as_dict(self) -> dict:
-        """Plain Python values (names for `regime` and `reason`, None for NaN) for printing or JSON."""
+        """Plain Python values (names for `regime` and `reason`, None for NaN) for printing or JSON.
+
+        Returns:
+            A dict of every field name to a Python float, int or bool, or None for NaN; "regime" is a name of
+                `REGIMES` (or "undefined"), "reason" a sentence of `REASONS`. For one configuration (0-d fields) only:
+                a batched `Prediction` raises numpy's ValueError.
+        """
         out = {}
         for name, value in self._asdict().items():
             v = np.asarray(value).item()
@@ -140,7 +169,18 @@ def _classes(config: BanditConfig) -> tuple[np.ndarray, int, int]:
 
 def eta_scale(config: BanditConfig) -> float:
     """η₂/η = N/(2c(N−c))/D: the two-arm reduction's step per unit of the configuration's η (η_eff = 2η₂); a
-    population of D prompts shares the mean loss, so each prompt moves with η/D."""
+    population of D prompts shares the mean loss, so each prompt moves with η/D.
+
+    Args:
+        config: a binary-reward configuration whose prompts share one class structure (N arms, c correct).
+
+    Returns:
+        η₂/η, a positive Python float (dimensionless).
+
+    Raises:
+        PgrpoSimError: for a configuration `two_arm_reduction` refuses on its class structure: Adam, shared
+            parameters (features), traced rewards, rewards that are not 0/1 or differ between prompts.
+    """
     _, n, c = _classes(config)
     return n / (2 * c * (n - c)) / config.n_prompts
 
@@ -155,6 +195,17 @@ def two_arm_reduction(config: BanditConfig) -> BanditConfig:
     section 9, measures how good). Raises `PgrpoSimError` for Adam, shared parameters, rewards that are not 0/1
     or differ between prompts, or a start that is not class-symmetric. Works with traced hyperparameters (the
     rewards must be concrete).
+
+    Args:
+        config: the N-arm configuration (`BanditConfig`): binary rewards shared by its prompts, a class-symmetric
+            start, SGD or Nesterov, no features.
+
+    Returns:
+        A `BanditConfig` with rewards [[1, 0]], init_logits (1, 2) (the log masses of the two classes, or log p̄,
+            log(1 − p̄)), η scaled by `eta_scale(config)`, one mini-batch, no true_rewards or batch_prompts.
+
+    Raises:
+        PgrpoSimError: in the cases above, for traced rewards, or if `config` is not a `BanditConfig`.
     """
     correct, n, c = _classes(config)
     if is_concrete(config.init_logits):
@@ -180,7 +231,14 @@ def two_arm_reduction(config: BanditConfig) -> BanditConfig:
 
 def effective_eta(config2: BanditConfig) -> Array:
     """η_eff = 2η of a 2-arm configuration: the step that logit(p) takes per unit of the drive X (its two
-    logits move by ∓η·∂L/∂θ, and X is half their difference's gradient)."""
+    logits move by ∓η·∂L/∂θ, and X is half their difference's gradient).
+
+    Args:
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+
+    Returns:
+        η_eff (per optimiser step), 0-d, in the dtype of its η (traced if η is).
+    """
     return 2 * config2.eta
 
 
@@ -189,7 +247,15 @@ def _logits(x: Array) -> Array:
 
 
 def expected_drive(config2: BanditConfig, x: Array) -> Array:
-    """X(x): expected on-policy change of logit(p) per unit η_eff, for a 2-arm configuration."""
+    """X(x): expected on-policy change of logit(p) per unit η_eff, for a 2-arm configuration.
+
+    Args:
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        x: logit x = logit(p) of the correct arm's probability p; a 0-d float (may be traced; vmap for several).
+
+    Returns:
+        X(x) (logit per optimiser step, per unit η_eff), 0-d float.
+    """
     g = on_policy_grad(_logits(x), config2)[0][0]
     return -(g[0] - g[1]) / 2
 
@@ -198,7 +264,15 @@ def fixed_point(config2: BanditConfig) -> tuple[Array, Array, Array]:
     """(x* = logit p*, found, unique) of a 2-arm configuration: the first + → − crossing of X on a grid of
     logit(p) in ±30, solved in its grid cell by `optimistix.Bisection`; x* is differentiable in every float
     leaf of `config2` (implicit function theorem, `optimistix.ImplicitAdjoint`). Without a crossing x* = 0
-    (with zero derivative) and found is False."""
+    (with zero derivative) and found is False.
+
+    Args:
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+
+    Returns:
+        (x*, found, unique): x* = logit p*, 0-d float; found, 0-d bool; unique, 0-d bool (X changes sign exactly once
+            on the grid).
+    """
     dtype = config2.init_logits.dtype
     grid = jnp.linspace(-_X_MAX, _X_MAX, _N_GRID, dtype=dtype)
     drive = jax.vmap(functools.partial(expected_drive, jax.lax.stop_gradient(config2)))(grid)
@@ -228,13 +302,29 @@ def fixed_point(config2: BanditConfig) -> tuple[Array, Array, Array]:
 
 
 def stiffness(config2: BanditConfig, x: Array) -> Array:
-    """K = −X'(x) at logit x of a 2-arm configuration (per unit η_eff)."""
+    """K = −X'(x) at logit x of a 2-arm configuration (per unit η_eff).
+
+    Args:
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        x: logit x = logit(p) of the correct arm's probability p; a 0-d float (may be traced; vmap for several).
+
+    Returns:
+        K (per unit η_eff), 0-d float.
+    """
     return -jax.grad(functools.partial(expected_drive, config2))(x)
 
 
 def noise_scale(config2: BanditConfig, x: Array) -> Array:
     """The oscillator's diffusion D = G·Var(Δp/η_eff) over k ~ Binomial(G, p) successes in a sampled group at
-    logit x of a 2-arm configuration."""
+    logit x of a 2-arm configuration.
+
+    Args:
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        x: logit x = logit(p) of the correct arm's probability p; a 0-d float (may be traced; vmap for several).
+
+    Returns:
+        D >= 0 (probability² per unit η_eff²), 0-d float.
+    """
     g = config2.group_size
     theta = _logits(x)
     arms = (jnp.arange(g)[None, :] >= jnp.arange(g + 1)[:, None]).astype(jnp.int32)  # row k: k zeros (correct)
@@ -253,7 +343,16 @@ def noise_scale(config2: BanditConfig, x: Array) -> Array:
 
 def continuous_lag(lag, lag_model: str) -> Array:
     """Lag τ of the continuous model from a (real or integer) lag: τ ("stale"), the mean staleness
-    (K_ref − 1)/2 ("refresh"), 0 ("none")."""
+    (K_ref − 1)/2 ("refresh"), 0 ("none").
+
+    Args:
+        lag: the configuration's lag (τ for "stale", refresh period K_ref for the refresh models), in optimiser
+            steps; any shape; may be traced.
+        lag_model: one of `LAG_MODELS` ("refresh_fresh" as "refresh").
+
+    Returns:
+        τ (optimiser steps, >= 0 for lags >= 0), float, of the shape of `lag`.
+    """
     lag = jnp.asarray(lag, jnp.result_type(lag, float))
     staleness = (jnp.maximum(lag, 1) - 1) / 2
     return {"none": 0 * lag, "stale": lag, "refresh": staleness, "refresh_fresh": staleness}[lag_model]
@@ -261,7 +360,18 @@ def continuous_lag(lag, lag_model: str) -> Array:
 
 def config_lag(tau, lag_model: str) -> Array:
     """The configuration's `lag` whose continuous lag (`continuous_lag`) is τ = `tau`: τ ("stale", and "none",
-    which has no lag of its own), 2τ + 1 optimiser steps per rollout ("refresh", "refresh_fresh")."""
+    which has no lag of its own), 2τ + 1 optimiser steps per rollout ("refresh", "refresh_fresh").
+
+    Args:
+        tau: continuous lag τ (optimiser steps); any shape; may be traced.
+        lag_model: one of `LAG_MODELS`.
+
+    Returns:
+        The lag on the configuration's axis (optimiser steps), float, of the shape of `tau`.
+
+    Raises:
+        PgrpoSimError: if `lag_model` is unknown.
+    """
     check_choice("lag_model", lag_model, LAG_MODELS)
     tau = jnp.asarray(tau, jnp.result_type(tau, float))
     return 2 * tau + 1 if lag_model in ("refresh", "refresh_fresh") else tau
@@ -269,7 +379,15 @@ def config_lag(tau, lag_model: str) -> Array:
 
 def discrete_lag(lag, lag_model: str) -> tuple[int, str]:
     """(integer lag, model) of the exact discrete map (`linear`) for a concrete lag: "none" is stale lag 0; both
-    refresh models (rollout reuse and fresh samples) share the frozen-force map, their common linearisation."""
+    refresh models (rollout reuse and fresh samples) share the frozen-force map, their common linearisation.
+
+    Args:
+        lag: the configuration's lag (optimiser steps); a concrete integer scalar >= 0 (not checked here).
+        lag_model: one of `LAG_MODELS`.
+
+    Returns:
+        (lag, model) for `linear`: a Python int and "stale" or "refresh".
+    """
     if lag_model == "none":
         return 0, "stale"
     return int(np.asarray(lag)), "stale" if lag_model == "stale" else "refresh"
@@ -293,6 +411,18 @@ def floquet_radius(config2: BanditConfig, x: Array) -> Array:
     own fixed point; its rollouts are enumerated for binary rewards (`two_arm_reduction`'s are 1 and 0; other
     concrete rewards are refused by `bandit.rollout_outcomes`): 9 multisets of arms at G = 8 instead of 165 of
     (arm, reward), the same map (radii equal to ~1e-16), 6× faster.
+
+    Args:
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        x: logit of the fixed point, x* = logit p* (`fixed_point`); a 0-d float.
+
+    Returns:
+        The radius per optimiser step (>= 0; < 1 is stable), 0-d float; NaN for "refresh" when the averaged cycle's
+            fixed point is not found.
+
+    Raises:
+        PgrpoSimError: for "refresh" with rewards that are not 0/1, several prompts, or too many distinct rollouts
+            (`bandit.rollout_outcomes`).
     """
     optimizer = make_optimizer(config2)
     base = initial_state(config2, optimizer, _logits(x))
@@ -368,13 +498,33 @@ def _on_policy(config2: BanditConfig) -> BanditConfig:
 
 def fixed_point_stiffness(config2: BanditConfig) -> tuple[Array, Array, Array]:
     """(x*, found, K) of a 2-arm configuration, compiled once for every lag model and buffer length (the
-    on-policy drive reads neither); for concrete configurations outside a trace."""
+    on-policy drive reads neither); for concrete configurations outside a trace.
+
+    Args:
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+
+    Returns:
+        (x*, found, K): x* = logit p*, 0-d float; found, 0-d bool; K (per unit η_eff), 0-d float.
+    """
     return _fixed_point_stiffness(_on_policy(config2))
 
 
 def substitute(config2: BanditConfig, values, scale) -> BanditConfig:
     """The 2-arm configuration with hyperparameters replaced by name, given in the N-arm configuration's units
-    (η is multiplied by `scale` = `eta_scale(config)`); traced values allowed (`set_hyperparameters`)."""
+    (η is multiplied by `scale` = `eta_scale(config)`); traced values allowed (`set_hyperparameters`).
+
+    Args:
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        values: mapping of hyperparameter names (`HYPERPARAMETERS`) to single numbers, in the N-arm configuration's
+            units (η per optimiser step of that configuration).
+        scale: η₂/η, `eta_scale` of the N-arm configuration; a positive number.
+
+    Returns:
+        The changed 2-arm `BanditConfig`.
+
+    Raises:
+        PgrpoSimError: as `set_hyperparameters` (unknown name, a value out of range, ...).
+    """
     values = dict(values)
     if "eta" in values:
         values["eta"] = values["eta"] * scale
@@ -389,7 +539,14 @@ def constant_fixed_point(config2: BanditConfig) -> tuple[Array, Array] | None:
     """(x*, found) computed once, eagerly, when no leaf the drive reads is traced (so p* cannot move); else None.
 
     Keeps the fixed-point search (a 1201-point grid and a bisection) out of the traced programs of gradients
-    with respect to η, μ and clip."""
+    with respect to η, μ and clip.
+
+    Args:
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+
+    Returns:
+        (x*, found), a 0-d float and a 0-d bool, or None when a leaf the drive reads is traced.
+    """
     if not is_concrete([getattr(config2, f) for f in _DRIVE_FIELDS]):
         return None
     # validated while the traced leaves are still tracers: a placeholder (μ = 1) need not be a valid value
@@ -400,7 +557,18 @@ def constant_fixed_point(config2: BanditConfig) -> tuple[Array, Array] | None:
 def oscillator(config2: BanditConfig, tau, fixed: tuple[Array, Array] | None = None) -> dict[str, Array]:
     """`QUANTITIES` of a 2-arm configuration with continuous lag τ = `tau`, NaN without an interior p*
     (`critical_lag` is τ*, in the continuous lag's units: `predict` reports it on the configuration's axis);
-    differentiable in every float leaf. `fixed`: (x*, found) when p* is known not to move (skips the search)."""
+    differentiable in every float leaf. `fixed`: (x*, found) when p* is known not to move (skips the search).
+
+    Args:
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        tau: continuous lag τ (optimiser steps, `continuous_lag`); a 0-d float; may be traced.
+        fixed: (x*, found) from `constant_fixed_point` or `fixed_point`; None: search for it.
+
+    Returns:
+        A dict of the `QUANTITIES` names to 0-d floats: p_star (probability), stiffness (per unit η_eff),
+            noise (probability² per unit η_eff²), damping_ratio, natural_frequency (radians per step), critical_lag
+            τ* (steps) and stationary_variance (probability²; +inf where C <= 0).
+    """
     x, found = fixed if fixed is not None else fixed_point(config2)[:2]
     k = stiffness(config2, x)
     eta_eff = effective_eta(config2)
@@ -457,6 +625,19 @@ def predict(config: BanditConfig) -> Prediction:
     """Fixed point p*, stiffness K, noise D, the oscillator (M, C, ζ, ω_n, regime, τ*, stationary variance)
     and the exact per-step spectral radius of a class-symmetric, binary-reward, single-prompt bandit
     configuration (SGD or Nesterov); vmappable over its hyperparameter leaves. See the module docstring.
+
+    Args:
+        config: the configuration (`BanditConfig`): binary rewards, a class-symmetric start, SGD or Nesterov, a
+            constant learning rate; several prompts with one class structure reduce to their mean field
+            (`two_arm_reduction`). Hyperparameter leaves may be traced; rewards must be concrete.
+
+    Returns:
+        `Prediction`, fields 0-d (leading axes under `vmap`).
+
+    Raises:
+        PgrpoSimError: for a learning-rate schedule other than "constant", a configuration `two_arm_reduction`
+            refuses, one that expected mode has no exact form for (dynamic sampling, "batch" advantages, too many
+            distinct rollouts to enumerate for "refresh"), or a stale max_lag above `linear.MAX_LAG`.
     """
     check_config(config)
     if config.lr_schedule != "constant":  # its optimiser state counts steps: the map changes from step to step

@@ -14,7 +14,14 @@ import numpy as np
 
 
 class Regime(enum.IntEnum):
-    """Monotone approach, oscillatory approach (complex dominant root), period-2 flip, unstable."""
+    """Monotone approach, oscillatory approach (complex dominant root), period-2 flip, unstable.
+
+    Attributes:
+        MONOTONE: 0, monotone approach (exact map: real dominant root >= 0, spectral radius < 1).
+        OSCILLATORY: 1, oscillatory approach (exact map: complex dominant root, radius < 1).
+        FLIP: 2, period-2 alternation (exact map: real negative dominant root, radius < 1).
+        UNSTABLE: 3, no approach (exact map: radius >= 1; a curve that diverges or keeps oscillating).
+    """
 
     MONOTONE = 0
     OSCILLATORY = 1
@@ -23,7 +30,14 @@ class Regime(enum.IntEnum):
 
 
 class Damping(enum.IntEnum):
-    """ζ > 1, ζ = 1, ζ < 1, and C ≤ 0 (unstable) of the continuous oscillator."""
+    """ζ > 1, ζ = 1, ζ < 1, and C ≤ 0 (unstable) of the continuous oscillator.
+
+    Attributes:
+        OVERDAMPED: 0, ζ > 1 (beyond the tolerance of `theory.regime_code`).
+        CRITICAL: 1, ζ = 1 within that tolerance.
+        UNDERDAMPED: 2, 0 < ζ < 1.
+        UNSTABLE: 3, damping C <= 0.
+    """
 
     OVERDAMPED = 0
     CRITICAL = 1

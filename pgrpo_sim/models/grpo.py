@@ -27,7 +27,18 @@ LOG_RATIO_CLAMP = 20.0
 
 def advantage_code(kind: str | ArrayLike) -> Array:
     """The int32 code of an advantage kind, its index in `ADVANTAGES`: a jit-safe enumeration, so kinds can be
-    traced (one compilation serves every kind) and vmapped. Names are checked; concrete codes range-checked."""
+    traced (one compilation serves every kind) and vmapped. Names are checked; concrete codes range-checked.
+
+    Args:
+        kind: a name in `ADVANTAGES` ("std", "mean", "rloo", "batch"), or its integer code in [0, 3] (any shape;
+            may be traced).
+
+    Returns:
+        int32 code(s): a 0-d array for a name, else an array of the shape of `kind`.
+
+    Raises:
+        PgrpoSimError: for an unknown name (or None), or a concrete code that is not an integer in [0, 3].
+    """
     if kind is None or isinstance(kind, str):
         check_choice("advantage", kind, ADVANTAGES)
         return jax.device_put(np.int32(ADVANTAGES.index(kind)))  # no eager conversion program
@@ -51,6 +62,18 @@ def group_advantages(rewards: ArrayLike, kind: str | ArrayLike = "std", eps: flo
     - "rloo" (leave-one-out): r − mean of the other G − 1 rewards.
     - "batch" (TRL `scale_rewards="batch"`): (r − group mean)/(unbiased std over every reward of the array +
       eps): the groups of one batch share the scale.
+
+    Args:
+        rewards: rewards, shape (..., G): leading batch axes, the group of G >= 2 samples last; usually in [0, 1]
+            (not checked).
+        kind: a name in `ADVANTAGES` or its code (`advantage_code`; may be traced).
+        eps: added to the std in "std" and "batch" (reward units); >= 0.
+
+    Returns:
+        Advantages, of the shape of `rewards`, in its float dtype (float32 for integers and Python numbers).
+
+    Raises:
+        PgrpoSimError: if G < 2, eps < 0 or non-finite, or `kind` is an unknown name or a concrete invalid code.
     """
     code = advantage_code(kind)
     check_range("eps", eps, 0.0)
@@ -79,7 +102,13 @@ def group_advantages(rewards: ArrayLike, kind: str | ArrayLike = "std", eps: flo
 
 
 class Surrogate(NamedTuple):
-    """Per-sample clipped-surrogate loss, whether clipping was active, and the IS ratio ρ."""
+    """Per-sample clipped-surrogate loss, whether clipping was active, and the IS ratio ρ.
+
+    Attributes:
+        loss: the loss per sample (units of the advantages), of the broadcast shape of logp, logp_old, advantages.
+        clipped: 1.0 where the clipped branch is strictly larger, else 0.0; shape and dtype of `loss`.
+        ratio: importance ratio ρ (> 0, dimensionless), of the broadcast shape of logp and logp_old.
+    """
 
     loss: Array
     clipped: Array
@@ -99,6 +128,21 @@ def clipped_surrogate(
     With `dual_clip=c` (c > 1; None or +inf disables it) the loss of samples with A < 0 is capped at −c·A,
     as in verl. `clipped` is 1.0 where the clipped branch is strictly larger (verl's pg_clipfrac), so
     `clipped.mean()` is the clip fraction.
+
+    Args:
+        logp: log-probabilities of the sampled actions under the current policy π_θ (nats); any shape, broadcasting
+            with logp_old and advantages.
+        logp_old: log-probabilities under the rollout policy π_old (nats); broadcasts.
+        advantages: advantages A (e.g. `group_advantages`); broadcasts.
+        clip_low: ε_low; ρ is clipped below at 1 − ε_low; > 0; scalar or broadcasting.
+        clip_high: ε_high; ρ is clipped above at 1 + ε_high; > 0; scalar or broadcasting.
+        dual_clip: c > 1 (or +inf), bound of the loss of samples with A < 0; None: off.
+
+    Returns:
+        `Surrogate` (loss, clipped, ratio), in the float dtype of the inputs.
+
+    Raises:
+        PgrpoSimError: eagerly, if clip_low or clip_high is <= 0 or non-finite, or dual_clip <= 1 or NaN.
     """
     check_range("clip_low", clip_low, 0.0, low_open=True)
     check_range("clip_high", clip_high, 0.0, low_open=True)
@@ -118,6 +162,18 @@ def kl_estimate(logp: ArrayLike, logp_ref: ArrayLike, kind: str = "k3", clamp: A
 
     k1 = d; k2 = d²/2; k3 = eˣ − x − 1 with x = −d, clamped to [−clamp, clamp] if `clamp` is given
     (verl clamps at 10). On-policy E[∇k3] = ∇KL(π_ref‖π), i.e. π − π_ref in logit space.
+
+    Args:
+        logp: log-probabilities of the sampled actions under π (nats); any shape, broadcasting with logp_ref.
+        logp_ref: log-probabilities of the same actions under the reference policy π_ref (nats).
+        kind: "k1", "k2" or "k3" (`KL_ESTIMATORS`); static.
+        clamp: bound of k3 (nats), > 0 (+inf allowed); None: no clamp; k1 and k2 ignore it.
+
+    Returns:
+        The estimate per sample (nats), of the broadcast shape of logp and logp_ref, float.
+
+    Raises:
+        PgrpoSimError: if `kind` is unknown, or (eagerly) clamp <= 0 or NaN.
     """
     check_choice("kl", kind, KL_ESTIMATORS)
     check_range("kl_clamp", clamp, 0.0, low_open=True, allow_inf=True)
@@ -139,13 +195,32 @@ def _p_log_ratio(logp: Array, log_ratio: Array) -> Array:
 
 
 def entropy(logits: ArrayLike) -> Array:
-    """Entropy H(softmax(z)) = −Σ p log p over the last axis (nats); arms of probability 0 add 0."""
+    """Entropy H(softmax(z)) = −Σ p log p over the last axis (nats); arms of probability 0 add 0.
+
+    Args:
+        logits: logits z, shape (..., N) with the N arms last; −inf allowed (an arm of probability 0).
+
+    Returns:
+        H in [0, log N] (nats), shape (...), float.
+    """
     logp = jax.nn.log_softmax(as_float(logits), axis=-1)
     return -_p_log_ratio(logp, logp)
 
 
 def kl_divergence(logits: ArrayLike, logits_ref: ArrayLike) -> Array:
-    """Exact KL(softmax(z) ‖ softmax(z_ref)) over the last axis (nats); arms of probability 0 under π add 0."""
+    """Exact KL(softmax(z) ‖ softmax(z_ref)) over the last axis (nats); arms of probability 0 under π add 0.
+
+    Args:
+        logits: logits z of π, shape (..., N) with the N arms last.
+        logits_ref: logits z_ref of π_ref; a shape broadcasting with that of `logits`.
+
+    Returns:
+        KL >= 0 (nats; +inf where π puts mass on an arm π_ref excludes), of the broadcast shape without the last
+            axis, in the float dtype of `logits`.
+
+    Raises:
+        PgrpoSimError: if the shapes of logits and logits_ref do not broadcast.
+    """
     check_shapes(logits=logits, logits_ref=logits_ref)
     logp = jax.nn.log_softmax(as_float(logits), axis=-1)
     logq = jax.nn.log_softmax(as_float(logits_ref).astype(logp.dtype), axis=-1)

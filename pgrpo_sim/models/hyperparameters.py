@@ -22,12 +22,17 @@ from .config import LEAF_RANGES, MAX_GROUP_SIZE, BanditConfig, check_config
 class Hyperparameter(NamedTuple):
     """One row of the table.
 
-    traced: a traced config leaf (one compilation serves every value; `vmap`/`grad` work), else static
-    structure (each value compiles its own program). integer: takes integer values. differentiable:
-    `sensitivities`, `outcomes` and `search` differentiate it. log_scale: log-spaced by default in grids,
-    search boxes and figures. domain: the allowed range (the config leaf's own, `config.LEAF_RANGES`, where the
-    hyperparameter is one). field: the config field it maps into (see `set_hyperparameters`). label: axis
-    label with units.
+    Attributes:
+        name: the hyperparameter's name, its key in `HYPERPARAMETERS` (e.g. "eta").
+        traced: a traced config leaf (one compilation serves every value; `vmap`/`grad` work), else static
+            structure (each value compiles its own program).
+        integer: takes integer values.
+        differentiable: `sensitivities`, `outcomes` and `search` differentiate it.
+        log_scale: log-spaced by default in grids, search boxes and figures.
+        domain: the allowed range (`base.checks.Interval`; the config leaf's own, `config.LEAF_RANGES`, where the
+            hyperparameter is one).
+        field: the `BanditConfig` field it maps into (see `set_hyperparameters`).
+        label: axis label with units.
     """
 
     name: str
@@ -40,7 +45,14 @@ class Hyperparameter(NamedTuple):
     label: str
 
     def check(self, value: Any) -> None:
-        """Raise `PgrpoSimError` naming this hyperparameter unless every concrete value is in range."""
+        """Raise `PgrpoSimError` naming this hyperparameter unless every concrete value is in range.
+
+        Args:
+            value: the value, in the units of `label`; a number or array (tracers are not checked).
+
+        Raises:
+            PgrpoSimError: if a concrete value is non-finite, outside `domain`, or not an integer where `integer`.
+        """
         self.domain.check(self.name, value, integer=self.integer)
 
 
@@ -87,7 +99,17 @@ INTEGER = tuple(n for n, h in HYPERPARAMETERS.items() if h.integer)
 
 
 def hyperparameter(name: str) -> Hyperparameter:
-    """The table row of `name`; `PgrpoSimError` listing the known names otherwise."""
+    """The table row of `name`; `PgrpoSimError` listing the known names otherwise.
+
+    Args:
+        name: a key of `HYPERPARAMETERS`, e.g. "eta".
+
+    Returns:
+        The `Hyperparameter` row.
+
+    Raises:
+        PgrpoSimError: if `name` is not a known hyperparameter.
+    """
     if name not in HYPERPARAMETERS:
         raise PgrpoSimError(f"unknown hyperparameter {name!r}; known: {', '.join(HYPERPARAMETERS)}")
     return HYPERPARAMETERS[name]
@@ -95,7 +117,17 @@ def hyperparameter(name: str) -> Hyperparameter:
 
 def reference_mass(config: BanditConfig):
     """p_ref: the correct mass of the start θ_0 (which is also the KL reference), averaged over prompts; arms
-    with reward 1 count as correct. Works on tracers."""
+    with reward 1 count as correct. Works on tracers.
+
+    Args:
+        config: the configuration (`BanditConfig`; rewards and init_logits of shape (P, N)).
+
+    Returns:
+        p_ref, a probability in [0, 1]: 0-d float array.
+
+    Raises:
+        PgrpoSimError: if `config` is not a `BanditConfig`.
+    """
     check_config(config)
     pi = jnp.exp(config.init_logits - jnp.max(config.init_logits, axis=-1, keepdims=True))
     correct = (config.rewards == 1).astype(pi.dtype)
@@ -104,7 +136,16 @@ def reference_mass(config: BanditConfig):
 
 def symmetric_logits(rewards, p_ref):
     """Class-symmetric start with correct mass `p_ref` for each prompt of `rewards` (P, N): the c arms with
-    reward 1 share log(p_ref/c), the others log((1−p_ref)/(N−c)). Works on tracers."""
+    reward 1 share log(p_ref/c), the others log((1−p_ref)/(N−c)). Works on tracers.
+
+    Args:
+        rewards: rewards, shape (P, N), a float JAX or NumPy array (its dtype is the logits'); arms with reward
+            exactly 1 are correct. Not checked.
+        p_ref: correct mass of each prompt's start, in (0, 1); scalar (or broadcasting with (P, 1)). Not checked.
+
+    Returns:
+        Logits of shape (P, N), in the dtype of `rewards`.
+    """
     correct = rewards == 1
     c = jnp.sum(correct, -1, keepdims=True).astype(rewards.dtype)
     n = rewards.shape[-1]
@@ -119,6 +160,19 @@ def set_hyperparameters(config: BanditConfig, values: Mapping[str, Any]) -> Band
     also given, is applied after it); `p_ref` rebuilds the class-symmetric start (and KL reference) with that
     correct mass, which needs binary rewards; `lag` is stored as int32; `group_size`, `minibatches` (static) must be a
     concrete integer. Concrete values are range-checked (`Hyperparameter.check`).
+
+    Args:
+        config: the configuration to change (`BanditConfig`); it is not modified.
+        values: mapping of hyperparameter names (`HYPERPARAMETERS`) to single numbers, concrete or traced, in the
+            units of each row's `label` (η per optimiser step, lag in optimiser steps, p_ref a probability, ...).
+
+    Returns:
+        A new `BanditConfig`, validated where the new values are concrete.
+
+    Raises:
+        PgrpoSimError: if `config` is not a `BanditConfig`, `values` is not a mapping, a name is unknown, a value is
+            not a single number or (concretely) out of range, p_ref is given with concrete rewards that are not 0/1,
+            or the changed configuration is invalid (e.g. a stale lag above max_lag).
     """
     check_config(config)
     if not isinstance(values, Mapping):
@@ -148,5 +202,16 @@ def set_hyperparameters(config: BanditConfig, values: Mapping[str, Any]) -> Band
 
 def with_hyperparameters(config: BanditConfig, **values: Any) -> BanditConfig:
     """`set_hyperparameters` with keyword arguments, e.g. to differentiate with respect to p_ref:
-    `jax.grad(lambda p: outcomes(with_hyperparameters(cfg, p_ref=p), 500).final_reward)(0.2)`."""
+    `jax.grad(lambda p: outcomes(with_hyperparameters(cfg, p_ref=p), 500).final_reward)(0.2)`.
+
+    Args:
+        config: the configuration to change (`BanditConfig`); it is not modified.
+        **values: hyperparameter names (`HYPERPARAMETERS`) as keywords, values as in `set_hyperparameters`.
+
+    Returns:
+        A new `BanditConfig`, as `set_hyperparameters`.
+
+    Raises:
+        PgrpoSimError: as `set_hyperparameters`.
+    """
     return set_hyperparameters(config, values)

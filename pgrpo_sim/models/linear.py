@@ -117,7 +117,16 @@ def _default_tol(dtype) -> float:
 
 def companion(a, mu, lag: int):
     """Unchecked companion matrix of e_{n+1} = (1+μ)e_n − μe_{n−1} − a·e_{n−lag} (a = ηK), state
-    (e_n, …, e_{n−L}), L = max(lag, 1): the low-level form of `companion_matrix`, traceable in a and μ."""
+    (e_n, …, e_{n−L}), L = max(lag, 1): the low-level form of `companion_matrix`, traceable in a and μ.
+
+    Args:
+        a: per-step force a = ηK; a 0-d JAX array (its dtype is the matrix's); not checked.
+        mu: momentum μ; scalar; not checked.
+        lag: lag τ in optimiser steps; a static Python int >= 0.
+
+    Returns:
+        The (L+1, L+1) companion matrix, dtype of `a`.
+    """
     n = max(lag, 1) + 1
     one = jnp.ones((), a.dtype)
     row = jnp.zeros(n, a.dtype).at[0].set((1 + mu) * one).at[1].add(-mu).at[lag].add(-a)
@@ -302,6 +311,21 @@ def companion_matrix(eta: ArrayLike, momentum: ArrayLike, lag: int, stiffness: A
     Acts on the state (e_n, e_{n-1}, ..., e_{n-L}); first row holds 1+mu, -mu and -eta*stiffness
     (at column ``lag``). Its eigenvalues are the per-step multipliers. Heavy ball: Polyak (1964);
     delay: Levin & May (1976).
+
+    Args:
+        eta: learning rate η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
+        momentum: heavy-ball momentum μ; scalar or array (broadcasts); in [0, 1).
+        lag: constant lag τ, in optimiser steps; a static Python int in [0, `MAX_LAG`].
+        stiffness: stiffness K, per unit η (a = ηK is the per-step force); scalar or array (broadcasts); > 0.
+
+    Returns:
+        Matrices of shape (..., L+1, L+1), with ... the broadcast shape of eta, momentum and stiffness, in the
+            inputs' float dtype (at least float32); NaN where an input is invalid under a transformation.
+
+    Raises:
+        PgrpoSimError: eagerly, if a value is non-finite or out of range, the shapes do not broadcast, or `lag` is not
+            a scalar integer in [0, `MAX_LAG`].
+        TypeError: if `lag` is a tracer.
     """
     eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
     lag = _validate(eta, momentum, lag, stiffness, "stale")
@@ -314,6 +338,21 @@ def monodromy_matrix(eta: ArrayLike, momentum: ArrayLike, lag: int, stiffness: A
     Maps (e_{n0}, e_{n0-1}) to (e_{n0+K}, e_{n0+K-1}) over one refresh cycle of K = max(lag, 1) steps
     during which the force -eta*stiffness*e_{n0} is frozen (lag 0 and 1: refresh every step).
     Its eigenvalues are multipliers per cycle (Floquet multipliers).
+
+    Args:
+        eta: learning rate η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
+        momentum: heavy-ball momentum μ; scalar or array (broadcasts); in [0, 1).
+        lag: refresh period K_ref, in optimiser steps; a static Python int in [0, `MAX_LAG`].
+        stiffness: stiffness K, per unit η (a = ηK is the per-step force); scalar or array (broadcasts); > 0.
+
+    Returns:
+        Matrices of shape (..., 2, 2), with ... the broadcast shape of eta, momentum and stiffness, in the inputs' float
+            dtype (at least float32); NaN where an input is invalid under a transformation.
+
+    Raises:
+        PgrpoSimError: eagerly, if a value is non-finite or out of range, the shapes do not broadcast, or `lag` is not
+            a scalar integer in [0, `MAX_LAG`].
+        TypeError: if `lag` is a tracer.
     """
     eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
     lag = _validate(eta, momentum, lag, stiffness, "refresh")
@@ -327,6 +366,23 @@ def spectral_radius(
 
     For ``lag_model="refresh"`` this is max|lambda|^(1/K) over the monodromy eigenvalues lambda.
     Heavy ball: Polyak (1964); delay: Levin & May (1976).
+
+    Args:
+        eta: learning rate η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
+        momentum: heavy-ball momentum μ; scalar or array (broadcasts); in [0, 1).
+        lag: constant lag τ ("stale") or refresh period K_ref ("refresh"), in optimiser steps; a static Python int in
+            [0, `MAX_LAG`].
+        stiffness: stiffness K, per unit η (a = ηK is the per-step force); scalar or array (broadcasts); > 0.
+        lag_model: "stale" or "refresh" (`DISCRETE_LAG_MODELS`); static.
+
+    Returns:
+        The radius per optimiser step (>= 0), of the broadcast shape of eta, momentum and stiffness,
+            in the inputs' float dtype (at least float32); NaN where an input is invalid under a transformation.
+
+    Raises:
+        PgrpoSimError: eagerly, if a value is non-finite or out of range, the shapes do not broadcast, `lag` is not a
+            scalar integer in [0, `MAX_LAG`] or `lag_model` is unknown.
+        TypeError: if `lag` is a tracer.
     """
     eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
     lag = _validate(eta, momentum, lag, stiffness, lag_model)
@@ -341,6 +397,23 @@ def dominant_root(
     ``log(root)`` is the per-step exponent comparable with the continuous eigenvalue s. For
     ``"refresh"`` it is lambda^(1/K) (principal branch) of the dominant monodromy eigenvalue, so a
     negative lambda at K >= 2 reads as an oscillation of period 2K steps.
+
+    Args:
+        eta: learning rate η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
+        momentum: heavy-ball momentum μ; scalar or array (broadcasts); in [0, 1).
+        lag: constant lag τ ("stale") or refresh period K_ref ("refresh"), in optimiser steps; a static Python int in
+            [0, `MAX_LAG`].
+        stiffness: stiffness K, per unit η (a = ηK is the per-step force); scalar or array (broadcasts); > 0.
+        lag_model: "stale" or "refresh" (`DISCRETE_LAG_MODELS`); static.
+
+    Returns:
+        The root per optimiser step, complex (complex64, or complex128 for float64 inputs), of the broadcast shape
+            of eta, momentum and stiffness; NaN where an input is invalid under a transformation.
+
+    Raises:
+        PgrpoSimError: eagerly, if a value is non-finite or out of range, the shapes do not broadcast, `lag` is not a
+            scalar integer in [0, `MAX_LAG`] or `lag_model` is unknown.
+        TypeError: if `lag` is a tracer.
     """
     eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
     lag = _validate(eta, momentum, lag, stiffness, lag_model)
@@ -362,6 +435,24 @@ def discrete_regime_code(
     MONOTONE. ``tol`` defaults to 10 * sqrt(eps) of the dtype (1.5e-7 in float64, 3.5e-3 in
     float32): eigenvalues at a near-double root are only determined to ~sqrt(eps), so complex
     roots closer to the real axis than this count as real.
+
+    Args:
+        eta: learning rate η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
+        momentum: heavy-ball momentum μ; scalar or array (broadcasts); in [0, 1).
+        lag: constant lag τ ("stale") or refresh period K_ref ("refresh"), in optimiser steps; a static Python int in
+            [0, `MAX_LAG`].
+        stiffness: stiffness K, per unit η (a = ηK is the per-step force); scalar or array (broadcasts); > 0.
+        lag_model: "stale" or "refresh" (`DISCRETE_LAG_MODELS`); static.
+        tol: relative tolerance |imag| <= tol·|root| under which a root counts as real; >= 0; None: the default.
+
+    Returns:
+        int32 `base.regimes.Regime` codes in {−1, 0, 1, 2, 3}, of the broadcast shape of eta, momentum and
+            stiffness; −1 (`INVALID`) where an input is invalid under a transformation.
+
+    Raises:
+        PgrpoSimError: eagerly, if a value is non-finite or out of range, the shapes do not broadcast, `lag` is not a
+            scalar integer in [0, `MAX_LAG`], `lag_model` is unknown or tol < 0.
+        TypeError: if `lag` is a tracer.
     """
     eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
     lag = _validate(eta, momentum, lag, stiffness, lag_model)
@@ -382,6 +473,23 @@ def discrete_regime(
 
     Host function (not jittable; use `discrete_regime_code` under jit). Returns a ``str`` for scalar
     inputs and a numpy array of ``str`` otherwise. See `discrete_regime_code` for ``tol``.
+
+    Args:
+        eta: learning rate η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
+        momentum: heavy-ball momentum μ; scalar or array (broadcasts); in [0, 1).
+        lag: constant lag τ ("stale") or refresh period K_ref ("refresh"), in optimiser steps; a static Python int in
+            [0, `MAX_LAG`].
+        stiffness: stiffness K, per unit η (a = ηK is the per-step force); scalar or array (broadcasts); > 0.
+        lag_model: "stale" or "refresh" (`DISCRETE_LAG_MODELS`); static.
+        tol: relative tolerance |imag| <= tol·|root| under which a root counts as real; >= 0; None: the default.
+
+    Returns:
+        A `str` for scalar inputs, else a numpy array of `str` of the broadcast shape of eta, momentum and stiffness.
+
+    Raises:
+        PgrpoSimError: if a value is non-finite or out of range, the shapes do not broadcast, `lag` is not a scalar
+            integer in [0, `MAX_LAG`], `lag_model` is unknown or tol < 0.
+        TypeError: if an argument is a tracer.
     """
     eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
     if not is_concrete(eta, momentum, stiffness, tol):
@@ -402,6 +510,22 @@ def critical_eta(momentum: ArrayLike, lag: int, stiffness: ArrayLike, lag_model:
     crossing, ``optimistix.ImplicitAdjoint``).
     Known values: lag 0 -> 2(1+mu)/K (Polyak 1964); mu = 0 stale -> 2 sin(pi/(2(2 lag+1)))/K
     (Levin & May 1976).
+
+    Args:
+        momentum: heavy-ball momentum μ; scalar or array, broadcasting with stiffness; in [0, 1).
+        lag: constant lag τ ("stale") or refresh period K_ref ("refresh"), in optimiser steps; a static Python int in
+            [0, `MAX_LAG`].
+        stiffness: stiffness K, per unit η; scalar or array (broadcasts); > 0.
+        lag_model: "stale" or "refresh" (`DISCRETE_LAG_MODELS`); static.
+
+    Returns:
+        η_crit (per optimiser step, > 0; inf or NaN as above), of the broadcast shape of momentum and stiffness,
+            in the inputs' float dtype (at least float32); NaN where an input is invalid under a transformation.
+
+    Raises:
+        PgrpoSimError: eagerly, if a value is non-finite or out of range, the shapes do not broadcast, `lag` is not a
+            scalar integer in [0, `MAX_LAG`] or `lag_model` is unknown.
+        TypeError: if `lag` is a tracer.
     """
     momentum, stiffness = _arrays(momentum, stiffness)
     lag = _validate(None, momentum, lag, stiffness, lag_model)

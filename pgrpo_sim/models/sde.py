@@ -40,7 +40,16 @@ BROWNIAN = ("unsafe", "tree")
 
 
 class Ensemble(NamedTuple):
-    """Paths e(t) of shape (paths, len(ts)) with their mean and standard deviation over paths."""
+    """Paths e(t) of shape (paths, len(ts)) with their mean and standard deviation over paths.
+
+    All fields have the float dtype of `ts`.
+
+    Attributes:
+        ts: the save times (optimiser steps), shape (T,), T = len(ts).
+        paths: e(t) of every path (reward units), shape (paths, T); all NaN if the solve failed.
+        mean: mean of e over the paths, shape (T,).
+        std: standard deviation of e over the paths (ddof 0), shape (T,).
+    """
 
     ts: Array
     paths: Array
@@ -86,6 +95,25 @@ def solve_deterministic(
     """e(t) at `ts` (steps, starting at ts[0]) of the noise-free oscillator, by Tsit5 with adaptive steps.
 
     Differentiable in all arguments (reverse mode through `RecursiveCheckpointAdjoint`).
+
+    Args:
+        ts: save times (optimiser steps), shape (T,); finite, non-decreasing; the solve runs from ts[0] to ts[-1].
+        e0: initial deviation e(ts[0]) (reward units); scalar or array, finite; with v0 it sets the batch shape S.
+        v0: initial velocity ė(ts[0]) (reward per step); finite; broadcasts with e0.
+        eta: learning rate η, per optimiser step; > 0; scalar or any shape broadcasting to S.
+        momentum: heavy-ball momentum μ; in [0, 1); scalar or broadcasting to S.
+        lag: off-policy lag τ (optimiser steps, continuous); >= 0; scalar or broadcasting to S.
+        stiffness: stiffness K, per unit η; > 0; scalar or broadcasting to S.
+        rtol: relative tolerance of the adaptive step-size controller; > 0.
+        atol: absolute tolerance of the controller (reward units); > 0.
+
+    Returns:
+        e at `ts` (reward units), shape (T, *S), in the float dtype of `ts`; all NaN if the solve failed (non-finite
+            values, or more than 10⁶ steps) or, under a transformation, an input is invalid.
+
+    Raises:
+        PgrpoSimError: eagerly, if `ts` is not a non-empty, finite, non-decreasing 1-D array, e0 or v0 is non-finite,
+            rtol or atol <= 0, or η, μ, τ, K is out of range (`theory.coefficients`).
     """
     check_range("rtol", rtol, 0.0, low_open=True)
     check_range("atol", atol, 0.0, low_open=True)
@@ -117,6 +145,14 @@ def fused_normals(key: Array, shape: tuple[int, ...], dtype) -> Array:
     into one kernel; `jax.random.normal` on CPU lowers the hash as a rolled loop, several small kernels
     a call, each split over threads on its own: for a block of 10^4 a step, those launches and
     synchronisations cost more than the arithmetic, most of all on a busy machine.
+
+    Args:
+        key: JAX PRNG key (`jax.random.key` or raw uint32 key data); non-Threefry keys use `jax.random.uniform`.
+        shape: output shape; a static tuple of ints.
+        dtype: float dtype of the output (float32 or float64).
+
+    Returns:
+        Standard normal draws of `shape` and `dtype`, all finite (u = 0 is moved just inside erf⁻¹'s domain).
     """
     u = _random.uniform(key, shape, dtype)
     lo = jnp.nextafter(jnp.asarray(-1, dtype), jnp.asarray(1, dtype))  # excludes erf⁻¹(−1) = −∞
@@ -131,6 +167,12 @@ class BlockBrownianPath(diffrax.AbstractBrownianPath):
     for one array of shape (paths,): an interval draws one block of `paths` normals (and a second for
     the space-time Lévy area H), keyed by all bits of both times (float64 times are not rounded to
     float32 first), with `fused_normals`' fused hash.
+
+    Attributes:
+        shape: shape and float dtype of W (`jax.ShapeDtypeStruct`; (paths,) in `solve_ensemble`); static.
+        levy_area: `diffrax.BrownianIncrement` or `diffrax.SpaceTimeLevyArea` (the class): what `evaluate` returns
+            with `use_levy=True`; static.
+        key: JAX PRNG key of the path.
     """
 
     shape: jax.ShapeDtypeStruct = eqx.field(static=True)
@@ -139,13 +181,27 @@ class BlockBrownianPath(diffrax.AbstractBrownianPath):
 
     @property
     def t0(self):
+        """−inf: the path is defined at every time."""
         return -jnp.inf
 
     @property
     def t1(self):
+        """+inf: the path is defined at every time."""
         return jnp.inf
 
     def evaluate(self, t0, t1=None, left: bool = True, use_levy: bool = False):
+        """The increment W(t1) − W(t0), drawn afresh for each interval (diffrax's `AbstractBrownianPath` interface).
+
+        Args:
+            t0: start of the interval (optimiser steps); with `t1` None, its end, the interval being [0, t0].
+            t1: end of the interval (optimiser steps), >= t0; or None.
+            left: ignored (the path has no jumps).
+            use_levy: return a `levy_area` object instead of the bare increment.
+
+        Returns:
+            W, shape `shape.shape`, N(0, t1 − t0) per element, in `shape.dtype`; with `use_levy`, a
+                `diffrax.BrownianIncrement(dt, W)` or `diffrax.SpaceTimeLevyArea(dt, W, H)`, H ~ N(0, (t1 − t0)/12).
+        """
         del left
         dtype = self.shape.dtype
         if t1 is None:  # W(t0) − W(0), as diffrax's paths
@@ -205,7 +261,22 @@ def euler_step_limit(
     `tolerance` of themselves (or of 1/`span`, whichever is larger: rate errors below 1/span barely act over
     the run); a mode that decays within one optimiser step (Re λ ≤ −1) must only decay (|1 + dt·λ| < 1), its
     error is invisible at the output spacing. A larger step does not resolve the dynamics: Euler–Maruyama then
-    gives a wrong trajectory. Concrete inputs only (host-side)."""
+    gives a wrong trajectory. Concrete inputs only (host-side).
+
+    Args:
+        eta: learning rate η, per optimiser step; a concrete scalar > 0.
+        momentum: heavy-ball momentum μ; a concrete scalar in [0, 1).
+        lag: off-policy lag τ (optimiser steps, continuous); a concrete scalar >= 0.
+        stiffness: stiffness K, per unit η; a concrete scalar > 0.
+        span: length of the run (optimiser steps); > 0.
+        tolerance: allowed relative error of each eigenvalue's rate and frequency; > 0.
+
+    Returns:
+        The step dt = 2^−k (optimiser steps), k in 0 … 30, as a Python float; 0.0 if even 2^−30 does not qualify.
+
+    Raises:
+        PgrpoSimError: if η, μ, τ or K is non-finite or out of range, or span or tolerance <= 0 or non-finite.
+    """
     m, c, k = (float(x) for x in theory.coefficients(eta, momentum, lag, stiffness))
     check_range("span", span, 0.0, low_open=True)
     check_range("tolerance", tolerance, 0.0, low_open=True)
@@ -251,6 +322,34 @@ def solve_ensemble(
     `paths`, `ts`, `dt`, `solver`, `brownian`, `tree_tol`, dtype) give the same paths; an ensemble is
     not a prefix of a larger one from the same key. `tree_tol` (default dt/4) is the resolution of
     the "tree" Brownian path: keep it fixed across step sizes and every `dt` samples the same path.
+
+    Args:
+        ts: save times (optimiser steps), shape (T,); finite, non-decreasing; concrete, as is `dt` (they size the
+            solve on the host, so `solve_ensemble` is not jittable).
+        e0: initial deviation e(ts[0]) (reward units); finite; scalar, or shape (paths,) for one value per path.
+        v0: initial velocity ė(ts[0]) (reward per step); finite; scalar or shape (paths,).
+        eta: learning rate η, per optimiser step; > 0; scalar or shape (paths,).
+        momentum: heavy-ball momentum μ; in [0, 1); scalar or shape (paths,).
+        lag: off-policy lag τ (optimiser steps, continuous); >= 0; scalar or shape (paths,).
+        stiffness: stiffness K, per unit η; > 0; scalar or shape (paths,).
+        noise: diffusion D, G times the per-step variance of Δe/η (reward² per unit η²); >= 0; scalar or (paths,).
+        group_size: group size G (the noise amplitude is √(D/G)); >= 2; scalar or shape (paths,).
+        paths: number of independent paths; an integer >= 1 (static: each value compiles its own program).
+        key: JAX PRNG key or int seed in [0, 2³² − 1]; None: seed 0.
+        dt: fixed step (optimiser steps); a concrete number > 0.
+        solver: "euler", "shark" or "sra1" (`SOLVERS`).
+        brownian: "unsafe" (`BlockBrownianPath`; differentiable in forward mode only, `jax.jvp`) or "tree"
+            (`diffrax.VirtualBrownianTree`; reverse mode only, `jax.grad`).
+        tree_tol: resolution of the "tree" path (optimiser steps), > 0; None: dt/4; ignored by "unsafe".
+
+    Returns:
+        `Ensemble` (ts (T,), paths (paths, T), mean and std (T,)) in the float dtype of `ts`; every path is NaN if the
+            solve failed (non-finite values, or too many steps) or, under a transformation, a parameter is invalid.
+
+    Raises:
+        PgrpoSimError: eagerly, if paths is not an integer >= 1, dt or tree_tol <= 0, noise < 0, group_size < 2,
+            solver or brownian is unknown, e0 or v0 is non-finite, `ts` is not a non-empty, finite, non-decreasing
+            1-D array, key is neither a PRNG key nor a valid seed, or η, μ, τ, K is out of range.
     """
     check_range("paths", paths, 1, integer=True)
     check_range("dt", dt, 0.0, low_open=True)

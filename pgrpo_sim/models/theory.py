@@ -29,7 +29,15 @@ from .config import LEAF_RANGES
 
 
 class Coefficients(NamedTuple):
-    """Mass M (steps²·per unit e), damping C (steps), stiffness K of the reduced oscillator."""
+    """Mass M (steps²·per unit e), damping C (steps), stiffness K of the reduced oscillator.
+
+    Each field has the broadcast shape of the inputs and their float dtype; NaN where an input is invalid under jit.
+
+    Attributes:
+        mass: M = ((1+μ)+Kητ²)/(2η), coefficient of ë; steps²; > 0 for valid inputs.
+        damping: C = ((1−μ)−Kητ)/η, coefficient of ė; steps; C <= 0 means unstable.
+        stiffness: K, coefficient of e, broadcast to the shape of the others; per unit η; > 0.
+    """
 
     mass: Array
     damping: Array
@@ -62,7 +70,21 @@ def _float(*xs):
 
 
 def coefficients(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Coefficients:
-    """M = ((1+μ)+Kητ²)/(2η), C = ((1−μ)−Kητ)/η and K; NaN where an input is invalid under jit."""
+    """M = ((1+μ)+Kητ²)/(2η), C = ((1−μ)−Kητ)/η and K; NaN where an input is invalid under jit.
+
+    Args:
+        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
+        lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
+        stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
+
+    Returns:
+        `Coefficients` (mass, damping, stiffness), each of the broadcast shape of the inputs, in their float dtype
+            (float32 for Python numbers and integers, float64 under x64).
+
+    Raises:
+        PgrpoSimError: eagerly, if the shapes do not broadcast or a value is non-finite or out of range.
+    """
     _check(eta, momentum, lag, stiffness)
     eta, momentum, lag, stiffness = _float(eta, momentum, lag, stiffness)
     ok = _valid(eta, momentum, lag, stiffness)
@@ -75,7 +97,19 @@ def check_representable(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, sti
     """Raise `PgrpoSimError` unless η, K and the closed forms' M, C, Kη, ζ, ω_n and τ* are zero or finite normal
     numbers of `dtype` (default: JAX's float dtype, float32 unless x64 is on): the range in which they are computed
     without overflow or underflow (e.g. η = 1e308 with K = 1e308 overflows Kη; η = 1e-320 is subnormal and 1/η
-    overflows). For concrete inputs within their ranges (`coefficients` checks those); a no-op on tracers."""
+    overflows). For concrete inputs within their ranges (`coefficients` checks those); a no-op on tracers.
+
+    Args:
+        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
+        lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
+        stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
+        dtype: float dtype the closed forms are computed in (e.g. `np.float32`); None: JAX's default float dtype.
+
+    Raises:
+        PgrpoSimError: if η or K, or one of M, C, Kη, ζ, ω_n, τ* computed from them, is not zero or a finite normal
+            number of `dtype` (overflow, underflow or a subnormal value); the message names the quantity.
+    """
     if not is_concrete(eta, momentum, lag, stiffness):
         return
     dtype = np.dtype(jax.dtypes.canonicalize_dtype(float) if dtype is None else dtype)
@@ -100,19 +134,59 @@ def check_representable(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, sti
 
 
 def damping_ratio(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Array:
-    """ζ = C/(2√(MK)) = ((1−μ)−Kητ)/√(2Kη((1+μ)+Kητ²)); dimensionless, negative when C < 0."""
+    """ζ = C/(2√(MK)) = ((1−μ)−Kητ)/√(2Kη((1+μ)+Kητ²)); dimensionless, negative when C < 0.
+
+    Args:
+        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
+        lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
+        stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
+
+    Returns:
+        ζ, dimensionless, of the broadcast shape of the inputs (float); NaN where an input is invalid under jit.
+
+    Raises:
+        PgrpoSimError: eagerly, if the shapes do not broadcast or a value is non-finite or out of range.
+    """
     m, c, k = coefficients(eta, momentum, lag, stiffness)
     return c / (2 * jnp.sqrt(m * k))
 
 
 def natural_frequency(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Array:
-    """ω_n = √(K/M), in radians per optimiser step."""
+    """ω_n = √(K/M), in radians per optimiser step.
+
+    Args:
+        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
+        lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
+        stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
+
+    Returns:
+        ω_n (radians per optimiser step, > 0), of the broadcast shape of the inputs (float); NaN where an input is
+            invalid under jit.
+
+    Raises:
+        PgrpoSimError: eagerly, if the shapes do not broadcast or a value is non-finite or out of range.
+    """
     m, _, k = coefficients(eta, momentum, lag, stiffness)
     return jnp.sqrt(k / m)
 
 
 def critical_lag(eta: ArrayLike, momentum: ArrayLike, stiffness: ArrayLike) -> Array:
-    """τ* = (1−μ)/(ηK): the lag (steps) at which the damping C vanishes and the oscillator turns unstable."""
+    """τ* = (1−μ)/(ηK): the lag (steps) at which the damping C vanishes and the oscillator turns unstable.
+
+    Args:
+        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
+        stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
+
+    Returns:
+        τ* (optimiser steps, continuous lag, > 0), of the broadcast shape of the inputs (float); NaN
+            where an input is invalid under jit.
+
+    Raises:
+        PgrpoSimError: eagerly, if the shapes do not broadcast or a value is non-finite or out of range.
+    """
     _check(eta, momentum, None, stiffness)
     eta, momentum, stiffness = _float(eta, momentum, stiffness)
     return nan_unless(_valid(eta, momentum, 0.0, stiffness), (1 - momentum) / (eta * stiffness))
@@ -122,6 +196,19 @@ def regime_code(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: 
     """jit-compatible regime: 0 overdamped (ζ>1+tol), 1 critical (|ζ−1|≤tol), 2 underdamped, 3 unstable (C≤0).
 
     Codes are `base.regimes.Damping`; invalid inputs under jit give `INVALID` (−1). Names are in `REGIMES`.
+
+    Args:
+        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
+        lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
+        stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
+        tol: half-width of the band |ζ − 1| <= tol read as critical; Python float; >= 0.
+
+    Returns:
+        int32 codes in {−1, 0, 1, 2, 3}, of the broadcast shape of the inputs.
+
+    Raises:
+        PgrpoSimError: eagerly, if the shapes do not broadcast, a value is non-finite or out of range, or tol < 0.
     """
     check_range("tol", tol, 0.0)
     m, c, k = coefficients(eta, momentum, lag, stiffness)
@@ -138,7 +225,23 @@ def regime_code(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: 
 
 def regime(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike, tol: float = 1e-6):
     """Regime name ('overdamped', 'critical', 'underdamped', 'unstable', or 'invalid' where `regime_code` is
-    `INVALID`); a NumPy str array for array input."""
+    `INVALID`); a NumPy str array for array input.
+
+    Host function (names are not JAX values): use `regime_code` under jit.
+
+    Args:
+        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
+        lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
+        stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
+        tol: half-width of the band |ζ − 1| <= tol read as critical; Python float; >= 0.
+
+    Returns:
+        A `str` for scalar inputs, else a NumPy array of `str` of the broadcast shape of the inputs.
+
+    Raises:
+        PgrpoSimError: if the shapes do not broadcast, a value is non-finite or out of range, or tol < 0.
+    """
     codes = np.asarray(regime_code(eta, momentum, lag, stiffness, tol))
     names = np.asarray(REGIMES + ("invalid",))[codes]  # code −1 → "invalid"
     return str(names) if names.ndim == 0 else names
@@ -156,6 +259,20 @@ def stationary_variance(
 
     When C ≤ 0 there is no stationary distribution and the result is +inf (not NaN); NaN marks
     invalid inputs under jit.
+
+    Args:
+        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
+        lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
+        stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
+        noise: diffusion D, G times the per-step variance of Δe/η (reward² per unit η²); broadcasts; >= 0.
+        group_size: group size G (samples per group; real values allowed); broadcasts; >= 2.
+
+    Returns:
+        Var(e) (reward², >= 0, +inf where C <= 0), of the broadcast shape of the inputs (float).
+
+    Raises:
+        PgrpoSimError: eagerly, if the shapes do not broadcast or a value is non-finite or out of range.
     """
     _check(eta, momentum, lag, stiffness, noise, group_size)
     m, c, k = coefficients(eta, momentum, lag, stiffness)
@@ -187,6 +304,22 @@ def trajectory(
     s = sinh(√Δ t)/√Δ for Δ > 0 (overdamped), cos/sin for Δ < 0 (underdamped) and their common
     power series near Δt² = 0, so e(t) is smooth (no NaN, no jump) across ζ = 1. For C < 0 the same
     formula gives the growing (unstable) solution.
+
+    Args:
+        t: times (optimiser steps, real); scalar or array, all inputs broadcasting together.
+        e0: initial deviation e(0) = p(0) − p* (reward units); broadcasts.
+        v0: initial velocity ė(0) (reward per step); broadcasts.
+        eta: learning rate η, per optimiser step; broadcasts; > 0.
+        momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
+        lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
+        stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
+
+    Returns:
+        e(t) (reward units), of the broadcast shape of all inputs (float); NaN where an oscillator parameter is
+            invalid under jit.
+
+    Raises:
+        PgrpoSimError: eagerly, if the shapes do not broadcast or η, μ, τ, K is non-finite or out of range.
     """
     _check(eta, momentum, lag, stiffness, t=t, e0=e0, v0=v0)
     m, c, k = coefficients(eta, momentum, lag, stiffness)
@@ -214,7 +347,20 @@ def trajectory(
 
 
 def saturation_law(t: ArrayLike, r_inf: ArrayLike, t0: ArrayLike) -> Array:
-    """Empirical saturation law R(t) = R∞(1 − e^{−t/t0}) (t, t0 in steps): the overdamped limit."""
+    """Empirical saturation law R(t) = R∞(1 − e^{−t/t0}) (t, t0 in steps): the overdamped limit.
+
+    Args:
+        t: times (optimiser steps); scalar or array, all inputs broadcasting together.
+        r_inf: asymptote R∞ (reward units, e.g. the gain over the start); broadcasts; finite.
+        t0: time constant (optimiser steps); broadcasts; > 0.
+
+    Returns:
+        R(t) (units of r_inf), of the broadcast shape of the inputs (float).
+
+    Raises:
+        PgrpoSimError: eagerly, if t0 <= 0, r_inf or t0 is non-finite, or the shapes do not broadcast (under jit the
+            checks are skipped and nothing is masked).
+    """
     check_range("t0", t0, 0.0, low_open=True)
     check_range("r_inf", r_inf)
     check_shapes(t=t, r_inf=r_inf, t0=t0)
@@ -223,7 +369,21 @@ def saturation_law(t: ArrayLike, r_inf: ArrayLike, t0: ArrayLike) -> Array:
 
 
 def critical_law(t: ArrayLike, r_inf: ArrayLike, r0: ArrayLike, omega: ArrayLike) -> Array:
-    """Critically damped law R(t) = R∞ − (R∞ − R0)(1 + ωt)e^{−ωt} (ω per step): adds the slow start."""
+    """Critically damped law R(t) = R∞ − (R∞ − R0)(1 + ωt)e^{−ωt} (ω per step): adds the slow start.
+
+    Args:
+        t: times (optimiser steps); scalar or array, all inputs broadcasting together.
+        r_inf: asymptote R∞ (reward units); broadcasts; finite.
+        r0: start R(0) (reward units); broadcasts; finite.
+        omega: rate ω (per optimiser step); broadcasts; > 0.
+
+    Returns:
+        R(t) (reward units), of the broadcast shape of the inputs (float).
+
+    Raises:
+        PgrpoSimError: eagerly, if omega <= 0, r_inf, r0 or omega is non-finite, or the shapes do not broadcast
+            (under jit the checks are skipped and nothing is masked).
+    """
     check_range("omega", omega, 0.0, low_open=True)
     check_range("r_inf", r_inf)
     check_range("r0", r0)
