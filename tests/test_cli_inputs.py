@@ -43,6 +43,7 @@ CASES = {
     "simulate zero steps": (SIMULATE + ["--steps", "0"], "steps"),
     "simulate negative seeds": (SIMULATE + ["--mode", "sampled", "--seeds", "-1"], "seeds"),
     "simulate too many seeds": (SIMULATE + ["--mode", "sampled", "--seeds", "100000000000"], "seeds must be in"),
+    "simulate one arm (the library's n_arms named with its flag)": (SIMULATE + ["--arms", "1"], "n_arms (--arms) must"),
     # each within its range, together beyond any machine's memory (1e6 × 1e8 steps × the read-outs: 1.9e7 GB)
     "simulate read-outs beyond memory": (
         ["simulate", "--steps", "100000000", "--mode", "sampled", "--seeds", "1000000", "--out", "traj.csv"],

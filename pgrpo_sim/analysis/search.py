@@ -248,9 +248,7 @@ def _setup(objective: str, settings: SearchSettings):
             )
         check_range("target", target, 0.0, 1.0, low_open=True, high_open=True)
     elif target is not None:
-        raise PgrpoSimError(
-            "objective final-reward takes no target (the step budget is steps; --steps on the command line)"
-        )
+        raise PgrpoSimError("objective final-reward takes no target (its step budget is steps)")
     check_steps(steps)
     check_range("smoothing", smoothing, 0.0, low_open=True)
     check_range("min_damping_ratio", min_damping_ratio, 0.0)

@@ -38,6 +38,7 @@ from .sweep_grid import (
     STATIC_AXES as STATIC_AXES,
     TRACED_AXES as TRACED_AXES,
     Axis as Axis,
+    OtherSweepError as OtherSweepError,
     SweepError as SweepError,
     SweepResult as SweepResult,
     SweepSettings as SweepSettings,
@@ -514,7 +515,7 @@ class _ChunkStore:
         try:
             for previous in (self.dir / "sweep.json", manifest):  # a finished sweep, unfinished chunks
                 if previous.exists() and previous.read_text() != spec.to_json() and not overwrite:
-                    raise SweepError(f"{self.dir} holds a different sweep; use --overwrite or another --out")
+                    raise OtherSweepError(f"{self.dir} holds a different sweep; pass overwrite=True or another out_dir")
             if not manifest.exists() or manifest.read_text() != spec.to_json():
                 if self.chunks.exists():  # a partial delete must fail loudly: leftovers would load as new chunks
                     shutil.rmtree(self.chunks)

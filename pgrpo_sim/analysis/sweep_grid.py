@@ -25,6 +25,10 @@ class SweepError(PgrpoSimError):
     """A sweep could not start or continue (bad spec, foreign output directory, write failure); a `PgrpoSimError`."""
 
 
+class OtherSweepError(SweepError):
+    """The output directory holds a different sweep (its spec or unfinished chunks), which `overwrite` replaces."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Axis:
     """One grid axis: a hyperparameter name, its values, and how they were spaced ("log" draws log axes)."""

@@ -42,75 +42,21 @@ def read_mark(path: str | os.PathLike) -> dict | None:
     return data if isinstance(data, dict) else {"command": "unknown", "outputs": []}
 
 
-def check_output_dir(path: str | os.PathLike, command: str, *, overwrite: bool = False, flag: str = "--out") -> None:
-    """Raise `PgrpoSimError` (creating nothing) unless `command` may write into directory `path`: it does not
-    exist yet and can be created, or it is `command`'s own, or it is empty; another command's directory or a
-    non-empty foreign one only with `overwrite`."""
+def output_dir_owner(path: str | os.PathLike) -> str | None:
+    """Who holds directory `path`: the command named by its mark, "" for a non-empty directory without one (files
+    pgrpo-sim did not write), None for a free one (absent or empty)."""
     out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise PgrpoSimError(f"{flag} {out} is a file, not a directory")
-    if not out.exists():
-        parent = next((p for p in out.absolute().parents if p.exists()), None)
-        if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-            raise PgrpoSimError(f"{flag} {out} cannot be created: {parent} is not a writable directory")
-        return
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise PgrpoSimError(f"{flag} {out} is not writable")
+    if not out.is_dir():
+        return None
     mark = read_mark(out)
     if mark is not None:
-        if mark.get("command") != command and not overwrite:
-            raise PgrpoSimError(
-                f"{flag} {out} holds the output of `pgrpo-sim {mark.get('command')}`; "
-                f"use another {flag} or --overwrite to replace it"
-            )
-        return
-    if any(out.iterdir()) and not overwrite:
-        raise PgrpoSimError(
-            f"{flag} {out} is not empty and was not written by pgrpo-sim; use another {flag} or --overwrite"
-        )
-
-
-def check_output_file(
-    path: str | os.PathLike, flag: str, suffixes: Iterable[str] | None = None, *, overwrite: bool = False
-) -> None:
-    """Raise `PgrpoSimError` (creating nothing) unless file `path` can be written: not a directory, not an
-    existing file (unless `overwrite`), its directory exists and accepts a new file, and (given `suffixes`) its
-    suffix is one of them."""
-    out = Path(path)
-    if out.is_dir():
-        raise PgrpoSimError(f"{flag} {out} is a directory; give a file name")
-    if out.exists() and not overwrite:
-        raise PgrpoSimError(f"{flag} {out} exists; give another file name or --overwrite to replace it")
-    if suffixes is not None:
-        allowed = sorted(suffixes)
-        if out.suffix.lower().lstrip(".") not in allowed:
-            raise PgrpoSimError(f"{flag} {out} must end in one of {', '.join('.' + s for s in allowed)}")
-    existed = out.exists()
-    try:
-        with open(out, "ab"):
-            pass
-    except OSError as exc:
-        raise PgrpoSimError(f"cannot write {flag} {out}: {exc.strerror}") from None
-    if not existed:
-        out.unlink()
+        return str(mark.get("command"))
+    return "" if any(out.iterdir()) else None
 
 
 STAGE_PREFIX = ".pgrpo-sim-new-"
 """Name prefix of the temporaries of `staged_outputs` (a folder in an output directory, a file beside an output
 file), followed by the writing process's id."""
-
-
-def check_distinct_outputs(outputs: Mapping[str, str | os.PathLike | None]) -> None:
-    """Raise `PgrpoSimError` when two of one command's outputs (flag → path; None: not given) name the same file,
-    which the second would silently replace."""
-    seen: dict[str, str] = {}
-    for flag, path in outputs.items():
-        if path is None:
-            continue
-        key = os.path.normcase(os.path.realpath(path))
-        if key in seen:
-            raise PgrpoSimError(f"{seen[key]} and {flag} name the same file {path}: give each output its own name")
-        seen[key] = flag
 
 
 class StagedOutputs:
@@ -137,17 +83,19 @@ class StagedOutputs:
         outputs: Iterable[str] = (),
         *,
         overwrite: bool = False,
-        flag: str = "--out",
         resumable: bool = False,
     ) -> Path:
-        """Where to write the outputs of `command` into directory `path` (after `check_output_dir`): a staging
-        folder in it, created here, with the directory if needed. `outputs`: the names (or glob patterns) the
+        """Where to write the outputs of `command` into directory `path`: a staging folder in it, created here, with
+        the directory if needed; refused where the directory holds another command's output or files pgrpo-sim did
+        not write (`output_dir_owner`), unless `overwrite`. `outputs`: the names (or glob patterns) the
         command writes, for the directory's mark. A `resumable` command (a sweep) keeps its resume state in the
         directory itself: it is marked at once, listing also the outputs of the command it replaces, so that a
         rerun finds its work. `command` None: no check and no mark."""
         out, outputs = Path(path), sorted(outputs)
-        if command is not None:
-            check_output_dir(out, command, overwrite=overwrite, flag=flag)
+        owner = output_dir_owner(out) if command is not None else None
+        if owner not in (None, command) and not overwrite:
+            held = f"the output of {owner!r}" if owner else "files pgrpo-sim did not write"
+            raise PgrpoSimError(f"{out} holds {held}; pass overwrite=True to replace them")
         created = not out.exists()
         stage = out / f"{STAGE_PREFIX}{os.getpid()}"
         try:
@@ -161,7 +109,7 @@ class StagedOutputs:
                     replaced = old.get("outputs", []) if old and old.get("command") != command else []
                     _write_mark(out, command, [*outputs, *replaced])
         except OSError as exc:
-            raise PgrpoSimError(f"cannot create {flag} {out}: {exc.strerror}") from None
+            raise PgrpoSimError(f"cannot create {out}: {exc.strerror}") from None
         self._dirs.append((out, stage, created, resumable, outputs))
         return stage
 

@@ -62,7 +62,8 @@ LM_KEYS = (
     "loss_type",
     "num_generations",
 )
-"""Run-config keys whose change `--model auto` answers on the language-model level (the bandit cannot collapse)."""
+"""Run-config keys whose change a what-if that chooses its level answers on the language-model level (the bandit
+cannot collapse)."""
 LEVEL_KEYS = (*LM_KEYS, "scale_rewards", "max_grad_norm", "lr_scheduler_type", "warmup_ratio", "max_steps")
 """Run-config keys the level takes from the run; a scenario may change only these."""
 LOSS_AGGREGATION = {"grpo_clip": "grpo", "grpo_no_clip": "grpo", "reinforce_with_baseline": "grpo"}
@@ -296,8 +297,9 @@ def _log_reward(log: TrainingLog, run: RunConfig, fit_until: float | None):
     if np.any(values < -1e-9) or np.any(values > 1 + 1e-9):
         raise PgrpoSimError(
             f"rewards/reward_scale lie in [{values.min():.3g}, {values.max():.3g}], not [0, 1]: set reward_scale in "
-            "the run config to the reward of a fully correct completion, read a success-rate column with --column, "
-            "or use --model bandit (it reads such a reward as an affine map of the success rate)"
+            "the run config to the reward of a fully correct completion, read a success-rate column with "
+            "columns={'reward': SOURCE}, or use the bandit level (it reads such a reward as an affine map of the "
+            "success rate)"
         )
     until = float(steps[-1]) if fit_until is None else float(fit_until)
     check_range("fit_until", until, float(steps[0]), float(steps[-1]))
@@ -381,7 +383,7 @@ def calibrate_lm(
             raise PgrpoSimError(
                 f"the log starts at reward {reward[0]:.3g}, and the language-model level's SFT start does not reach "
                 f"that accuracy (it levels off at {exc.reached:.2f} at start format {start_format:g}): the level "
-                "cannot answer for this log; use --model bandit"
+                "cannot answer for this log; use the bandit level"
             ) from exc
     curves = np.stack(curves).reshape(shape)
     read = curves[..., index].reshape(-1, level.seeds, index.size)
@@ -455,8 +457,8 @@ def check_lm_scenario(run: RunConfig, changes: Mapping[str, object], level: LMLe
     unknown = sorted(set(changes) - set(LEVEL_KEYS))
     if unknown:
         raise PgrpoSimError(
-            f"the language-model level cannot change {unknown[0]} (it takes {', '.join(LEVEL_KEYS)}): use --model "
-            "bandit"
+            f"the language-model level cannot change {unknown[0]} (it takes {', '.join(LEVEL_KEYS)}): use the "
+            "bandit level"
         )
     changed = run.replace(**changes)
     level_config(changed, 1e-3, 0.5, LMLevel() if level is None else level, 1)

@@ -1,7 +1,7 @@
 """A real run's configuration under TRL `GRPOConfig` names, and its mapping onto the bandit.
 
 `RunConfig` holds the keys a practitioner sets (docs/guide/calibration.md has the table of how
-each maps onto the simulator). Values come, in order of precedence, from `--run-config FILE` (JSON or YAML),
+each maps onto the simulator). Values come, in order of precedence, from a run-config file (JSON or YAML),
 from the settings the log itself records (`TrainingLog.settings`), and from TRL's defaults; `RunConfig.sources`
 says which, so a report can name every value that was assumed rather than given. A run-config file may also be a
 TRL `GRPOConfig` dump (`trainer.args.to_dict()`) or a verl trainer config (`load_run_config`).
@@ -181,7 +181,7 @@ class RunConfig:
         shown = [
             f"{symbol} = {_show(getattr(self, k))}" for k, symbol in ASSUMED.items() if self.sources[k] == "default"
         ]
-        return f"assumed: {', '.join(shown)} — pass --run-config to set them" if shown else ""
+        return f"assumed: {', '.join(shown)} — pass run_config=FILE to set them" if shown else ""
 
 
 KEYS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name not in ("sources", "notes"))
@@ -566,7 +566,7 @@ def kl_warning(run: RunConfig, log) -> str:
     return (
         f"warning: the log records a non-zero KL (median {np.median(np.abs(kl)):.3g}) but β = 0 "
         f"({run.sources.get('beta', 'given')}): calibrated without a KL penalty; if the run had one, pass its beta "
-        "with --run-config"
+        "in run_config=FILE"
     )
 
 

@@ -60,6 +60,6 @@ def success_rate_log(log: TrainingLog, run: RunConfig) -> tuple[TrainingLog, Run
     note = (
         f"the log's reward lies in [{values.min():.3g}, {values.max():.3g}], not [0, 1], and no success-rate column "
         "(accuracy, rewards/<correctness>…) was found: the bandit reads it as a + b × the success rate, a and b "
-        "fitted (--column reward=SOURCE picks a column instead)"
+        "fitted (columns={'reward': SOURCE} picks a column instead)"
     )
     return log, run.with_notes(note), note

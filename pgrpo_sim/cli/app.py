@@ -14,6 +14,7 @@ from ..base.runtime import deferred_interrupts, interrupt_handling, interrupt_re
 from . import calibration, fit, simulate, sweep, theory, tune, validate
 from .common import (
     Parser,
+    cli_wording,
     untouched_note,
     version,
 )
@@ -69,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise KeyboardInterrupt
             code = 0
         except PgrpoSimError as exc:
-            print(f"pgrpo-sim: error: {exc}", file=sys.stderr)
+            print(f"pgrpo-sim: error: {cli_wording(str(exc))}", file=sys.stderr)
             code = 2
         except KeyboardInterrupt:
             with deferred_interrupts():  # a second Ctrl-C does not cut the line short

@@ -4,21 +4,20 @@ bandit's calibration on it and its answers; `--model lm` hands forecast and what
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from ..base.checks import check_range, check_seed
-from ..base.outputs import (
-    check_output_dir,
-    staged_outputs,
-)
+from ..base.outputs import staged_outputs
 from ..base.progress import stage_lines
 from ..logs.readers import FORMATS
-from .common import FORMAT_HELP, RUN_HELP, UsageError, add_output_args, claim, finite_float, integer
+from .common import FORMAT_HELP, RUN_HELP, UsageError, add_output_args, claim, cli_wording, finite_float, integer
 from .fit import read_log_flags
 from .lm_forecast import add_level_args, answering_model
+from .outputs import check_output_dir
 
 
 def _calibration_inputs(args: argparse.Namespace, command: str):
@@ -30,6 +29,7 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
     log = read_log_flags(args)
     chose_reward = any(item.partition("=")[0].strip() == "reward" for item in args.column)  # the user's choice stands
     log, run, loaded = calibration_inputs(log, args.run_config, success_rate=not chose_reward)
+    run = dataclasses.replace(run, notes=tuple(cli_wording(note) for note in run.notes))  # in the reports too
     if "reward" not in log or log.series("reward")[0].size == 0:
         raise UsageError(f"{command}: {args.log} has no reward to calibrate on")
     fit_until, fraction = getattr(args, "fit_until", None), getattr(args, "fit_fraction", None)
@@ -60,9 +60,8 @@ def _run_notes(run) -> list[str]:
     """The clauses a calibration's summary line adds about its run configuration: the settings assumed (TRL's
     defaults), a warning where the log contradicts one (`RunConfig.assumed`, `kl_warning`) and how a reward that
     is no success rate was read (`success_rate_log`)."""
-    return [
-        note for note in (run.assumed(), *run.notes) if note.startswith(("assumed:", "warning:", "the log's reward"))
-    ]
+    notes = (cli_wording(run.assumed()), *run.notes)
+    return [note for note in notes if note.startswith(("assumed:", "warning:", "the log's reward"))]
 
 
 def _not_stationary(cal) -> str:

@@ -13,11 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from ..base.errors import PgrpoSimError
-from ..base.outputs import (
-    check_distinct_outputs,
-    check_output_file,
-)
 from ..models.config import MODES as MODES  # the --mode choices
+from .outputs import check_distinct_outputs, check_output_dir, check_output_file
 
 
 class UsageError(PgrpoSimError):
@@ -87,6 +84,29 @@ def finite_float(text: str) -> float:
     return value
 
 
+LIBRARY_WORDING = (
+    ("pass run=None", "drop --run"),
+    ("run=NAME", "--run NAME"),
+    ("run_config=FILE", "--run-config FILE"),
+    ("columns={'reward': SOURCE}", "--column reward=SOURCE"),
+    ("use the bandit level", "use --model bandit"),
+)
+"""How the library's messages name a Python keyword (or level) → the flag the command line has for it."""
+
+PARAMETER_FLAGS = {"n_arms": "--arms", "n_correct": "--correct", "n_prompts": "--prompts"}
+"""`bandit_config` parameters whose flag is not their name."""
+
+
+def cli_wording(message: str) -> str:
+    """A library message (an error, a note) as the command line shows it: the Python keywords of `LIBRARY_WORDING`
+    replaced by their flags, and a leading `bandit_config` parameter whose flag is not its name followed by the flag
+    ("n_arms (--arms) must be ...")."""
+    for library, flag in LIBRARY_WORDING:
+        message = message.replace(library, flag)
+    name, _, rest = message.partition(" ")
+    return f"{name} ({PARAMETER_FLAGS[name]}) {rest}" if name in PARAMETER_FLAGS else message
+
+
 IMAGE_SUFFIXES = ("png", "pdf", "svg")
 """File types `--plot` writes (by its suffix)."""
 
@@ -139,6 +159,7 @@ def claim(args: argparse.Namespace, staged, command: str, outputs: Sequence[str]
     """
     out = Path(args.out)
     note = untouched_note(args)
+    check_output_dir(out, command, overwrite=args.overwrite)  # again: it may have changed since the first check
     stage = staged.directory(out, command, outputs, overwrite=args.overwrite, resumable=resumable)
     if resumable:
         args.interrupt_note = f"the finished chunks are kept in {out}/chunks; rerun the same command to resume"

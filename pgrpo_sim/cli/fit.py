@@ -5,13 +5,11 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from ..base.outputs import (
-    check_output_dir,
-    staged_outputs,
-)
+from ..base.outputs import staged_outputs
 from ..base.progress import report, stage_lines
 from ..logs.readers import FORMATS
 from .common import FORMAT_HELP, RUN_HELP, add_output_args, claim, integer
+from .outputs import check_output_dir
 
 FIT_OUTPUTS = ("report.md", "fit.json", "fit.png", "diagnostics.png")
 

@@ -18,8 +18,9 @@ import numpy as np
 
 from ..base.checks import check_seed, check_seeds, check_steps
 from ..base.errors import PgrpoSimError
-from ..base.outputs import check_distinct_outputs, check_output_dir, check_output_file, staged_outputs, write_csv
+from ..base.outputs import staged_outputs, write_csv
 from ..base.progress import report, stage_lines
+from .outputs import check_distinct_outputs, check_output_dir, check_output_file
 
 DEFAULT_STEPS = 100
 """GRPO steps of a language-model run when --steps is not given."""

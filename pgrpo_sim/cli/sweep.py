@@ -11,12 +11,7 @@ import numpy as np
 
 from ..analysis.sweep_grid import SweepSettings
 from ..base.checks import check_range, check_seed, check_seeds, check_steps
-from ..base.outputs import (
-    check_output_dir,
-    json_text,
-    staged_outputs,
-    write_csv,
-)
+from ..base.outputs import json_text, staged_outputs, write_csv
 from .bandit_flags import (
     add_bandit_args,
     check_clip_order,
@@ -26,6 +21,7 @@ from .bandit_flags import (
 )
 from .common import MODE_HELP, MODES, UsageError, add_output_args, claim, describe, finite_float, integer, plot
 from .lm import add_model_args
+from .outputs import check_output_dir
 
 SETTINGS = SweepSettings._field_defaults
 """The library's sweep defaults (the command line's --steps, 2000, is its own: the library has none)."""
@@ -162,7 +158,7 @@ def _claim_sweep(args: argparse.Namespace, staged, command: str, outputs: Sequen
 
 def _run_sweep_command(args: argparse.Namespace, base: dict, axes, results: Path | None):
     """The sweep's `SweepResult`: its chunks kept in --out as they finish, its final files written to `results`."""
-    from ..analysis.sweep import SweepError, compute_sweep
+    from ..analysis.sweep import OtherSweepError, SweepError, compute_sweep
 
     try:
         return compute_sweep(
@@ -174,6 +170,8 @@ def _run_sweep_command(args: argparse.Namespace, base: dict, axes, results: Path
             progress=not args.quiet,
             **_sweep_kwargs(args),
         )
+    except OtherSweepError:
+        raise UsageError(f"--out {args.out} holds a different sweep; use --overwrite or another --out") from None
     except SweepError as exc:
         raise UsageError(str(exc)) from None
 

@@ -10,15 +10,12 @@ import numpy as np
 
 from ..analysis.search_settings import OBJECTIVES, OPTIMISER_DEFAULTS, SearchSettings
 from ..base.checks import check_range
-from ..base.outputs import (
-    check_output_dir,
-    json_text,
-    staged_outputs,
-)
+from ..base.outputs import json_text, staged_outputs
 from ..base.progress import report, stage_lines
 from ..models.hyperparameters import HYPERPARAMETERS
 from .bandit_flags import add_bandit_args, config_from_flags
 from .common import UsageError, add_output_args, claim, finite_float, integer
+from .outputs import check_output_dir
 from .sweep import refuse_flags_setting
 
 TUNE_OUTPUTS = ("summary.json", "convergence.png")

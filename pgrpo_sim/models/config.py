@@ -242,8 +242,8 @@ def check_settings(settings, name: str = "base") -> None:
 
 def class_symmetric_logits(n_arms: int, n_correct: int, p_ref: ArrayLike) -> Array:
     """Logits of the class-symmetric start: the first c arms share log(p_ref/c), the rest log((1−p_ref)/(N−c))."""
-    check_range("n_arms (--arms)", n_arms, 2, integer=True)
-    check_range("n_correct (--correct)", n_correct, 1, n_arms - 1, integer=True)
+    check_range("n_arms", n_arms, 2, integer=True)
+    check_range("n_correct", n_correct, 1, n_arms - 1, integer=True)
     check_range("p_ref", p_ref, 0.0, 1.0, low_open=True, high_open=True)
     return _symmetric_start(n_arms, n_correct, as_float(p_ref))
 
@@ -327,7 +327,7 @@ def bandit_config(
             raise PgrpoSimError(f"n_prompts ({n_prompts}) must equal the rows of rewards ({np.shape(rewards)[0]})")
         n_prompts = np.shape(rewards)[0]
     n_prompts = 1 if n_prompts is None else n_prompts
-    check_range("n_prompts (--prompts)", n_prompts, 1, integer=True)
+    check_range("n_prompts", n_prompts, 1, integer=True)
     if lr_schedule in ("linear", "cosine"):
         if decay_steps is None:
             raise PgrpoSimError(f"lr_schedule {lr_schedule!r} decays to 0 at decay_steps: give it (>= 1 steps)")
@@ -349,8 +349,8 @@ def bandit_config(
         if len(p_ref) != n_prompts:
             raise PgrpoSimError(f"p_ref must have one entry per prompt ({n_prompts}), got {len(p_ref)}")
     if rewards is None:
-        check_range("n_arms (--arms)", n_arms, 2, integer=True)
-        check_range("n_correct (--correct)", n_correct, 1, n_arms - 1, integer=True)
+        check_range("n_arms", n_arms, 2, integer=True)
+        check_range("n_correct", n_correct, 1, n_arms - 1, integer=True)
         rewards = (np.arange(n_arms) < n_correct).astype(float)
         if init_logits is None:
             init_logits = class_symmetric_logits(n_arms, n_correct, DEFAULT_P_REF if p_ref is None else p_ref)

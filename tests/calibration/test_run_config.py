@@ -22,6 +22,7 @@ from pgrpo_sim.calibration.run_config import (
     resolve_run_config,
     translate_run_config,
 )
+from pgrpo_sim.cli.common import cli_wording
 from pgrpo_sim.logs.readers import read_log, tidy
 
 
@@ -235,7 +236,8 @@ def test_epsilon_high_below_epsilon_is_refused():
 def test_assumed_settings_and_a_kl_the_log_records():
     """Issue 37, 15: what was assumed is named, and a log with a non-zero KL calibrated at β = 0 is warned about."""
     assumed = resolve_run_config().assumed()
-    assert assumed.startswith("assumed: G = 8, prompts_per_step = 8, β = 0") and "--run-config" in assumed
+    assert assumed.startswith("assumed: G = 8, prompts_per_step = 8, β = 0") and "run_config=FILE" in assumed
+    assert "pass --run-config FILE to set them" in cli_wording(assumed)  # as the command line says it
     assert "G =" not in resolve_run_config(None, {"num_generations": 6}).assumed()  # the log says it
     with pytest.warns(UserWarning, match="skipped 1 record"):  # the file's last record has no reward
         log = read_log(DATA / "trl_state.json")

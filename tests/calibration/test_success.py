@@ -38,4 +38,9 @@ def test_an_accuracy_column_is_taken_at_its_own_scale():
 def test_without_a_success_column_the_reward_is_kept_for_an_affine_map():
     log = _log([-1.2, 0.4, 1.4], **{"rewards/wordle/mean": [-1.2, 0.4, 1.4]})
     changed, run, note = success_rate_log(log, RunConfig())
-    assert changed is log and "a + b × the success rate" in note and note in run.notes and "--column" in note
+    assert (
+        changed is log
+        and "a + b × the success rate" in note
+        and note in run.notes
+        and "columns={'reward': SOURCE}" in note
+    )

@@ -520,7 +520,7 @@ def test_tensorboard_errors(tmp_path, monkeypatch):
     assert list(logs.read_log(tmp_path / "runs", run="b")["reward"]) == [0.5]  # --run picks a run's folder
     with pytest.raises(ValueError, match="no run 'c'; its runs: a, b"):
         logs.read_log(tmp_path / "runs", run="c")
-    with pytest.raises(ValueError, match="holds one run's event files: drop --run"):
+    with pytest.raises(ValueError, match="holds one run.s event files: pass run=None"):
         logs.read_log(tmp_path / "runs" / "a", run="a")
     with pytest.raises(ValueError, match="directory without TensorBoard event files"):
         logs.read_log(_empty_dir(tmp_path))
@@ -657,7 +657,7 @@ def test_every_run_of_the_long_form_anchors_parses(name):
     path = ANCHORS / name
     runs = _long_form_runs(path)
     assert logs.detect_format(path) == "wandb_long"
-    with pytest.raises(ValueError, match=f"holds {len(runs)} runs.*--run NAME") as info:
+    with pytest.raises(ValueError, match=f"holds {len(runs)} runs.*run=NAME") as info:
         logs.read_log(path)
     assert all(run in str(info.value) for run in runs)
     for run, rows in runs.items():
@@ -686,7 +686,7 @@ def test_long_form_runs_are_chosen_by_name(tmp_path):
         "b,train/reward,0,0.5\nb,eval/reward,0,0.6\n"
     )
     path = _write(tmp_path, "sweep.csv", text)
-    with pytest.raises(ValueError, match=r"holds 2 runs in W&B long form; choose one with --run NAME .*: a, b"):
+    with pytest.raises(ValueError, match=r"holds 2 runs in W&B long form; choose one with run=NAME: a, b"):
         logs.read_log(path)
     with pytest.raises(ValueError, match=r"no run 'c'; its runs: a, b"):
         logs.read_log(path, run="c")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import pgrpo_sim as ps
-from pgrpo_sim.models import bandit
 from pgrpo_sim.cli import SIMULATE_COLUMNS
+from pgrpo_sim.models import bandit
 from pgrpo_sim.models.readouts import READOUTS, RUN_COLUMNS, STEP_READOUTS, TABLE_READOUTS, UPDATE_READOUTS
 
 

@@ -50,7 +50,7 @@ def _event_source(path, run: str | None = None) -> Path:
         )
     if p.is_file() or next(p.glob(_EVENTS), None) is not None:
         if run is not None:
-            raise PgrpoSimError(f"{log_name(path)} holds one run's event files: drop --run")
+            raise PgrpoSimError(f"{log_name(path)} holds one run's event files: pass run=None")
         return p
     folders = sorted({f.parent for f in p.rglob(_EVENTS)})
     names = [str(f.relative_to(p)) for f in folders]
@@ -61,7 +61,7 @@ def _event_source(path, run: str | None = None) -> Path:
     if len(folders) > 1:
         raise PgrpoSimError(
             f"{log_name(path)} holds event files of {len(folders)} runs ({show_names(names, 4)}); pass one run's "
-            "folder, or choose one with --run"
+            "folder, or choose one with run=NAME"
         )
     return folders[0]
 

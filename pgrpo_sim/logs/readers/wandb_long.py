@@ -30,8 +30,7 @@ def read(log: LogFile) -> Parsed:
     runs = list(dict.fromkeys(row[0] for row in rows))
     if run is None and len(runs) > 1:
         raise PgrpoSimError(
-            f"{log_name(path)} holds {len(runs)} runs in W&B long form; choose one with --run NAME (run=NAME): "
-            f"{', '.join(runs)}"
+            f"{log_name(path)} holds {len(runs)} runs in W&B long form; choose one with run=NAME: {', '.join(runs)}"
         )
     run = runs[0] if run is None else run
     if run not in runs:
