@@ -32,7 +32,10 @@ LAG_MODELS = ("none", "refresh", "refresh_fresh", "stale")
 verl ppo_epochs); refresh_fresh: a fresh group from the stale π_old at every step (the infinite-batch limit of
 refresh); stale: gradient computed at θ_{n−lag}, applied at step n."""
 KL_KINDS = ("k1", "k2", "k3", "exact")
+"""KL estimators of the loss's β term: k1, k2, k3 on the sampled arms (`grpo.kl_estimate`), or the exact KL(π‖π_ref)
+over the arms."""
 OPTIMIZERS = ("sgd", "nesterov", "adam")
+"""optax optimisers on the logits: heavy-ball SGD, Nesterov, Adam (`models.bandit.make_optimizer`)."""
 LR_SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
 """Learning-rate schedules under Hugging Face's `SchedulerType` names (TRL `lr_scheduler_type`): linear warm-up
 over `warmup_steps`, then constant, linear decay to 0 or cosine decay to 0 at `decay_steps`."""
@@ -107,14 +110,59 @@ table serves all three, so changing it would change what each accepts."""
 class BanditConfig(eqx.Module):
     """A softmax-bandit GRPO run (docs/design.md §3). Build it with `bandit_config`, not directly.
 
-    Arrays have a leading prompt axis P (independent bandits sharing the hyperparameters).
-    `rewards[p, a]` is the Bernoulli success probability of arm a (0/1 for binary rewards);
-    `init_logits` is θ_0, which is also the reference policy. Scalars: `eta` learning rate,
-    `momentum` heavy-ball μ (Adam's b1), `beta` KL coefficient, `clip_low`/`clip_high` PPO clip
-    ranges, `dual_clip`, `kl_clamp` (k3 bound) and `grad_clip` (global-norm bound) — each None when
-    off, which is static structure — `lag` (τ for "stale", refresh period K_ref for "refresh") and
-    `adv_eps` (advantage denominator epsilon). `advantage` is the kind's code (`grpo.advantage_code`: its index
-    in `ADVANTAGES`), a traced leaf, so every kind shares one compilation; `advantage_name` reads it back.
+    D prompts (independent bandits sharing the hyperparameters) of N arms each. Static fields (marked "static"
+    below) set array shapes or code paths and are part of the pytree structure, as is whether an optional leaf is
+    None (off); every other field is a traced JAX array leaf, so `jax.vmap` sweeps it (a leading axis per leaf
+    under a sweep; the shapes below are one configuration's) and a run with other values reuses the compiled
+    code. Scalar leaves are 0-d (the real-valued ones in the float dtype of `rewards` when built by
+    `bandit_config`, the integer ones int32). Ranges are checked eagerly by `__check_init__` (on construction and
+    `replace`, for concrete values; `LEAF_RANGES` for the real-valued ones) and masked in jit by
+    `bandit.valid_hyperparameters`.
+
+    Attributes:
+        rewards: leaf, (D, N) float in [0, 1]: the Bernoulli success probability of each prompt's arms (0/1 for
+            binary rewards).
+        init_logits: leaf, (D, N) float, finite (nats): θ_0, the start and the KL reference π_ref = softmax(θ_0)
+            (reference sync moves the run's copy, `BanditState.ref_logits`, not this field).
+        true_rewards: leaf, (D, N) float in [0, 1]: a second reward table, read out as `true_reward` and not
+            trained on (reward-hacking studies); None: no such read-out.
+        eta: leaf, 0-d float > 0: learning rate η, the optimiser's step size (times the schedule's factor).
+        momentum: leaf, 0-d float in [0, 1): heavy-ball μ of "sgd" and "nesterov", Adam's b1.
+        beta: leaf, 0-d float >= 0: KL coefficient β.
+        clip_low: leaf, 0-d float in (0, 1): ε_low, the ratio π/π_old is clipped below at 1 − ε_low.
+        clip_high: leaf, 0-d float > 0: ε_high, the ratio is clipped above at 1 + ε_high.
+        dual_clip: leaf, 0-d float > 1: dual-clip constant c (the loss of a sample with A < 0 is capped at −c·A);
+            None: off.
+        kl_clamp: leaf, 0-d float > 0: bound on the k3 estimator (nats); None: off.
+        grad_clip: leaf, 0-d float > 0: bound on the gradient's global L2 norm; None: off.
+        ref_sync_steps: leaf, 0-d int32 >= 1: KL reference sync every S optimiser steps; None: no sync.
+        ref_sync_alpha: leaf, 0-d float in [0, 1]: the sync's mixing weight α (π_ref ← α·π + (1 − α)·π_ref on
+            the logits).
+        features: leaf, (D, F) float, finite: Φ of the shared parameters (θ_d = θ_0,d + φ_d W, W (F, N)); None:
+            per-prompt logits.
+        lag: leaf, 0-d int32 >= 0, optimiser steps: 0 for "none"; steps per rollout for "refresh" (a multiple of
+            `minibatches`); the refresh period of π_old for "refresh_fresh"; the delay τ <= `max_lag` for "stale".
+            0 is read as 1 in the refresh models.
+        adv_eps: leaf, 0-d float >= 0: advantage denominator epsilon (reward units).
+        advantage: leaf, 0-d int32 in [0, 3]: the advantage kind's code (`grpo.advantage_code`: its index in
+            `ADVANTAGES`), traced so every kind shares one compilation; `advantage_name` reads it back.
+        warmup_steps: leaf, 0-d int32 >= 0: optimiser steps of the learning rate's linear warm-up.
+        decay_steps: leaf, 0-d int32 >= 1: the optimiser step at which "linear" and "cosine" reach 0.
+        group_size: static int in [2, `MAX_GROUP_SIZE`]: G, samples per group.
+        kl: static, one of `KL_KINDS`: the KL estimator.
+        lag_model: static, one of `LAG_MODELS`.
+        max_lag: static int >= 0: the stale-lag buffer holds max_lag + 1 logits ("stale" only).
+        minibatches: static int >= 1: m, optimiser steps per pass over a rollout; divides the prompts per rollout;
+            > 1 only with lag_model "refresh".
+        batch_prompts: static int in [1, D]: P, prompts per rollout (sampled mode); None: the whole dataset.
+        dynamic_sampling: static bool: DAPO's dropping of groups whose rewards are all equal (sampled mode).
+        optimizer: static, one of `OPTIMIZERS`.
+        lr_schedule: static, one of `LR_SCHEDULES`.
+
+    Raises:
+        PgrpoSimError: on construction or `replace`, for a concrete value out of its range, a static field that is
+            not a concrete value of its kind, or fields that disagree (shapes of init_logits, true_rewards and
+            features; minibatches; lag for its lag model).
     """
 
     rewards: Array = eqx.field(converter=_as_float)
@@ -217,6 +265,7 @@ class BanditConfig(eqx.Module):
 
     @property
     def n_arms(self) -> int:
+        """Arms per prompt, N (columns of `rewards`)."""
         return self.rewards.shape[1]
 
     def replace(self, **changes) -> BanditConfig:
@@ -225,13 +274,29 @@ class BanditConfig(eqx.Module):
 
 
 def check_config(config, name: str = "config") -> None:
-    """Raise `PgrpoSimError` unless `config` is a `BanditConfig` (a dict or a number is a common slip)."""
+    """Raise `PgrpoSimError` unless `config` is a `BanditConfig` (a dict or a number is a common slip).
+
+    Args:
+        config: the value to check.
+        name: how the message names it (default "config").
+
+    Raises:
+        PgrpoSimError: if `config` is not a `BanditConfig`.
+    """
     if not isinstance(config, BanditConfig):
         raise PgrpoSimError(f"{name} must be a BanditConfig (build it with bandit_config), got {type(config).__name__}")
 
 
 def check_settings(settings, name: str = "base") -> None:
-    """Raise `PgrpoSimError` unless `settings` is a mapping of `bandit_config`'s keyword arguments."""
+    """Raise `PgrpoSimError` unless `settings` is a mapping of `bandit_config`'s keyword arguments.
+
+    Args:
+        settings: the value to check, a mapping of keyword → value (values are not checked here).
+        name: how the message names it (default "base").
+
+    Raises:
+        PgrpoSimError: if `settings` is not a mapping or names a keyword `bandit_config` does not take.
+    """
     if not isinstance(settings, Mapping):
         raise PgrpoSimError(f"{name} must be a mapping of bandit_config settings, got {type(settings).__name__}")
     known = inspect.signature(bandit_config).parameters
@@ -241,7 +306,22 @@ def check_settings(settings, name: str = "base") -> None:
 
 
 def class_symmetric_logits(n_arms: int, n_correct: int, p_ref: ArrayLike) -> Array:
-    """Logits of the class-symmetric start: the first c arms share log(p_ref/c), the rest log((1−p_ref)/(N−c))."""
+    """Logits of the class-symmetric start: the first c arms share log(p_ref/c), the rest log((1−p_ref)/(N−c)).
+
+    Args:
+        n_arms: N, arms; integer >= 2.
+        n_correct: c, the correct arms (the first ones); integer in [1, N − 1].
+        p_ref: correct mass of the start, a probability in (0, 1); a number, or an array (e.g. (D,), one per
+            prompt).
+
+    Returns:
+        Logits (nats, normalised: softmax sums to 1), shape p_ref.shape + (N,): (N,) for a number, (D, N) for
+        D values; float (float32 unless x64).
+
+    Raises:
+        PgrpoSimError: if n_arms or n_correct is out of range or not an integer, or a concrete p_ref is outside
+            (0, 1).
+    """
     check_range("n_arms", n_arms, 2, integer=True)
     check_range("n_correct", n_correct, 1, n_arms - 1, integer=True)
     check_range("p_ref", p_ref, 0.0, 1.0, low_open=True, high_open=True)
@@ -293,34 +373,90 @@ def bandit_config(
 ) -> BanditConfig:
     """Build and validate a `BanditConfig`.
 
-    Rewards: either `n_correct` binary-correct arms out of `n_arms` (the first ones), with a class-symmetric start
-    of correct mass `p_ref` (default `DEFAULT_P_REF`, 0.2) or the start `init_logits`, or an explicit `rewards`
-    vector of Bernoulli means in [0, 1] (shape (N,), or (P, N): one row per prompt, P = `n_prompts`) with
-    `init_logits` (default uniform).
-    `clip` is ε_low, `clip_high` ε_high (default = ε_low); `None` disables dual clip, KL clamp and
-    gradient clipping. `max_lag` (static, default = `lag`) sizes the stale-lag buffer so that `lag`
-    itself can be swept with `vmap`.
+    Rewards and start: either `n_correct` binary-correct arms out of `n_arms` (the first ones), with a
+    class-symmetric start of correct mass `p_ref` or the start `init_logits`, or explicit `rewards` with
+    `init_logits` (default uniform). A one-row `rewards`, `init_logits` or `true_rewards` (N,) serves every prompt.
+    Scalars are single numbers (0-d; traced ones too): sweep them with `jax.vmap` over configurations, not with an
+    array in one configuration.
 
     Rollouts (lag model "refresh", docs/guide/rollouts.md): `lag` optimiser steps per rollout = epochs (TRL
     `num_iterations`, verl `ppo_epochs`) × `minibatches` (TRL `steps_per_generation`; the rollout's prompts are
     split into this many equal parts, one optimiser step each); lag 0 is read as 1 (one step per rollout: on
-    policy), in both refresh models, so that a lag axis from 0 serves every lag model. KL reference sync (TRL
-    `sync_ref_model`): every `ref_sync_steps` steps π_ref ← α·π + (1 − α)·π_ref on the logits, α =
-    `ref_sync_alpha` (None: never).
+    policy) in both refresh models, so that a lag axis from 0 serves every lag model.
 
     Prompt populations (docs/guide/rollouts.md): a dataset of `n_prompts` = D prompts, each a bandit with
-    `n_correct` of `n_arms` correct and its own start: `p_ref` may be a list of D initial success probabilities,
-    or `difficulty=(a, b)` sets them to the D quantiles (d + ½)/D of Beta(a, b). `batch_prompts` = P prompts
-    per rollout, drawn without replacement through the dataset's epochs (sampled mode; expected mode averages
-    over batches, which is the whole dataset); `dynamic_sampling` drops groups whose rewards are all equal
-    from the loss (DAPO, without re-drawing; sampled mode). `features` Φ (D, F) switches to shared parameters:
-    a linear-softmax policy θ_d = θ_0,d + φ_d W with W (F, N) trained (from 0) instead of the per-prompt logits,
-    so an update on one prompt moves every prompt whose features overlap.
+    `n_correct` of `n_arms` correct and its own start (`p_ref` per prompt, or `difficulty`); `batch_prompts` = P
+    prompts per rollout, drawn without replacement through the dataset's epochs (sampled mode; expected mode
+    averages over batches, which is the whole dataset); `features` switches to shared parameters, so an update on
+    one prompt moves every prompt whose features overlap.
 
     Learning-rate schedule (`LR_SCHEDULES`, as Hugging Face's `get_scheduler`): the step is η times a factor that
     rises linearly from 0 over `warmup_steps` optimiser steps, then stays at 1 ("constant_with_warmup"), falls
-    linearly ("linear") or along a half cosine ("cosine") to 0 at `decay_steps` (the run's total optimiser
-    steps; required by those two, and at least `warmup_steps`). "constant" is no schedule at all.
+    linearly ("linear") or along a half cosine ("cosine") to 0 at `decay_steps`. "constant" is no schedule at all.
+
+    Args:
+        n_arms: N, arms per prompt; integer >= 2 (default 2). Used when `rewards` is None.
+        n_correct: c, arms with reward 1 (the first ones; the others 0); integer in [1, N − 1] (default 1). Used
+            when `rewards` is None.
+        p_ref: correct mass of the class-symmetric start, a probability in (0, 1): one number, or D of them (one
+            per prompt); None: `DEFAULT_P_REF` (0.2) unless `init_logits` or `difficulty` sets the start. Not with
+            explicit `rewards` or `init_logits`.
+        rewards: Bernoulli success probability of each arm, in [0, 1] (0/1: binary rewards); shape (N,), shared by
+            the prompts, or (D, N), one row per prompt (D then sets `n_prompts`); None: from n_arms and n_correct.
+        init_logits: the start θ_0, also the KL reference π_ref = softmax(θ_0); finite logits (nats), shape (N,)
+            or (D, N); None: the class-symmetric start of p_ref (generated rewards), zeros: uniform (explicit ones).
+        true_rewards: a second reward table in [0, 1], read out as `true_reward` and not trained on
+            (reward-hacking studies); shape (N,) or (D, N); None: no such read-out (default).
+        n_prompts: D, prompts in the dataset; integer >= 1; None: the rows of a (D, N) `rewards`, else 1.
+        eta: learning rate η, the optimiser's step size on the logits (on W with `features`); > 0 (default 0.1).
+        momentum: heavy-ball μ of "sgd" and "nesterov", Adam's b1; in [0, 1) (default 0: plain gradient steps).
+        beta: KL coefficient β; >= 0 (default 0: no KL penalty).
+        group_size: G, samples per group; static integer in [2, `MAX_GROUP_SIZE`] (default 8).
+        advantage: the advantage kind, a name in `ADVANTAGES` ("std": GRPO, "mean": Dr. GRPO, "rloo", "batch":
+            group mean, batch std) or its integer code (`advantage_code`; may be traced) (default "std").
+        kl: the KL estimator, one of `KL_KINDS` ("exact": analytic KL(π‖π_ref) over the arms); static (default
+            "k3").
+        kl_clamp: bound on k3 (nats); > 0; None: no clamp (default). The other estimators ignore it.
+        clip: ε_low, the ratio π/π_old is clipped below at 1 − ε_low; in (0, 1) (default 0.2).
+        clip_high: ε_high, clipped above at 1 + ε_high; > 0; None: equal to `clip` (default).
+        dual_clip: dual-clip constant c > 1, the loss of a sample with A < 0 is capped at −c·A; None: off
+            (default).
+        lag_model: one of `LAG_MODELS`: "none", "refresh", "refresh_fresh", "stale"; static (default "none").
+        lag: optimiser steps, integer >= 0 (default 0): 0 for "none"; steps per rollout for "refresh" (a multiple
+            of `minibatches`); the refresh period of π_old for "refresh_fresh"; the delay τ for "stale" (<=
+            `max_lag`). May be traced and vmapped.
+        max_lag: the stale-lag buffer holds max_lag + 1 logits, so `lag` can be swept up to it; static integer
+            >= 0; None: the concrete `lag` (its largest value), 0 for a traced one.
+        optimizer: one of `OPTIMIZERS` ("sgd", "nesterov", "adam"); static (default "sgd").
+        grad_clip: bound on the gradient's global L2 norm; > 0; None: no clipping (default).
+        adv_eps: added to the std in "std" and "batch" advantages (reward units); >= 0 (default 1e-6).
+        minibatches: m, optimiser steps per pass over a rollout; static integer >= 1 dividing the prompts per
+            rollout; > 1 needs lag_model "refresh" (default 1).
+        ref_sync_steps: KL reference sync (TRL `sync_ref_model`) every S optimiser steps (n > 0): π_ref ← α·π +
+            (1 − α)·π_ref on the logits; integer >= 1; None: never (default).
+        ref_sync_alpha: α of the reference sync; in [0, 1] (default 0.6).
+        difficulty: (a, b), both > 0: the D prompts' p_ref are the quantiles (d + ½)/D of Beta(a, b)
+            (deterministic); not with `p_ref`; None: off (default).
+        batch_prompts: P, prompts per rollout (sampled mode); static integer in [1, D]; None: all D (default).
+        dynamic_sampling: DAPO: groups whose rewards are all equal get weight 0 in the loss, without re-drawing;
+            static bool; sampled mode only (default False).
+        features: Φ, shape (D, F), finite: shared parameters, θ_d = θ_0,d + φ_d W with W (F, N) trained from 0
+            instead of the per-prompt logits; None: per-prompt logits (default).
+        lr_schedule: one of `LR_SCHEDULES`; static (default "constant").
+        warmup_steps: optimiser steps of linear warm-up from 0; integer >= 0 (default 0: none).
+        decay_steps: the optimiser step at which "linear" and "cosine" reach 0 (the run's total steps); integer
+            >= 1 and >= `warmup_steps`; required by those two, unused by the others (None: stored as 1).
+
+    Returns:
+        The validated `BanditConfig`: rewards, init_logits and true_rewards of shape (D, N), scalar leaves 0-d, in
+        the float dtype of rewards and init_logits (float32 unless x64).
+
+    Raises:
+        PgrpoSimError: for a value out of its range (concrete values), a name not among its choices, an array
+            where one number is needed, shapes that disagree (n_prompts and the rows of rewards, p_ref's length,
+            arms), or arguments that exclude each other (p_ref with difficulty, init_logits or explicit rewards;
+            "linear" or "cosine" without decay_steps, or warmup_steps > decay_steps), and for every check of
+            `BanditConfig`.
     """
     if rewards is not None and np.ndim(rewards) == 2:  # one row of rewards per prompt
         if n_prompts not in (None, np.shape(rewards)[0]):

@@ -31,7 +31,17 @@ def check_mode(config: BanditConfig, mode: str) -> None:
     batch-scaled advantages, which couple the groups of a batch, and rollout reuse (lag model "refresh") of
     several prompts or of more than `MAX_OUTCOMES` distinct rollouts, which it would enumerate. Entry points call
     it on concrete configurations; a traced "batch" advantage code cannot be refused, so `advantage_table` makes
-    its expected run NaN (and traced rewards are counted as binary, the smaller enumeration)."""
+    its expected run NaN (and traced rewards are counted as binary, the smaller enumeration).
+
+    Args:
+        config: the configuration (`BanditConfig`).
+        mode: "expected" or "sampled" (`MODES`); sampled mode has a form for every configuration.
+
+    Raises:
+        PgrpoSimError: if `config` is not a `BanditConfig` or `mode` is unknown; in expected mode, for dynamic
+            sampling, a concrete "batch" advantage code, or lag model "refresh" with several prompts or more
+            than `MAX_OUTCOMES` distinct rollouts (`rollout_count`).
+    """
     check_config(config)
     check_choice("mode", mode, MODES)
     if mode != "expected":
@@ -47,13 +57,32 @@ def check_mode(config: BanditConfig, mode: str) -> None:
 
 
 def kl_term(config: BanditConfig, logits: Array, logp: Array, logp_ref: Array, weights: Array) -> Array:
-    """Per-prompt KL penalty: exact KL(π‖π_ref), or the estimator averaged with `weights` over samples."""
+    """Per-prompt KL penalty: exact KL(π‖π_ref), or the estimator averaged with `weights` over samples.
+
+    Args:
+        config: the configuration (`BanditConfig`): `kl`, `kl_clamp` and the reference `init_logits` (P, N).
+        logits: θ, (P, N); read by "exact" only (may be None otherwise).
+        logp: log π of the samples (nats), (P, ...) broadcasting with `logp_ref` and `weights`.
+        logp_ref: log π_ref of the same samples (nats).
+        weights: the samples' weights over the last axis (e.g. 1/G each, or π_old).
+
+    Returns:
+        (P,) the KL term of each prompt (nats).
+    """
     if config.kl == "exact":
         return kl_divergence(logits, config.init_logits)
     return jnp.sum(weights * kl_estimate(logp, logp_ref, config.kl, config.kl_clamp), axis=-1)
 
 
 def kl_slope(d: Array, config: BanditConfig) -> Array:
-    """∂k/∂log π of the KL estimator at d = log π − log π_ref, elementwise."""
+    """∂k/∂log π of the KL estimator at d = log π − log π_ref, elementwise.
+
+    Args:
+        d: log π − log π_ref (nats), any shape.
+        config: the configuration (`BanditConfig`): its estimator `kl` ("k1", "k2" or "k3") and `kl_clamp`.
+
+    Returns:
+        The slope, of the shape of `d`.
+    """
     slope = jax.vmap(jax.grad(lambda x: kl_estimate(x, 0.0, config.kl, config.kl_clamp)))(d.ravel())
     return slope.reshape(d.shape)

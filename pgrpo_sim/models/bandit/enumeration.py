@@ -24,7 +24,19 @@ def rewards_are_binary(config: BanditConfig, binary_rewards: bool | None = None)
     """Whether expected-mode rollout reuse may enumerate multisets of arms alone: every reward exactly 0 or 1.
 
     None detects it from concrete rewards (False while they are traced); True asserts it, checked against
-    concrete rewards (`PgrpoSimError` if one is not 0 or 1); False enumerates every (arm, reward) multiset."""
+    concrete rewards (`PgrpoSimError` if one is not 0 or 1); False enumerates every (arm, reward) multiset.
+
+    Args:
+        config: the configuration (`BanditConfig`); its rewards (D, N), concrete or traced.
+        binary_rewards: None: detect; True: assert; False: not binary, whatever the rewards (default None).
+
+    Returns:
+        A Python bool: True if every reward is 0 or 1 (detected or asserted), False otherwise.
+
+    Raises:
+        PgrpoSimError: if `config` is not a `BanditConfig`, or `binary_rewards` is True and a concrete reward is
+            not 0 or 1.
+    """
     check_config(config)
     if not is_concrete(config.rewards):
         return bool(binary_rewards)
@@ -38,7 +50,20 @@ def rewards_are_binary(config: BanditConfig, binary_rewards: bool | None = None)
 def rollout_count(config: BanditConfig, binary_rewards: bool) -> int:
     """The number of distinct rollouts of one prompt that expected-mode reuse enumerates (`rollout_outcomes`),
     C(G + k − 1, k − 1) with k = N kinds of sample for binary rewards, else 2N; `PgrpoSimError` for several
-    prompts or more than `MAX_OUTCOMES`."""
+    prompts or more than `MAX_OUTCOMES`.
+
+    Args:
+        config: the configuration (`BanditConfig`): group size G, N arms, one prompt.
+        binary_rewards: count multisets of arms alone (k = N; `rewards_are_binary`), else of (arm, reward)
+            outcomes (k = 2N). Not checked against the rewards.
+
+    Returns:
+        The number of distinct rollouts O, a Python int in [1, `MAX_OUTCOMES`], e.g. 9 (binary) or 165 for N = 2,
+        G = 8.
+
+    Raises:
+        PgrpoSimError: if `config` is not a `BanditConfig`, has more than one prompt, or O > `MAX_OUTCOMES`.
+    """
     check_config(config)
     g, n = config.group_size, config.n_arms
     kinds = n if binary_rewards else 2 * n
@@ -59,12 +84,22 @@ def rollout_count(config: BanditConfig, binary_rewards: bool) -> int:
 def rollout_outcomes(config: BanditConfig, *, binary_rewards: bool = False) -> tuple[Array, Array, Array]:
     """Every distinct rollout of one prompt: multisets of G samples over the 2N outcomes (arm a, reward 0/1).
 
-    Returns arms and rewards (O, G) (sorted within the group; the GRPO loss does not depend on the order)
-    and counts (O, 2N) (category 2a + r). O = C(G + 2N − 1, 2N − 1), e.g. 165 for N = 2, G = 8. With
-    `binary_rewards` (every arm's reward is exactly 0 or 1, so an arm's reward is known) only the multisets of
-    arms can occur: O = C(G + N − 1, N − 1), e.g. 9 for N = 2, G = 8. Raises `PgrpoSimError` for several
-    prompts or more than `MAX_OUTCOMES` outcomes (use sampled mode), and for `binary_rewards` with concrete rewards
-    that are not 0 or 1 (traced ones cannot be checked).
+    O = C(G + 2N − 1, 2N − 1), e.g. 165 for N = 2, G = 8. With `binary_rewards` (every arm's reward is exactly 0
+    or 1, so an arm's reward is known) only the multisets of arms can occur: O = C(G + N − 1, N − 1), e.g. 9 for
+    N = 2, G = 8. Samples are sorted within the group (the GRPO loss does not depend on the order).
+
+    Args:
+        config: the configuration (`BanditConfig`) of one prompt: group size G, rewards (1, N).
+        binary_rewards: enumerate multisets of arms alone, each arm's reward its (0/1) reward; checked against
+            concrete rewards (traced ones cannot be checked). Keyword only (default False).
+
+    Returns:
+        (arms, rewards, counts): arms (O, G) int32 in [0, N); rewards (O, G), 0/1 in the rewards' float dtype;
+        counts (O, 2N), the float number of samples in each category 2a + r (each row sums to G).
+
+    Raises:
+        PgrpoSimError: for several prompts or more than `MAX_OUTCOMES` outcomes (use sampled mode), and for
+            `binary_rewards` with concrete rewards that are not 0 or 1.
     """
     binary_rewards = rewards_are_binary(config, binary_rewards) if binary_rewards else False
     rollout_count(config, binary_rewards)

@@ -22,7 +22,17 @@ from .common import UpdateStats, check_mode, kl_slope, kl_term
 
 def advantage_table(config: BanditConfig) -> Array:
     """(2, G) advantages of one sample: row 0 if it succeeded and j of the others did (A(1, j+1 successes)),
-    row 1 if it failed and j others succeeded; built by `group_advantages` on canonical 0/1 groups."""
+    row 1 if it failed and j others succeeded; built by `group_advantages` on canonical 0/1 groups.
+
+    Args:
+        config: the configuration (`BanditConfig`): G, the advantage code and adv_eps.
+
+    Returns:
+        (2, G) advantages in the rewards' float dtype; NaN for a (traced) "batch" code.
+
+    Raises:
+        PgrpoSimError: for a configuration `check_mode` refuses in expected mode.
+    """
     check_mode(config, "expected")
     g = config.group_size
     successes = jnp.arange(g + 1)[:, None]
@@ -38,7 +48,15 @@ beyond it, in log space. Products avoid exp/log/lgamma per element: the expected
 
 
 def binomial_pmf(n: int, p: Array) -> Array:
-    """B(j; n, p) for j = 0..n on a new last axis (n static)."""
+    """B(j; n, p) for j = 0..n on a new last axis (n static).
+
+    Args:
+        n: trials, a static integer >= 0.
+        p: success probabilities in [0, 1], an array of any shape.
+
+    Returns:
+        The pmf, shape p.shape + (n + 1,), in p's dtype.
+    """
     if n > _PRODUCT_PMF_MAX_N:
         j = jnp.arange(n + 1, dtype=p.dtype)
         log_choose = gammaln(n + 1.0) - gammaln(j + 1) - gammaln(n - j + 1)
@@ -59,6 +77,14 @@ def binomial_mean(n: int, p: Array, values: Array) -> Array:
     B(j; n, p) = q^n·C(n, j)·(p/q)^j = p^n·C(n, j)·(q/p)^(n−j). About 2n multiply-adds per row and no
     (…, n + 1) array, which the pmf-then-dot form builds: the expected-mode hot path at large G.
     Its derivative is the Bernstein one (`_binomial_mean_jvp`), not the Horner chain's.
+
+    Args:
+        n: trials, a static integer >= 0.
+        p: success probabilities in [0, 1], an array of any shape.
+        values: (K, n + 1), K rows of values at j = 0..n.
+
+    Returns:
+        The K binomial expectations, shape p.shape + (K,), in p's dtype.
     """
     if n > _PRODUCT_PMF_MAX_N:
         return binomial_pmf(n, p) @ jnp.asarray(values, p.dtype).T
@@ -99,6 +125,21 @@ def expected_loss(logits: Array, behaviour_logits: Array, config: BanditConfig) 
 
     Differentiate with respect to the first argument only: π_old is the sampling distribution, not
     part of the objective (the GRPO gradient is E_{π_old}[∇ℓ], not ∇E[ℓ]).
+
+    Args:
+        logits: θ, the policy whose loss it is; (P, N) logits (nats), the rows of `config.rewards`.
+        behaviour_logits: π_old's logits, the groups' sampling distribution; (P, N).
+        config: the configuration (`BanditConfig`): rewards (P, N), the KL reference `init_logits` (P, N), G and
+            the loss's hyperparameters.
+
+    Returns:
+        (loss, stats): the loss, a 0-d float, the mean over prompts of each prompt's expected group-mean
+        surrogate plus β × KL term; and its read-outs, 0-d expectations over the group, means over prompts
+        (`UpdateStats`).
+
+    Raises:
+        PgrpoSimError: for a configuration `check_mode` refuses in expected mode (checked while tracing, by
+            `advantage_table`).
     """
     g = config.group_size
     logp = jax.nn.log_softmax(logits)
@@ -135,7 +176,15 @@ def expected_loss(logits: Array, behaviour_logits: Array, config: BanditConfig) 
 
 
 def expected_group_std(g: int, p: Array) -> Array:
-    """E[unbiased std of a group of G Bernoulli(p) rewards] = Σ_k B(k; G, p)·√(k(G − k)/(G(G − 1)))."""
+    """E[unbiased std of a group of G Bernoulli(p) rewards] = Σ_k B(k; G, p)·√(k(G − k)/(G(G − 1))).
+
+    Args:
+        g: G, the group size; a static integer >= 2.
+        p: success probabilities in [0, 1], an array of any shape.
+
+    Returns:
+        The expected std (reward units), of p's shape and dtype.
+    """
     k = jnp.arange(g + 1, dtype=p.dtype)
     return binomial_mean(g, p, jnp.sqrt(k * (g - k) / (g * (g - 1)))[None])[..., 0]
 
@@ -150,6 +199,19 @@ def on_policy_grad(logits: Array, config: BanditConfig) -> tuple[Array, UpdateSt
     ∂L/∂θ_b = π_b (w_b − Σ_a π_a w_a): O(N + G) per prompt, no autodiff. For unclamped k3 the KL part
     is β(π − π_ref) (∂k3/∂log π = 1 − π_ref/π), which needs no logarithm. As a function of θ it is the
     true on-policy gradient, so derivatives of a trajectory with respect to hyperparameters stay exact.
+
+    Args:
+        logits: θ = π_old's logits, where the gradient is taken; (P, N) logits (nats).
+        config: the configuration (`BanditConfig`): rewards (P, N), the KL reference `init_logits` (P, N), G and
+            the loss's hyperparameters.
+
+    Returns:
+        (grad, stats): ∂L/∂θ of the mean-over-prompts expected loss, (P, N) in the logits' dtype; and the
+        read-outs (`UpdateStats`, 0-d; ratios 1 and clip fractions 0 on policy).
+
+    Raises:
+        PgrpoSimError: for a configuration `check_mode` refuses in expected mode (checked while tracing, by
+            `advantage_table`).
     """
     pi = softmax(logits)  # softmax, not exp(log_softmax): the log is the costliest op of the step
     r = config.rewards

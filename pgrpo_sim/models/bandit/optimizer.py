@@ -15,7 +15,15 @@ def learning_rate_factor(config: BanditConfig, count: Array) -> Array:
     """The schedule's factor on η at optimiser step `count` (Hugging Face `get_scheduler`: linear warm-up from 0
     over `warmup_steps`, then 1, linear decay or cosine decay to 0 at `decay_steps`); 1 for "constant". Not optax's
     schedules: they check their lengths in Python (`if transition_steps <= 0`), which fails when the lengths are
-    traced, as a calibration's and a sweep's are."""
+    traced, as a calibration's and a sweep's are.
+
+    Args:
+        config: the configuration (`BanditConfig`): lr_schedule, warmup_steps and decay_steps.
+        count: the optimiser step (optax's count), an integer array of any shape (0-d in optax).
+
+    Returns:
+        The factor in [0, 1], of count's shape, in η's dtype.
+    """
     count = jnp.asarray(count, config.eta.dtype)
     warmup, total = config.warmup_steps, config.decay_steps
     rising = count / jnp.maximum(warmup, 1)
@@ -31,7 +39,18 @@ def learning_rate_factor(config: BanditConfig, count: Array) -> Array:
 
 def make_optimizer(config: BanditConfig) -> optax.GradientTransformation:
     """optax optimiser on the logits: optional global-norm clipping, then heavy-ball SGD (optax.sgd with momentum μ),
-    Nesterov, or Adam (b1 = μ, b2 = 0.999), at step η × `learning_rate_factor` (a plain η for "constant")."""
+    Nesterov, or Adam (b1 = μ, b2 = 0.999), at step η × `learning_rate_factor` (a plain η for "constant").
+
+    Args:
+        config: the configuration (`BanditConfig`): optimizer, eta, momentum, grad_clip and the schedule (traced
+            leaves stay traced inside the transformation).
+
+    Returns:
+        An `optax.GradientTransformation` on the parameters: the logits (D, N), or W (F, N) with features.
+
+    Raises:
+        PgrpoSimError: if `config` is not a `BanditConfig`.
+    """
     check_config(config)
     eta = config.eta
     if config.lr_schedule != "constant":

@@ -28,7 +28,17 @@ def _rollout_probabilities(config: BanditConfig, logits: Array, counts: Array) -
 
 def collapse_branches(branches: BanditState, weights: Array) -> BanditState:
     """The rollout-average of branch states: weighted mean of the float leaves (logits, optimiser state, …);
-    diverged if any branch diverged (at the earliest such step)."""
+    diverged if any branch diverged (at the earliest such step).
+
+    Args:
+        branches: one `BanditState` per rollout, stacked: a leading branch axis O on every leaf.
+        weights: (O,) the branches' probabilities (summing to 1).
+
+    Returns:
+        A `BanditState` without the branch axis: float leaves the weighted mean, integer leaves (step, cursor,
+        rollout arms, orders) branch 0's, `diverged` whether any branch diverged, `diverged_step` the earliest
+        such step (−1 if none).
+    """
     mean = jax.tree.map(
         lambda x: jnp.tensordot(weights, x, 1) if jnp.issubdtype(x.dtype, jnp.floating) else x[0], branches
     )
@@ -44,6 +54,18 @@ def reuse_branch_step(config: BanditConfig, optimizer, branches: BanditState, we
     refresh the branches collapse to their weighted mean (the rollout-averaged cycle map) and are re-weighted by
     the probabilities of the new rollouts under π_old = that mean; each branch then takes its inner step on its
     own rollout. Read-outs are weighted means over branches (exact expectations within a cycle).
+
+    Args:
+        config: the configuration (`BanditConfig`): one prompt, lag model "refresh".
+        optimizer: its optax transformation (`make_optimizer(config)`).
+        branches: the branch states of step n, a `BanditState` with a leading branch axis O on every leaf.
+        weights: (O,) the branches' probabilities; replaced at a refresh (n a multiple of `lag`).
+        outcomes: (arms, rewards, counts) of `rollout_outcomes(config)`: (O, G), (O, G) and (O, 2N).
+
+    Returns:
+        (branches, weights, metrics): the branch states of step n + 1 (O leading), the weights (O,) they were
+        taken with, and the read-outs of step n, a dict keyed by `STEP_READOUTS` of 0-d weighted means
+        (`true_reward` None without true rewards).
     """
     arms, rewards, counts = outcomes
     n = branches.step[0]

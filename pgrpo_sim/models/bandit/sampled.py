@@ -37,7 +37,22 @@ def sampled_loss(
 
     The loss is the mean over prompts, or Σ_p w_p·loss_p with `prompt_weights` w (P,) (a mini-batch: 1/|batch|
     on its prompts, 0 elsewhere; the read-outs are then over the mini-batch's prompts too). With
-    `config.dynamic_sampling` (DAPO) groups whose rewards are all equal get weight 0 and the others share it."""
+    `config.dynamic_sampling` (DAPO) groups whose rewards are all equal get weight 0 and the others share it.
+
+    Args:
+        logits: θ, the policy whose loss it is; (P, N) logits (nats).
+        behaviour_logits: π_old's logits, from which the groups were drawn; (P, N).
+        arms: the drawn arms, (P, G) integers in [0, N).
+        rewards: their rewards, (P, G) floats (0/1 for Bernoulli draws).
+        config: the configuration of these P prompts (`BanditConfig`, e.g. `batch_config`'s): the KL reference
+            `init_logits` (P, N) and the loss's hyperparameters.
+        prompt_weights: w, (P,) nonnegative weights of the prompts (a mini-batch: `minibatch_weights`); None: the
+            mean over prompts (default).
+
+    Returns:
+        (loss, stats): the loss, a 0-d float (group-mean surrogate plus β × KL estimator per prompt, weighted
+        over prompts); and its read-outs (`UpdateStats`, 0-d averages over the (mini-)batch's samples or groups).
+    """
     logp = jax.nn.log_softmax(logits)
     pick = functools.partial(jnp.take_along_axis, indices=arms, axis=-1)
     lp, lp_old, lp_ref = (
@@ -118,6 +133,16 @@ def draw_rollout(config: BanditConfig, behaviour_logits: Array, key: Array) -> t
 
     One uniform u per sample: the arm is the inverse CDF at u, and the position of u inside that arm's
     CDF interval, (u − F_{a−1})/π_a, is again uniform and independent of the arm, so it draws the reward.
+
+    Args:
+        config: the configuration of the P prompts drawn for (`BanditConfig`, e.g. `batch_config`'s): P =
+            `n_prompts`, G = `group_size`, rewards (P, N) the success probabilities.
+        behaviour_logits: the sampling policy's logits, (P, N).
+        key: a JAX PRNG key (Threefry keys take the fused counter-based draw of `base.threefry`).
+
+    Returns:
+        (arms, rewards): arms (P, G), integers (int32 unless x64) in [0, N); rewards (P, G), 0.0 or 1.0 in the
+        logits' float dtype.
     """
     pi = softmax(behaviour_logits)
     cdf = _cumsum_arms(pi)
@@ -135,7 +160,18 @@ def sampled_on_policy_grad(
     and "stale"), written out: at ρ = 1 no clip is active, so sample i contributes w_i (e_{a_i} − π)/G with
     w_i = −A_i + β·∂k/∂log π(a_i) (unclamped k3: 1 − π_ref(a_i)/π(a_i); exact KL adds β π (d − Σ π d),
     d = log π − log π_ref, whatever the samples). Equal to `jax.grad(sampled_loss)(θ, θ, …)`, without
-    autodiff, gathers or scatters.
+    autodiff, gathers or scatters. Plain mean over prompts: no prompt weights, no dynamic sampling.
+
+    Args:
+        logits: θ = π_old's logits, from which the groups were drawn; (P, N) logits (nats).
+        arms: the drawn arms, (P, G) integers in [0, N).
+        rewards: their rewards, (P, G) floats.
+        config: the configuration of these P prompts (`BanditConfig`): the KL reference `init_logits` (P, N),
+            G and the loss's hyperparameters.
+
+    Returns:
+        (grad, stats): ∂L/∂θ of the mean-over-prompts loss, (P, N) in the logits' dtype; and the read-outs
+        (`UpdateStats`, 0-d; ratios 1 and clip fractions 0 on policy).
     """
     pi = softmax(logits)
     adv = group_advantages(rewards, config.advantage, config.adv_eps)

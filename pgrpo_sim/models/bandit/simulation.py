@@ -60,7 +60,16 @@ p(final_logits) differs from the last `reward` by the branches' spread.
 def valid_hyperparameters(config: BanditConfig) -> Array:
     """Whether every hyperparameter leaf is in the range `BanditConfig` checks eagerly (a bool array): the in-jit
     form of those checks, for traced values (a caller's `vmap` may hold an η ≤ 0, or a stale lag beyond the
-    `max_lag` its buffer holds, which would wrap around it)."""
+    `max_lag` its buffer holds, which would wrap around it).
+
+    Args:
+        config: the configuration (`BanditConfig`), concrete or traced: its lag (against the lag model, `max_lag`
+            and `minibatches`) and the leaves of `LEAF_RANGES` (those not None).
+
+    Returns:
+        A bool array, 0-d for one configuration (the broadcast shape of the leaves if they carry axes): True where
+        every range holds.
+    """
     ok = in_range(config.lag, 0, config.max_lag if config.lag_model == "stale" else None)
     if config.lag_model == "refresh":  # whole epochs of mini-batches
         ok &= config.lag % config.minibatches == 0
@@ -77,7 +86,25 @@ def run(
     vmapped over configs and keys inside the caller's own jit (`simulate` is the checked, jitted entry).
     `binary_rewards`: every reward is exactly 0 or 1, which lets expected-mode reuse enumerate fewer rollouts.
     `checkpoint`: reverse-mode derivatives keep O(√steps) states (`base.autodiff.scan`). A run whose (traced)
-    hyperparameters are out of range (`valid_hyperparameters`) steps by a NaN η: diverged at step 0, NaN after."""
+    hyperparameters are out of range (`valid_hyperparameters`) steps by a NaN η: diverged at step 0, NaN after.
+
+    Args:
+        config: the configuration (`BanditConfig`); unchecked.
+        key: a JAX PRNG key (not an int seed), split into one key per step; unused in expected mode.
+        steps: optimiser steps (updates); a static integer >= 1.
+        mode: "expected" or "sampled" (`MODES`); static.
+        binary_rewards: expected-mode reuse (lag model "refresh") only: every reward is exactly 0 or 1 (default
+            False; `rewards_are_binary` decides it for `simulate`).
+        checkpoint: rematerialise blocks of about √steps steps on the backward pass (default False).
+
+    Returns:
+        A `BanditRun` of one seed: per-step read-outs of shape (steps + 1,) (`true_reward` None without true
+        rewards), `final_logits` (D, N), `final_opt_state`, and 0-d `diverged` (bool) and `diverged_step` (int32).
+
+    Raises:
+        PgrpoSimError: (while tracing) for a configuration `check_mode` refuses in `mode`, or from
+            `rollout_outcomes` (expected-mode reuse).
+    """
     carry, update, final_state = run_loop(config, mode, binary_rewards=binary_rewards)
     keys = jax.random.split(key, steps + 1)
     carry, metrics = scan(update, carry, keys[:steps], steps, checkpoint=checkpoint)
@@ -89,7 +116,23 @@ def run(
 def run_loop(config: BanditConfig, mode: str, *, binary_rewards: bool = False):
     """(Low-level API) the loop of `run`: (carry, update, final_state), its carry before step 0, its step
     (carry, key) → (carry, the read-outs of the step) (the key unused in expected mode), and the `BanditState` of a
-    carry. Pure and unchecked, as `run`; for a caller that runs the steps in pieces (`simulate_in_chunks`)."""
+    carry. Pure and unchecked, as `run`; for a caller that runs the steps in pieces (`simulate_in_chunks`).
+
+    Args:
+        config: the configuration (`BanditConfig`); unchecked. Its η becomes NaN unless `valid_hyperparameters`.
+        mode: "expected" or "sampled" (`MODES`); static.
+        binary_rewards: as `run`'s (keyword only, default False).
+
+    Returns:
+        (carry, update, final_state): the carry of step 0, the `BanditState` of `initial_state` (expected-mode
+        reuse: (branches, weights), a `BanditState` with a leading axis of O rollouts and their (O,) weights);
+        `update`, (carry, key) → (carry, the read-outs of the step: a dict keyed by `STEP_READOUTS` of 0-d
+        floats); `final_state`, carry → its `BanditState` (reuse: `collapse_branches`).
+
+    Raises:
+        PgrpoSimError: for a configuration `check_mode` refuses in `mode` (expected-mode reuse: when called;
+            otherwise when `update` is traced).
+    """
     config = eqx.tree_at(lambda c: c.eta, config, nan_unless(valid_hyperparameters(config), config.eta))
     optimizer = make_optimizer(config)
     state = initial_state(config, optimizer, config.init_logits)

@@ -23,12 +23,33 @@ from .sampled import draw_rollout, sampled_loss, sampled_on_policy_grad
 
 
 class BanditState(NamedTuple):
-    """State of one run between steps (low-level API): logits θ_n, the shared parameters W (F, N) when prompts
-    have features (θ = θ_0 + Φ W; empty otherwise), optimiser state, π_old's logits ("refresh"),
-    the stale-lag ring buffer of past logits ("stale"), the KL reference's logits (moved by reference sync), the
-    current rollout (arms and rewards (P, G) and the epoch's prompt order (P,), for reuse), the rollout's
-    prompts (P indices into the dataset), the dataset epoch's order (D,) and how far it has been used (cursor),
-    step counter n and the divergence flag and step."""
+    """State of one run between steps (low-level API): the policy and its parameters, the optimiser's state, what
+    the lag models and rollout reuse remember, the dataset's epoch, the step counter and the divergence guard.
+
+    D prompts in the dataset, P per rollout (`BanditConfig.prompts_per_rollout`), N arms, G samples per group.
+    Shapes are one run's: a `vmap` over seeds (sampled `simulate`) or the branches of expected-mode rollout reuse
+    add leading axes.
+
+    Attributes:
+        logits: θ_n, (D, N) float logits (nats).
+        params: the shared parameters W, (F, N), when prompts have features (θ = θ_0 + Φ W); (0, N) otherwise.
+        opt_state: the optax state of the optimiser on the logits (or on W).
+        old_logits: π_old's logits, (D, N): the current rollout's sampling policy ("refresh", "refresh_fresh");
+            the start otherwise.
+        history: the stale-lag ring buffer of past logits, (max_lag + 1, D, N) for "stale", (1, D, N) otherwise.
+        ref_logits: the KL reference's logits, (D, N): `init_logits`, moved by reference sync.
+        rollout_arms: the current rollout's arms, (P, G) int32 (reused by "refresh").
+        rollout_rewards: their rewards, (P, G) float.
+        rollout_order: the rollout's prompt order, (P,) int32, a permutation that sets its mini-batches (with
+            minibatches > 1, a new one each pass).
+        batch: the rollout's prompts, (P,) int32 indices into the dataset.
+        dataset_order: the dataset epoch's order, (D,) int32, a permutation of the prompts.
+        cursor: how many prompts of `dataset_order` are used, 0-d int32 (D at the start: the first batched
+            rollout starts a shuffled epoch).
+        step: the step counter n, 0-d int32.
+        diverged: whether the logits became non-finite (the run then stays frozen), 0-d bool.
+        diverged_step: the update at which it diverged, −1 if never; 0-d int32.
+    """
 
     logits: Array
     params: Array
@@ -48,7 +69,18 @@ class BanditState(NamedTuple):
 
 
 def initial_state(config: BanditConfig, optimizer, logits: Array) -> BanditState:
-    """(Low-level API) a run at rest at `logits`: zero optimiser state, π_old and the stale-lag history equal to it."""
+    """(Low-level API) a run at rest at `logits`: zero optimiser state, π_old and the stale-lag history equal to it.
+
+    Args:
+        config: the configuration (`BanditConfig`); unchecked.
+        optimizer: its optax transformation (`make_optimizer(config)`).
+        logits: θ_0, (D, N) logits (`run` uses `config.init_logits`); with features, W starts at 0 and θ = logits
+            + Φ W.
+
+    Returns:
+        The `BanditState` of step 0 (shapes as in `BanditState`): KL reference `config.init_logits`, rollout
+        buffers zero, orders the identity, `cursor` D, not diverged.
+    """
     history_len = config.max_lag + 1 if config.lag_model == "stale" else 1
     if config.features is None:
         params = jnp.zeros((0, logits.shape[-1]), logits.dtype)
@@ -81,7 +113,18 @@ def _expected_reward(logits: Array, rewards: Array) -> Array:
 
 def minibatch_weights(config: BanditConfig, phase: Array, order: Array) -> Array | None:
     """Prompt weights of mini-batch `phase mod m` of the epoch whose prompt order is `order` (a permutation
-    of the P prompts): the j-th block of P/m prompts in that order, weight m/P each; None for m = 1."""
+    of the P prompts): the j-th block of P/m prompts in that order, weight m/P each; None for m = 1.
+
+    Args:
+        config: the configuration of the rollout's P prompts (`BanditConfig`, e.g. `batch_config`'s):
+            P = `n_prompts`, m = `minibatches` (dividing P).
+        phase: the optimiser step within the rollout, an integer (0-d, may be traced), taken mod m.
+        order: (P,) int32, a permutation of the P prompts.
+
+    Returns:
+        (P,) weights in the rewards' float dtype, m/P on the mini-batch's prompts and 0 elsewhere (summing to 1),
+        for `sampled_loss`'s `prompt_weights`; None for m = 1.
+    """
     m = config.minibatches
     if m == 1:
         return None
@@ -92,7 +135,16 @@ def minibatch_weights(config: BanditConfig, phase: Array, order: Array) -> Array
 
 
 def policy_metrics(config: BanditConfig, theta: Array) -> dict[str, Array]:
-    """The read-outs of the policy θ itself: reward, true reward, entropy and KL(π‖π_ref)."""
+    """The read-outs of the policy θ itself: reward, true reward, entropy and KL(π‖π_ref).
+
+    Args:
+        config: the configuration (`BanditConfig`): rewards, true_rewards and the reference init_logits (D, N).
+        theta: the logits θ, (D, N).
+
+    Returns:
+        A dict of 0-d floats: prompt_spread, reward, true_reward (None without true rewards), entropy and kl_ref
+        (`models.readouts.READOUTS` gives their units).
+    """
     success = axis_sum(softmax(theta) * config.rewards)
     return dict(
         prompt_spread=jnp.std(success),
@@ -137,7 +189,16 @@ def _apply(config: BanditConfig, optimizer, state: BanditState, grad: Array, sta
 
 def synced(config: BanditConfig, state: BanditState) -> tuple[BanditConfig, Array]:
     """Reference sync (TRL `sync_ref_model`): every `ref_sync_steps` steps (n > 0) π_ref ← α·π + (1 − α)·π_ref
-    on the logits; returns the configuration whose reference (`init_logits`) is the current one, and it."""
+    on the logits; returns the configuration whose reference (`init_logits`) is the current one, and it.
+
+    Args:
+        config: the configuration (`BanditConfig`).
+        state: the `BanditState` of step n (its `ref_logits` and `logits`).
+
+    Returns:
+        (config, ref_logits): `config` with `init_logits` replaced by the reference of step n, and that
+        reference, (D, N); without sync (ref_sync_steps None) `config` itself and `state.ref_logits`.
+    """
     if config.ref_sync_steps is None:
         return config, state.ref_logits
     n, alpha = state.step, config.ref_sync_alpha
@@ -147,7 +208,16 @@ def synced(config: BanditConfig, state: BanditState) -> tuple[BanditConfig, Arra
 
 
 def batch_config(config: BanditConfig, batch: Array | None) -> BanditConfig:
-    """The configuration of the rollout's prompts `batch` (indices into the dataset; None: all of them)."""
+    """The configuration of the rollout's prompts `batch` (indices into the dataset; None: all of them).
+
+    Args:
+        config: the configuration of the dataset (`BanditConfig`, D prompts).
+        batch: (P,) integer indices into the dataset, or None.
+
+    Returns:
+        A `BanditConfig` of P prompts (rewards, init_logits, true_rewards and features taken at `batch`,
+        `batch_prompts` None); `config` itself for None.
+    """
     if batch is None:
         return config
     true = None if config.true_rewards is None else config.true_rewards[batch]
@@ -176,7 +246,22 @@ def rollout_step(
 ):
     """(Low-level API) one optimiser step on a given rollout (`arms`, `rewards` (P, G) of the prompts `batch`,
     drawn from π_old = softmax(`state.old_logits`)), mini-batch `n mod m` in the prompt `order`: the inner step
-    of rollout reuse."""
+    of rollout reuse.
+
+    Args:
+        config: the configuration (`BanditConfig`) of the whole dataset (D prompts); unchecked.
+        optimizer: its optax transformation (`make_optimizer(config)`).
+        state: the `BanditState` of step n; its `old_logits` are π_old.
+        arms: the rollout's arms, (P, G) integers in [0, N).
+        rewards: their rewards, (P, G) float.
+        order: the rollout's prompt order, (P,) int32, a permutation that sets the mini-batches.
+        batch: the rollout's prompts, (P,) int32 indices into the dataset; None: all D (P = D) (default).
+
+    Returns:
+        (state, metrics): the `BanditState` of step n + 1 (recording the rollout, its order and batch), and the
+        read-outs of step n, a dict keyed by `STEP_READOUTS` of 0-d floats (NaN once diverged; `true_reward`
+        None without true rewards).
+    """
     config, ref = synced(config, state)
     sub, pick = batch_config(config, batch), _gathered(batch)
     weights = minibatch_weights(sub, state.step % jnp.maximum(config.lag, 1), order)
@@ -207,7 +292,24 @@ def step(config: BanditConfig, optimizer, mode: str, state: BanditState, key: Ar
     """One optimiser step from θ_n (low-level API, pure): returns the next state and the read-outs of step n
     (the per-step fields of `BanditRun`). `optimizer` is `make_optimizer(config)`; `key` is unused in
     expected mode. Expected mode with rollout reuse (lag model "refresh") is not a single-state step: `run`
-    takes it through `reuse_branch_step`. Expected mode averages over batches, so it uses every prompt."""
+    takes it through `reuse_branch_step`. Expected mode averages over batches, so it uses every prompt.
+
+    Args:
+        config: the configuration (`BanditConfig`).
+        optimizer: its optax transformation (`make_optimizer(config)`).
+        mode: "expected" or "sampled" (`MODES`); static.
+        state: the `BanditState` of step n.
+        key: a JAX PRNG key for this step's draws (groups, the dataset's and the rollout's prompt orders);
+            unused in expected mode.
+
+    Returns:
+        (state, metrics): the `BanditState` of step n + 1, and the read-outs of step n, a dict keyed by
+        `STEP_READOUTS` of 0-d floats (NaN once diverged; `true_reward` None without true rewards).
+
+    Raises:
+        PgrpoSimError: (while tracing) for a configuration `check_mode` refuses, or expected mode with lag model
+            "refresh".
+    """
     n, theta = state.step, state.logits
     check_mode(config, mode)
     batched = mode == "sampled" and config.batch_prompts is not None
