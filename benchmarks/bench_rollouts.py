@@ -52,7 +52,7 @@ def _runner(variant: dict, configs: int, seeds: int, steps: int):
     def one(eta):
         config = ps.set_hyperparameters(base, {"eta": eta})
         keys = jax.random.split(jax.random.key(0), seeds)
-        return jax.vmap(lambda k: ps.run(config, k, steps, "sampled").reward)(keys)
+        return jax.vmap(lambda k: ps.bandit.run(config, k, steps, "sampled").reward)(keys)
 
     return jax.jit(lambda e: jax.lax.map(one, e, batch_size=16)).lower(etas).compile(), etas
 
@@ -132,7 +132,7 @@ def check_gradient(points: int = 64, seed: int = 1) -> tuple[str, bool]:
         beta = rng.uniform(0, 0.2, points)
 
         def grad(t, old, a, rewards, b):
-            loss = lambda x: ps.sampled_loss(x, old, a, rewards, config.replace(beta=b))
+            loss = lambda x: ps.bandit.sampled_loss(x, old, a, rewards, config.replace(beta=b))
             return jax.grad(loss, has_aux=True)(t)
 
         ours, stats = jax.jit(jax.vmap(grad))(theta, theta_old, arms, r[arms], beta)
@@ -178,13 +178,13 @@ def check_replay(seeds: int = 32, steps: int = 40) -> tuple[str, bool]:
 
         def one(eta, momentum, beta, key):
             config = base.replace(eta=eta, momentum=momentum, beta=beta)
-            optimizer = ps.make_optimizer(config)
+            optimizer = ps.bandit.make_optimizer(config)
 
             def body(state, k):
-                nxt, metrics = ps.step(config, optimizer, "sampled", state, k)
+                nxt, metrics = ps.bandit.step(config, optimizer, "sampled", state, k)
                 return nxt, (metrics["reward"], nxt.old_logits[0], nxt.rollout_arms[0], nxt.rollout_rewards[0])
 
-            state = ps.initial_state(config, optimizer, config.init_logits)
+            state = ps.bandit.initial_state(config, optimizer, config.init_logits)
             final, (reward, old, arms, rewards) = jax.lax.scan(body, state, jax.random.split(key, steps))
             last = jnp.sum(jax.nn.softmax(final.logits) * config.rewards)
             return jnp.append(reward, last), old, arms, rewards

@@ -1,4 +1,5 @@
-"""mkdocs hooks: the command-line reference generated from the argparse parser (not typed by hand), the
+"""mkdocs hooks: the command-line reference generated from the argparse parser and the API reference from the
+public namespaces (neither typed by hand), the
 changelog taken from the repository's CHANGELOG.md, the home page's tour taken from the README, and the notebooks
 of `notebooks/` added as pages (rendered by mkdocs-jupyter, not executed: they are stored without outputs and CI
 executes them with nbmake)."""
@@ -15,6 +16,9 @@ from mkdocs.structure.files import File
 CLI_MARK = "<!-- generated: command-line reference -->"
 CHANGELOG_MARK = "<!-- generated: changelog -->"
 TOUR_MARK = "<!-- generated: readme tour -->"
+API_MARK = "<!-- generated: api reference -->"
+GROUPS = ("theory", "bandit", "lm", "analysis", "logs", "calibration", "viz")
+"""The public namespaces `ps.<group>`, in the API page's order."""
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -45,7 +49,28 @@ def readme_tour() -> str:
     return tour.replace("](docs/", "](")
 
 
+def api_reference() -> str:
+    """One section per public namespace `ps.<group>`: its docstring, then every function and class of its `__all__`
+    from its docstring (mkdocstrings); constants are named in a line."""
+    import importlib
+    import inspect
+
+    parts = []
+    for group in GROUPS:
+        namespace = importlib.import_module(f"pgrpo_sim.{group}")
+        parts += [f"## `ps.{group}`", "", inspect.getdoc(namespace).split("\n\n")[0].split(": ", 1)[1], ""]
+        constants = [n for n in namespace.__all__ if not callable(getattr(namespace, n))]
+        if constants:
+            parts += ["Constants: " + ", ".join(f"`{n}`" for n in constants) + ".", ""]
+        for name in namespace.__all__:
+            if callable(getattr(namespace, name)):
+                parts += [f"::: pgrpo_sim.{group}.{name}", "    options:", "      show_root_full_path: false", ""]
+    return "\n".join(parts)
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
+    if API_MARK in markdown:
+        return markdown.replace(API_MARK, api_reference())
     if TOUR_MARK in markdown:
         return markdown.replace(TOUR_MARK, readme_tour())
     if CLI_MARK in markdown:

@@ -1,17 +1,46 @@
 """The public API of pgrpo-sim, for type checkers and for the lazy re-exports of `__init__.py`
-(`lazy_loader.attach_stub` reads this file: each name's module is imported on first use)."""
+(`lazy_loader.attach_stub` reads this file: each name's module is imported on first use).
 
-from .analysis.boundaries import Curve as Curve, phase_boundaries as phase_boundaries, trace_boundary as trace_boundary
-from .analysis.outcomes import Outcomes as Outcomes, outcomes as outcomes
+The groups (`ps.theory`, `ps.bandit`, `ps.lm`, `ps.analysis`, `ps.logs`, `ps.calibration`, `ps.viz`) hold every
+public name, low-level ones included; the names below them are the ones most users call, each also in its group."""
+
+from . import (
+    analysis as analysis,
+    bandit as bandit,
+    calibration as calibration,
+    lm as lm,
+    logs as logs,
+    theory as theory,
+    viz as viz,
+)
+from .analysis.boundaries import (
+    Curve as Curve,
+    phase_boundaries as phase_boundaries,
+    trace_boundary as trace_boundary,
+)
+from .analysis.outcomes import (
+    Outcomes as Outcomes,
+    outcomes as outcomes,
+)
 from .analysis.phase import (
     PhasePrediction as PhasePrediction,
     agreement as agreement,
     predict_cells as predict_cells,
     predict_grid as predict_grid,
 )
-from .analysis.search import SearchResult as SearchResult, grid_search as grid_search, search as search
-from .analysis.sensitivities import Sensitivities as Sensitivities, sensitivities as sensitivities
-from .analysis.summaries import CurveSummary as CurveSummary, summarize_curve as summarize_curve
+from .analysis.search import (
+    SearchResult as SearchResult,
+    grid_search as grid_search,
+    search as search,
+)
+from .analysis.sensitivities import (
+    Sensitivities as Sensitivities,
+    sensitivities as sensitivities,
+)
+from .analysis.summaries import (
+    CurveSummary as CurveSummary,
+    summarize_curve as summarize_curve,
+)
 from .analysis.sweep import (
     Axis as Axis,
     SweepError as SweepError,
@@ -23,9 +52,19 @@ from .analysis.sweep import (
     parse_axis as parse_axis,
     run_sweep as run_sweep,
 )
-from .base.checks import MAX_SEED as MAX_SEED, MAX_STEPS as MAX_STEPS, Interval as Interval
-from .base.errors import PgrpoSimError as PgrpoSimError
-from .base.regimes import DISCRETE_REGIMES as DISCRETE_REGIMES, REGIMES as REGIMES, Damping as Damping, Regime as Regime
+from .base.checks import (
+    MAX_SEED as MAX_SEED,
+    MAX_STEPS as MAX_STEPS,
+)
+from .base.errors import (
+    PgrpoSimError as PgrpoSimError,
+)
+from .base.regimes import (
+    DISCRETE_REGIMES as DISCRETE_REGIMES,
+    REGIMES as REGIMES,
+    Damping as Damping,
+    Regime as Regime,
+)
 from .calibration import (
     MAX_HORIZON as MAX_HORIZON,
     Band as Band,
@@ -44,8 +83,15 @@ from .calibration import (
     synthetic_log as synthetic_log,
     what_if as what_if,
 )
-from .logs.coupling import Coupling as Coupling, coupling_ratio as coupling_ratio
-from .logs.diagnostics import Diagnosis as Diagnosis, Readout as Readout, diagnose as diagnose
+from .logs.coupling import (
+    Coupling as Coupling,
+    coupling_ratio as coupling_ratio,
+)
+from .logs.diagnostics import (
+    Diagnosis as Diagnosis,
+    Readout as Readout,
+    diagnose as diagnose,
+)
 from .logs.laws import (
     KNOWN_LAWS as KNOWN_LAWS,
     LAWS as LAWS,
@@ -59,7 +105,6 @@ from .logs.laws import (
     r_squared as r_squared,
     reward_stderr as reward_stderr,
 )
-from .logs.least_squares import LeastSquares as LeastSquares, least_squares as least_squares
 from .logs.readers import (
     TrainingLog as TrainingLog,
     detect_format as detect_format,
@@ -67,33 +112,16 @@ from .logs.readers import (
     parse_column_map as parse_column_map,
     read_log as read_log,
 )
-from .logs.stiffness import StiffnessEstimates as StiffnessEstimates, identify_stiffness as identify_stiffness
+from .logs.stiffness import (
+    StiffnessEstimates as StiffnessEstimates,
+    identify_stiffness as identify_stiffness,
+)
 from .models.bandit import (
-    MAX_OUTCOMES as MAX_OUTCOMES,
     MODES as MODES,
     STEP_READOUTS as STEP_READOUTS,
     BanditRun as BanditRun,
-    BanditState as BanditState,
     UpdateStats as UpdateStats,
-    check_mode as check_mode,
-    collapse_branches as collapse_branches,
-    draw_rollout as draw_rollout,
-    expected_loss as expected_loss,
-    initial_state as initial_state,
-    make_optimizer as make_optimizer,
-    minibatch_weights as minibatch_weights,
-    on_policy_grad as on_policy_grad,
-    reuse_branch_step as reuse_branch_step,
-    rewards_are_binary as rewards_are_binary,
-    rollout_count as rollout_count,
-    rollout_outcomes as rollout_outcomes,
-    rollout_step as rollout_step,
-    run as run,
-    sampled_loss as sampled_loss,
-    sampled_on_policy_grad as sampled_on_policy_grad,
     simulate as simulate,
-    step as step,
-    valid_hyperparameters as valid_hyperparameters,
 )
 from .models.config import (
     KL_KINDS as KL_KINDS,
@@ -119,7 +147,6 @@ from .models.grpo import (
 from .models.hyperparameters import (
     HYPERPARAMETERS as HYPERPARAMETERS,
     Hyperparameter as Hyperparameter,
-    reference_mass as reference_mass,
     set_hyperparameters as set_hyperparameters,
     with_hyperparameters as with_hyperparameters,
 )
@@ -166,10 +193,6 @@ from .prediction import (
 from .reports.log_report import (
     LogAnalysis as LogAnalysis,
     analyse_log as analyse_log,
-    check_analysis as check_analysis,
-    rows_without_value as rows_without_value,
-    write_analysis as write_analysis,
-    write_report as write_report,
 )
 
 __version__: str

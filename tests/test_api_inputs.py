@@ -22,9 +22,9 @@ def _bad_calls():
         # an object of the wrong type where a config, log, run config or calibration is expected
         ("simulate a dict", lambda: ps.simulate({"eta": 0.1}, 10), "config must be a BanditConfig"),
         ("predict an int", lambda: ps.predict(2), "config must be a BanditConfig"),
-        ("rollout_count", lambda: ps.rollout_count(2, 4), "config must be a BanditConfig"),
+        ("rollout_count", lambda: ps.bandit.rollout_count(2, 4), "config must be a BanditConfig"),
         ("outcomes", lambda: ps.outcomes(None, 10), "config must be a BanditConfig"),
-        ("make_optimizer", lambda: ps.make_optimizer({}), "config must be a BanditConfig"),
+        ("make_optimizer", lambda: ps.bandit.make_optimizer({}), "config must be a BanditConfig"),
         ("with_hyperparameters", lambda: ps.with_hyperparameters(3, eta=0.1), "config must be a BanditConfig"),
         ("set_hyperparameters None", lambda: ps.set_hyperparameters(CONFIG, None), "values must be a mapping"),
         ("diagnose a path", lambda: ps.diagnose("train.jsonl"), "read_log"),
@@ -181,7 +181,7 @@ def test_traced_hyperparameters_out_of_range_make_the_run_diverge():
     config = ps.bandit_config(eta=0.3, lag_model="stale", lag=2)
 
     def late(eta, momentum, lag):
-        return ps.run(config.replace(eta=eta, momentum=momentum, lag=lag), jax.random.key(0), 12, "expected")
+        return ps.bandit.run(config.replace(eta=eta, momentum=momentum, lag=lag), jax.random.key(0), 12, "expected")
 
     runs = jax.jit(jax.vmap(late))(
         jnp.asarray([0.3, -0.3, 0.3, 0.3]), jnp.asarray([0.0, 0.0, 1.2, 0.0]), jnp.asarray([2, 2, 2, 5])
@@ -191,7 +191,7 @@ def test_traced_hyperparameters_out_of_range_make_the_run_diverge():
     assert np.all(np.isnan(runs.reward[1:, 1:]))
     np.testing.assert_allclose(runs.reward[0], ps.simulate(config, 12).reward, rtol=1e-6)
     unchecked = eqx.tree_at(lambda c: c.momentum, config, jnp.float32(1.2))  # built around the eager checks
-    built = jax.jit(ps.run, static_argnums=(2, 3))(unchecked, jax.random.key(0), 12, "expected")
+    built = jax.jit(ps.bandit.run, static_argnums=(2, 3))(unchecked, jax.random.key(0), 12, "expected")
     assert bool(built.diverged) and int(built.diverged_step) == 0
 
 
@@ -219,7 +219,7 @@ def test_eager_checks_and_the_in_jit_mask_refuse_the_same_values():
                 assert name in str(error)
                 refused = True
             unchecked = eqx.tree_at(lambda c, name=name: getattr(c, name), base, jnp.float32(value))
-            assert bool(ps.valid_hyperparameters(unchecked)) is not refused, (name, value)
+            assert bool(ps.bandit.valid_hyperparameters(unchecked)) is not refused, (name, value)
             assert bool(interval.holds(value)) is not refused
 
 

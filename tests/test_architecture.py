@@ -17,9 +17,13 @@ RANK = {
     "viz": 5,
     "reports": 6,
     "cli": 7,
+    "theory": 8,
+    "bandit": 8,
+    "lm": 8,
 }
 """Layer ranks, lower first: a module may import from its own layer and lower ones only (analysis and logs are
-peers: logs may use prediction, analysis never reads logs)."""
+peers: logs may use prediction, analysis never reads logs). `theory`, `bandit` and `lm` are public namespaces over
+the layers (`ps.theory`…): nothing in the package imports them."""
 
 
 def _module_name(path: Path) -> str:
@@ -197,22 +201,51 @@ def test_dependencies_point_down_the_layers():
 
 
 def test_public_api_is_the_stub_and_loads_lazily():
-    """Every `X as X` of `__init__.pyi` resolves to that object of the module it names, and `import pgrpo_sim`
-    alone loads none of them (JAX stays unloaded until a name is used)."""
+    """Every `X as X` of the root's and the lazy groups' `__init__.pyi` resolves to that object of the module it
+    names, and importing them alone loads none of them (JAX stays unloaded until a name is used)."""
     import importlib
     import subprocess
     import sys
 
-    import pgrpo_sim
-
-    probe = "import sys, pgrpo_sim; print(sorted(m for m in ('jax', 'pgrpo_sim.models') if m in sys.modules))"
+    probe = (
+        "import sys, pgrpo_sim, pgrpo_sim.analysis, pgrpo_sim.logs, pgrpo_sim.calibration; "
+        "print(sorted(m for m in ('jax', 'pgrpo_sim.models') if m in sys.modules))"
+    )
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "[]"
-    names = []
-    for node in ast.parse((PACKAGE / "__init__.pyi").read_text()).body:
-        if isinstance(node, ast.ImportFrom):
-            module = importlib.import_module(f"pgrpo_sim.{node.module}")
-            for alias in node.names:
-                assert alias.asname == alias.name, alias.name  # X as X: a re-export, not a rename
-                assert getattr(pgrpo_sim, alias.name) is getattr(module, alias.name), alias.name
-                names.append(alias.name)
-    assert sorted(names) == sorted(pgrpo_sim.__all__) and len(set(names)) == len(names)
+    for package in ("", ".analysis", ".logs", ".calibration", ".viz"):  # each stub's names, lazily re-exported
+        namespace = importlib.import_module(f"pgrpo_sim{package}")
+        names = []
+        for node in ast.parse((PACKAGE / package[1:] / "__init__.pyi").read_text()).body:
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    assert alias.asname == alias.name, alias.name  # X as X: a re-export, not a rename
+                    where = f"pgrpo_sim{package}" + (f".{node.module}" if node.module else f".{alias.name}")
+                    module = importlib.import_module(where if node.module else f"pgrpo_sim{package}")
+                    assert getattr(namespace, alias.name) is getattr(module, alias.name), alias.name
+                    names.append(alias.name)
+        assert sorted(names) == sorted(namespace.__all__) and len(set(names)) == len(names), package
+
+
+GROUPS = ("theory", "bandit", "lm", "analysis", "logs", "calibration", "viz")
+"""The public namespaces `ps.<group>` (docs/api.md)."""
+ROOT_ONLY = {"PgrpoSimError", "MAX_SEED", "MAX_STEPS", "analyse_log", "LogAnalysis"}
+"""Root names no group holds: the error type and limits every layer shares, and the report of `fit`."""
+
+
+def test_the_root_names_are_the_groups_front_door():
+    """One public surface: every name at the root is one of its group's (the same object), and a group's `__all__`
+    lists exactly its public names."""
+    import pgrpo_sim as ps
+
+    groups = {g: getattr(ps, g) for g in GROUPS}
+    owner = {}
+    for g, namespace in groups.items():
+        public = sorted(n for n in dir(namespace) if not n.startswith("_"))
+        assert sorted(namespace.__all__) == public and len(set(namespace.__all__)) == len(public), g
+        for name in namespace.__all__:
+            owner.setdefault(name, getattr(namespace, name))
+    for name in ps.__all__:
+        if name in GROUPS or name in ROOT_ONLY:
+            continue
+        assert name in owner, f"ps.{name} is in no group"
+        assert getattr(ps, name) is owner[name], name

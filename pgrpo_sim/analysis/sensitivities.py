@@ -57,12 +57,9 @@ def check_differentiable(names: str | Sequence[str], *, lag: bool = False) -> tu
 class Sensitivities(NamedTuple):
     """A named table of partial derivatives at one configuration.
 
-    point: the hyperparameters' values (η in config units; lag = the continuous τ of the oscillator: τ for
-    stale lag, (K_ref − 1)/2 for refresh, 0 for none); values: `QUANTITIES` at that point; partials:
-    partials[quantity][parameter] = ∂quantity/∂parameter (units of the quantity per unit of the parameter).
-
     Attributes:
-        point: parameter → its value (η per step, in config units; lag τ in optimiser steps; μ, β, p_ref and clip
+        point: parameter → its value (η per step, in config units; lag: the continuous τ of the oscillator in
+            optimiser steps, τ for stale lag, (K_ref − 1)/2 for refresh, 0 for none; μ, β, p_ref and clip
             dimensionless), in the order asked for.
         values: quantity (`QUANTITIES`) → its value, as `prediction.oscillator` (p* a probability, K per unit
             η_eff, ζ dimensionless, ω_n per step, τ* in optimiser steps, stationary variance in reward²).

@@ -1,42 +1,12 @@
-"""Calibrate the population bandit on a real training log, forecast the run, and answer what-if scenarios.
+"""`ps.calibration`: calibrate the population bandit on a real training log, forecast the run, and answer what-if
+scenarios (docs/guide/calibration.md).
 
 Layers: `run_config` (TRL GRPOConfig names → the bandit) → `model` (the population bandit's observables) →
 `inference` (`calibrate`: MAP + Laplace, predictive bands) → `forecast` (held-out scores, baselines, what-if verdicts).
+
+The names are listed once, as `X as X` imports in `__init__.pyi`, and re-exported lazily (`lazy_loader`).
 """
 
-from .forecast import (
-    MAX_HORIZON as MAX_HORIZON,
-    VERDICTS as VERDICTS,
-    GoodnessOfFit as GoodnessOfFit,
-    draws_note as draws_note,
-    forecast as forecast,
-    goodness_of_fit as goodness_of_fit,
-    horizon_limit as horizon_limit,
-    verdict as verdict,
-    what_if as what_if,
-)
-from .inference import (
-    Band as Band,
-    Calibration as Calibration,
-    calibrate as calibrate,
-    predictive_band as predictive_band,
-)
-from .inputs import (
-    calibration_inputs as calibration_inputs,
-    fit_window_end as fit_window_end,
-)
-from .model import (
-    PARAMETERS as PARAMETERS,
-    Observables as Observables,
-    PopulationModel as PopulationModel,
-    population_model as population_model,
-    synthetic_log as synthetic_log,
-)
-from .run_config import (
-    KEYS as KEYS,
-    RunConfig as RunConfig,
-    log_settings as log_settings,
-    parse_scenario as parse_scenario,
-    read_run_config as read_run_config,
-    resolve_run_config as resolve_run_config,
-)
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

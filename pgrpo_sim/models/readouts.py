@@ -1,6 +1,6 @@
 """The bandit's per-step read-outs, named once (docs/design.md §3, "Measured each step").
 
-Each `Readout` says what it measures and in which unit, which part of a step computes it, and where it is written:
+Each `StepReadout` says what it measures and in which unit, which part of a step computes it, and where it is written:
 a column of `pgrpo-sim simulate`'s table and a canonical column of the log `logs.from_run` makes of a run. The
 result types (`models.bandit.UpdateStats`, `models.bandit.BanditRun`), the table's columns and the log's columns
 (`logs.RUN_COLUMNS`) are derived from `READOUTS`, so a new read-out is one line here (and its computation).
@@ -16,7 +16,7 @@ SOURCES = ("policy", "gradient", "update")
 of update n (what TRL logs of a step; the fields of `UpdateStats`)."""
 
 
-class Readout(NamedTuple):
+class StepReadout(NamedTuple):
     """One per-step read-out of a bandit run.
 
     Attributes:
@@ -35,28 +35,29 @@ class Readout(NamedTuple):
 
 
 READOUTS = (
-    Readout("reward", "policy", "expected success probability p = Σ_a π_a r_a, mean over prompts; in [0, 1]", True,
+    StepReadout("reward", "policy", "expected success probability p = Σ_a π_a r_a, mean over prompts; in [0, 1]", True,
             "reward"),
-    Readout("true_reward", "policy", "the same for the true reward vector; None if the config has none", False,
+    StepReadout("true_reward", "policy", "the same for the true reward vector; None if the config has none", False,
             "true_reward"),
-    Readout("entropy", "policy", "policy entropy, mean over prompts; nats", True, "entropy"),
-    Readout("kl_ref", "policy", "KL(π‖π_ref), mean over prompts; nats", True, "kl"),
-    Readout("grad_norm", "gradient", "global L2 norm of the loss gradient with respect to the parameters", True,
+    StepReadout("entropy", "policy", "policy entropy, mean over prompts; nats", True, "entropy"),
+    StepReadout("kl_ref", "policy", "KL(π‖π_ref), mean over prompts; nats", True, "kl"),
+    StepReadout("grad_norm", "gradient", "global L2 norm of the loss gradient with respect to the parameters", True,
             "grad_norm"),
-    Readout("ratio_max", "update", "largest importance ratio π/π_old (expected mode: over arms)", True, "ratio_max"),
-    Readout("ratio_mean", "update", "mean importance ratio π/π_old (expected mode: π_old-weighted)", False),
-    Readout("clip_frac", "update", "fraction of samples whose ratio is clipped; in [0, 1]", True, "clip_frac"),
-    Readout("zero_adv_frac", "update", "fraction of groups whose rewards are all equal (TRL: frac_reward_zero_std)",
+    StepReadout("ratio_max", "update", "largest importance ratio π/π_old (expected mode: over arms)", True,
+                "ratio_max"),
+    StepReadout("ratio_mean", "update", "mean importance ratio π/π_old (expected mode: π_old-weighted)", False),
+    StepReadout("clip_frac", "update", "fraction of samples whose ratio is clipped; in [0, 1]", True, "clip_frac"),
+    StepReadout("zero_adv_frac", "update", "fraction of groups whose rewards are all equal (TRL: frac_reward_zero_std)",
             True, "zero_std_frac"),
-    Readout("adv_var", "update", "mean squared advantage", False, "adv_var"),
-    Readout("batch_reward", "update", "mean sampled reward of the rollout's groups (TRL: reward)"),
-    Readout("group_reward_std", "update", "mean within-group unbiased reward std (TRL: reward_std)"),
-    Readout("clip_low_frac", "update", "fraction of samples with A < 0 clipped below 1 − ε_low (TRL: "
+    StepReadout("adv_var", "update", "mean squared advantage", False, "adv_var"),
+    StepReadout("batch_reward", "update", "mean sampled reward of the rollout's groups (TRL: reward)"),
+    StepReadout("group_reward_std", "update", "mean within-group unbiased reward std (TRL: reward_std)"),
+    StepReadout("clip_low_frac", "update", "fraction of samples with A < 0 clipped below 1 − ε_low (TRL: "
             "clip_ratio/low_mean)"),
-    Readout("clip_high_frac", "update", "fraction of samples with A > 0 clipped above 1 + ε_high (TRL: "
+    StepReadout("clip_high_frac", "update", "fraction of samples with A > 0 clipped above 1 + ε_high (TRL: "
             "clip_ratio/high_mean)"),
-    Readout("kl", "update", "mean KL estimator on the samples, or the exact KL (TRL: kl); nats"),
-    Readout("prompt_spread", "policy", "std over the dataset's prompts of their success probabilities (0 for one)"),
+    StepReadout("kl", "update", "mean KL estimator on the samples, or the exact KL (TRL: kl); nats"),
+    StepReadout("prompt_spread", "policy", "std over the dataset's prompts of their success probabilities (0 for one)"),
 )  # fmt: skip
 """Every per-step read-out, in `BanditRun`'s field order."""
 

@@ -1,15 +1,9 @@
-"""matplotlib figures of results computed elsewhere; nothing here computes a result. Importing it imports
-matplotlib (the rest of pgrpo_sim does not)."""
+"""`ps.viz`: matplotlib figures of results computed elsewhere; nothing here computes a result. Using one of its
+names imports matplotlib (the rest of pgrpo_sim does not).
 
-from .figures import (
-    PALETTE as PALETTE,
-    VALIDATION_FIGURES as VALIDATION_FIGURES,
-    make_validation_figure as make_validation_figure,
-    plot_convergence as plot_convergence,
-    plot_ensemble as plot_ensemble,
-    plot_phase_diagram as plot_phase_diagram,
-    plot_reward_curve as plot_reward_curve,
-    reward_curve_figure as reward_curve_figure,
-    validation_figure as validation_figure,
-)
-from .log_figures import plot_diagnostics as plot_diagnostics, plot_fits as plot_fits
+The names are listed once, as `X as X` imports in `__init__.pyi`, and re-exported lazily (`lazy_loader`).
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -7,7 +7,6 @@ import math
 import pytest
 
 import pgrpo_sim as ps
-from pgrpo_sim.analysis import search
 from pgrpo_sim.cli import main
 
 BASE = dict(p_ref=0.2, beta=0.5, group_size=8, eta=0.1, momentum=0.9)
@@ -28,10 +27,10 @@ def _within_one_grid_step(found: dict, grid_best: dict, bounds: dict, num: int) 
 def test_search_solves_for_critical_damping_like_the_grid():
     cfg = ps.bandit_config(**BASE, lag_model="stale", lag=2)
     kw = dict(target=1.0, search=["eta"], steps=100)  # steps: the length of the returned trajectory only
-    found = search.search("damping-ratio", cfg, restarts=4, iterations=50, **kw)
-    grid = search.grid_search("damping-ratio", cfg, num=400, **kw)
+    found = ps.analysis.search("damping-ratio", cfg, restarts=4, iterations=50, **kw)
+    grid = ps.analysis.grid_search("damping-ratio", cfg, num=400, **kw)
     assert found.evaluations == 200 < grid.evaluations == 400
-    _within_one_grid_step(found.best, grid.best, {"eta": search.DEFAULT_BOUNDS["eta"]}, 400)
+    _within_one_grid_step(found.best, grid.best, {"eta": ps.analysis.DEFAULT_BOUNDS["eta"]}, 400)
     # and against the closed form: ζ = 1 ⇔ a²τ² + 2a((1−μ)τ + 1+μ) − (1−μ)² = 0, a = η_eff K
     k = ps.sensitivities(ps.bandit_config(**BASE)).values["stiffness"]  # K does not depend on the lag
     mu, tau = 0.9, 2.0
@@ -47,10 +46,10 @@ FINAL_REWARD = dict(steps=100, search="momentum", radius_margin=None)  # one nam
 @pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_search_maximises_final_reward_like_the_grid():
     cfg = ps.bandit_config(**(BASE | dict(eta=0.05)))
-    found = search.search("final-reward", cfg, **FINAL_REWARD)
-    grid = search.grid_search("final-reward", cfg, num=1000, **FINAL_REWARD)
+    found = ps.analysis.search("final-reward", cfg, **FINAL_REWARD)
+    grid = ps.analysis.grid_search("final-reward", cfg, num=1000, **FINAL_REWARD)
     assert found.evaluations == 800 < grid.evaluations == 1000
-    _within_one_grid_step(found.best, grid.best, {"momentum": search.DEFAULT_BOUNDS["momentum"]}, 1000)
+    _within_one_grid_step(found.best, grid.best, {"momentum": ps.analysis.DEFAULT_BOUNDS["momentum"]}, 1000)
     assert found.objective_value >= grid.objective_value - 1e-9  # at least the grid's best, up to rounding
 
 
@@ -60,8 +59,8 @@ def test_constrained_time_to_threshold_is_as_good_as_the_grid():
     the search meets the constraint and is at least as fast as the best grid point (within 1 %)."""
     cfg = ps.bandit_config(**BASE, lag_model="stale", lag=8)
     kw = dict(target=0.9, steps=100, min_damping_ratio=0.5)
-    found = search.search("time-to-threshold", cfg, restarts=8, iterations=100, **kw)
-    grid = search.grid_search("time-to-threshold", cfg, num=64, **kw)
+    found = ps.analysis.search("time-to-threshold", cfg, restarts=8, iterations=100, **kw)
+    grid = ps.analysis.grid_search("time-to-threshold", cfg, num=64, **kw)
     assert found.evaluations == 800 < grid.evaluations == 64**2
     assert found.objective_value <= grid.objective_value * 1.01
     # quadratic penalty 1e3·v²: the optimum may sit ~1e-4 outside the constraint, well inside 1e-3
@@ -88,7 +87,7 @@ def test_search_refuses_bad_input_with_a_clear_message(kwargs, words):
     cfg = ps.bandit_config(**(BASE | kwargs.pop("config", {})), lag_model="stale", lag=2)
     args = dict(target=1.0, restarts=4, iterations=50) | kwargs
     with pytest.raises(ValueError, match=words):
-        search.search("damping-ratio", cfg, **args)
+        ps.analysis.search("damping-ratio", cfg, **args)
 
 
 def test_grid_search_refuses_a_grid_beyond_max_grid_points():
@@ -96,7 +95,7 @@ def test_grid_search_refuses_a_grid_beyond_max_grid_points():
     cfg = ps.bandit_config(**BASE, lag_model="stale", lag=2)
     names = ("eta", "momentum", "beta", "clip", "p_ref")
     with pytest.raises(ValueError, match="1.07e\\+09 grid points over 5 hyperparameters"):
-        search.grid_search("damping-ratio", cfg, target=1.0, search=names, num=64)
+        ps.analysis.grid_search("damping-ratio", cfg, target=1.0, search=names, num=64)
 
 
 @pytest.mark.slow
@@ -105,7 +104,7 @@ def test_all_nan_objective_is_an_error_not_a_number():
     # ≥ 1e307 · 0.3 · 79 for every μ in the box: past the float64 maximum, so every final reward is NaN
     cfg = ps.bandit_config(**(BASE | dict(eta=1e307, beta=0.0)))
     with pytest.raises(ValueError, match="NaN at every evaluated point"):
-        search.search("final-reward", cfg, bounds={"momentum": (0.995, 0.999)}, **FINAL_REWARD)
+        ps.analysis.search("final-reward", cfg, bounds={"momentum": (0.995, 0.999)}, **FINAL_REWARD)
 
 
 @pytest.mark.slow

@@ -90,7 +90,7 @@ def test_expected_reuse_sweep_enumerates_arms_only_and_equals_direct_runs():
     for eta in (0.2, 1.0):
         for lag in (1, 3):
             config = ps.bandit_config(**base, eta=eta, lag=lag, max_lag=3)
-            assert (ps.rollout_count(config, True), ps.rollout_count(config, False)) == (5, 35)
+            assert (ps.bandit.rollout_count(config, True), ps.bandit.rollout_count(config, False)) == (5, 35)
             run = ps.simulate(config, 60, binary_rewards=False)
             assert float(ds.sel(eta=eta, lag=lag).final_reward) == pytest.approx(float(run.reward[-1]), rel=1e-10)
 

@@ -190,7 +190,7 @@ def test_class_symmetric_reduction_holds_off_policy():
 def _reference_run(config, steps):
     """Python-loop reference of the lag models, one expected-loss gradient per step (its pieces jitted: run op by op
     they took most of the test's time)."""
-    opt = ps.make_optimizer(config)
+    opt = ps.bandit.make_optimizer(config)
     loss_grad = jax.jit(jax.grad(lambda t, b: expected_loss(t, b, config)[0]))
     update = jax.jit(opt.update)
     theta = np.asarray(config.init_logits)
@@ -454,7 +454,7 @@ def test_expected_mode_refuses_batch_advantages_and_reports_a_traced_one_as_dive
         ps.simulate(config, 3)
     with pytest.raises(ps.PgrpoSimError, match="expected mode has no"):
         ps.predict(config)
-    out = jax.jit(lambda c: ps.run(c, jax.random.key(0), 3, "expected"))(config)
+    out = jax.jit(lambda c: ps.bandit.run(c, jax.random.key(0), 3, "expected"))(config)
     assert bool(out.diverged) and int(out.diverged_step) == 0
 
 

@@ -32,13 +32,13 @@ def test_one_prompt_population_is_todays_bandit(extra):
 @pytest.mark.slow  # moved out of the default suite's 5-minute budget (~7 s on 2 cores)
 def test_batches_cover_the_dataset_once_per_epoch():
     config = ps.bandit_config(n_prompts=6, batch_prompts=2, difficulty=(1.0, 2.0), eta=0.3, group_size=4)
-    opt = ps.make_optimizer(config)
-    state = ps.initial_state(config, opt, config.init_logits)
+    opt = ps.bandit.make_optimizer(config)
+    state = ps.bandit.initial_state(config, opt, config.init_logits)
     keys = jax.random.split(jax.random.key(2), 9)
     epochs = []
     for n in range(9):
         before = state.logits
-        state, _ = ps.step(config, opt, "sampled", state, keys[n])
+        state, _ = ps.bandit.step(config, opt, "sampled", state, keys[n])
         moved = set(np.flatnonzero(np.any(np.asarray(state.logits != before), axis=-1)))
         assert moved <= set(np.asarray(state.batch).tolist())  # only the batch's prompts are updated
         if n % 3 == 0:
@@ -76,11 +76,11 @@ def test_dynamic_sampling_drops_groups_without_signal():
     theta = jnp.asarray([[0.3, -0.2], [0.1, 0.4]])
     arms = jnp.asarray([[0, 1, 0, 1], [0, 0, 1, 1]])
     rewards = jnp.asarray([[1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]])  # the second group has no signal
-    loss, _ = ps.sampled_loss(theta, theta, arms, rewards, config)
+    loss, _ = ps.bandit.sampled_loss(theta, theta, arms, rewards, config)
     alone = ps.bandit_config(n_prompts=1, beta=0.3, group_size=4)
-    only, _ = ps.sampled_loss(theta[:1], theta[:1], arms[:1], rewards[:1], alone)
+    only, _ = ps.bandit.sampled_loss(theta[:1], theta[:1], arms[:1], rewards[:1], alone)
     np.testing.assert_allclose(loss, only, rtol=1e-12)
-    plain, _ = ps.sampled_loss(theta, theta, arms, rewards, config.replace(dynamic_sampling=False))
+    plain, _ = ps.bandit.sampled_loss(theta, theta, arms, rewards, config.replace(dynamic_sampling=False))
     assert not np.isclose(plain, loss)
 
 
@@ -91,12 +91,12 @@ def test_trl_read_outs_expected_equals_sampled_mean():
     config = ps.bandit_config(n_prompts=3, p_ref=[0.1, 0.5, 0.8], beta=0.3, group_size=5, clip=0.1)
     old = config.init_logits
     theta = old + jnp.asarray([[0.4, -0.1], [-0.3, 0.2], [0.25, 0.0]])  # ratios well outside 1 ± 0.1
-    _, want = ps.expected_loss(theta, old, config)
+    _, want = ps.bandit.expected_loss(theta, old, config)
     keys = jax.random.split(jax.random.key(4), 20000)
 
     def one(key):
-        arms, rewards = ps.draw_rollout(config, old, key)
-        return ps.sampled_loss(theta, old, arms, rewards, config)[1]
+        arms, rewards = ps.bandit.draw_rollout(config, old, key)
+        return ps.bandit.sampled_loss(theta, old, arms, rewards, config)[1]
 
     got = jax.vmap(one)(keys)
     for name in ("batch_reward", "group_reward_std", "zero_adv_frac", "kl", "clip_low_frac", "clip_high_frac"):
@@ -165,14 +165,14 @@ def test_shared_parameters_equal_a_hand_loop_and_move_every_prompt():
     run = ps.simulate(config, 6)
     theta0 = np.asarray(config.init_logits)
     w = np.zeros((2, 2))
-    grad_at = jax.jit(lambda theta: ps.on_policy_grad(theta, config))  # one compilation, not op by op
+    grad_at = jax.jit(lambda theta: ps.bandit.on_policy_grad(theta, config))  # one compilation, not op by op
     for _ in range(6):
         grad, _ = grad_at(jnp.asarray(theta0 + phi @ w))
         w = w - 0.5 * phi.T @ np.asarray(grad)
     np.testing.assert_allclose(run.final_logits, theta0 + phi @ w, rtol=1e-12)
     one = ps.bandit_config(n_prompts=3, p_ref=[0.2, 0.4, 0.6], eta=0.5, features=phi, batch_prompts=1)
-    opt = ps.make_optimizer(one)
-    state = ps.initial_state(one, opt, one.init_logits)
-    state, _ = jax.jit(lambda state, key: ps.step(one, opt, "sampled", state, key))(state, jax.random.key(1))
+    opt = ps.bandit.make_optimizer(one)
+    state = ps.bandit.initial_state(one, opt, one.init_logits)
+    state, _ = jax.jit(lambda state, key: ps.bandit.step(one, opt, "sampled", state, key))(state, jax.random.key(1))
     moved = np.any(np.asarray(state.logits != one.init_logits), axis=-1)
     assert moved.sum() >= 2 and int(state.batch[0]) in np.flatnonzero(moved)  # the batch's prompt and others

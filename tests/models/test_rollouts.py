@@ -19,19 +19,19 @@ def test_reuse_equals_a_hand_written_loop_over_one_rollout():
     """Each refresh draws one rollout (with that step's key) and every inner step uses those same samples."""
     config = ps.bandit_config(**BASE, beta=0.1, momentum=0.5, n_prompts=3, lag=3)
     steps, key = 7, jax.random.key(3)
-    run = ps.run(config, key, steps, "sampled")
+    run = ps.bandit.run(config, key, steps, "sampled")
     keys = jax.random.split(key, steps + 1)
-    opt = ps.make_optimizer(config)
+    opt = ps.bandit.make_optimizer(config)
     theta, state = config.init_logits, opt.init(config.init_logits)
     drawn = []
 
     @jax.jit  # one compilation, not op by op
     def inner(theta, state, old, arms, rewards):
-        grad = jax.grad(lambda t: ps.sampled_loss(t, old, arms, rewards, config)[0])(theta)
+        grad = jax.grad(lambda t: ps.bandit.sampled_loss(t, old, arms, rewards, config)[0])(theta)
         update, state = opt.update(grad, state, theta)
         return optax.apply_updates(theta, update), state
 
-    draw = jax.jit(lambda old, key: ps.draw_rollout(config, old, key))
+    draw = jax.jit(lambda old, key: ps.bandit.draw_rollout(config, old, key))
     for n in range(steps):
         if n % 3 == 0:  # refresh: π_old ← π, one rollout from it
             old = theta
@@ -42,8 +42,8 @@ def test_reuse_equals_a_hand_written_loop_over_one_rollout():
     np.testing.assert_allclose(run.final_logits, theta, rtol=1e-12, atol=1e-14)
     assert len(drawn) == 3 and not np.array_equal(drawn[0][0], drawn[1][0])  # fresh draws at each refresh
     # the reused samples are bitwise those of the refresh step: replay the scan state by state
-    state = ps.initial_state(config, opt, config.init_logits)
-    step = jax.jit(lambda state, key: ps.step(config, opt, "sampled", state, key))  # one compilation, not op by op
+    state = ps.bandit.initial_state(config, opt, config.init_logits)
+    step = jax.jit(lambda state, key: ps.bandit.step(config, opt, "sampled", state, key))  # one compilation
     for n in range(steps):
         state, _ = step(state, keys[n])
         np.testing.assert_array_equal(state.rollout_arms, drawn[n // 3][0])
@@ -63,10 +63,10 @@ def test_minibatches_partition_the_prompts_once_per_epoch():
     """m = 3 mini-batches of a 6-prompt rollout, 2 epochs: each epoch's 3 steps touch every prompt exactly once,
     with a new random order per epoch; prompts outside the step's mini-batch do not move (SGD, no KL)."""
     config = ps.bandit_config(**BASE, n_prompts=6, lag=6, minibatches=3)
-    opt = ps.make_optimizer(config)
-    state = ps.initial_state(config, opt, config.init_logits)
+    opt = ps.bandit.make_optimizer(config)
+    state = ps.bandit.initial_state(config, opt, config.init_logits)
     keys = jax.random.split(jax.random.key(1), 12)
-    step = jax.jit(lambda state, key: ps.step(config, opt, "sampled", state, key))  # one compilation, not op by op
+    step = jax.jit(lambda state, key: ps.bandit.step(config, opt, "sampled", state, key))  # one compilation
     orders = []
     for epoch in range(4):  # two rollouts of two epochs
         seen = []
@@ -74,7 +74,7 @@ def test_minibatches_partition_the_prompts_once_per_epoch():
             n = 3 * epoch + j
             before = state.logits
             state, _ = step(state, keys[n])
-            weights = ps.minibatch_weights(config, jnp.asarray(j), state.rollout_order)
+            weights = ps.bandit.minibatch_weights(config, jnp.asarray(j), state.rollout_order)
             chosen = np.flatnonzero(np.asarray(weights))
             moved = np.flatnonzero(np.any(np.asarray(state.logits != before), axis=-1))
             assert set(moved) <= set(chosen) and len(chosen) == 2
@@ -98,8 +98,8 @@ def test_expected_cycle_equals_the_mean_of_sampled_reuse(advantage):
         mean, se = got.mean(0), got.std(0) / np.sqrt(seeds)
         z = np.abs(mean - np.asarray(getattr(expected, name))) / np.maximum(se, 1e-12)
         assert np.all(z[1:] < 4), (name, z)
-    assert ps.rollout_outcomes(config)[0].shape == (35, 4)  # C(4 + 4 − 1, 3) rollouts of 2 arms × 2 rewards
-    assert ps.rollout_outcomes(ps.bandit_config(**(BASE | dict(group_size=8)), lag=2))[0].shape[0] == 165
+    assert ps.bandit.rollout_outcomes(config)[0].shape == (35, 4)  # C(4 + 4 − 1, 3) rollouts of 2 arms × 2 rewards
+    assert ps.bandit.rollout_outcomes(ps.bandit_config(**(BASE | dict(group_size=8)), lag=2))[0].shape[0] == 165
 
 
 def test_expected_reuse_refuses_what_it_cannot_enumerate():
@@ -128,7 +128,7 @@ def test_reference_sync_equals_a_hand_loop():
     run = ps.simulate(config, 10)
     theta = ref = np.asarray(config.init_logits)
     kls = []
-    on_policy_grad = jax.jit(ps.on_policy_grad)  # one compilation, not op by op
+    on_policy_grad = jax.jit(ps.bandit.on_policy_grad)  # one compilation, not op by op
     for n in range(10):
         if n > 0 and n % 3 == 0:
             ref = 0.25 * theta + 0.75 * ref
@@ -211,7 +211,7 @@ def test_binary_rewards_enumerate_fewer_rollouts_with_the_same_result(n_arms, gr
     assert arms.shape[0] == math.comb(group_size + n_arms - 1, n_arms - 1)
     assert np.all(np.asarray(counts).sum(1) == group_size)
     almost = config.replace(rewards=config.rewards.at[..., 1].set(1e-300))
-    assert ps.rewards_are_binary(config) and not ps.rewards_are_binary(almost)
+    assert ps.bandit.rewards_are_binary(config) and not ps.bandit.rewards_are_binary(almost)
     full, fast = (ps.simulate(c, 40) for c in (almost, config))
     for name in ("reward", "clip_frac", "kl_ref", "zero_adv_frac", "group_reward_std"):
         np.testing.assert_allclose(getattr(fast, name), getattr(full, name), atol=1e-12, err_msg=name)

@@ -11,9 +11,10 @@ clipped surrogate plus β × a KL estimator, with an optax optimiser on θ.
   No Monte Carlo.
 - mode "sampled": real categorical draws, independent PRNG streams per seed.
 
-Lag models: "none" (on-policy); "refresh" (π_old refreshed every `lag` steps, importance-weighted
-clipped surrogate in between, as TRL's num_iterations / verl's ppo_epochs); "stale" (samples,
-advantages and gradient computed at θ_{n−τ}, applied at step n without correction).
+Lag models (`LAG_MODELS`): "none" (on-policy); "refresh" (one rollout per refresh of π_old, every `lag` steps,
+reused with the importance-weighted clipped surrogate in between, as TRL's num_iterations / verl's ppo_epochs);
+"refresh_fresh" (a fresh group from the stale π_old at every step: the infinite-batch limit of "refresh"); "stale"
+(samples, advantages and gradient computed at θ_{n−τ}, applied at step n without correction).
 
 By job: `expected` (the exact expectation over the group: binomial expectations, the expected loss and the
 on-policy gradient), `sampled` (drawn groups: the draw, the loss and its on-policy gradient), `common` (what both
