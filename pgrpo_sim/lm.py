@@ -53,6 +53,7 @@ from .models.lm import (
     pretrained_policy as pretrained_policy,
     pretrained_start as pretrained_start,
     response_mask as response_mask,
+    reward_spread as reward_spread,
     sample as sample,
     solutions as solutions,
     task_policy_shape as task_policy_shape,

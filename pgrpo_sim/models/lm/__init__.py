@@ -54,4 +54,5 @@ from .train import (
     lm_simulate_each as lm_simulate_each,
     make_lm_run as make_lm_run,
     make_optimizer as make_optimizer,
+    reward_spread as reward_spread,
 )

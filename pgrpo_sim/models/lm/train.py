@@ -46,10 +46,30 @@ READOUTS = (
     "eval_accuracy",
 )
 """Read-outs per GRPO step, under TRL's names where TRL has one. Rollout statistics (reward — its mean, reward_std
-— unbiased over the batch, frac_reward_zero_std, format_ok — share of well-formed completions, completions/…) are
+— as TRL's: the mean over groups of the unbiased within-group std, the batch's with batch-scaled advantages,
+frac_reward_zero_std, format_ok — share of well-formed completions, completions/…) are
 of the rollout drawn at that step; loss-side ones (entropy, clip_ratio/…, kl — NaN without `kl_reference`, loss,
 grad_norm — before clipping) are means over the step's optimiser steps. `eval_accuracy`: greedy (temperature 0)
 accuracy on the task's held-out prompts before the step's update, every `eval_every` steps (NaN between)."""
+
+
+def reward_spread(groups: Array, advantage: Array) -> tuple[Array, Array]:
+    """TRL's `reward_std` and `frac_reward_zero_std` of one rollout.
+
+    Args:
+        groups: the rollout's rewards, (prompts, G) float.
+        advantage: the advantage kind's code (`ADVANTAGES`; traced): "batch" scales by the batch's std.
+
+    Returns:
+        (reward_std, frac_reward_zero_std), scalars: the mean over groups of the unbiased within-group std and the
+        share of groups whose rewards are all equal; with batch-scaled advantages the batch's unbiased std and
+        whether all of its rewards are equal (0 or 1), as TRL computes the std it scales by.
+    """
+    batch = advantage == ADVANTAGES.index("batch")
+    rewards = groups.ravel()
+    spread = jnp.where(batch, jnp.std(rewards, ddof=1), jnp.mean(jnp.std(groups, -1, ddof=1)))
+    equal = jnp.where(batch, jnp.all(rewards == rewards[0]), jnp.all(groups == groups[:, :1], -1))
+    return spread, jnp.mean(equal.astype(jnp.float32))
 
 
 class LMRun(NamedTuple):
@@ -209,13 +229,11 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
                 optimiser_step, (params, opt_state), jnp.arange(iterations * s)
             )
             blown = ~(_finite(new_params) & jnp.all(jnp.isfinite(values)))
-            group_std_zero = jnp.all(groups == groups[:, :1], axis=-1)
-            batch_std_zero = jnp.all(rewards == rewards[0])
-            zero_std = jnp.where(hyper.advantage == ADVANTAGES.index("batch"), batch_std_zero, group_std_zero)
+            reward_std, zero_std = reward_spread(groups, hyper.advantage)
             readouts = {
                 "reward": jnp.mean(rewards),
-                "reward_std": jnp.std(rewards, ddof=1),
-                "frac_reward_zero_std": jnp.mean(zero_std.astype(jnp.float32)),
+                "reward_std": reward_std,
+                "frac_reward_zero_std": zero_std,
                 "format_ok": jnp.mean(format_ok(spec, completions).astype(jnp.float32)),
                 "entropy": jnp.mean(stats.entropy),
                 "completions/mean_length": jnp.mean(jnp.sum(lengths, -1)),

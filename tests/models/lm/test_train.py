@@ -18,6 +18,7 @@ from pgrpo_sim.models.lm import (
     make_lm_run,
     make_optimizer,
     response_mask,
+    reward_spread,
     solutions,
     task_prompts,
 )
@@ -171,3 +172,19 @@ def test_vmap_over_hyperparameters_equals_separate_runs():
         alone = jax.jit(run)(config.replace(learning_rate=lr), jax.random.key(3))
         np.testing.assert_allclose(both.readouts["loss"][i], alone.readouts["loss"], rtol=1e-4, atol=1e-5)
     assert not np.allclose(both.readouts["grad_norm"][0, 1:], both.readouts["grad_norm"][1, 1:])
+
+
+def test_reward_spread_is_what_trl_logs():
+    """reward_std and frac_reward_zero_std as TRL's GRPOTrainer computes them (torch's std is unbiased): the mean of
+    the groups' stds with group scaling, the batch's std with batch scaling; exact up to float32 rounding."""
+    from pgrpo_sim.models.grpo import ADVANTAGES
+
+    groups = np.array([[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]], np.float32)
+    for kind in ("std", "mean", "rloo"):
+        spread, zero = reward_spread(jnp.asarray(groups), jnp.int32(ADVANTAGES.index(kind)))
+        np.testing.assert_allclose(spread, np.std(groups, axis=1, ddof=1).mean(), rtol=1e-6)
+        assert float(zero) == pytest.approx(1 / 3)
+    spread, zero = reward_spread(jnp.asarray(groups), jnp.int32(ADVANTAGES.index("batch")))
+    np.testing.assert_allclose(spread, np.std(groups, ddof=1), rtol=1e-6)
+    assert float(zero) == 0.0
+    assert float(reward_spread(jnp.ones((2, 4)), jnp.int32(ADVANTAGES.index("batch")))[1]) == 1.0
