@@ -148,10 +148,15 @@ def parse_lm_grid(items: Sequence[str]) -> dict[str, list]:
             raise PgrpoSimError(f"grid axis {key!r} given twice")
         if text.startswith("log:"):
             parts = text.split(":")[1:]
+            if key not in LM_KEYS:
+                parse_lm_value(key, "")  # the unknown-setting error
             if len(parts) != 3 or _kind(key) is not float:
                 raise PgrpoSimError(f"{key}=log:START:STOP:NUM needs a real setting and three numbers, got {text!r}")
             start, stop = (parse_lm_value(key, t) for t in parts[:2])
-            num = parse_lm_value("eval_every", parts[2])  # a positive integer
+            try:
+                num = int(parts[2])
+            except ValueError:
+                raise PgrpoSimError(f"{key}=log:START:STOP:NUM needs an integer NUM, got {parts[2]!r}") from None
             if not (start and stop and start > 0 and stop > 0 and num >= 1):
                 raise PgrpoSimError(f"{key}=log:START:STOP:NUM needs START, STOP > 0 and NUM >= 1, got {text!r}")
             grid[key] = [float(v) for v in np.geomspace(start, stop, num)]

@@ -180,15 +180,26 @@ def _evaluate_grid(problem: _Problem, cfg2, numeric, unit: np.ndarray) -> dict[s
 class SearchResult(NamedTuple):
     """Result of `search` (or `grid_search`).
 
-    best: the hyperparameters found, by name (searched ones in config units, plus lag / group_size when they
-    were an outer grid); objective_value: the objective there (ζ for damping-ratio, steps for
-    time-to-threshold, p for final-reward); loss: the penalised, minimised loss there; constraints: ζ and the
-    exact discrete spectral radius there, the bounds asked for and `feasible`; evaluations: objective
-    evaluations spent (each one value + gradient for `search`, value only for `grid_search`); trajectory: the
-    expected reward curve p_0 … p_steps at the best point; history: per iteration × restart `loss`,
-    `objective` and the searched values (the winning outer-grid combination; empty for `grid_search`);
-    outer: one row per outer-grid combination (its best loss and objective); nan_evaluations: evaluations
-    whose loss was NaN (diverged runs, no p*), skipped by the optimiser.
+    Attributes:
+        objective: the objective minimised, one of `OBJECTIVES`.
+        best: the hyperparameters found, by name (searched ones in config units, plus lag / group_size when they
+            were an outer grid).
+        objective_value: the objective there: ζ for damping-ratio, the smooth time to threshold in optimiser steps
+            for time-to-threshold, the final expected reward p ∈ [0, 1] for final-reward.
+        loss: the penalised, minimised loss there ((ζ − target)², T/steps or −p, plus the penalty; dimensionless).
+        constraints: ζ and the exact discrete spectral radius there (`damping_ratio`, `spectral_radius`; None when
+            not finite), the bounds asked for (`min_damping_ratio`, `max_spectral_radius`), the constraint
+            `violation` (√ of the summed squared violations) and `feasible` (each bound met to 1e-3).
+        evaluations: objective evaluations spent (each one value + gradient for `search`, restarts × iterations
+            per outer-grid combination; value only for `grid_search`, one per grid point).
+        trajectory: the expected reward curve p_0 … p_steps at the best point (the two-arm reduction's, `steps`
+            the `SearchSettings`' also for damping-ratio); float [steps + 1], in [0, 1].
+        history: per iteration × restart `loss`, `objective` and the searched values (each at the point that
+            iteration evaluated, config units), of the winning outer-grid combination; name → float [iterations,
+            restarts]; empty for `grid_search`.
+        outer: one row per outer-grid combination: its lag / group_size and its best `loss` and `objective_value`
+            (None when every evaluation of it was NaN); one row without lag / group_size without an outer grid.
+        nan_evaluations: evaluations whose loss was NaN (diverged runs, no p*), skipped by the optimiser.
     """
 
     objective: str
@@ -223,7 +234,15 @@ class SearchResult(NamedTuple):
 
 def searched_names(objective: str, search: Sequence[str] | str | None) -> tuple[str, ...]:
     """The hyperparameters a `search` of `objective` varies: `search` (one name or several), or by default η for
-    damping-ratio, else η and μ."""
+    damping-ratio, else η and μ.
+
+    Args:
+        objective: one of `OBJECTIVES` (only "damping-ratio" is told apart).
+        search: a hyperparameter name, several, or None for the default.
+
+    Returns:
+        The names, in the order given; not validated (`search` checks them).
+    """
     if search is None:
         return ("eta",) if objective == "damping-ratio" else ("eta", "momentum")
     return (search,) if isinstance(search, str) else tuple(search)
@@ -441,7 +460,9 @@ def search(
         A `SearchResult`: the best point, its objective value and constraints, the evaluations spent and history.
 
     Raises:
-        PgrpoSimError: a setting out of its range, or a box in which no point meets the constraints.
+        PgrpoSimError: a setting out of its range, a configuration without an exact two-arm reduction
+            (`two_arm_reduction`), a box without an interior fixed point p* or in which no point meets the
+            constraints, or every evaluation NaN.
     """
     settings = SearchSettings(**settings)
     steps = settings.steps
@@ -489,6 +510,10 @@ def grid_search(
 
     Returns:
         A `SearchResult` (empty `history`).
+
+    Raises:
+        PgrpoSimError: a setting out of its range, more than `MAX_GRID_POINTS` grid points, a configuration without
+            an exact two-arm reduction (`two_arm_reduction`), or every grid point NaN.
     """
     settings = SearchSettings(**settings)
     steps = settings.steps

@@ -127,7 +127,26 @@ def _batch_curves(base: BanditConfig, params: dict, keys: jax.Array, steps: int,
 
 def chunk_summaries(base, params, seed, steps, mode, decimate, batch, seeds, binary):
     """Summaries of one chunk: `params` (configurations,) per traced name, `batch` configurations at a time;
-    `seeds` runs of each from the PRNG seed `seed` (split here: eager key ops would compile apart)."""
+    `seeds` runs of each from the PRNG seed `seed` (split here: eager key ops would compile apart).
+
+    Args:
+        base: the static group's `BanditConfig`; `params` replace its traced hyperparameters.
+        params: traced hyperparameter name → its value per configuration, config units; (configurations,), the
+            configurations a multiple of `jax.device_count()` × `batch`.
+        seed: the sweep's PRNG seed; uint32 scalar (every configuration runs on the same keys).
+        steps: optimiser steps per run; static in `run_chunk`.
+        mode: "expected" or "sampled"; static.
+        decimate: > 0 also keeps every `decimate`-th point of each (seed-mean) reward curve; 0 keeps none; static.
+        batch: configurations vmapped together on a device; static.
+        seeds: runs per configuration in sampled mode (expected mode runs one, on the first key); static.
+        binary: every reward is 0 or 1 (`models.bandit.rewards_are_binary`), so expected-mode reuse enumerates
+            fewer rollouts; static.
+
+    Returns:
+        Summary name → its value per configuration, (configurations,): the fields of `SweepResult.fields` at one
+        grid point each; with `decimate`, "trajectory" (configurations, steps // decimate + 1), the bandit's reward
+        units.
+    """
     keys = jax.random.split(jax.random.key(seed), seeds)
 
     def one_batch(p):  # the batch's curves, then one pass over them for the summaries
@@ -576,7 +595,18 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def load_sweep(out_dir: str | os.PathLike):
-    """The dataset a finished sweep saved in `out_dir` (`sweep.nc`)."""
+    """The dataset a finished sweep saved in `out_dir` (`sweep.nc`).
+
+    Args:
+        out_dir: the finished sweep's folder (`compute_sweep`'s `out_dir`).
+
+    Returns:
+        The labelled `xarray.Dataset`, as `run_sweep` makes it, loaded into memory: one dimension per axis (static
+        axes first), "step" (optimiser steps) with trajectories; the spec and spacings as JSON attributes.
+
+    Raises:
+        SweepError: `out_dir` holds no `sweep.nc` (no sweep, or one not finished).
+    """
     import xarray as xr
 
     path = Path(out_dir) / "sweep.nc"

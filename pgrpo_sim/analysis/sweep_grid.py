@@ -31,7 +31,14 @@ class OtherSweepError(SweepError):
 
 @dataclasses.dataclass(frozen=True)
 class Axis:
-    """One grid axis: a hyperparameter name, its values, and how they were spaced ("log" draws log axes)."""
+    """One grid axis: a hyperparameter name, its values, and how they were spaced.
+
+    Attributes:
+        name: the swept hyperparameter, one of `TRACED_AXES` or `STATIC_AXES` (dashes read as underscores).
+        values: its values, in the spec's order; ints for an integer hyperparameter, else floats, config units.
+        spacing: how they were spaced: "list", "linear", "log" (figures draw log axes) or "int".
+        spec: the text `parse_axis` read, e.g. "eta=log:0.001:1:50" (what `SweepSpec` records).
+    """
 
     name: str
     values: tuple
@@ -45,7 +52,19 @@ class Axis:
 
 def parse_axis(spec: str) -> Axis:
     """Parse `name=v1,v2,…`, `name=start:stop:num` (linear, inclusive), `name=log:start:stop:num` (log-spaced,
-    inclusive) or `name=start:stop` (integers, inclusive, step 1). Raises `SweepError` naming the spec."""
+    inclusive) or `name=start:stop` (integers, inclusive, step 1).
+
+    Args:
+        spec: the axis as text; `name` a sweepable hyperparameter (`TRACED_AXES`, `STATIC_AXES`), in config units.
+
+    Returns:
+        The `Axis`: its values in order (ints for an integer hyperparameter), its spacing and `spec` itself.
+
+    Raises:
+        SweepError: naming the spec: no `=` or no values, an unknown name, a malformed form or number, log spacing
+            with start or stop ≤ 0, a non-integer start:stop range, no values, a value that is not finite, or a
+            non-integer value of an integer hyperparameter.
+    """
     name, sep, body = spec.partition("=")
     name = name.strip().replace("-", "_")
     if not sep or not body:
@@ -88,7 +107,14 @@ def parse_axis(spec: str) -> Axis:
 
 
 def grid_axes(axes: Sequence[Axis]) -> list[Axis]:
-    """The axes in the order of the dataset's dimensions: static axes (group size) first, then traced ones."""
+    """The axes in the order of the dataset's dimensions: static axes (group size) first, then traced ones.
+
+    Args:
+        axes: the grid's axes, in any order.
+
+    Returns:
+        The same axes reordered (each group keeping its order given); an axis of an unknown name is left out.
+    """
     return [a for a in axes if a.name in STATIC_AXES] + [a for a in axes if a.name in TRACED_AXES]
 
 
@@ -117,7 +143,17 @@ class SweepSettings(NamedTuple):
 
 @dataclasses.dataclass
 class SweepSpec:
-    """Everything that determines a sweep's numbers (what a resumed run must match)."""
+    """Everything that determines a sweep's numbers (what a resumed run must match).
+
+    Attributes:
+        base: `bandit_config` keyword arguments of the fixed parameters.
+        axes: each grid axis's spec text (`Axis.spec`), in the order given.
+        steps: optimiser steps per run.
+        mode: "expected" or "sampled".
+        seeds: drawn runs per grid point (sampled mode).
+        seed: the sweep's PRNG seed.
+        decimate: every `decimate`-th step of each reward curve kept; 0: no trajectories.
+    """
 
     base: dict
     axes: list[str]
@@ -136,8 +172,15 @@ class SweepSpec:
 class SweepResult(NamedTuple):
     """A finished sweep as NumPy arrays: what `run_sweep` labels as an xarray Dataset (`to_dataset`).
 
-    fields: name → array of shape (axis sizes…), "trajectory" (axis sizes…, saved steps); axes: in dimension
-    order (`grid_axes`: static axes first); spec: the `SweepSpec`."""
+    Attributes:
+        fields: summary name → array of shape (axis sizes…): the `CurveSummary` fields (rewards in the bandit's
+            reward units, steps in optimiser steps), `late_variance` (reward units², over the last quarter of the
+            curve), `diverged` (the share of a point's seeds that diverged, in [0, 1]) and `diverged_step` (the
+            first divergence's optimiser step, −1 if none); with `decimate`, "trajectory" (axis sizes…,
+            steps // decimate + 1): the (seed-mean) reward at optimiser steps 0, decimate, ….
+        axes: the grid's axes in dimension order (`grid_axes`: static axes first).
+        spec: the `SweepSpec`.
+    """
 
     fields: dict[str, np.ndarray]
     axes: list[Axis]

@@ -83,10 +83,23 @@ VARIANCE_FLOOR = 1e-4
 
 @dataclasses.dataclass(frozen=True)
 class LMLevel:
-    """How the level is run for a log: `prompts_per_step` its own (the real run's is the run config's), `lr_grid`
-    the level learning rates tried (AdamW), `start_formats` the starts' shares of well-formed demonstrations tried
-    (those at least the start accuracy), `seeds` per grid point in the calibration, `draws` runs per scenario, and
-    `sizes` further `lm_config` settings (task and model sizes, `sft_seed`)."""
+    """How the level is run for a log.
+
+    Attributes:
+        prompts_per_step: the level's own prompts per GRPO step (the real run's is the run config's); integer ≥ 1.
+        lr_grid: the level learning rates tried (AdamW); at least two, each > 0.
+        start_formats: the starts' shares of well-formed demonstrations tried (those at least the start accuracy,
+            `formats`); each in (0, 1].
+        ceilings: the ceilings c tried, each grid point's likelihood profiled over them (the log's reward = c × the
+            level's); shares in (0, 1].
+        seeds: runs per grid point in the calibration; integer ≥ 2.
+        draws: runs per scenario (`lm_scenario`), one per posterior draw; integer ≥ 1.
+        sizes: further `lm_config` settings (task and model sizes, `sft_seed`).
+
+    Raises:
+        PgrpoSimError: `prompts_per_step`, `seeds` or `draws` out of its range, fewer than two or a non-positive
+            learning rate in `lr_grid`, or `start_formats` empty or holding a share outside (0, 1].
+    """
 
     prompts_per_step: int = 16
     lr_grid: tuple[float, ...] = tuple(float(x) for x in np.geomspace(3e-5, 1e-2, 6))
@@ -114,15 +127,44 @@ def level_config(
     run: RunConfig, level_lr: float, start_accuracy: float, level: LMLevel, steps: int, start_format: float = 0.9
 ) -> LMConfig:
     """The level's `LMConfig` for `run` at level learning rate `level_lr` from a start of `start_accuracy` and
-    `start_format` (a `PgrpoSimError` names a setting the level cannot take, e.g. mini-batches that do not divide
-    its batch)."""
+    `start_format`.
+
+    Args:
+        run: the real run's config; the level takes its `LEVEL_KEYS` settings except the learning rate (CS336 loss
+            names as `LOSS_AGGREGATION`, no clip for the no-clip losses).
+        level_lr: the level's peak AdamW learning rate; > 0.
+        start_accuracy: the SFT start's target accuracy; in (0, 0.95], ≤ `start_format`.
+        level: how the level is run: its prompts per GRPO step and `sizes`.
+        steps: GRPO steps the level will run: its warm-up is `run.warmup_ratio` of their optimiser steps
+            (`steps` × `run.steps_per_rollout`); integer ≥ 1.
+        start_format: the start's share of well-formed demonstrations; in (0, 1].
+
+    Returns:
+        The validated `LMConfig`.
+
+    Raises:
+        PgrpoSimError: a setting the level cannot take, e.g. mini-batches that do not divide its batch.
+    """
     return lm_config(**level_settings(run, level_lr, start_accuracy, level, steps, start_format))
 
 
 def level_settings(
     run: RunConfig, level_lr: float, start_accuracy: float, level: LMLevel, steps: int, start_format: float = 0.9
 ) -> dict:
-    """`lm_config`'s keyword arguments of `level_config`."""
+    """`lm_config`'s keyword arguments of `level_config`, not yet validated.
+
+    Args:
+        run: the real run's config (as `level_config`).
+        level_lr: the level's peak AdamW learning rate.
+        start_accuracy: the SFT start's target accuracy.
+        level: how the level is run: its prompts per GRPO step and `sizes`.
+        steps: GRPO steps the level will run; the warm-up is `run.warmup_ratio` of their optimiser steps.
+        start_format: the start's share of well-formed demonstrations.
+
+    Returns:
+        Setting → value: `lm_config`'s keyword arguments (`warmup_steps` in optimiser steps), `level.sizes`
+        included.
+    """
     no_clip = run.loss_type in NO_CLIP_LOSSES or run.epsilon is None
     settings = dict(
         learning_rate=level_lr,
@@ -147,10 +189,33 @@ def level_settings(
 
 @dataclasses.dataclass(frozen=True)
 class LMCalibration:
-    """The level fitted to a log (module docstring): the run, the level, the fit window's GRPO-step indices and
-    rewards, the start accuracy, the start formats tried, and the posterior over (`formats` × `level.lr_grid`)
-    (`weights` [formats, rates], summing to 1; `ceilings` each point's profiled best c) and over the ceilings
-    `level.ceilings` (`ceiling_weights`, the joint posterior's marginal)."""
+    """The level fitted to a log (module docstring). n below is the fit window's rewarded logged steps.
+
+    Attributes:
+        run: the real run's config.
+        level: how the level was run.
+        first_step: the log's first rewarded step, in logged steps (the fit window's start).
+        fit_until: the fit window's last logged step (included), in logged steps.
+        logged_steps: the fit window's rewarded logged steps; float [n].
+        index: the GRPO step whose rollout each logged step reports (`grpo_index`); int [n].
+        reward: the log's rewards in the fit window / the run's `reward_scale`; float [n], in [0, 1].
+        observed_n: completions behind each logged reward, the n of its sampling variance p(1 − p)/n: the run's
+            prompts per step × num_generations, or the eval set's size; integer ≥ 1.
+        eval_only: whether the log's reward is an eval accuracy (its source's name starts with eval, val or test).
+        start_accuracy: the SFT start's target: the log's first reward, clipped to [`MIN_START_ACCURACY`,
+            `MAX_START_ACCURACY`]; in [0, 1].
+        formats: the start formats tried, `level.formats(start_accuracy)`; shares in (0, 1].
+        weights: the posterior over (`formats` × `level.lr_grid`); float [formats, rates], summing to 1.
+        ceilings: each grid point's profiled best ceiling c (one of `level.ceilings`); float [formats, rates].
+        ceiling_weights: the posterior over the ceilings `level.ceilings` (the joint posterior's marginal); float
+            [len(level.ceilings)], summing to 1.
+        overdispersion: φ = max(1, χ²_min/n), the likelihood's temper; ≥ 1.
+        curves: the level's rollout reward of each grid run per GRPO step, 0 … index[-1]; float [formats, rates,
+            level.seeds, index[-1] + 1], in [0, 1] (the level's units, before the ceiling), NaN where a run diverged.
+        per_logged: optimiser steps per logged step: 1 for TRL's formats, else the run's `steps_per_rollout` (one
+            logged step per GRPO step).
+        notes: what the fit assumed or could not follow the run in, one sentence each.
+    """
 
     run: RunConfig
     level: LMLevel
@@ -320,7 +385,28 @@ def calibrate_lm(
     progress: Callable[[str], object] | None = None,
 ) -> LMCalibration:
     """Fit the level's start accuracy and learning-rate scale to `log`'s reward up to `fit_until` (module
-    docstring). `eval_size`: the eval set's size when the log's reward is an eval accuracy (its sampling noise)."""
+    docstring).
+
+    Args:
+        log: the training log; its reward / `run.reward_scale` must lie in [0, 1], with at least two rewarded steps
+            up to `fit_until`.
+        run: the real run's config.
+        fit_until: the fit window's last logged step, in [the first rewarded step, the last]; None: the last.
+        eval_size: the eval set's size when the log's reward is an eval accuracy (its sampling noise); integer ≥ 1;
+            None: a rollout batch's size (the run's prompts per step × num_generations).
+        level: how the level is run; None: `LMLevel()`.
+        seed: seed of the grid's runs; integer in [0, 2³² − 1].
+        progress: told each start format's grid runs as they start (`base.progress`); None: silent.
+
+    Returns:
+        The `LMCalibration`: its posterior over (start format, level learning rate) and the ceilings, and the grid's
+        reward curves (`curves`, float [formats, rates, seeds, GRPO steps]).
+
+    Raises:
+        PgrpoSimError: the run config or a setting out of its range, the log without two rewarded steps in the fit
+            window or with rewards / `reward_scale` outside [0, 1], or a start accuracy the level's SFT start does
+            not reach.
+    """
     check_run_config(run)
     check_seed(seed)
     level = LMLevel() if level is None else level
@@ -403,11 +489,23 @@ def grid_posterior(
     curves: np.ndarray, observed: np.ndarray, observed_n: int, ceilings=(1.0,)
 ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """Posterior weights over grid points (flat prior), the overdispersion φ and each point's best ceiling, from
-    curves [points, seeds, n] read at the log's steps and the log's values [n] (module docstring). Each point's
-    likelihood is profiled over the `ceilings` c (the log's reward = c × the level's; c < 1: a share 1 − c of the
-    real prompts is never solved, so it gives no advantage and only scales the reward); the last return is the
-    posterior over the ceilings, the joint tempered likelihood summed over the points. A diverged run's NaNs count
-    as reward 0."""
+    the level's curves read at the log's steps and the log's values (module docstring). Each point's likelihood is
+    profiled over the `ceilings` c (the log's reward = c × the level's; c < 1: a share 1 − c of the real prompts is
+    never solved, so it gives no advantage and only scales the reward). A diverged run's NaNs count as reward 0.
+
+    Args:
+        curves: the level's reward per grid point and seed at the log's n steps; float [points, seeds, n], seeds ≥ 2,
+            in [0, 1].
+        observed: the log's values at those steps (reward / `reward_scale`); float [n], in [0, 1].
+        observed_n: completions behind each logged value, the n of its sampling variance p(1 − p)/n; > 0.
+        ceilings: the ceilings c tried; each in (0, 1].
+
+    Returns:
+        (weights, φ, best ceilings, ceiling weights): the posterior over the grid points, float [points] summing to
+        1; the overdispersion φ = max(1, χ²_min/n) ≥ 1; each point's profiled best c, float [points]; and the
+        posterior over the ceilings (the joint tempered likelihood summed over the points), float [len(ceilings)]
+        summing to 1.
+    """
     curves = np.nan_to_num(np.asarray(curves, float), nan=0.0)
     seeds = curves.shape[1]
     c = np.asarray(ceilings, float)[:, None, None]  # [ceilings, points, n]
@@ -425,9 +523,23 @@ def grid_posterior(
 
 
 def cached_rewards(settings: list[dict], steps: int, seed: int) -> np.ndarray:
-    """The reward curves float[runs, steps] of `lm_simulate_each` over the configurations `settings` (`lm_config`'s
-    keyword arguments), kept in the SFT starts' cache folder (`models.lm.pretrain.cache_dir`) under a hash of the
-    settings, steps, seed and the level's source code: a second what-if on a log of the same shape skips the grid."""
+    """The reward curves of `lm_simulate_each` over the configurations `settings`, kept in the SFT starts' cache
+    folder (`models.lm.pretrain.cache_dir`) under a hash of the settings, steps, seed and the level's source code: a
+    second what-if on a log of the same shape skips the grid.
+
+    Args:
+        settings: one dict of `lm_config`'s keyword arguments per run; one static structure, at least one.
+        steps: GRPO steps per run; integer ≥ 1.
+        seed: the runs' seed (`lm_simulate_each`'s `key`); integer in [0, 2³² − 1].
+
+    Returns:
+        The level's rollout reward per run and GRPO step; float [len(settings), steps], in [0, 1], NaN where a run
+        diverged.
+
+    Raises:
+        PgrpoSimError: as `lm_config` and `lm_simulate_each` (an invalid setting, steps or seed; checked before any
+            run).
+    """
     spec = json.dumps(dict(settings=settings, steps=steps, seed=seed, code=_code()), sort_keys=True, default=str)
     path = cache_dir() / f"runs-{hashlib.sha256(spec.encode()).hexdigest()[:20]}.npy"
     try:
@@ -452,8 +564,20 @@ def _code() -> str:
 
 
 def check_lm_scenario(run: RunConfig, changes: Mapping[str, object], level: LMLevel | None = None) -> RunConfig:
-    """The run a scenario makes, if the level can run it (one-line `PgrpoSimError` otherwise: a key the level does
-    not take, a value `RunConfig` refuses, mini-batches that do not divide the level's batch)."""
+    """The run a scenario makes, if the level can run it.
+
+    Args:
+        run: the calibrated run's config.
+        changes: run-config key → its value in the scenario; keys from `LEVEL_KEYS`.
+        level: how the level is run; None: `LMLevel()`.
+
+    Returns:
+        `run` with `changes` applied.
+
+    Raises:
+        PgrpoSimError: one line: a key the level does not take, a value `RunConfig` refuses, or mini-batches that
+            do not divide the level's batch.
+    """
     unknown = sorted(set(changes) - set(LEVEL_KEYS))
     if unknown:
         raise PgrpoSimError(
@@ -469,11 +593,30 @@ def lm_scenario(
     cal: LMCalibration, changes: Mapping[str, object], *, steps: int, level: float = 0.8, seed: int = 0
 ) -> dict:
     """A scenario's runs on the calibrated level: `cal.level.draws` runs of `steps` GRPO steps, each at a level rate
-    drawn from the posterior × the scenario's rate / the run's, with its own seed. Returns its summary: `model`,
-    `collapse_probability` and its standard error, `verdict` ("collapses" when that share is ≥ ½, else the verdict of
-    the runs' mean curve), the mean final and peak reward, the mean final chance-corrected reward (`final_knowledge`:
-    what an LLM would log, its chance being 0; the log's units), and the band (mean and central `level` quantiles per
-    GRPO step)."""
+    drawn from the posterior × the scenario's rate / the run's, with its own seed. Rewards are in the log's units
+    (each run's level reward × its draw's ceiling c: the log's reward / `reward_scale`, in [0, 1]).
+
+    Args:
+        cal: the calibrated level.
+        changes: run-config key → its value in the scenario (keys from `LEVEL_KEYS`); {}: the calibrated run.
+        steps: GRPO steps per run; integer ≥ 1.
+        level: the band's central probability; in [0, 1].
+        seed: seed of the posterior draws and the runs; integer ≥ 0.
+
+    Returns:
+        The scenario's summary, JSON-ready: `model` ("lm"), `runs` (`cal.level.draws`), `collapse_probability` (the
+        share of runs whose verdict is "collapses" or "diverges", in [0, 1]) and `collapse_probability_stderr` (its
+        binomial standard error), `verdict` ("collapses" when that share is ≥ ½, else the verdict of the runs' mean
+        curve) and `verdicts` (per run), the mean final and peak reward (`final_reward`, `peak_reward`, the peak of
+        the smoothed mean curve), the mean final chance-corrected reward (`final_knowledge`: what an LLM would log,
+        its chance being 0), `final_entropy` and `final_mean_length` (the runs' means; None where every run's is
+        NaN), per run its draw (`level_learning_rates`, `start_formats`, `ceilings`), and the `band`: `level`,
+        `steps` (the GRPO steps 0 … steps − 1) and per step the runs' `mean` and central `level` quantiles
+        (`lower`, `upper`), lists of length `steps`.
+
+    Raises:
+        PgrpoSimError: a scenario the level cannot run (`check_lm_scenario`), or `steps` out of its range.
+    """
     run = check_lm_scenario(cal.run, changes, cal.level)
     formats, rates, ceilings = cal.draw(cal.level.draws, np.random.default_rng(seed))
     rates = rates * run.learning_rate / cal.run.learning_rate
@@ -547,7 +690,23 @@ def lm_what_if(
     progress: Callable[[str], object] | None = None,
 ) -> dict:
     """whatif.json's content on the level: the calibrated run itself (`baseline`) and one entry per scenario
-    (`lm_scenario`), each over `steps` GRPO steps."""
+    (`lm_scenario`), each over `steps` GRPO steps.
+
+    Args:
+        cal: the calibrated level.
+        scenarios: one mapping of run-config changes per scenario (keys from `LEVEL_KEYS`).
+        steps: GRPO steps per run; integer ≥ 1.
+        level: the bands' central probability; in [0, 1].
+        seed: seed of every scenario's posterior draws and runs (the same draws for each); integer ≥ 0.
+        progress: told each scenario as it starts (`base.progress`); None: silent.
+
+    Returns:
+        {"band": `level`, "model": "lm", "baseline": the calibrated run's `lm_scenario` summary, "scenarios": per
+        scenario its summary with its changes as `set`}; rewards in the log's units (reward / `reward_scale`).
+
+    Raises:
+        PgrpoSimError: as `lm_scenario`, for the first scenario the level cannot run (the runs before it are done).
+    """
     total = len(scenarios) + 1
     report(progress, f"the calibrated run on the level (1/{total}, {cal.level.draws} runs)")
     out = dict(band=level, model="lm", baseline=lm_scenario(cal, {}, steps=steps, level=level, seed=seed))
@@ -561,7 +720,17 @@ def lm_what_if(
 
 
 class LMBand(NamedTuple):
-    """A scenario's band in the log's steps, as the what-if and forecast figures draw one."""
+    """A scenario's band in the log's steps, as the what-if and forecast figures draw one.
+
+    Attributes:
+        steps: the logged step of each GRPO step's rollout (`LMCalibration.logged_step`); float [T].
+        mean: the runs' mean reward per step, in the log's units (reward / `reward_scale`); float [T].
+        lo: the runs' lower `level` quantile per step, same units; float [T].
+        hi: the runs' upper `level` quantile per step, same units; float [T].
+        level: the band's central probability; in [0, 1].
+        diverged: whether the band's calibrated run diverged (a figure then names it without a curve); always
+            False from `lm_band`: the level's diverged runs are NaNs, left out of the band's mean and quantiles.
+    """
 
     steps: np.ndarray
     mean: np.ndarray
@@ -572,7 +741,15 @@ class LMBand(NamedTuple):
 
 
 def lm_band(cal: LMCalibration, entry: Mapping) -> LMBand:
-    """The band of an `lm_scenario` entry, at the logged steps of its GRPO steps."""
+    """The band of an `lm_scenario` entry, at the logged steps of its GRPO steps.
+
+    Args:
+        cal: the calibration the entry was run on (its logged-step mapping).
+        entry: an `lm_scenario` summary (or a `lm_what_if` entry, or its JSON).
+
+    Returns:
+        The `LMBand`: T = the entry's GRPO steps, float [T] each, rewards in the log's units.
+    """
     band = entry["band"]
     steps = cal.logged_step(np.asarray(band["steps"]))
     return LMBand(steps, *(np.asarray(band[k], float) for k in ("mean", "lower", "upper")), band["level"], False)
@@ -580,8 +757,25 @@ def lm_band(cal: LMCalibration, entry: Mapping) -> LMBand:
 
 def lm_forecast(log: TrainingLog, cal: LMCalibration, *, until: float, level: float = 0.8, seed: int = 0) -> dict:
     """forecast.json's content on the level: the calibrated run's band to the logged step `until` and its score on
-    the log's rewards after the fit window (`heldout`: mean absolute error of the band's mean, and the share of
-    held-out rewards inside the band), None without held-out steps."""
+    the log's rewards after the fit window.
+
+    Args:
+        log: the training log `cal` was fitted on (its rewards after `cal.fit_until` are held out).
+        cal: the calibrated level.
+        until: the last logged step forecast; ≥ `cal.first_step`.
+        level: the band's central probability; in [0, 1].
+        seed: seed of the posterior draws and the runs; integer ≥ 0.
+
+    Returns:
+        {"model": "lm", "band": `level`, "until", "fit_until" (logged steps), "forecast": the calibrated run's
+        `lm_scenario` summary over `cal.grpo_steps(until)` GRPO steps, "heldout"}: `heldout` scores the band on
+        the log's rewards at the logged steps in (`fit_until`, `until`]: `n` (those steps), `mae` (mean absolute
+        error of the band's mean, in the log's units: reward / `reward_scale`) and `coverage` (the share of
+        held-out rewards inside the band, in [0, 1]); None without held-out steps.
+
+    Raises:
+        PgrpoSimError: as `lm_scenario`.
+    """
     entry = lm_scenario(cal, {}, steps=cal.grpo_steps(until), level=level, seed=seed)
     steps, values = log.series("reward")
     values = np.asarray(values, float) / cal.run.reward_scale

@@ -38,6 +38,10 @@ def test_settings_and_grids_are_parsed_by_kind():
             lm_sweep.parse_settings(bad)
     with pytest.raises(PgrpoSimError, match="needs a real setting"):
         lm_sweep.parse_lm_grid(["layers=log:1:4:3"])
+    with pytest.raises(PgrpoSimError, match="unknown language-model setting 'foo'"):  # was a KeyError
+        lm_sweep.parse_lm_grid(["foo=log:1:2:3"])
+    with pytest.raises(PgrpoSimError, match="needs an integer NUM, got '2.5'"):  # was named eval_every
+        lm_sweep.parse_lm_grid(["learning_rate=log:1e-4:1e-3:2.5"])
     with pytest.raises(PgrpoSimError, match="both set and a grid axis"):
         lm_sweep.grid_points(dict(beta=0.1), dict(beta=[0.0]))
     with pytest.raises(PgrpoSimError, match="epsilon must be >= 0"):
