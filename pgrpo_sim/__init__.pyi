@@ -92,17 +92,21 @@ from .logs.diagnostics import (
     Readout as Readout,
     diagnose as diagnose,
 )
+from .logs.law_regimes import (
+    fitted_regime as fitted_regime,
+)
 from .logs.laws import (
     KNOWN_LAWS as KNOWN_LAWS,
     LAWS as LAWS,
     LawFit as LawFit,
     fit_law as fit_law,
     fit_laws as fit_laws,
-    fitted_regime as fitted_regime,
     law_curve as law_curve,
     oscillator_curve as oscillator_curve,
     oscillator_stiffness as oscillator_stiffness,
     r_squared as r_squared,
+)
+from .logs.noise import (
     reward_stderr as reward_stderr,
 )
 from .logs.readers import (

@@ -16,12 +16,10 @@ from .analysis.lm_sweep import (
     run_lm_sweep as run_lm_sweep,
     summarize_lm_runs as summarize_lm_runs,
 )
-from .calibration.language_model import (
-    LEVEL_KEYS as LEVEL_KEYS,
+from .calibration.language_model import LMCalibration as LMCalibration, calibrate_lm as calibrate_lm
+from .calibration.lm_level import LEVEL_KEYS as LEVEL_KEYS, LMLevel as LMLevel
+from .calibration.lm_scenarios import (
     LMBand as LMBand,
-    LMCalibration as LMCalibration,
-    LMLevel as LMLevel,
-    calibrate_lm as calibrate_lm,
     lm_forecast as lm_forecast,
     lm_scenario as lm_scenario,
     lm_what_if as lm_what_if,

@@ -36,7 +36,7 @@ def answering_model(args: argparse.Namespace, scenarios: Sequence[Mapping] = (),
     from ..base.checks import check_range
     from ..base.errors import PgrpoSimError
     from ..calibration.inference import MIN_POINTS
-    from ..calibration.language_model import LM_KEYS
+    from ..calibration.lm_level import LM_KEYS
 
     model = args.model
     if model == "auto":
@@ -69,7 +69,7 @@ def _calibration_line(cal) -> str:
 def lm_what_if_command(args: argparse.Namespace, log, run, fit_until, scenarios, claim) -> None:
     """what-if answered by the language-model level; `claim(staged, outputs)` the folder to write in."""
     from ..calibration.forecast import check_scenario
-    from ..calibration.language_model import check_lm_scenario, lm_what_if
+    from ..calibration.lm_scenarios import check_lm_scenario, lm_what_if
     from ..reports.calibration_report import WHATIF_OUTPUTS
     from ..reports.lm_report import write_lm_whatif
 
@@ -97,7 +97,7 @@ def lm_what_if_command(args: argparse.Namespace, log, run, fit_until, scenarios,
 
 def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim, why: str | None = None) -> None:
     """forecast answered by the language-model level; `why`: the reason `--model auto` chose it, printed."""
-    from ..calibration.language_model import lm_forecast
+    from ..calibration.lm_scenarios import lm_forecast
     from ..reports.calibration_report import FORECAST_OUTPUTS
     from ..reports.lm_report import write_lm_forecast
 

@@ -2,21 +2,20 @@
 
 from .coupling import Coupling as Coupling, coupling_ratio as coupling_ratio
 from .diagnostics import Diagnosis as Diagnosis, Readout as Readout, diagnose as diagnose
+from .law_regimes import fitted_regime as fitted_regime
 from .laws import (
     KNOWN_LAWS as KNOWN_LAWS,
     LAWS as LAWS,
     LawFit as LawFit,
     fit_law as fit_law,
     fit_laws as fit_laws,
-    fitted_regime as fitted_regime,
     law_curve as law_curve,
     oscillator_curve as oscillator_curve,
     oscillator_stiffness as oscillator_stiffness,
     r_squared as r_squared,
-    reward_stderr as reward_stderr,
-    smooth as smooth,
 )
 from .least_squares import LeastSquares as LeastSquares, least_squares as least_squares
+from .noise import reward_stderr as reward_stderr, smooth as smooth
 from .readers import (
     CANONICAL as CANONICAL,
     FORMATS as FORMATS,

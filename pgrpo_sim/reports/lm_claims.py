@@ -225,7 +225,8 @@ def oscillator_claims(res: LMResolution, rates: list[dict], reward: np.ndarray, 
       best rate should not at a `SLOWER` times smaller one: holds when that setting's collapse share falls below ½;
     - not tested here (no runs for them): the fixed point under β (needs a β sweep) and the 1/G scaling of the
       stationary fluctuations (needs a G sweep and many more seeds than a collapse share does)."""
-    from ..logs.laws import fit_laws, read_regime, simpler_bics
+    from ..logs.law_regimes import read_regime, simpler_bics
+    from ..logs.laws import fit_laws
 
     fits = []
     for s, curves in zip(rates, reward):

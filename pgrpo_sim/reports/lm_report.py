@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.outputs import json_text
-from ..calibration.language_model import LMCalibration, lm_band
+from ..calibration.language_model import LMCalibration
+from ..calibration.lm_scenarios import lm_band
 from ..logs.readers import TrainingLog
 from ..viz.calibration_figures import plot_bands
 

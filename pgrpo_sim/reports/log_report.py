@@ -3,8 +3,8 @@
 `analyse_log` does the work (a `LogAnalysis`, with the JSON-ready summary); `write_report` also writes the
 files (what `pgrpo-sim fit` runs). Noise: when the log has `reward_std` and the number of rewards averaged per step
 (`n_samples`, from the log or given) the fits are weighted by the per-step standard error
-`laws.reward_stderr` and the reduced χ² uses it; otherwise the reduced χ² uses the short-lag residual
-variance (`laws.short_lag_variance`).
+`noise.reward_stderr` and the reduced χ² uses it; otherwise the reduced χ² uses the short-lag residual
+variance (`noise.short_lag_variance`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none, json_text
 from ..base.progress import Progress
-from ..logs import coupling as couplings, laws
+from ..logs import coupling as couplings, law_regimes, laws
 from ..logs.diagnostics import Diagnosis, diagnose
 from ..logs.readers import TrainingLog, check_log
 
@@ -45,8 +45,8 @@ def _reward_stderr(log: TrainingLog, metric: str, n_samples: float | None) -> tu
 
 def _summary(fits: dict[str, laws.LawFit], steps: np.ndarray, values: np.ndarray, sigma: np.ndarray | None) -> dict:
     osc = fits["oscillator"]
-    simpler = laws.simpler_bics(fits, steps, values, sigma=sigma)
-    regime, why = laws.read_regime(osc, steps=steps, simpler_bic=simpler)
+    simpler = law_regimes.simpler_bics(fits, steps, values, sigma=sigma)
+    regime, why = law_regimes.read_regime(osc, steps=steps, simpler_bic=simpler)
     zeta, z_err = finite_or_none(osc["zeta"]), finite_or_none(osc.stderr[1])
     finite = {law: f.bic for law, f in fits.items() if np.isfinite(f.bic)}
     out = dict(

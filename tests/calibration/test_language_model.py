@@ -8,10 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from pgrpo_sim.calibration import language_model as lmcal
+from pgrpo_sim.calibration import language_model as lmcal, lm_level as lmlevel, lm_scenarios as lmscen
 from pgrpo_sim.calibration.run_config import RunConfig
 from pgrpo_sim.cli import main
 from pgrpo_sim.logs.readers import TrainingLog
+from pgrpo_sim.models.lm import LMRun
 
 TINY_SIZES = dict(
     modulus=5, operands=2, max_completion_length=8, width=16, layers=1, heads=2, eval_size=16, eval_every=4
@@ -101,14 +102,14 @@ def test_logged_steps_map_to_grpo_steps_both_ways():
 def test_scenarios_the_level_cannot_run_are_refused_by_name():
     run = RunConfig(num_generations=8)
     with pytest.raises(ValueError, match="cannot change prompts_per_step"):
-        lmcal.check_lm_scenario(run, dict(prompts_per_step=64))
+        lmscen.check_lm_scenario(run, dict(prompts_per_step=64))
     with pytest.raises(ValueError, match="steps_per_generation"):
-        lmcal.check_lm_scenario(run, dict(steps_per_generation=3))  # 16 prompts × G 8 = 128 is not split in 3
-    assert lmcal.check_lm_scenario(run, dict(epsilon=None, num_iterations=4)).num_iterations == 4
+        lmscen.check_lm_scenario(run, dict(steps_per_generation=3))  # 16 prompts × G 8 = 128 is not split in 3
+    assert lmscen.check_lm_scenario(run, dict(epsilon=None, num_iterations=4)).num_iterations == 4
 
 
 def test_no_clip_losses_run_without_a_clip():
-    config = lmcal.level_config(
+    config = lmlevel.level_config(
         RunConfig(loss_type="reinforce_with_baseline", epsilon=None), 1e-3, 0.3, lmcal.LMLevel(), 10
     )
     assert math.isinf(float(config.epsilon)) and config.loss_type_name == "grpo"
@@ -155,7 +156,7 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
         sizes=dict(TINY_SIZES, modulus=7, operands=3),
     )  # the log is made at c = 1 (the ceiling's profile has its own test): the rate alone is recovered
     run = RunConfig(learning_rate=1e-5, num_generations=4, prompts_per_step=4, lr_scheduler_type="constant")
-    truth = lmcal.level_config(run, 3e-2, 0.3, level, 30)
+    truth = lmlevel.level_config(run, 3e-2, 0.3, level, 30)
     made = lmcal.lm_simulate_each([truth] * 4, 30, key=99)
     reward = np.asarray(made.readouts["reward"]).mean(0)
     log = TrainingLog(
@@ -165,7 +166,7 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
     cal = lmcal.calibrate_lm(log, run, level=level, seed=1)
     assert int(np.argmax(cal.rate_weights)) == 2
     assert cal.start_accuracy == pytest.approx(float(reward[0]))
-    result = lmcal.lm_what_if(cal, [dict(learning_rate=3e-4)], steps=30, seed=2)
+    result = lmscen.lm_what_if(cal, [dict(learning_rate=3e-4)], steps=30, seed=2)
     for entry in (result["baseline"], *result["scenarios"]):
         broke = [v in ("collapses", "diverges") for v in entry["verdicts"]]
         assert entry["collapse_probability"] == pytest.approx(np.mean(broke))
@@ -182,7 +183,7 @@ def test_grid_runs_are_cached_by_their_settings(tmp_path, monkeypatch):
 
     def simulate(configs, steps, key):
         calls.append(len(configs))
-        return lmcal.LMRun({"reward": fake}, None, None, None)
+        return LMRun({"reward": fake}, None, None, None)
 
     monkeypatch.setattr(lmcal, "lm_simulate_each", simulate)
     settings = [dict(learning_rate=1e-3, **TINY_SIZES), dict(learning_rate=2e-3, **TINY_SIZES)]

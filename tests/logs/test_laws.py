@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pgrpo_sim as ps
-from pgrpo_sim.logs import laws as fit
+from pgrpo_sim.logs import law_regimes, laws as fit
 from pgrpo_sim.logs.coupling import coupling_ratio
 from pgrpo_sim.logs.stiffness import stiffness_from_slope
 
@@ -81,8 +81,8 @@ def test_goodness_of_fit_separates_a_wrong_law_from_noise():
 
 
 def _regime(fits, steps, values, sigma=None):
-    simpler = fit.simpler_bics(fits, steps, values, sigma=sigma)
-    return fit.read_regime(fits["oscillator"], steps=steps, simpler_bic=simpler)
+    simpler = law_regimes.simpler_bics(fits, steps, values, sigma=sigma)
+    return law_regimes.read_regime(fits["oscillator"], steps=steps, simpler_bic=simpler)
 
 
 def test_a_straight_line_has_no_regime():
@@ -94,7 +94,10 @@ def test_a_straight_line_has_no_regime():
     assert zeta + 2 * err < 1  # what the ζ interval alone reads: underdamped
     reading = _regime(fits, T, y)
     assert reading.regime == "undetermined" and "straight line" in reading.reason, reading
-    assert fit.fitted_regime(fits["oscillator"], steps=T, simpler_bic=fit.simpler_bics(fits, T, y)) == "undetermined"
+    assert (
+        law_regimes.fitted_regime(fits["oscillator"], steps=T, simpler_bic=law_regimes.simpler_bics(fits, T, y))
+        == "undetermined"
+    )
 
 
 def test_a_resolved_damped_oscillation_stays_underdamped_and_an_unresolved_one_does_not():
@@ -112,7 +115,7 @@ def test_huge_values_are_refused_in_one_line():
     with pytest.raises(ValueError, match="within ±1e\\+150"):
         fit.fit_law("saturation", T, np.full(T.size, 1e300))
     with pytest.raises(ValueError, match="within ±1e\\+150"):
-        fit.line_bic(T, np.linspace(-1e160, 1e160, T.size))
+        law_regimes.line_bic(T, np.linspace(-1e160, 1e160, T.size))
 
 
 def test_cli_fit_refuses_huge_rewards_in_one_line(tmp_path, capsys):
@@ -281,7 +284,9 @@ def _oscillator_fit(zeta, zeta_err, e0=-0.5, e0_err=0.01):
 def test_fitted_regime_from_zeta_and_its_standard_error(zeta, err, regime):
     # the simpler descriptions' BIC far above the fit's (-1): only ζ and its error decide; period 72 of 99 steps
     worse = {"straight line": 100.0, "saturation law": 100.0}
-    assert fit.read_regime(_oscillator_fit(zeta, err), steps=np.arange(100.0), simpler_bic=worse).regime == regime
+    assert (
+        law_regimes.read_regime(_oscillator_fit(zeta, err), steps=np.arange(100.0), simpler_bic=worse).regime == regime
+    )
 
 
 def test_exact_fit_has_no_standard_errors_or_bic():

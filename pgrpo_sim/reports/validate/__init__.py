@@ -14,7 +14,7 @@ One module per claim (sections 1 and 10 share their runs, `group_size`; 8, 9 and
 (`sections`), the runner (`runner`: `validate`) and the report (`report`).
 """
 
-from ...logs.laws import BIC_DECISIVE as BIC_DECISIVE
+from ...logs.law_regimes import BIC_DECISIVE as BIC_DECISIVE
 from .common import (
     BASE as BASE,
     FULL as FULL,

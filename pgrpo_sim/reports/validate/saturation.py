@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...logs.laws import BIC_DECISIVE, fit_laws
+from ...logs.law_regimes import BIC_DECISIVE
+from ...logs.laws import fit_laws
 from ...models.bandit import simulate
 from ...models.config import bandit_config
 from ...prediction import predict

@@ -1,0 +1,141 @@
+"""The language-model level as a calibration runs it: `LMLevel` (its learning-rate grid, start formats, ceilings,
+seeds and sizes) and the run-config keys it takes from a real run (`LEVEL_KEYS`), mapped onto the level's
+`lm_config` settings (`level_settings`, `level_config`). `language_model` calibrates it on a log, `lm_scenarios`
+answers what-ifs and forecasts on it (docs/lm.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..base.checks import check_range
+from ..base.errors import PgrpoSimError
+from ..models.lm import LMConfig, lm_config
+from .run_config import NO_CLIP_LOSSES, RunConfig
+
+LM_KEYS = (
+    "learning_rate",
+    "num_iterations",
+    "steps_per_generation",
+    "epsilon",
+    "epsilon_high",
+    "beta",
+    "loss_type",
+    "num_generations",
+)
+"""Run-config keys whose change a what-if that chooses its level answers on the language-model level (the bandit
+cannot collapse)."""
+LEVEL_KEYS = (*LM_KEYS, "scale_rewards", "max_grad_norm", "lr_scheduler_type", "warmup_ratio", "max_steps")
+"""Run-config keys the level takes from the run; a scenario may change only these."""
+LOSS_AGGREGATION = {"grpo_clip": "grpo", "grpo_no_clip": "grpo", "reinforce_with_baseline": "grpo"}
+"""CS336 loss names → TRL's aggregation (per-sequence mean); their clip is the run config's (none for the no-clip
+losses). REINFORCE has no ratio: with one optimiser step per rollout the ratio is 1 and its gradient is the clipped
+surrogate's; with reuse the level's ratio stays (said in the notes)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LMLevel:
+    """How the level is run for a log.
+
+    Attributes:
+        prompts_per_step: the level's own prompts per GRPO step (the real run's is the run config's); integer ≥ 1.
+        lr_grid: the level learning rates tried (AdamW); at least two, each > 0.
+        start_formats: the starts' shares of well-formed demonstrations tried (those at least the start accuracy,
+            `formats`); each in (0, 1].
+        ceilings: the ceilings c tried, each grid point's likelihood profiled over them (the log's reward = c × the
+            level's); shares in (0, 1].
+        seeds: runs per grid point in the calibration; integer ≥ 2.
+        draws: runs per scenario (`lm_scenario`), one per posterior draw; integer ≥ 1.
+        sizes: further `lm_config` settings (task and model sizes, `sft_seed`).
+
+    Raises:
+        PgrpoSimError: `prompts_per_step`, `seeds` or `draws` out of its range, fewer than two or a non-positive
+            learning rate in `lr_grid`, or `start_formats` empty or holding a share outside (0, 1].
+    """
+
+    prompts_per_step: int = 16
+    lr_grid: tuple[float, ...] = tuple(float(x) for x in np.geomspace(3e-5, 1e-2, 6))
+    start_formats: tuple[float, ...] = (0.9, 0.3, 0.1)
+    ceilings: tuple[float, ...] = tuple(float(x) for x in np.linspace(0.3, 1.0, 15))
+    seeds: int = 3
+    draws: int = 8
+    sizes: Mapping[str, object] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        check_range("prompts_per_step", self.prompts_per_step, 1, integer=True)
+        check_range("seeds", self.seeds, 2, integer=True)
+        check_range("draws", self.draws, 1, integer=True)
+        if len(self.lr_grid) < 2 or any(not (x > 0) for x in self.lr_grid):
+            raise PgrpoSimError(f"lr_grid must hold at least two positive learning rates, got {self.lr_grid}")
+        if not self.start_formats or any(not (0 < f <= 1) for f in self.start_formats):
+            raise PgrpoSimError(f"start_formats must hold shares in (0, 1], got {self.start_formats}")
+
+    def formats(self, start_accuracy: float) -> tuple[float, ...]:
+        """The start formats a start of this accuracy can have (at least the accuracy; 1 when none is)."""
+        return tuple(f for f in self.start_formats if f >= start_accuracy) or (1.0,)
+
+
+def level_config(
+    run: RunConfig, level_lr: float, start_accuracy: float, level: LMLevel, steps: int, start_format: float = 0.9
+) -> LMConfig:
+    """The level's `LMConfig` for `run` at level learning rate `level_lr` from a start of `start_accuracy` and
+    `start_format`.
+
+    Args:
+        run: the real run's config; the level takes its `LEVEL_KEYS` settings except the learning rate (CS336 loss
+            names as `LOSS_AGGREGATION`, no clip for the no-clip losses).
+        level_lr: the level's peak AdamW learning rate; > 0.
+        start_accuracy: the SFT start's target accuracy; in (0, 0.95], ≤ `start_format`.
+        level: how the level is run: its prompts per GRPO step and `sizes`.
+        steps: GRPO steps the level will run: its warm-up is `run.warmup_ratio` of their optimiser steps
+            (`steps` × `run.steps_per_rollout`); integer ≥ 1.
+        start_format: the start's share of well-formed demonstrations; in (0, 1].
+
+    Returns:
+        The validated `LMConfig`.
+
+    Raises:
+        PgrpoSimError: a setting the level cannot take, e.g. mini-batches that do not divide its batch.
+    """
+    return lm_config(**level_settings(run, level_lr, start_accuracy, level, steps, start_format))
+
+
+def level_settings(
+    run: RunConfig, level_lr: float, start_accuracy: float, level: LMLevel, steps: int, start_format: float = 0.9
+) -> dict:
+    """`lm_config`'s keyword arguments of `level_config`, not yet validated.
+
+    Args:
+        run: the real run's config (as `level_config`).
+        level_lr: the level's peak AdamW learning rate.
+        start_accuracy: the SFT start's target accuracy.
+        level: how the level is run: its prompts per GRPO step and `sizes`.
+        steps: GRPO steps the level will run; the warm-up is `run.warmup_ratio` of their optimiser steps.
+        start_format: the start's share of well-formed demonstrations.
+
+    Returns:
+        Setting → value: `lm_config`'s keyword arguments (`warmup_steps` in optimiser steps), `level.sizes`
+        included.
+    """
+    no_clip = run.loss_type in NO_CLIP_LOSSES or run.epsilon is None
+    settings = dict(
+        learning_rate=level_lr,
+        num_generations=run.num_generations,
+        prompts_per_step=level.prompts_per_step,
+        num_iterations=run.num_iterations,
+        steps_per_generation=run.steps_per_generation,
+        loss_type=LOSS_AGGREGATION.get(run.loss_type, run.loss_type),
+        scale_rewards=run.scale_rewards,
+        epsilon=None if no_clip else run.epsilon,
+        epsilon_high=None if no_clip else run.epsilon_high,
+        beta=run.beta,
+        max_grad_norm=run.max_grad_norm,
+        lr_scheduler_type=run.lr_scheduler_type,
+        warmup_steps=int(round(run.warmup_ratio * steps * run.steps_per_rollout)),
+        start_accuracy=start_accuracy,
+        start_format=start_format,
+        **level.sizes,
+    )
+    return settings

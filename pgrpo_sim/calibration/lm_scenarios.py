@@ -1,0 +1,248 @@
+"""What-if scenarios and forecasts answered on the language-model level calibrated on a log
+(`language_model.calibrate_lm`): a scenario's runs draw (start format, level rate) pairs from the posterior, each with
+its own seed, and `collapse_probability` is the share of them whose verdict (`analysis.summaries.verdict`, per run) is
+"collapses" or "diverges", with its binomial standard error (docs/lm.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+from ..analysis.lm_sweep import running_mean, smoothing_window, summarize_lm_runs
+from ..analysis.summaries import verdict
+from ..base.errors import PgrpoSimError
+from ..base.progress import report
+from ..logs.readers import TrainingLog
+from ..models.lm import READOUTS, LMRun, lm_simulate_each
+from .language_model import LMCalibration
+from .lm_level import LEVEL_KEYS, LMLevel, level_config
+from .run_config import RunConfig
+
+
+def check_lm_scenario(run: RunConfig, changes: Mapping[str, object], level: LMLevel | None = None) -> RunConfig:
+    """The run a scenario makes, if the level can run it.
+
+    Args:
+        run: the calibrated run's config.
+        changes: run-config key → its value in the scenario; keys from `LEVEL_KEYS`.
+        level: how the level is run; None: `LMLevel()`.
+
+    Returns:
+        `run` with `changes` applied.
+
+    Raises:
+        PgrpoSimError: one line: a key the level does not take, a value `RunConfig` refuses, or mini-batches that
+            do not divide the level's batch.
+    """
+    unknown = sorted(set(changes) - set(LEVEL_KEYS))
+    if unknown:
+        raise PgrpoSimError(
+            f"the language-model level cannot change {unknown[0]} (it takes {', '.join(LEVEL_KEYS)}): use the "
+            "bandit level"
+        )
+    changed = run.replace(**changes)
+    level_config(changed, 1e-3, 0.5, LMLevel() if level is None else level, 1)
+    return changed
+
+
+def lm_scenario(
+    cal: LMCalibration, changes: Mapping[str, object], *, steps: int, level: float = 0.8, seed: int = 0
+) -> dict:
+    """A scenario's runs on the calibrated level: `cal.level.draws` runs of `steps` GRPO steps, each at a level rate
+    drawn from the posterior × the scenario's rate / the run's, with its own seed. Rewards are in the log's units
+    (each run's level reward × its draw's ceiling c: the log's reward / `reward_scale`, in [0, 1]).
+
+    Args:
+        cal: the calibrated level.
+        changes: run-config key → its value in the scenario (keys from `LEVEL_KEYS`); {}: the calibrated run.
+        steps: GRPO steps per run; integer ≥ 1.
+        level: the band's central probability; in [0, 1].
+        seed: seed of the posterior draws and the runs; integer ≥ 0.
+
+    Returns:
+        The scenario's summary, JSON-ready: `model` ("lm"), `runs` (`cal.level.draws`), `collapse_probability` (the
+        share of runs whose verdict is "collapses" or "diverges", in [0, 1]) and `collapse_probability_stderr` (its
+        binomial standard error), `verdict` ("collapses" when that share is ≥ ½, else the verdict of the runs' mean
+        curve) and `verdicts` (per run), the mean final and peak reward (`final_reward`, `peak_reward`, the peak of
+        the smoothed mean curve), the mean final chance-corrected reward (`final_knowledge`: what an LLM would log,
+        its chance being 0), `final_entropy` and `final_mean_length` (the runs' means; None where every run's is
+        NaN), per run its draw (`level_learning_rates`, `start_formats`, `ceilings`), and the `band`: `level`,
+        `steps` (the GRPO steps 0 … steps − 1) and per step the runs' `mean` and central `level` quantiles
+        (`lower`, `upper`), lists of length `steps`.
+
+    Raises:
+        PgrpoSimError: a scenario the level cannot run (`check_lm_scenario`), or `steps` out of its range.
+    """
+    run = check_lm_scenario(cal.run, changes, cal.level)
+    formats, rates, ceilings = cal.draw(cal.level.draws, np.random.default_rng(seed))
+    rates = rates * run.learning_rate / cal.run.learning_rate
+    result = _runs(run, cal, formats, rates, steps, seed)
+    scaled = dict(result.readouts, reward=np.asarray(result.readouts["reward"], float) * ceilings[:, None])
+    result = result._replace(readouts=scaled)  # in the log's units: c × the level's reward
+    first = level_config(run, float(rates[0]), cal.start_accuracy, cal.level, steps, float(formats[0]))
+    rows = summarize_lm_runs(result, first, formats)  # the draws share the task and batch of the first
+    broke = np.array([row["verdict"] in ("collapses", "diverges") for row in rows])
+    share = float(np.mean(broke))
+    reward = np.asarray(result.readouts["reward"], float)
+    mean = np.nanmean(reward, axis=0)
+    smooth = running_mean(mean, smoothing_window(steps))
+    tail = (1 - level) / 2
+    finals = np.array([row["final_reward"] for row in rows])
+    known = np.array([row["final_knowledge"] for row in rows]) * ceilings
+    return dict(
+        model="lm",
+        runs=len(rows),
+        collapse_probability=share,
+        collapse_probability_stderr=float(np.sqrt(share * (1 - share) / len(rows))),
+        verdict="collapses" if share >= 0.5 else verdict(smooth, False, collapse=False),
+        verdicts=[row["verdict"] for row in rows],
+        final_reward=None if np.all(np.isnan(finals)) else float(np.nanmean(finals)),
+        final_knowledge=None if np.all(np.isnan(known)) else float(np.nanmean(known)),
+        peak_reward=float(np.max(smooth)),
+        final_entropy=_nanmean([row["final_entropy"] for row in rows]),
+        final_mean_length=_nanmean([row["final_mean_length"] for row in rows]),
+        level_learning_rates=rates.tolist(),
+        start_formats=formats.tolist(),
+        ceilings=ceilings.tolist(),
+        band=dict(
+            level=level,
+            steps=list(range(steps)),
+            mean=mean.tolist(),
+            lower=np.nanquantile(reward, tail, axis=0).tolist(),
+            upper=np.nanquantile(reward, 1 - tail, axis=0).tolist(),
+        ),
+    )
+
+
+def _runs(run: RunConfig, cal: LMCalibration, formats, rates, steps: int, seed: int) -> LMRun:
+    """The runs of a scenario's draws, in draw order: one program per start format (a static setting)."""
+    readouts = {name: np.zeros((len(rates), steps), np.float32) for name in READOUTS}
+    diverged, diverged_step = np.zeros(len(rates), bool), np.zeros(len(rates), int)
+    for i, start_format in enumerate(np.unique(formats)):
+        which = np.flatnonzero(formats == start_format)
+        configs = [
+            level_config(run, float(rates[j]), cal.start_accuracy, cal.level, steps, float(start_format))
+            for j in which
+        ]  # fmt: skip
+        result = lm_simulate_each(configs, steps, key=seed + i)
+        for name in READOUTS:
+            readouts[name][which] = np.asarray(result.readouts[name])
+        diverged[which], diverged_step[which] = np.asarray(result.diverged), np.asarray(result.diverged_step)
+    return LMRun(readouts, None, diverged, diverged_step)
+
+
+def _nanmean(values) -> float | None:
+    values = np.asarray(values, float)
+    return None if np.all(np.isnan(values)) else float(np.nanmean(values))
+
+
+def lm_what_if(
+    cal: LMCalibration,
+    scenarios: list[Mapping[str, object]],
+    *,
+    steps: int,
+    level: float = 0.8,
+    seed: int = 0,
+    progress: Callable[[str], object] | None = None,
+) -> dict:
+    """whatif.json's content on the level: the calibrated run itself (`baseline`) and one entry per scenario
+    (`lm_scenario`), each over `steps` GRPO steps.
+
+    Args:
+        cal: the calibrated level.
+        scenarios: one mapping of run-config changes per scenario (keys from `LEVEL_KEYS`).
+        steps: GRPO steps per run; integer ≥ 1.
+        level: the bands' central probability; in [0, 1].
+        seed: seed of every scenario's posterior draws and runs (the same draws for each); integer ≥ 0.
+        progress: told each scenario as it starts (`base.progress`); None: silent.
+
+    Returns:
+        {"band": `level`, "model": "lm", "baseline": the calibrated run's `lm_scenario` summary, "scenarios": per
+        scenario its summary with its changes as `set`}; rewards in the log's units (reward / `reward_scale`).
+
+    Raises:
+        PgrpoSimError: as `lm_scenario`, for the first scenario the level cannot run (the runs before it are done).
+    """
+    total = len(scenarios) + 1
+    report(progress, f"the calibrated run on the level (1/{total}, {cal.level.draws} runs)")
+    out = dict(band=level, model="lm", baseline=lm_scenario(cal, {}, steps=steps, level=level, seed=seed))
+    entries = []
+    for i, changes in enumerate(scenarios):
+        label = ", ".join(f"{k}={v}" for k, v in changes.items())
+        report(progress, f"scenario {i + 1}, {label} ({i + 2}/{total}, {cal.level.draws} runs)")
+        entries.append(dict(set=dict(changes), **lm_scenario(cal, changes, steps=steps, level=level, seed=seed)))
+    out["scenarios"] = entries
+    return out
+
+
+class LMBand(NamedTuple):
+    """A scenario's band in the log's steps, as the what-if and forecast figures draw one.
+
+    Attributes:
+        steps: the logged step of each GRPO step's rollout (`LMCalibration.logged_step`); float [T].
+        mean: the runs' mean reward per step, in the log's units (reward / `reward_scale`); float [T].
+        lo: the runs' lower `level` quantile per step, same units; float [T].
+        hi: the runs' upper `level` quantile per step, same units; float [T].
+        level: the band's central probability; in [0, 1].
+        diverged: whether the band's calibrated run diverged (a figure then names it without a curve); always
+            False from `lm_band`: the level's diverged runs are NaNs, left out of the band's mean and quantiles.
+    """
+
+    steps: np.ndarray
+    mean: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    level: float
+    diverged: bool
+
+
+def lm_band(cal: LMCalibration, entry: Mapping) -> LMBand:
+    """The band of an `lm_scenario` entry, at the logged steps of its GRPO steps.
+
+    Args:
+        cal: the calibration the entry was run on (its logged-step mapping).
+        entry: an `lm_scenario` summary (or a `lm_what_if` entry, or its JSON).
+
+    Returns:
+        The `LMBand`: T = the entry's GRPO steps, float [T] each, rewards in the log's units.
+    """
+    band = entry["band"]
+    steps = cal.logged_step(np.asarray(band["steps"]))
+    return LMBand(steps, *(np.asarray(band[k], float) for k in ("mean", "lower", "upper")), band["level"], False)
+
+
+def lm_forecast(log: TrainingLog, cal: LMCalibration, *, until: float, level: float = 0.8, seed: int = 0) -> dict:
+    """forecast.json's content on the level: the calibrated run's band to the logged step `until` and its score on
+    the log's rewards after the fit window.
+
+    Args:
+        log: the training log `cal` was fitted on (its rewards after `cal.fit_until` are held out).
+        cal: the calibrated level.
+        until: the last logged step forecast; ≥ `cal.first_step`.
+        level: the band's central probability; in [0, 1].
+        seed: seed of the posterior draws and the runs; integer ≥ 0.
+
+    Returns:
+        {"model": "lm", "band": `level`, "until", "fit_until" (logged steps), "forecast": the calibrated run's
+        `lm_scenario` summary over `cal.grpo_steps(until)` GRPO steps, "heldout"}: `heldout` scores the band on
+        the log's rewards at the logged steps in (`fit_until`, `until`]: `n` (those steps), `mae` (mean absolute
+        error of the band's mean, in the log's units: reward / `reward_scale`) and `coverage` (the share of
+        held-out rewards inside the band, in [0, 1]); None without held-out steps.
+
+    Raises:
+        PgrpoSimError: as `lm_scenario`.
+    """
+    entry = lm_scenario(cal, {}, steps=cal.grpo_steps(until), level=level, seed=seed)
+    steps, values = log.series("reward")
+    values = np.asarray(values, float) / cal.run.reward_scale
+    held = (steps > cal.fit_until) & (steps <= until)
+    heldout = None
+    if np.any(held):
+        index = cal.grpo_index(steps[held])
+        mean, lo, hi = (np.asarray(entry["band"][k])[index] for k in ("mean", "lower", "upper"))
+        inside = (values[held] >= lo) & (values[held] <= hi)
+        mae = float(np.mean(np.abs(values[held] - mean)))
+        heldout = dict(n=int(held.sum()), mae=mae, coverage=float(inside.mean()))
+    return dict(model="lm", band=level, until=until, fit_until=cal.fit_until, forecast=entry, heldout=heldout)
