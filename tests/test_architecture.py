@@ -249,3 +249,12 @@ def test_the_root_names_are_the_groups_front_door():
             continue
         assert name in owner, f"ps.{name} is in no group"
         assert getattr(ps, name) is owner[name], name
+
+
+MAX_MODULE_LINES = 600
+"""Longest module of the package (issue #40): one that grows past it holds more than one job; split it by job."""
+
+
+def test_no_module_is_over_600_lines():
+    long = {name: n for name, path in MODULES.items() if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"

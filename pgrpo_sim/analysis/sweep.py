@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jax
@@ -27,7 +25,7 @@ import numpy as np
 
 from ..base.checks import check_choice, check_range, check_seed, check_seeds, check_steps
 from ..base.errors import PgrpoSimError
-from ..base.outputs import grid_columns, staged_outputs, write_csv, write_netcdf3
+from ..base.progress import progress_bar
 from ..base.runtime import RUN_BOUND_OPTIONS
 from ..base.sharding import shard_batch
 from ..models.bandit import check_mode, initial_state, make_optimizer, rewards_are_binary, rollout_count, run, step
@@ -46,6 +44,7 @@ from .sweep_grid import (
     grid_axes as grid_axes,
     parse_axis as parse_axis,
 )
+from .sweep_store import ChunkStore, load_sweep as load_sweep
 
 if TYPE_CHECKING:  # imported where a Dataset is made: it costs a command 0.3–0.4 s
     import xarray
@@ -266,13 +265,13 @@ def compute_sweep(
     steps, mode, seeds, seed, decimate = settings.steps, settings.mode, settings.seeds, settings.seed, settings.decimate
     spec, traced, static, configs = _plan(base, axes, settings)
     writer = out_dir is not None and jax.process_index() == 0  # in a multi-host run, process 0 writes
-    store = _ChunkStore(out_dir, spec, overwrite) if writer else None
+    store = ChunkStore(out_dir, spec, overwrite) if writer else None
     if traced:
         grid = np.stack(np.meshgrid(*[np.asarray(a.values) for a in traced], indexing="ij"), -1)
         grid = grid.reshape(-1, len(traced))
     n_traced = grid.shape[0] if traced else 1
     groups = []
-    bar = _progress(n_traced * len(configs), progress)
+    bar = progress_bar(n_traced * len(configs), progress)
     try:
         for g, config in enumerate(configs):
             if traced:
@@ -493,25 +492,6 @@ def _gather(x: jax.Array) -> np.ndarray:
     return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
 
-class _Quiet:
-    """The progress bar of a quiet sweep. Not a disabled tqdm bar: tqdm's first bar creates a multiprocessing lock,
-    which a worker process stopped by its parent (`validate`) would leave behind, with a warning at exit."""
-
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress(total: int, enabled: bool, desc: str = "sweep", unit: str = "cfg"):
-    if not enabled:
-        return _Quiet()
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit=unit, desc=desc, smoothing=0.1)
-
-
 def _assemble(groups: list[dict[str, np.ndarray]], traced: Sequence[Axis], static: Sequence[Axis], spec: SweepSpec):
     """Stack per-group results into a `SweepResult`, one array dimension per grid axis (static axes first)."""
     axes = grid_axes(list(static) + list(traced))
@@ -521,95 +501,3 @@ def _assemble(groups: list[dict[str, np.ndarray]], traced: Sequence[Axis], stati
         stacked = np.stack([g[field] for g in groups])
         fields[field] = stacked.reshape(shape + list(stacked.shape[2:]))
     return SweepResult(fields, axes, spec)
-
-
-class _ChunkStore:
-    """Finished chunks as `DIR/chunks/g<group>_<first index>.npz`, their sweep's spec in `DIR/chunks/sweep.json`;
-    the finished sweep's spec in `DIR/sweep.json`."""
-
-    def __init__(self, out_dir, spec: SweepSpec, overwrite: bool):
-        self.dir = Path(out_dir)
-        self.chunks = self.dir / "chunks"
-        manifest = self.chunks / "sweep.json"
-        try:
-            for previous in (self.dir / "sweep.json", manifest):  # a finished sweep, unfinished chunks
-                if previous.exists() and previous.read_text() != spec.to_json() and not overwrite:
-                    raise OtherSweepError(f"{self.dir} holds a different sweep; pass overwrite=True or another out_dir")
-            if not manifest.exists() or manifest.read_text() != spec.to_json():
-                if self.chunks.exists():  # a partial delete must fail loudly: leftovers would load as new chunks
-                    shutil.rmtree(self.chunks)
-            self.chunks.mkdir(parents=True, exist_ok=True)
-            _atomic_write(manifest, spec.to_json().encode())
-        except OSError as exc:
-            raise SweepError(f"cannot use output directory {self.dir}: {exc.strerror}") from None
-
-    def load(self, group: int):
-        """Yield (index, chunk) for every finished chunk of a static group."""
-        for path in sorted(self.chunks.glob(f"g{group}_*.npz")):
-            with np.load(path) as z:
-                yield z["index"], {k: z[k] for k in z.files if k != "index"}
-
-    def save(self, group: int, index: np.ndarray, chunk: dict) -> None:
-        path = self.chunks / f"g{group}_{int(index[0]):09d}.npz"
-        try:
-            with open(path.with_suffix(".tmp"), "wb") as fh:
-                np.savez(fh, index=index, **chunk)
-            os.replace(path.with_suffix(".tmp"), path)
-        except OSError as exc:
-            raise SweepError(
-                f"cannot write {path}: {exc.strerror}; the finished chunks in {self.chunks} are kept, rerun to resume"
-            ) from None
-
-    def finish(self, result: SweepResult, results_dir, progress: bool) -> None:
-        """Write `sweep.json`, `sweep.nc` (netCDF-3, as xarray's scipy engine writes `result.to_dataset()`) and
-        `summary.csv` (one row per grid point, trajectories left out) into `results_dir`; without one, into the
-        directory through `staged_outputs`, and then remove the chunks. With `progress`, a bar of the rows written
-        (the netCDF file's, then the CSV's)."""
-        if results_dir is None:
-            with staged_outputs() as staged:
-                self._write(result, staged.directory(self.dir, None), progress)
-            shutil.rmtree(self.chunks, ignore_errors=True)
-        else:
-            self._write(result, Path(results_dir), progress)
-
-    def _write(self, result: SweepResult, into: Path, progress: bool) -> None:
-        coords = result.coords()
-        summaries = {k: v for k, v in result.fields.items() if k != "trajectory"}
-        bar = _progress(2 * result.size, progress, desc="writing", unit="row")
-        try:
-            (into / "sweep.json").write_text(result.spec.to_json())
-            write_netcdf3(into / "sweep.nc", coords, result.variables(), result.attrs())
-            bar.update(result.size)
-            table = grid_columns({a.name: coords[a.name] for a in result.axes}, summaries)
-            write_csv(table, into / "summary.csv", progress=bar.update)
-        except OSError as exc:
-            raise SweepError(f"cannot write the dataset to {self.dir}: {exc.strerror}") from None
-        finally:
-            bar.close()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def load_sweep(out_dir: str | os.PathLike):
-    """The dataset a finished sweep saved in `out_dir` (`sweep.nc`).
-
-    Args:
-        out_dir: the finished sweep's folder (`compute_sweep`'s `out_dir`).
-
-    Returns:
-        The labelled `xarray.Dataset`, as `run_sweep` makes it, loaded into memory: one dimension per axis (static
-        axes first), "step" (optimiser steps) with trajectories; the spec and spacings as JSON attributes.
-
-    Raises:
-        SweepError: `out_dir` holds no `sweep.nc` (no sweep, or one not finished).
-    """
-    import xarray as xr
-
-    path = Path(out_dir) / "sweep.nc"
-    if not path.is_file():
-        raise SweepError(f"no finished sweep in {out_dir}: {path.name} is missing (a sweep writes it when it ends)")
-    return xr.load_dataset(path, engine="scipy")

@@ -32,3 +32,25 @@ def report(progress: Progress | None, stage: str) -> None:
     """Tell `progress`, if any, that `stage` starts."""
     if progress is not None:
         progress(stage)
+
+
+class QuietBar:
+    """The progress bar of a quiet run: does nothing. Not a disabled tqdm bar: tqdm's first bar creates a
+    multiprocessing lock, which a worker process stopped by its parent (`validate`) would leave behind, with a warning
+    at exit."""
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def progress_bar(total: int, enabled: bool, desc: str = "sweep", unit: str = "cfg"):
+    """A tqdm bar of `total` units on stderr, or a `QuietBar` when not `enabled`; both have `update(n)` and
+    `close()`."""
+    if not enabled:
+        return QuietBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, desc=desc, smoothing=0.1)

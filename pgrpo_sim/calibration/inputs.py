@@ -17,8 +17,15 @@ import numpy as np
 
 from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
-from ..logs.readers import TrainingLog
-from .run_config import RunConfig, RunConfigFile, kl_warning, load_run_config, log_settings, resolve_run_config
+from ..logs.readers import TrainingLog, check_log
+from .run_config import (
+    RunConfig,
+    RunConfigFile,
+    check_run_config,
+    load_run_config,
+    log_settings,
+    resolve_run_config,
+)
 from .success import success_rate_log
 
 
@@ -80,3 +87,31 @@ def fit_window_end(log: TrainingLog, fit_until: float | None = None, fit_fractio
     if fit_until is not None:
         check_range("fit-until", fit_until, float(steps[0]), float(steps[-1]))
     return fit_until
+
+
+def kl_warning(run: RunConfig, log) -> str:
+    """A warning (text starting "warning:") when `log` records a non-zero KL to the reference while `run` has β = 0,
+    so the calibration has no KL penalty the run may have had; "" otherwise. (TRL logs `kl` only when β ≠ 0.)
+
+    Args:
+        run: the run's configuration (`RunConfig`).
+        log: the training log (`TrainingLog`).
+
+    Returns:
+        The warning, one sentence, or "".
+
+    Raises:
+        PgrpoSimError: `run` or `log` has the wrong type.
+    """
+    check_run_config(run)
+    check_log(log)
+    if run.beta != 0 or "kl" not in log:
+        return ""
+    kl = log.series("kl")[1]
+    if not np.any(kl != 0):
+        return ""
+    return (
+        f"warning: the log records a non-zero KL (median {np.median(np.abs(kl)):.3g}) but β = 0 "
+        f"({run.sources.get('beta', 'given')}): calibrated without a KL penalty; if the run had one, pass its beta "
+        "in run_config=FILE"
+    )

@@ -16,8 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..base.checks import FLOAT32_MAX, MAX_STEPS, check_choice, check_range
 from ..base.errors import PgrpoSimError
 from ..logs.readers import check_log, constant_learning_rate
@@ -80,8 +78,6 @@ class RunConfig:
     dataset_size: int | None = None
     sources: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
     notes: tuple[str, ...] = dataclasses.field(default=(), compare=False)
-    """What a report should say about the configuration: keys of its file that were not used or were derived,
-    settings the log contradicts (`with_notes`)."""
 
     def __post_init__(self):
         check_range("learning_rate", self.learning_rate, 0.0, FLOAT32_MAX, low_open=True)
@@ -540,34 +536,6 @@ def log_settings(log) -> dict[str, Any]:
         settings.setdefault("learning_rate", lr)
         settings.setdefault("lr_scheduler_type", "constant")
     return settings
-
-
-def kl_warning(run: RunConfig, log) -> str:
-    """A warning (text starting "warning:") when `log` records a non-zero KL to the reference while `run` has β = 0,
-    so the calibration has no KL penalty the run may have had; "" otherwise. (TRL logs `kl` only when β ≠ 0.)
-
-    Args:
-        run: the run's configuration (`RunConfig`).
-        log: the training log (`TrainingLog`).
-
-    Returns:
-        The warning, one sentence, or "".
-
-    Raises:
-        PgrpoSimError: `run` or `log` has the wrong type.
-    """
-    check_run_config(run)
-    check_log(log)
-    if run.beta != 0 or "kl" not in log:
-        return ""
-    kl = log.series("kl")[1]
-    if not np.any(kl != 0):
-        return ""
-    return (
-        f"warning: the log records a non-zero KL (median {np.median(np.abs(kl)):.3g}) but β = 0 "
-        f"({run.sources.get('beta', 'given')}): calibrated without a KL penalty; if the run had one, pass its beta "
-        "in run_config=FILE"
-    )
 
 
 def resolve_run_config(given: Mapping[str, Any] | None = None, settings: Mapping[str, Any] | None = None) -> RunConfig:

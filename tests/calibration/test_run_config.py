@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from pgrpo_sim.base.errors import PgrpoSimError
+from pgrpo_sim.calibration.inputs import kl_warning
 from pgrpo_sim.calibration.run_config import (
     KEYS,
     RunConfig,
-    kl_warning,
     load_run_config,
     log_settings,
     parse_scenario,
