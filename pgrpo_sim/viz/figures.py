@@ -14,7 +14,17 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F
 
 def reward_curve_figure(steps, mean, std, *, title: str = ""):
     """Reward curve (mean ± one std band across seeds) against optimiser step; the band is drawn inside [0, 1],
-    where a success probability lives."""
+    where a success probability lives.
+
+    Args:
+        steps: optimiser steps, (T,).
+        mean: mean reward at each step, (T,); a success probability in [0, 1].
+        std: its spread across seeds, (T,); 0 everywhere draws no band.
+        title: the axes' title.
+
+    Returns:
+        The matplotlib `Figure` (the caller saves and closes it).
+    """
     steps, mean, std = (np.asarray(a, float) for a in (steps, mean, std))
     fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
     ax.plot(steps, mean, color=PALETTE[0], lw=1.5, label="mean reward p")
@@ -30,7 +40,15 @@ def reward_curve_figure(steps, mean, std, *, title: str = ""):
 
 
 def plot_reward_curve(steps, mean, std, path: str, *, title: str = "") -> None:
-    """`reward_curve_figure`, saved to `path` (its suffix picks the format)."""
+    """`reward_curve_figure`, saved to `path` (its suffix picks the format).
+
+    Args:
+        steps: optimiser steps, (T,).
+        mean: mean reward at each step, (T,).
+        std: its spread across seeds, (T,).
+        path: the image file (.png, .pdf or .svg).
+        title: the axes' title.
+    """
     fig = reward_curve_figure(steps, mean, std, title=title)
     try:
         fig.savefig(path, dpi=120)
@@ -39,7 +57,16 @@ def plot_reward_curve(steps, mean, std, path: str, *, title: str = "") -> None:
 
 
 def plot_ensemble(ts, mean, std, paths, closed_form, path: str) -> None:
-    """Reduced-SDE ensemble: mean ± std band, a few sample paths and the deterministic closed form."""
+    """Reduced-SDE ensemble: mean ± std band, a few sample paths and the deterministic closed form.
+
+    Args:
+        ts: times, optimiser steps, (T,).
+        mean: ensemble mean of the deviation e = p − p*, (T,).
+        std: its standard deviation across paths, (T,).
+        paths: sample paths to draw, (K, T) (K may be 0).
+        closed_form: the noise-free closed-form e(t), (T,).
+        path: the image file (its suffix picks the format).
+    """
     fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
     for i, sample in enumerate(paths):
         ax.plot(ts, sample, color=PALETTE[5], lw=0.6, alpha=0.7, label="sample paths" if i == 0 else None)
@@ -66,7 +93,17 @@ def plot_phase_diagram(
     Boundaries: continuous ζ = 1 and C = 0; exact discrete spectral radius = 1 and onset of complex roots.
     `boundaries` (`analysis.phase_boundaries(dataset, x, y)`, or None) gives the first three as exactly traced
     curves; without it (and always for the complex-root onset) they are contours of the per-cell predictions
-    (`analysis.predict_grid`)."""
+    (`analysis.predict_grid`).
+
+    Args:
+        dataset: a finished 2-D sweep (`run_sweep`, `load_sweep`), axes `x` and `y` among its dimensions.
+        prediction: its per-cell `PhasePrediction` (`predict_grid`).
+        x: the horizontal axis's name (a grid axis of the sweep).
+        y: the vertical axis's name.
+        path_stem: the files' path without suffix: writes `<path_stem>.png` and `<path_stem>.pdf`.
+        boundaries: `phase_boundaries(dataset, x, y)`'s traced curves, or None for contours of the predictions.
+        title: the figure's title.
+    """
     import json
 
     from matplotlib.colors import ListedColormap
@@ -120,7 +157,16 @@ def _axis_label(name: str) -> str:
 
 
 def validation_figure(name: str, out_dir, *data) -> str:
-    """Draw one validation section's figure into `out_dir/<name>.png`; returns the file name."""
+    """Draw one validation section's figure into `out_dir/<name>.png`.
+
+    Args:
+        name: the section's figure, a key of `VALIDATION_FIGURES`.
+        out_dir: the report's folder.
+        *data: the numbers the section computed, as its figure function takes them.
+
+    Returns:
+        The file name, `<name>.png`.
+    """
     fig = make_validation_figure(name, *data)
     try:
         fig.savefig(f"{out_dir}/{name}.png", dpi=110)
@@ -130,7 +176,15 @@ def validation_figure(name: str, out_dir, *data) -> str:
 
 
 def make_validation_figure(name: str, *data):
-    """The figure of one validation section (`VALIDATION_FIGURES`), from the numbers the section computed."""
+    """The figure of one validation section, from the numbers the section computed.
+
+    Args:
+        name: a key of `VALIDATION_FIGURES`.
+        *data: the section's numbers, as its figure function takes them.
+
+    Returns:
+        The matplotlib `Figure`.
+    """
     return VALIDATION_FIGURES[name](*data)
 
 
@@ -379,8 +433,12 @@ VALIDATION_FIGURES = {
 
 
 def plot_convergence(result, path: str) -> None:
-    """Objective value per iteration for every restart of a `SearchResult`, and the best penalised loss so far;
-    saved to `path`."""
+    """Objective value per iteration for every restart of a `SearchResult`, and the best penalised loss so far.
+
+    Args:
+        result: a `search` result (its `history`, per iteration × restart).
+        path: the image file (its suffix picks the format).
+    """
     loss, objective = result.history["loss"], result.history["objective"]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.6, 3.8), layout="constrained")
     steps = np.arange(1, loss.shape[0] + 1)

@@ -13,7 +13,15 @@ from .figures import PALETTE
 
 
 def plot_fits(steps, values, fits: dict[str, LawFit], path: str | Path, *, ylabel: str = "reward") -> None:
-    """Data (points and their centred moving average), each fitted law, and the smoothed residuals."""
+    """Data (points and their centred moving average), each fitted law, and the smoothed residuals.
+
+    Args:
+        steps: the logged steps, (T,).
+        values: the metric at those steps, (T,), in the log's units.
+        fits: law → its `LawFit` (`fit_laws`), at least one.
+        path: the image file (its suffix picks the format).
+        ylabel: the metric's name on the vertical axis.
+    """
     steps, values = np.asarray(steps, float), np.asarray(values, float)
     window = next(iter(fits.values())).smooth_window
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.0, 6.0), sharex=True, height_ratios=(2, 1), layout="constrained")
@@ -45,7 +53,12 @@ _YLABELS = {
 
 
 def plot_diagnostics(diagnosis: Diagnosis, path: str | Path) -> None:
-    """One panel per read-out: its series, its threshold (dashed) and the step where the flag fires."""
+    """One panel per read-out: its series, its threshold (dashed) and the step where the flag fires.
+
+    Args:
+        diagnosis: a `Diagnosis` (`diagnose`) with its four read-outs.
+        path: the image file (its suffix picks the format).
+    """
     fig, axes = plt.subplots(2, 2, figsize=(9.0, 6.0), layout="constrained")
     for ax, r, colour in zip(axes.ravel(), diagnosis.readouts, PALETTE):
         ax.set_title(f"{r.name}: {'FIRES' if r.flag else 'no flag'}", fontsize=10)
