@@ -127,6 +127,106 @@ def _finite(tree) -> Array:
     return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(tree)]))
 
 
+_draw = jax.vmap(sample, in_axes=(None, 0, 0, None, None))
+"""`sample` for a batch of prompts, one key each."""
+_logps = jax.vmap(completion_logps, in_axes=(None, 0, 0, None))
+"""`completion_logps` for a batch of (prompt, completion) pairs."""
+
+
+def _eval_accuracy(config: LMConfig, params: Policy, held_out: tuple[Array, Array], key: Array) -> Array:
+    """Greedy (temperature 0) accuracy of `params` on the task's held-out prompts (`eval_prompts`)."""
+    prompts, answers = held_out
+    greedy, _ = _draw(params, prompts, jax.random.split(key, prompts.shape[0]), 0.0, config.task.max_response_len)
+    return jnp.mean(task_reward(config.task, greedy, answers))
+
+
+def _rollout(config: LMConfig, hyper: LMConfig, params: Policy, start: Policy, key: Array) -> tuple[dict, dict]:
+    """One generation batch, as TRL makes it: `prompts_per_step` prompts, G completions each (consecutive), their
+    rewards and group advantages, π_old's and the reference's log-probabilities where the loss needs them, shuffled
+    and split into `steps_per_generation` mini-batches. Returns (the batch, arrays with a leading mini-batch axis; the
+    rollout's read-outs: reward, reward_std, frac_reward_zero_std, format_ok, completions/…)."""
+    spec, g, p, n, s = (
+        config.task, config.num_generations, config.prompts_per_step, config.generation_batch,
+        config.steps_per_generation,
+    )  # fmt: skip
+    prompt_key, sample_key, shuffle_key = jax.random.split(key, 3)
+    prompts, answers = task_prompts(spec, prompt_key, p)
+    prompts, answers = jnp.repeat(prompts, g, axis=0), jnp.repeat(answers, g)
+    completions, _ = _draw(params, prompts, jax.random.split(sample_key, n), hyper.temperature, spec.max_response_len)
+    lengths = response_mask(spec, completions)
+    truncated = ~jnp.any(completions == EOS, axis=-1)
+    mask = lengths * ~truncated[:, None] if config.mask_truncated_completions else lengths
+    rewards = task_reward(spec, completions, answers)
+    groups = rewards.reshape(p, g)
+    advantages = group_advantages(groups, hyper.advantage, eps=ADVANTAGE_EPS).ravel()
+    batch = dict(prompts=prompts, completions=completions, mask=mask, advantages=advantages)
+    if config.steps_per_rollout > 1:
+        batch["old"] = _logps(params, prompts, completions, hyper.temperature)[0]
+    if config.kl_reference:
+        batch["ref"] = _logps(start, prompts, completions, hyper.temperature)[0]
+    order = jax.random.permutation(shuffle_key, n)
+    batch = jax.tree.map(lambda x: x[order].reshape(s, n // s, *x.shape[1:]), batch)
+    reward_std, zero_std = reward_spread(groups, hyper.advantage)
+    readouts = {
+        "reward": jnp.mean(rewards),
+        "reward_std": reward_std,
+        "frac_reward_zero_std": zero_std,
+        "format_ok": jnp.mean(format_ok(spec, completions).astype(jnp.float32)),
+        "completions/mean_length": jnp.mean(jnp.sum(lengths, -1)),
+        "completions/clipped_ratio": jnp.mean(truncated.astype(jnp.float32)),
+    }
+    return batch, readouts
+
+
+def _update(config: LMConfig, hyper: LMConfig, optimizer, params: Policy, opt_state, batch: dict):
+    """`num_iterations` passes over the batch's mini-batches, one optimiser step each (`grpo_loss`). Returns the new
+    parameters and optimiser state, the loss-side read-outs (means over the steps) and whether every loss was
+    finite."""
+    s = config.steps_per_generation
+    items = jnp.sum(batch["mask"])
+
+    def optimiser_step(state, i):
+        params, opt_state = state
+        mini = jax.tree.map(lambda x: x[i % s], batch)
+
+        def loss(params):
+            logp, entropy = _logps(params, mini["prompts"], mini["completions"], hyper.temperature)
+            return grpo_loss(
+                logp,
+                mini.get("old", jax.lax.stop_gradient(logp)),
+                mini["advantages"],
+                mini["mask"],
+                loss_type=hyper.loss_type,
+                epsilon=hyper.epsilon,
+                epsilon_high=hyper.epsilon_high,
+                delta=hyper.delta,
+                beta=hyper.beta,
+                ref_logp=mini.get("ref"),
+                entropy=entropy,
+                num_items_in_batch=items,
+                steps_per_generation=s,
+                importance_sampling_level=config.importance_sampling_level,
+            )
+
+        (value, stats), grads = jax.value_and_grad(loss, has_aux=True)(params)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), (value, stats, optax.tree.norm(grads))
+
+    (params, opt_state), (values, stats, grad_norms) = jax.lax.scan(
+        optimiser_step, (params, opt_state), jnp.arange(config.num_iterations * s)
+    )
+    readouts = {
+        "entropy": jnp.mean(stats.entropy),
+        "clip_ratio/low_mean": jnp.mean(stats.clip_low),
+        "clip_ratio/high_mean": jnp.mean(stats.clip_high),
+        "clip_ratio/region_mean": jnp.mean(stats.clip_region),
+        "kl": jnp.mean(stats.kl),
+        "loss": jnp.mean(values),
+        "grad_norm": jnp.mean(grad_norms),
+    }
+    return params, opt_state, readouts, jnp.all(jnp.isfinite(values))
+
+
 def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
     """`run(hyper, key) -> LMRun`: `steps` GRPO steps from the start policy, pure and jit/vmap-able. `hyper` is an
     `LMConfig` with `config`'s static structure (its traced hyperparameters may be vmapped); `start` the initial
@@ -154,10 +254,7 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
             config.task, config.policy, config.start_accuracy, config.sft_seed, config.start_format
         )
     structure = jax.tree.structure(config)
-    spec, g, p = config.task, config.num_generations, config.prompts_per_step
-    n, s, iterations = config.generation_batch, config.steps_per_generation, config.num_iterations
-    length = spec.max_response_len
-    held_out, held_out_answers = eval_prompts(spec)
+    held_out = eval_prompts(config.task)
 
     def run(hyper: LMConfig, key) -> LMRun:
         key = as_key(key)
@@ -166,91 +263,26 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
         # the policy is float32 (also under x64): so are its hyperparameters, or optax's state would change dtype
         hyper = jax.tree.map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) else x, hyper)
         optimizer = make_optimizer(hyper, steps * config.steps_per_rollout)
-        draw = jax.vmap(sample, in_axes=(None, 0, 0, None, None))
-        logps = jax.vmap(completion_logps, in_axes=(None, 0, 0, None))
-
-        def evaluate(params):
-            greedy, _ = draw(params, held_out, jax.random.split(eval_key, held_out.shape[0]), 0.0, length)
-            return jnp.mean(task_reward(spec, greedy, held_out_answers))
+        eval_key, key = jax.random.split(key)
 
         def grpo_step(carry, xs):
             params, opt_state, diverged, diverged_step = carry
             index, step_key = xs
             eval_accuracy = jax.lax.cond(
-                index % config.eval_every == 0, evaluate, lambda _: jnp.asarray(jnp.nan, jnp.float32), params
+                index % config.eval_every == 0,
+                lambda params: _eval_accuracy(config, params, held_out, eval_key),
+                lambda _: jnp.asarray(jnp.nan, jnp.float32),
+                params,
             )
-            prompt_key, sample_key, shuffle_key = jax.random.split(step_key, 3)
-            prompts, answers = task_prompts(spec, prompt_key, p)
-            prompts, answers = jnp.repeat(prompts, g, axis=0), jnp.repeat(answers, g)
-            completions, _ = draw(params, prompts, jax.random.split(sample_key, n), hyper.temperature, length)
-            lengths = response_mask(spec, completions)
-            truncated = ~jnp.any(completions == EOS, axis=-1)
-            mask = lengths * ~truncated[:, None] if config.mask_truncated_completions else lengths
-            rewards = task_reward(spec, completions, answers)
-            groups = rewards.reshape(p, g)
-            advantages = group_advantages(groups, hyper.advantage, eps=ADVANTAGE_EPS).ravel()
-            batch = dict(prompts=prompts, completions=completions, mask=mask, advantages=advantages)
-            if config.steps_per_rollout > 1:
-                batch["old"] = logps(params, prompts, completions, hyper.temperature)[0]
-            if config.kl_reference:
-                batch["ref"] = logps(start, prompts, completions, hyper.temperature)[0]
-            order = jax.random.permutation(shuffle_key, n)
-            batch = jax.tree.map(lambda x: x[order].reshape(s, n // s, *x.shape[1:]), batch)
-            items = jnp.sum(mask)
-
-            def optimiser_step(state, i):
-                params, opt_state = state
-                mini = jax.tree.map(lambda x: x[i % s], batch)
-
-                def loss(params):
-                    logp, entropy = logps(params, mini["prompts"], mini["completions"], hyper.temperature)
-                    return grpo_loss(
-                        logp,
-                        mini.get("old", jax.lax.stop_gradient(logp)),
-                        mini["advantages"],
-                        mini["mask"],
-                        loss_type=hyper.loss_type,
-                        epsilon=hyper.epsilon,
-                        epsilon_high=hyper.epsilon_high,
-                        delta=hyper.delta,
-                        beta=hyper.beta,
-                        ref_logp=mini.get("ref"),
-                        entropy=entropy,
-                        num_items_in_batch=items,
-                        steps_per_generation=s,
-                        importance_sampling_level=config.importance_sampling_level,
-                    )
-
-                (value, stats), grads = jax.value_and_grad(loss, has_aux=True)(params)
-                updates, opt_state = optimizer.update(grads, opt_state, params)
-                return (optax.apply_updates(params, updates), opt_state), (value, stats, optax.tree.norm(grads))
-
-            (new_params, new_opt_state), (values, stats, grad_norms) = jax.lax.scan(
-                optimiser_step, (params, opt_state), jnp.arange(iterations * s)
+            batch, rollout_readouts = _rollout(config, hyper, params, start, step_key)
+            new_params, new_opt_state, loss_readouts, finite = _update(
+                config, hyper, optimizer, params, opt_state, batch
             )
-            blown = ~(_finite(new_params) & jnp.all(jnp.isfinite(values)))
-            reward_std, zero_std = reward_spread(groups, hyper.advantage)
-            readouts = {
-                "reward": jnp.mean(rewards),
-                "reward_std": reward_std,
-                "frac_reward_zero_std": zero_std,
-                "format_ok": jnp.mean(format_ok(spec, completions).astype(jnp.float32)),
-                "entropy": jnp.mean(stats.entropy),
-                "completions/mean_length": jnp.mean(jnp.sum(lengths, -1)),
-                "completions/clipped_ratio": jnp.mean(truncated.astype(jnp.float32)),
-                "clip_ratio/low_mean": jnp.mean(stats.clip_low),
-                "clip_ratio/high_mean": jnp.mean(stats.clip_high),
-                "clip_ratio/region_mean": jnp.mean(stats.clip_region),
-                "kl": jnp.mean(stats.kl),
-                "loss": jnp.mean(values),
-                "grad_norm": jnp.mean(grad_norms),
-                "eval_accuracy": eval_accuracy,
-            }
-            readouts = {
-                name: jnp.where(diverged, jnp.nan, value.astype(jnp.float32)) for name, value in readouts.items()
-            }
+            blown = ~(_finite(new_params) & finite)
+            readouts = {**rollout_readouts, **loss_readouts, "eval_accuracy": eval_accuracy}
+            readouts = {name: jnp.where(diverged, jnp.nan, readouts[name].astype(jnp.float32)) for name in READOUTS}
             now_diverged = diverged | blown
-            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(now_diverged, b, a), new, old)
+            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(now_diverged, b, a), new, old)  # noqa: E731
             carry = (
                 keep(new_params, params),
                 keep(new_opt_state, opt_state),
@@ -260,7 +292,6 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
             return carry, readouts
 
         init = (start, optimizer.init(start), jnp.asarray(False), jnp.asarray(-1, jnp.int32))
-        eval_key, key = jax.random.split(key)
         xs = (jnp.arange(steps, dtype=jnp.int32), jax.random.split(key, steps))
         (params, _, diverged, diverged_step), readouts = jax.lax.scan(grpo_step, init, xs)
         return LMRun(readouts, params, diverged, diverged_step)
