@@ -107,38 +107,61 @@ def lm_collapse(res: LMResolution, seed: int, plot: Callable | None) -> dict:
         shutil.rmtree(chunks, ignore_errors=True)
 
 
-def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: dict) -> dict:
-    lr_rows, lr_curves = run_lm_sweep(dict(res.settings), dict(learning_rate=list(res.learning_rates)), **common)
-    rates = [summarize_setting(lr_rows, learning_rate=lr) for lr in res.learning_rates]
+def _rate_claim(res: LMResolution, common: dict) -> dict:
+    """(a) a learning rate a few times the best collapses: the rates' summaries, the best, the lowest collapsing rate
+    and its ratio to the best, and whether the claim holds (the best is interior, the highest rate collapses and the
+    lowest is significantly worse than the best)."""
+    rows, curves = run_lm_sweep(dict(res.settings), dict(learning_rate=list(res.learning_rates)), **common)
+    rates = [summarize_setting(rows, learning_rate=lr) for lr in res.learning_rates]
     best = max(rates, key=lambda s: s["final"])
-    collapsing = [s for s in rates if s["collapses"]]
-    lowest_collapse = min((s["learning_rate"] for s in collapsing), default=None)
-    ratio = lowest_collapse / best["learning_rate"] if lowest_collapse else None
+    lowest = min((s["learning_rate"] for s in rates if s["collapses"]), default=None)
     interior = rates[0] is not best and rates[-1] is not best
-    a_holds = bool(interior and rates[-1]["collapses"] and significantly_worse(rates[0], best))
+    holds = bool(interior and rates[-1]["collapses"] and significantly_worse(rates[0], best))
+    ratio = lowest / best["learning_rate"] if lowest else None
+    return dict(rates=rates, best=best, lowest=lowest, ratio=ratio, holds=holds, reward=curves["reward"])
 
+
+def _reuse_claim(res: LMResolution, best: dict, common: dict) -> dict:
+    """(b) reusing a rollout for more optimiser steps degrades and then collapses a run at the best rate: the
+    settings' summaries, the first steps per rollout that degrade and that collapse, whether the claim holds."""
     base = dict(res.settings, learning_rate=best["learning_rate"], epsilon=0.2)
-    reuse_points = [dict(num_iterations=e, steps_per_generation=m) for e, m in res.reuse]
-    reuse_rows = _run_points(base, reuse_points, common)
-    reuse = [summarize_setting(reuse_rows, **point) for point in reuse_points]
+    points = [dict(num_iterations=e, steps_per_generation=m) for e, m in res.reuse]
+    rows = _run_points(base, points, common)
+    reuse = [summarize_setting(rows, **point) for point in points]
     first = reuse[0]
     degrades = next((e * m for (e, m), s in zip(res.reuse, reuse) if significantly_worse(s, first)), None)
     collapse_at = next((e * m for (e, m), s in zip(res.reuse, reuse) if s["collapses"]), None)
-    b_holds = bool(not first["collapses"] and reuse[-1]["collapses"])
+    holds = bool(not first["collapses"] and reuse[-1]["collapses"])
+    return dict(reuse=reuse, degrades=degrades, collapse_at=collapse_at, holds=holds)
 
-    clip_rows, _ = run_lm_sweep(
+
+def _clip_claim(res: LMResolution, best: dict, common: dict) -> tuple[dict, bool]:
+    """(c) without the clip a reused rollout collapses where it does not with ε = 0.2: (epochs, ε) → summary, and
+    whether the claim holds at some number of epochs."""
+    rows, _ = run_lm_sweep(
         dict(res.settings, learning_rate=best["learning_rate"]),
         dict(num_iterations=list(res.clip_epochs), epsilon=[0.2, None]),
         **common,
     )
     clip = {
-        (e, eps): summarize_setting(clip_rows, num_iterations=e, epsilon=eps)
-        for e in res.clip_epochs
-        for eps in (0.2, None)
+        (e, eps): summarize_setting(rows, num_iterations=e, epsilon=eps) for e in res.clip_epochs for eps in (0.2, None)
     }
-    c_holds = any(clip[e, None]["collapses"] and not clip[e, 0.2]["collapses"] for e in res.clip_epochs)
+    return clip, any(clip[e, None]["collapses"] and not clip[e, 0.2]["collapses"] for e in res.clip_epochs)
 
-    oscillator = oscillator_claims(res, rates, lr_curves["reward"], reuse, common)
+
+def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: dict) -> dict:
+    rate = _rate_claim(res, common)
+    rates, best, ratio, lowest_collapse, a_holds = (
+        rate["rates"],
+        rate["best"],
+        rate["ratio"],
+        rate["lowest"],
+        rate["holds"],
+    )
+    reused = _reuse_claim(res, best, common)
+    reuse, degrades, collapse_at, b_holds = reused["reuse"], reused["degrades"], reused["collapse_at"], reused["holds"]
+    clip, c_holds = _clip_claim(res, best, common)
+    oscillator = oscillator_claims(res, rates, rate["reward"], reuse, common)
 
     settings = [*rates, *reuse, *clip.values(), *oscillator["reuse_slower"]]
     edge = [s for s in settings if 0 < s["collapse_share"] < 1]
@@ -210,9 +233,9 @@ def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: di
 ZETA_Z = 2.0
 """ζ at the slowest learning rate exceeds ζ at the fastest by more than ZETA_Z combined standard errors."""
 SLOWER = 4.0
+"""The K_ref check reruns the collapsing reuse at the best learning rate / SLOWER."""
 MIN_FIT_STEPS = 20
 """Fewest GRPO steps for the oscillator fits (five parameters)."""
-"""The K_ref check reruns the collapsing reuse at the best learning rate / SLOWER."""
 
 
 def oscillator_claims(res: LMResolution, rates: list[dict], reward: np.ndarray, reuse: list[dict], common: dict):
