@@ -153,7 +153,8 @@ class GoodnessOfFit:
     q = (1 − level)/2. A side counts only the `n_below` (`n_above`) rewards where that edge of the band is off the
     reward's range (`Calibration.reward_bounds`: [0, reward_scale], or [a, a + b]): at the bound nothing can lie
     beyond it (a reward of 0 is common); a side with none is not checked (its share NaN). A calibrated run
-    that `diverged` fails.
+    that `diverged` fails, and so does a band left undefined at some of the window's rewards (fewer than two of its
+    posterior draws stay finite there): nothing is compared there, which must not pass for a fit.
 
     Attributes:
         n: logged rewards in the fit window.
@@ -163,6 +164,7 @@ class GoodnessOfFit:
         above: share of the counted rewards above the band; in [0, 1], NaN when none is counted.
         n_above: rewards counted for `above` (where the band's upper edge is below the reward's upper bound).
         diverged: whether the calibrated (MAP) run diverged in the window.
+        n_undefined: rewards of the window where the band's edges are undefined (NaN) though the MAP run is finite.
     """
 
     n: int
@@ -172,6 +174,7 @@ class GoodnessOfFit:
     above: float
     n_above: int
     diverged: bool
+    n_undefined: int = 0
 
     @property
     def expected(self) -> float:
@@ -194,12 +197,18 @@ class GoodnessOfFit:
     def passed(self) -> bool:
         """Whether the run did not diverge and each counted side's share is within its tolerance of `expected`."""
         sides = ((self.below, self.n_below), (self.above, self.n_above))
-        return not self.diverged and all(not n or abs(share - self.expected) <= self.tolerance(n) for share, n in sides)
+        within = all(not n or abs(share - self.expected) <= self.tolerance(n) for share, n in sides)
+        return not self.diverged and not self.n_undefined and within
 
     def describe(self) -> str:
         """One clause: what was compared, the numbers and the verdict."""
         if self.diverged:
             return f"misses its fit window: the calibrated run diverges there ({self.n} logged rewards)"
+        if self.n_undefined:
+            return (
+                f"misses its fit window: its band is undefined at {self.n_undefined} of {self.n} logged rewards (fewer "
+                "than two of its posterior draws stay finite there)"
+            )
 
         clauses = []
         for share, n, word in ((self.below, self.n_below, "below"), (self.above, self.n_above, "above")):
@@ -229,6 +238,7 @@ class GoodnessOfFit:
             rule=f"each share within {GOF_Z:g} binomial standard errors √(q(1 − q)/n) of q = (1 − band)/2, counted "
             "where the band's edge is off the reward's bounds",
             diverged=self.diverged,
+            n_undefined=self.n_undefined,
             passed=self.passed,
         )
 
@@ -266,10 +276,11 @@ def goodness_of_fit(
     if band.diverged:
         return GoodnessOfFit(n, band.level, math.nan, 0, math.nan, 0, True)
     bottom, top = calibration.reward_bounds
+    undefined = int(np.sum(~(np.isfinite(lo) & np.isfinite(hi))))
     open_lo, open_hi = lo > bottom, hi < top  # an edge at a bound has nothing beyond
     share = lambda beyond, where: float(np.mean(beyond[where])) if where.any() else math.nan  # noqa: E731
     below, above = share(y < lo, open_lo), share(y > hi, open_hi)
-    return GoodnessOfFit(n, band.level, below, int(open_lo.sum()), above, int(open_hi.sum()), False)
+    return GoodnessOfFit(n, band.level, below, int(open_lo.sum()), above, int(open_hi.sum()), False, undefined)
 
 
 def band_dict(band: Band) -> dict:

@@ -176,6 +176,10 @@ def test_goodness_of_fit_passes_a_band_that_describes_its_window_and_fails_one_t
     nan = np.full(steps.size, np.nan)
     diverged = forecast_module.goodness_of_fit(log, cal, _window_band(nan, 0.1, steps, diverged=True))
     assert not diverged.passed and "diverges" in diverged.describe()
+    # the MAP run finite but too few draws finite: the band's edges are NaN and nothing can be compared: it fails
+    undefined = forecast_module.goodness_of_fit(log, cal, Band(steps, mean, nan, nan, 0.8, False, 0.99))
+    assert not undefined.passed and undefined.n_undefined == 200 and "undefined at 200 of 200" in undefined.describe()
+    assert undefined.as_dict()["n_undefined"] == 200
 
 
 def test_goodness_of_fit_counts_a_side_only_where_the_band_edge_is_off_the_reward_bound():
