@@ -45,6 +45,10 @@ class Axis:
     spacing: str
     spec: str
 
+    def __post_init__(self):
+        if self.name not in TRACED_AXES + STATIC_AXES:  # a sweep would drop it, while its spec recorded it
+            raise SweepError(f"unknown axis {self.name!r} (sweepable: {', '.join(TRACED_AXES + STATIC_AXES)})")
+
     @property
     def size(self) -> int:
         return len(self.values)
