@@ -105,6 +105,13 @@ def _bad_calls():
         ("regime tol", lambda: ps.regime(0.1, 0.0, 0.0, 1.0, tol=-1), "tol"),
         ("ts decreasing", lambda: ps.solve_deterministic([2.0, 1.0], 0.1, 0.0, 0.1, 0.0, 1.0, 0.2), "non-decreasing"),
         ("euler tolerance", lambda: ps.euler_step_limit(0.1, 0.0, 1.0, 0.2, 100.0, tolerance=-1), "tolerance"),
+        (
+            "predict no correct arm",
+            lambda: ps.predict(ps.bandit_config(rewards=[0.0, 0.0, 0.0])),
+            "correct and incorrect",
+        ),
+        ("eta_scale all correct", lambda: ps.eta_scale(ps.bandit_config(rewards=[1.0, 1.0])), "got 2 correct of 2"),
+        ("continuous_lag model", lambda: ps.continuous_lag(2.0, "sometimes"), "lag_model must be one of"),
         # settings the theory does not describe
         (
             "predict a schedule",

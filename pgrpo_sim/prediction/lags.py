@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ..base.checks import check_choice
+from ..base.checks import check_choice, check_range
 from ..models.config import LAG_MODELS
 
 
@@ -22,7 +22,11 @@ def continuous_lag(lag, lag_model: str) -> Array:
 
     Returns:
         τ (optimiser steps, >= 0 for lags >= 0), float, of the shape of `lag`.
+
+    Raises:
+        PgrpoSimError: if `lag_model` is unknown.
     """
+    check_choice("lag_model", lag_model, LAG_MODELS)
     lag = jnp.asarray(lag, jnp.result_type(lag, float))
     staleness = (jnp.maximum(lag, 1) - 1) / 2
     return {"none": 0 * lag, "stale": lag, "refresh": staleness, "refresh_fresh": staleness}[lag_model]
@@ -52,12 +56,17 @@ def discrete_lag(lag, lag_model: str) -> tuple[int, str]:
     refresh models (rollout reuse and fresh samples) share the frozen-force map, their common linearisation.
 
     Args:
-        lag: the configuration's lag (optimiser steps); a concrete integer scalar >= 0 (not checked here).
+        lag: the configuration's lag (optimiser steps); a concrete integer scalar >= 0.
         lag_model: one of `LAG_MODELS`.
 
     Returns:
         (lag, model) for `linear`: a Python int and "stale" or "refresh".
+
+    Raises:
+        PgrpoSimError: if `lag_model` is unknown or `lag` is not a whole number >= 0.
     """
+    check_choice("lag_model", lag_model, LAG_MODELS)
+    check_range("lag", lag, 0, integer=True)
     if lag_model == "none":
         return 0, "stale"
     return int(np.asarray(lag)), "stale" if lag_model == "stale" else "refresh"

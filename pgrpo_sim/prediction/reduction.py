@@ -47,6 +47,11 @@ def _classes(config: BanditConfig) -> tuple[np.ndarray, int, int]:
     if not np.all((rewards == 0) | (rewards == 1)):
         raise PgrpoSimError("prediction needs binary (0/1) rewards")
     correct = rewards[0] == 1
+    if not 0 < correct.sum() < correct.size:
+        raise PgrpoSimError(
+            f"prediction needs correct and incorrect arms (1 <= correct arms <= N − 1), got {int(correct.sum())} "
+            f"correct of {correct.size}: without both the reward is constant and there is no dynamics to predict"
+        )
     return correct, correct.size, int(correct.sum())
 
 
