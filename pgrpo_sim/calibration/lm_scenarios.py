@@ -12,6 +12,7 @@ import numpy as np
 
 from ..analysis.lm_sweep import running_mean, smoothing_window, summarize_lm_runs
 from ..analysis.summaries import verdict
+from ..base.checks import check_range, check_seed, check_steps
 from ..base.errors import PgrpoSimError
 from ..base.progress import report
 from ..logs.readers import TrainingLog
@@ -58,7 +59,7 @@ def lm_scenario(
         cal: the calibrated level.
         changes: run-config key → its value in the scenario (keys from `LEVEL_KEYS`); {}: the calibrated run.
         steps: GRPO steps per run; integer ≥ 1.
-        level: the band's central probability; in [0, 1].
+        level: the band's central probability; in (0, 1).
         seed: seed of the posterior draws and the runs; integer ≥ 0.
 
     Returns:
@@ -73,8 +74,10 @@ def lm_scenario(
         (`lower`, `upper`), lists of length `steps`.
 
     Raises:
-        PgrpoSimError: a scenario the level cannot run (`check_lm_scenario`), or `steps` out of its range.
+        PgrpoSimError: a scenario the level cannot run (`check_lm_scenario`), or `steps`, `level` or `seed` out of
+            its range.
     """
+    _check_band(steps, level, seed)
     run = check_lm_scenario(cal.run, changes, cal.level)
     formats, rates, ceilings = cal.draw(cal.level.draws, np.random.default_rng(seed))
     rates = rates * run.learning_rate / cal.run.learning_rate
@@ -133,6 +136,13 @@ def _runs(run: RunConfig, cal: LMCalibration, formats, rates, steps: int, seed: 
     return LMRun(readouts, None, diverged, diverged_step)
 
 
+def _check_band(steps: int, level: float, seed: int) -> None:
+    """A scenario's run length, band and seed, checked before any run."""
+    check_steps(steps)
+    check_range("level", level, 0.0, 1.0, low_open=True, high_open=True)
+    check_seed(seed)
+
+
 def _nanmean(values) -> float | None:
     values = np.asarray(values, float)
     return None if np.all(np.isnan(values)) else float(np.nanmean(values))
@@ -154,7 +164,7 @@ def lm_what_if(
         cal: the calibrated level.
         scenarios: one mapping of run-config changes per scenario (keys from `LEVEL_KEYS`).
         steps: GRPO steps per run; integer ≥ 1.
-        level: the bands' central probability; in [0, 1].
+        level: the bands' central probability; in (0, 1).
         seed: seed of every scenario's posterior draws and runs (the same draws for each); integer ≥ 0.
         progress: told each scenario as it starts (`base.progress`); None: silent.
 
@@ -163,8 +173,11 @@ def lm_what_if(
         scenario its summary with its changes as `set`}; rewards in the log's units (reward / `reward_scale`).
 
     Raises:
-        PgrpoSimError: as `lm_scenario`, for the first scenario the level cannot run (the runs before it are done).
+        PgrpoSimError: as `lm_scenario`, before any run: every scenario is checked first.
     """
+    _check_band(steps, level, seed)
+    for changes in scenarios:
+        check_lm_scenario(cal.run, changes, cal.level)
     total = len(scenarios) + 1
     report(progress, f"the calibrated run on the level (1/{total}, {cal.level.draws} runs)")
     out = dict(band=level, model="lm", baseline=lm_scenario(cal, {}, steps=steps, level=level, seed=seed))
@@ -185,9 +198,9 @@ class LMBand(NamedTuple):
         mean: the runs' mean reward per step, in the log's units (reward / `reward_scale`); float [T].
         lo: the runs' lower `level` quantile per step, same units; float [T].
         hi: the runs' upper `level` quantile per step, same units; float [T].
-        level: the band's central probability; in [0, 1].
-        diverged: whether the band's calibrated run diverged (a figure then names it without a curve); always
-            False from `lm_band`: the level's diverged runs are NaNs, left out of the band's mean and quantiles.
+        level: the band's central probability; in (0, 1).
+        diverged: whether every run of the band diverged (a figure then names it without a curve); the level's
+            diverged runs are NaNs, left out of the band's mean and quantiles.
     """
 
     steps: np.ndarray
@@ -210,7 +223,10 @@ def lm_band(cal: LMCalibration, entry: Mapping) -> LMBand:
     """
     band = entry["band"]
     steps = cal.logged_step(np.asarray(band["steps"]))
-    return LMBand(steps, *(np.asarray(band[k], float) for k in ("mean", "lower", "upper")), band["level"], False)
+    every_run_diverged = all(v == "diverges" for v in entry["verdicts"])  # a band of NaN: drawn as "diverged"
+    return LMBand(
+        steps, *(np.asarray(band[k], float) for k in ("mean", "lower", "upper")), band["level"], every_run_diverged
+    )
 
 
 def lm_forecast(log: TrainingLog, cal: LMCalibration, *, until: float, level: float = 0.8, seed: int = 0) -> dict:
@@ -221,7 +237,7 @@ def lm_forecast(log: TrainingLog, cal: LMCalibration, *, until: float, level: fl
         log: the training log `cal` was fitted on (its rewards after `cal.fit_until` are held out).
         cal: the calibrated level.
         until: the last logged step forecast; ≥ `cal.first_step`.
-        level: the band's central probability; in [0, 1].
+        level: the band's central probability; in (0, 1).
         seed: seed of the posterior draws and the runs; integer ≥ 0.
 
     Returns:
@@ -232,8 +248,9 @@ def lm_forecast(log: TrainingLog, cal: LMCalibration, *, until: float, level: fl
         held-out rewards inside the band, in [0, 1]); None without held-out steps.
 
     Raises:
-        PgrpoSimError: as `lm_scenario`.
+        PgrpoSimError: as `lm_scenario`, or `until` before the log's first step.
     """
+    check_range("until", until, cal.first_step)
     entry = lm_scenario(cal, {}, steps=cal.grpo_steps(until), level=level, seed=seed)
     steps, values = log.series("reward")
     values = np.asarray(values, float) / cal.run.reward_scale

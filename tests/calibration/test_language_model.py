@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from pgrpo_sim.base.errors import PgrpoSimError
 from pgrpo_sim.calibration import language_model as lmcal, lm_level as lmlevel, lm_scenarios as lmscen
 from pgrpo_sim.calibration.run_config import RunConfig
 from pgrpo_sim.cli import main
@@ -260,3 +261,31 @@ def test_a_forecast_window_too_short_for_the_bandit_goes_to_the_level(tmp_path, 
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and message in err, err
     assert not (tmp_path / "o").exists()
+
+
+def test_scenario_arguments_are_checked_before_any_run():
+    """level, seed and steps are refused in one line before the level runs (they failed in NumPy after the runs), and
+    every scenario of a what-if before its baseline runs."""
+    for call, words in [
+        (lambda: lmscen.lm_scenario(None, {}, steps=10, level=1.5), "level must be in"),
+        (lambda: lmscen.lm_scenario(None, {}, steps=10, seed=-1), "seed must be"),
+        (lambda: lmscen.lm_what_if(None, [{}], steps=0), "steps must be"),
+    ]:
+        with pytest.raises(PgrpoSimError, match=words):
+            call()
+
+    class Calibrated:  # what lm_what_if reads before it runs anything
+        run, level = RunConfig(), lmcal.LMLevel()
+
+    with pytest.raises(PgrpoSimError, match="cannot change max_grad_norms"):
+        lmscen.lm_what_if(Calibrated(), [dict(learning_rate=1e-5), dict(max_grad_norms=1.0)], steps=10)
+
+
+def test_a_band_whose_runs_all_diverged_is_marked_diverged():
+    class Calibrated:
+        def logged_step(self, steps):
+            return steps
+
+    band = dict(steps=[0, 1], mean=[np.nan] * 2, lower=[np.nan] * 2, upper=[np.nan] * 2, level=0.8)
+    assert lmscen.lm_band(Calibrated(), dict(band=band, verdicts=["diverges", "diverges"])).diverged
+    assert not lmscen.lm_band(Calibrated(), dict(band=band, verdicts=["diverges", "learns"])).diverged
