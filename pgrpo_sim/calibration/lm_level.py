@@ -71,6 +71,8 @@ class LMLevel:
             raise PgrpoSimError(f"lr_grid must hold at least two positive learning rates, got {self.lr_grid}")
         if not self.start_formats or any(not (0 < f <= 1) for f in self.start_formats):
             raise PgrpoSimError(f"start_formats must hold shares in (0, 1], got {self.start_formats}")
+        if not self.ceilings or any(not (0 < c <= 1) for c in self.ceilings):
+            raise PgrpoSimError(f"ceilings must hold shares in (0, 1], got {self.ceilings}")
 
     def formats(self, start_accuracy: float) -> tuple[float, ...]:
         """The start formats a start of this accuracy can have (at least the accuracy; 1 when none is)."""

@@ -289,3 +289,17 @@ def test_a_band_whose_runs_all_diverged_is_marked_diverged():
     band = dict(steps=[0, 1], mean=[np.nan] * 2, lower=[np.nan] * 2, upper=[np.nan] * 2, level=0.8)
     assert lmscen.lm_band(Calibrated(), dict(band=band, verdicts=["diverges", "diverges"])).diverged
     assert not lmscen.lm_band(Calibrated(), dict(band=band, verdicts=["diverges", "learns"])).diverged
+
+
+@pytest.mark.parametrize(
+    "settings, words",
+    [
+        (dict(lr_grid=(1e-3,)), "lr_grid must hold at least two"),
+        (dict(start_formats=(1.5,)), "start_formats must hold shares"),
+        (dict(ceilings=()), "ceilings must hold shares"),
+        (dict(ceilings=(0.5, 1.2)), "ceilings must hold shares"),
+    ],
+)
+def test_a_level_refuses_grids_it_cannot_run(settings, words):
+    with pytest.raises(PgrpoSimError, match=words):
+        lmcal.LMLevel(**settings)
