@@ -202,6 +202,25 @@ def test_traced_hyperparameters_out_of_range_make_the_run_diverge():
     assert bool(built.diverged) and int(built.diverged_step) == 0
 
 
+def test_traced_step_counts_and_codes_out_of_range_make_the_run_diverge():
+    """The integer leaves too: a reference sync every 0 steps (n % 0), an advantage code past `ADVANTAGES`, a negative
+    warm-up or a decay before the warm-up ends ran to their end with numbers; they are marked invalid as
+    `bandit_config` would refuse them, and a run from them is diverged at step 0."""
+    config = ps.bandit_config(beta=0.1, ref_sync_steps=4, lr_schedule="linear", warmup_steps=2, decay_steps=20)
+    assert bool(ps.bandit.valid_hyperparameters(config))
+    for name, value in [
+        ("ref_sync_steps", 0),
+        ("advantage", len(ps.ADVANTAGES)),
+        ("warmup_steps", -1),
+        ("decay_steps", 0),
+        ("warmup_steps", 21),
+    ]:
+        unchecked = eqx.tree_at(lambda c, name=name: getattr(c, name), config, jnp.int32(value))
+        assert not bool(ps.bandit.valid_hyperparameters(unchecked)), name
+        run = jax.jit(ps.bandit.run, static_argnums=(2, 3))(unchecked, jax.random.key(0), 6, "expected")
+        assert bool(run.diverged) and int(run.diverged_step) == 0, name
+
+
 def test_shape_checks_read_lists_of_tracers():
     """The shape checks do not read values: a list holding a tracer (here under jit) is checked by its shape and
     computed as eagerly."""

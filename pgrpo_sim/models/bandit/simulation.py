@@ -19,6 +19,7 @@ from jax import Array
 from ...base.autodiff import scan
 from ...base.checks import as_key, check_choice, check_seeds, check_steps, in_range, nan_unless
 from ..config import LEAF_RANGES, BanditConfig
+from ..grpo import ADVANTAGES
 from ..readouts import STEP_READOUTS, attributes
 from .common import check_mode
 from .enumeration import rewards_are_binary, rollout_outcomes
@@ -64,7 +65,8 @@ def valid_hyperparameters(config: BanditConfig) -> Array:
 
     Args:
         config: the configuration (`BanditConfig`), concrete or traced: its lag (against the lag model, `max_lag`
-            and `minibatches`) and the leaves of `LEAF_RANGES` (those not None).
+            and `minibatches`), the leaves of `LEAF_RANGES` (those not None), the advantage code, and the step
+            counts `ref_sync_steps`, `warmup_steps` and `decay_steps`.
 
     Returns:
         A bool array, 0-d for one configuration (the broadcast shape of the leaves if they carry axes): True where
@@ -73,9 +75,17 @@ def valid_hyperparameters(config: BanditConfig) -> Array:
     ok = in_range(config.lag, 0, config.max_lag if config.lag_model == "stale" else None)
     if config.lag_model == "refresh":  # whole epochs of mini-batches
         ok &= config.lag % config.minibatches == 0
+    if config.lag_model == "none":
+        ok &= config.lag == 0
     for name, interval in LEAF_RANGES.items():
         if getattr(config, name) is not None:
             ok &= interval.holds(getattr(config, name))
+    ok &= in_range(config.advantage, 0, len(ADVANTAGES) - 1) & in_range(config.warmup_steps, 0)
+    for name in ("ref_sync_steps", "decay_steps"):  # a step count (0 would divide by zero)
+        if getattr(config, name) is not None:
+            ok &= in_range(getattr(config, name), 1)
+    if config.decay_steps is not None and config.lr_schedule in ("linear", "cosine"):
+        ok &= config.warmup_steps <= config.decay_steps
     return ok
 
 
