@@ -9,6 +9,7 @@ from typing import NamedTuple
 import numpy as np
 from jax.typing import ArrayLike
 
+from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
 from .laws import LawFit, check_curve
 
@@ -34,10 +35,12 @@ def line_bic(steps: ArrayLike, values: ArrayLike, *, sigma: ArrayLike | None = N
         The BIC (float, dimensionless); NaN for an exact fit.
 
     Raises:
-        PgrpoSimError: `steps` and `values` fail `check_curve`.
+        PgrpoSimError: `steps` and `values` fail `check_curve`, or `sigma` is not > 0 and finite at every step.
     """
     t, y = np.asarray(steps, float), np.asarray(values, float)
     check_curve(t, y)
+    if sigma is not None:
+        check_range("sigma", sigma, 0.0, low_open=True)  # 0 would weigh a point infinitely (an SVD failure)
     w = np.ones_like(y) if sigma is None else 1 / np.broadcast_to(np.asarray(sigma, float), y.shape)
     design = np.stack([w, w * (t - t[0])], -1)
     coef = np.linalg.lstsq(design, w * y, rcond=None)[0]

@@ -36,12 +36,14 @@ def smooth(values: ArrayLike, window: int, *, trailing: bool = False) -> np.ndar
         The smoothed series; shape (n,); the unit of `values`.
 
     Raises:
-        PgrpoSimError: `window` is not an integer ≥ 1, or is even for a centred average.
+        PgrpoSimError: `values` is not one series, or `window` is not an integer ≥ 1, or is even for a centred average.
     """
     check_range("window", window, 1, integer=True)
     if not trailing and int(window) % 2 == 0:
         raise PgrpoSimError(f"window must be odd for a centred moving average, got {window}")
     v = np.asarray(values, float)
+    if v.ndim != 1:  # it would be flattened into one series
+        raise PgrpoSimError(f"values must be one series (shape (n,)), got shape {v.shape}")
     before = int(window) - 1 if trailing else int(window) // 2
     after = 0 if trailing else int(window) // 2
     c = np.concatenate([[0.0], np.cumsum(v)])

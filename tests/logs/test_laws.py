@@ -116,6 +116,8 @@ def test_huge_values_are_refused_in_one_line():
         fit.fit_law("saturation", T, np.full(T.size, 1e300))
     with pytest.raises(ValueError, match="within ±1e\\+150"):
         law_regimes.line_bic(T, np.linspace(-1e160, 1e160, T.size))
+    with pytest.raises(ValueError, match="sigma must be > 0"):  # a zero weighed a point infinitely: an SVD failure
+        law_regimes.line_bic(T, np.sin(T), sigma=0.0)
 
 
 def test_cli_fit_refuses_huge_rewards_in_one_line(tmp_path, capsys):
@@ -213,6 +215,8 @@ def test_smooth_centred_and_trailing():
     np.testing.assert_allclose(fit.smooth(v, 2, trailing=True), [0, 0.5, 1.5, 2.5, 3.5, 4.5])
     with pytest.raises(ValueError, match="window must be odd"):  # a centred window of 2 averaged 3 points
         fit.smooth(v, 2)
+    with pytest.raises(ValueError, match=r"one series \(shape \(n,\)\), got shape \(2, 3\)"):  # was flattened
+        fit.smooth(np.ones((2, 3)), 3)
 
 
 @pytest.mark.parametrize(
