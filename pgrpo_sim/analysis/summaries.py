@@ -319,7 +319,7 @@ def verdict(mean: np.ndarray, diverged: bool, summary=None, *, collapse: bool | 
     `summary`: the curve's `summarize_curve`, when the caller has it already.
 
     Args:
-        mean: the reward curve, one value per optimiser step; a NumPy array of shape (T+1,), T ≥ 1; reward units
+        mean: the reward curve, one value per optimiser step; shape (T+1,), T ≥ 1 (an array or a list); reward units
             (the absolute gains 0.01 and 0.001 suit rewards in [0, 1]).
         diverged: whether the run diverged.
         summary: the curve's `CurveSummary` (`summarize_curve`); None: computed here.
@@ -331,6 +331,7 @@ def verdict(mean: np.ndarray, diverged: bool, summary=None, *, collapse: bool | 
     Raises:
         PgrpoSimError: (when `summary` is None) a finite `mean` of fewer than 2 points.
     """
+    mean = np.asarray(mean, float)  # a list too
     if diverged or not np.all(np.isfinite(mean)):
         return "diverges"
     n, summary = mean.size, _summarize_jit(mean) if summary is None else summary

@@ -68,8 +68,8 @@ def coupling_ratio(
         `Coupling`, one entry per eval step.
 
     Raises:
-        PgrpoSimError: the steps and values are not 1-D of equal lengths, either series is empty, or `window` is
-            not finite and > 0.
+        PgrpoSimError: the steps and values are not 1-D of equal lengths, either series is empty, the steps are not
+            finite and increasing, or `window` is not finite and > 0.
     """
     ts, tr = np.asarray(train_steps, float), np.asarray(train, float)
     es, ev = np.asarray(eval_steps, float), np.asarray(eval_values, float)
@@ -77,6 +77,9 @@ def coupling_ratio(
         raise PgrpoSimError("train_steps and train, eval_steps and eval_values must be 1-D and of equal lengths")
     if ts.size == 0 or es.size == 0:
         raise PgrpoSimError("coupling_ratio needs at least one train and one eval point")
+    for name, steps in (("train_steps", ts), ("eval_steps", es)):  # windows are spans of steps
+        if not np.all(np.isfinite(steps)) or np.any(np.diff(steps) <= 0):
+            raise PgrpoSimError(f"{name} must be finite and increasing")
     if window is None:
         spacing = np.median(np.diff(es)) if es.size > 1 else 1.0
         window = max(0.1 * (max(ts[-1], es[-1]) - min(ts[0], es[0])), 8 * spacing)

@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from pgrpo_sim.analysis.summaries import MONOTONE, OSCILLATORY, UNSTABLE, summarize_curve, summarize_curves
+from pgrpo_sim.analysis.summaries import MONOTONE, OSCILLATORY, UNSTABLE, summarize_curve, summarize_curves, verdict
 
 
 def _curves(n: int = 400, count: int = 40) -> np.ndarray:
@@ -77,3 +77,9 @@ def test_overshoot_is_read_before_the_plateau_window():
     peak = 10 * (np.pi - np.arctan(1 / 3))
     closed_form = -0.4 * np.exp(-peak / 30) * np.cos(peak / 10)
     assert float(summarize_curve(damped).overshoot) == pytest.approx(closed_form, abs=1e-3)
+
+
+def test_a_verdict_reads_a_list_as_its_array():
+    """`verdict` took `mean.size` of its argument: a list raised AttributeError."""
+    curve = np.linspace(0.1, 0.9, 40)
+    assert verdict(list(curve), False) == verdict(curve, False) == "learns"

@@ -224,6 +224,8 @@ def test_smooth_centred_and_trailing():
     [
         (lambda: coupling_ratio([], [], [], []), "at least one train and one eval point"),
         (lambda: coupling_ratio([0, 1, 2], [0.1, 0.2], [0, 1], [0.1, 0.2]), "equal lengths"),
+        (lambda: coupling_ratio([0, 2, 1], [0.1, 0.2, 0.3], [0, 1], [0.1, 0.2]), "train_steps must be finite and inc"),
+        (lambda: coupling_ratio([0, 1], [0.1, 0.2], [0, np.nan], [0.1, 0.2]), "eval_steps must be finite and inc"),
         (lambda: stiffness_from_slope(np.linspace(0.2, 0.8, 4), 0.1, 0.0, early_steps=5), "early_steps"),
         (lambda: fit.fit_law("saturation", np.arange(20.0), np.linspace(0, 1, 20), smooth_window=0), "smooth_window"),
         (lambda: fit.fit_law("saturation", np.arange(20.0), np.linspace(0, 1, 20), smooth_window=4), "must be odd"),
