@@ -65,10 +65,12 @@ def stiffness_from_slope(rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike
         K per curve; shape (...), the leading shape of `rewards`; per unit η. Not finite when p* = p0.
 
     Raises:
-        PgrpoSimError: `early_steps` is not an integer in [2, T].
+        PgrpoSimError: `early_steps` is not an integer in [2, T], or `eta` or `momentum` is out of its range.
     """
     r = as_float(rewards)
     check_range("early_steps", early_steps, 2, r.shape[-1], integer=True)
+    LEAF_RANGES["eta"].check("eta", eta)  # no-ops on tracers, as the closed forms' checks
+    LEAF_RANGES["momentum"].check("momentum", momentum)
     n = jnp.arange(early_steps, dtype=r.dtype)
     y = r[..., :early_steps]
     slope = jnp.sum((n - n.mean()) * (y - y.mean(-1, keepdims=True)), -1) / jnp.sum((n - n.mean()) ** 2)
@@ -94,10 +96,13 @@ def stiffness_from_fit(
         step).
 
     Raises:
-        PgrpoSimError: (eagerly, from `theory.trajectory`) an `eta`, `momentum` or `lag` outside its range, or a
-            non-finite K at the solution (e.g. from `k0` ≤ 0).
+        PgrpoSimError: `rewards` is not one curve or `k0` is not > 0; (eagerly, from `theory.trajectory`) an `eta`,
+            `momentum` or `lag` outside its range, or a non-finite K at the solution.
     """
     r = as_float(rewards)
+    if r.ndim != 1:  # r[0] and r[1] - r[0] below read one curve
+        raise PgrpoSimError(f"rewards must be one curve (shape (T,)), got shape {r.shape}")
+    check_range("k0", k0, 0.0, low_open=True)
     t = jnp.arange(r.shape[-1], dtype=r.dtype)
     v_init = r[1] - r[0] if r.shape[-1] > 1 else jnp.zeros((), r.dtype)
 

@@ -9,7 +9,7 @@ import pytest
 import pgrpo_sim as ps
 from pgrpo_sim.logs import law_regimes, laws as fit
 from pgrpo_sim.logs.coupling import coupling_ratio
-from pgrpo_sim.logs.stiffness import stiffness_from_slope
+from pgrpo_sim.logs.stiffness import stiffness_from_fit, stiffness_from_slope
 
 T = np.arange(200.0)  # every synthetic curve: 200 points → one compilation per law (padded to 512)
 NOISE = 0.02
@@ -330,3 +330,15 @@ def test_stiffness_fit_of_a_diverged_curve_is_nan():
     rewards = np.concatenate([np.linspace(0.2, 0.6, 30), np.full(20, np.nan)])
     est = ps.identify_stiffness(rewards, eta=0.1)
     assert np.isnan(est.fit) and np.isnan(est.fit_stderr)
+
+
+def test_stiffness_readings_refuse_what_they_cannot_read():
+    """η out of range was divided by in the slope reading; k0 <= 0 ended as 'stiffness must be finite, got nan'; a
+    stack of curves was read as one (its first row taken as the start)."""
+    curve = np.linspace(0.2, 0.8, 50)
+    with pytest.raises(ValueError, match="eta must be > 0"):
+        stiffness_from_slope(curve, -0.1, 0.0)
+    with pytest.raises(ValueError, match="k0 must be > 0"):
+        stiffness_from_fit(curve, 0.1, 0.0, k0=-1.0)
+    with pytest.raises(ValueError, match=r"one curve \(shape \(T,\)\)"):
+        stiffness_from_fit(np.stack([curve, curve]), 0.1, 0.0)
