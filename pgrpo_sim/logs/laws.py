@@ -375,6 +375,10 @@ def fit_law(
     s = None if sigma is None else np.broadcast_to(np.asarray(sigma, float), y.shape)
     if s is not None and not np.all(np.isfinite(s) & (s > 0)):
         raise PgrpoSimError("sigma must be finite and > 0")
+    check_range("smooth_window", smooth_window, 1, integer=True)
+    window = smoothing_window(n) if smooth_window is None else int(smooth_window)
+    if window % 2 == 0:
+        raise PgrpoSimError(f"smooth_window must be odd (a centred moving average), got {window}")
     size = _padded_size(n)
     pad = size - n
     t_rel = t - t[0]
@@ -389,10 +393,6 @@ def fit_law(
     stderr = np.asarray(stderr, float) * np.sqrt((size - p) / (n - p))  # least_squares divided by the padded length
     if not rss > 0:  # an exact fit (constant data): the residuals carry no scale, the errors are undefined, not 0
         stderr = np.full_like(stderr, np.nan)
-    check_range("smooth_window", smooth_window, 1, integer=True)
-    window = smoothing_window(n) if smooth_window is None else int(smooth_window)
-    if window % 2 == 0:
-        raise PgrpoSimError(f"smooth_window must be odd (a centred moving average), got {window}")
     if s is not None:
         chi2, source = rss / (n - p), "stderr"
     else:
