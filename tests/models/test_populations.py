@@ -21,12 +21,15 @@ import pgrpo_sim as ps
     ],
 )
 def test_one_prompt_population_is_todays_bandit(extra):
-    """A dataset of one prompt with batches of one gives the plain bandit bit for bit."""
+    """A dataset of one prompt with batches of one gives the plain bandit, to float64 rounding: the two are different
+    compiled programs (a batch's gather and scatter, or none), whose update arithmetic XLA may fuse differently (1 ulp
+    in a few logits and rewards after 12 steps since the in-jit range mask grew, `valid_hyperparameters`), so the
+    bound is 1e-15 relative (~5 ulp); other draws, or another update, would differ by far more."""
     common = dict(p_ref=0.3, eta=0.4, momentum=0.5, beta=0.2, group_size=6)
     plain = ps.simulate(ps.bandit_config(**common, **extra), 12, mode="sampled", seeds=4)
     batched = ps.simulate(ps.bandit_config(**common, **extra, batch_prompts=1), 12, mode="sampled", seeds=4)
-    np.testing.assert_array_equal(batched.final_logits, plain.final_logits)
-    np.testing.assert_array_equal(batched.reward, plain.reward)
+    np.testing.assert_allclose(batched.final_logits, plain.final_logits, rtol=1e-15, atol=0)
+    np.testing.assert_allclose(batched.reward, plain.reward, rtol=1e-15, atol=0)
 
 
 @pytest.mark.slow  # moved out of the default suite's 5-minute budget (~7 s on 2 cores)
