@@ -55,7 +55,16 @@ def api_reference() -> str:
     import importlib
     import inspect
 
-    parts = []
+    import pgrpo_sim
+
+    in_groups = {n for g in GROUPS for n in importlib.import_module(f"pgrpo_sim.{g}").__all__}
+    root_only = [n for n in pgrpo_sim.__all__ if n not in in_groups and n not in GROUPS]
+    parts = ["## `ps`", "", "The names no group holds (every other root name is its group's, documented there).", ""]
+    for name in root_only:
+        if callable(getattr(pgrpo_sim, name)):
+            parts += [f"::: pgrpo_sim.{name}", "    options:", "      show_root_full_path: false", ""]
+        else:
+            parts += [f"`{name}` = `{getattr(pgrpo_sim, name)!r}`", ""]
     for group in GROUPS:
         namespace = importlib.import_module(f"pgrpo_sim.{group}")
         parts += [f"## `ps.{group}`", "", inspect.getdoc(namespace).split("\n\n")[0].split(": ", 1)[1], ""]

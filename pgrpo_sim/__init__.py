@@ -2,11 +2,13 @@
 
 Layers (docs/development.md, "Layout"): `base` → `models` → `prediction` → `analysis`, `logs` → `calibration` → `viz` →
 `reports` → `cli`.
-The public API is re-exported here; import from `pgrpo_sim`, not from the modules (the calibration layer's own
-details, e.g. its parameter names, from `pgrpo_sim.calibration`). The names are listed once, as `X as X` imports in
-`__init__.pyi`, which type checkers read; at run time `lazy_loader` (scientific-python SPEC 1) reads the same file
-and re-exports them lazily: `import pgrpo_sim` loads nothing heavy, and a name's module (with JAX, diffrax,
-xarray…) is imported on first use, so a command line that needs one layer does not pay for the others.
+The public API is `import pgrpo_sim as ps`: the names most users call (`ps.simulate`, `ps.predict`, `ps.read_log`,
+`ps.calibrate`, `ps.validate`, …) and the groups that hold every public name (`ps.theory`, `ps.bandit`, `ps.lm`,
+`ps.analysis`, `ps.logs`, `ps.calibration`, `ps.viz`; docs/api.md); the modules behind them are the implementation.
+The names are listed once, as `X as X` imports in `__init__.pyi`, which type checkers read; at run time
+`lazy_loader` (scientific-python SPEC 1) reads the same file and re-exports them lazily: `import pgrpo_sim` loads
+nothing heavy, and a name's module (with JAX, diffrax, xarray…) is imported on first use, so a command line that
+needs one layer does not pay for the others.
 """
 
 from __future__ import annotations

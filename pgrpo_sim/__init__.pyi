@@ -2,7 +2,9 @@
 (`lazy_loader.attach_stub` reads this file: each name's module is imported on first use).
 
 The groups (`ps.theory`, `ps.bandit`, `ps.lm`, `ps.analysis`, `ps.logs`, `ps.calibration`, `ps.viz`) hold every
-public name, low-level ones included; the names below them are the ones most users call, each also in its group."""
+public name, low-level ones included; the names below them are the ones most users call, each also in its group,
+but for the few that belong to no group: the error type and the step and seed limits every layer shares, and the
+two reports a user runs from Python (`validate`, `analyse_log`)."""
 
 from . import (
     analysis as analysis,
@@ -197,6 +199,9 @@ from .prediction import (
 from .reports.log_report import (
     LogAnalysis as LogAnalysis,
     analyse_log as analyse_log,
+)
+from .reports.validate import (
+    validate as validate,
 )
 
 __version__: str

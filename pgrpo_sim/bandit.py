@@ -50,6 +50,7 @@ from .models.config import (
 )
 from .models.grpo import (
     ADVANTAGES as ADVANTAGES,
+    KL_ESTIMATORS as KL_ESTIMATORS,
     Surrogate as Surrogate,
     advantage_code as advantage_code,
     clipped_surrogate as clipped_surrogate,

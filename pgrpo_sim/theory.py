@@ -8,11 +8,14 @@ reduced SDE solved with diffrax. Every function broadcasts and works under `jit`
 
 from .base.regimes import (
     DISCRETE_REGIMES as DISCRETE_REGIMES,
+    INVALID as INVALID,
     REGIMES as REGIMES,
     Damping as Damping,
     Regime as Regime,
 )
 from .models.linear import (
+    DISCRETE_LAG_MODELS as DISCRETE_LAG_MODELS,
+    MAX_LAG as MAX_LAG,
     companion_matrix as companion_matrix,
     critical_eta as critical_eta,
     discrete_regime as discrete_regime,
@@ -22,6 +25,8 @@ from .models.linear import (
     spectral_radius as spectral_radius,
 )
 from .models.sde import (
+    BROWNIAN as BROWNIAN,
+    SOLVERS as SOLVERS,
     Ensemble as Ensemble,
     euler_step_limit as euler_step_limit,
     solve_deterministic as solve_deterministic,

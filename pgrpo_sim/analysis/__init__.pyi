@@ -24,6 +24,8 @@ from .summaries import (
     summarize_curves as summarize_curves,
 )
 from .sweep import (
+    STATIC_AXES as STATIC_AXES,
+    TRACED_AXES as TRACED_AXES,
     Axis as Axis,
     OtherSweepError as OtherSweepError,
     SweepError as SweepError,

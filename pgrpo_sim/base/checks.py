@@ -29,14 +29,19 @@ def is_concrete(*values: Any) -> bool:
     return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(values))
 
 
+def _bound(x: float) -> str:
+    """A bound as text: whole numbers in full (a limit of 2**20 is 1048576, not 1.04858e+06), others as `:g`."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
+
+
 def describe_range(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
-    """Human-readable interval, e.g. '> 0', 'in [0, 1)', '>= 2'."""
+    """Human-readable interval, e.g. '> 0', 'in [0, 1)', '>= 2', 'in [1, 100000000]'."""
     if low is not None and high is not None:
-        return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        return f"in {'(' if low_open else '['}{_bound(low)}, {_bound(high)}{')' if high_open else ']'}"
     if low is not None:
-        return f"{'>' if low_open else '>='} {low:g}"
+        return f"{'>' if low_open else '>='} {_bound(low)}"
     if high is not None:
-        return f"{'<' if high_open else '<='} {high:g}"
+        return f"{'<' if high_open else '<='} {_bound(high)}"
     return "finite"
 
 

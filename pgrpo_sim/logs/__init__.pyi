@@ -2,9 +2,10 @@
 
 from .coupling import Coupling as Coupling, coupling_ratio as coupling_ratio
 from .diagnostics import Diagnosis as Diagnosis, Readout as Readout, diagnose as diagnose
-from .law_regimes import fitted_regime as fitted_regime
+from .law_regimes import RegimeReading as RegimeReading, fitted_regime as fitted_regime, read_regime as read_regime
 from .laws import (
     KNOWN_LAWS as KNOWN_LAWS,
+    LAW_PARAMS as LAW_PARAMS,
     LAWS as LAWS,
     LawFit as LawFit,
     fit_law as fit_law,

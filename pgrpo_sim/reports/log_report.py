@@ -151,7 +151,7 @@ def rows_without_value(log: TrainingLog, metric: str) -> dict:
 def analyse_log(
     log: TrainingLog, *, metric: str = "reward", n_samples: int | None = None, progress: Progress | None = None
 ) -> LogAnalysis:
-    """Fit every law in `laws.LAWS` to `metric` (weighted by the per-step error when `reward_std` and the
+    """Fit every law in `ps.logs.LAWS` to `metric` (weighted by the per-step error when `reward_std` and the
     samples per step are known; `n_samples` overrides the log's), read out the four diagnostics and, when the
     log has an eval reward, the train/eval coupling. Each law's fit is told to `progress` as it starts.
 

@@ -121,7 +121,7 @@ def read_log(
         log.text  # a missing or unreadable file is the error to report first, as when the format is detected
         raise PgrpoSimError(
             f"{log_name(path)} is a {format} log of one run: a run is chosen only in a W&B long-form CSV "
-            f"({','.join(wandb_long.HEADER)}); pass run=None"
+            f"({','.join(wandb_long.HEADER)}) or a TensorBoard folder of several runs; pass run=None"
         )
     records, settings = reader.read(log)
     return tidy(records, format=format, path=str(path), columns=columns, settings=settings)

@@ -82,7 +82,22 @@ def validate(
     `if __name__ == "__main__":` guard), as the command line does with one per core: most of a section's time is
     tracing and compiling its programs, which threads would take turns at under Python's lock. Each section draws
     from its own fixed keys, so the numbers do not depend on the workers. Interrupted, or when a section fails,
-    the workers are stopped and nothing more is written; figures already drawn stay for the caller to remove."""
+    the workers are stopped and nothing more is written; figures already drawn stay for the caller to remove.
+
+    Args:
+        out_dir: folder of `report.md`, `results.json` and the figures (created); None: nothing is written.
+        quick: the quick preset (minutes on 2 cores) rather than the full one.
+        seed: the seed every section's keys derive from; an integer in [0, MAX_SEED].
+        log: called with each section's line as it finishes.
+        resolution: the grids, seeds and steps of every section; None: the quick or full preset.
+        workers: processes to run the sections in; integer >= 1.
+
+    Returns:
+        Claim key → its numbers and `verdict` (`holds`, `text`), in the report's order.
+
+    Raises:
+        PgrpoSimError: `workers` or `seed` out of range.
+    """
     check_range("workers", workers, 1, integer=True)
     res = resolution or (QUICK if quick else FULL)
     out = Path(out_dir) if out_dir is not None else None
