@@ -61,7 +61,7 @@ def horizon_limit(first_step: float, fit_until: float) -> float:
     """
     check_range("first_step", first_step)
     check_range("fit_until", fit_until, first_step)
-    return first_step + MAX_HORIZON * max(fit_until - first_step, 1.0)
+    return float(first_step + MAX_HORIZON * max(fit_until - first_step, 1.0))
 
 
 def extend(calibration: Calibration, until_step: float, run: RunConfig | None = None) -> Calibration:

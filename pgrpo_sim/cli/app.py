@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_parser(sub)
     calibration.add_parsers(sub)
     tune.add_parser(sub)
+    for listed in sub._choices_actions:  # argparse keeps each command's help line here (no public accessor)
+        command = sub.choices[listed.dest]
+        command.description = command.description or listed.help  # and `pgrpo-sim COMMAND --help` says it too
     return parser
 
 
