@@ -19,7 +19,7 @@ from .analysis.lm_sweep import (
 from .calibration.language_model import LMCalibration as LMCalibration, calibrate_lm as calibrate_lm
 from .calibration.lm_level import LEVEL_KEYS as LEVEL_KEYS, LMLevel as LMLevel
 from .calibration.lm_scenarios import (
-    LMBand as LMBand,
+    lm_band as lm_band,
     lm_forecast as lm_forecast,
     lm_scenario as lm_scenario,
     lm_what_if as lm_what_if,

@@ -6,7 +6,6 @@ its own seed, and `collapse_probability` is the share of them whose verdict (`an
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from ..base.errors import PgrpoSimError
 from ..base.progress import report
 from ..logs.readers import TrainingLog
 from ..models.lm import READOUTS, LMRun, lm_simulate_each
+from .inference import Band
 from .language_model import LMCalibration
 from .lm_level import LEVEL_KEYS, LMLevel, level_config
 from .run_config import RunConfig
@@ -190,43 +190,25 @@ def lm_what_if(
     return out
 
 
-class LMBand(NamedTuple):
-    """A scenario's band in the log's steps, as the what-if and forecast figures draw one.
-
-    Attributes:
-        steps: the logged step of each GRPO step's rollout (`LMCalibration.logged_step`); float [T].
-        mean: the runs' mean reward per step, in the log's units (reward / `reward_scale`); float [T].
-        lo: the runs' lower `level` quantile per step, same units; float [T].
-        hi: the runs' upper `level` quantile per step, same units; float [T].
-        level: the band's central probability; in (0, 1).
-        diverged: whether every run of the band diverged (a figure then names it without a curve); the level's
-            diverged runs are NaNs, left out of the band's mean and quantiles.
-    """
-
-    steps: np.ndarray
-    mean: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    level: float
-    diverged: bool
-
-
-def lm_band(cal: LMCalibration, entry: Mapping) -> LMBand:
-    """The band of an `lm_scenario` entry, at the logged steps of its GRPO steps.
+def lm_band(cal: LMCalibration, entry: Mapping) -> Band:
+    """The band of an `lm_scenario` entry, at the logged steps of its GRPO steps, as the what-if and forecast figures
+    draw one (the bandit's `Band`: the level has no MAP run, so `diverged` says every run diverged, and the level's
+    diverged runs, NaN, are left out of the band's mean and quantiles).
 
     Args:
         cal: the calibration the entry was run on (its logged-step mapping).
         entry: an `lm_scenario` summary (or a `lm_what_if` entry, or its JSON).
 
     Returns:
-        The `LMBand`: T = the entry's GRPO steps, float [T] each, rewards in the log's units.
+        The `Band`: T = the entry's GRPO steps; `steps` the logged step of each GRPO step's rollout, `mean`, `lo`,
+        `hi` the runs' mean and central `level` quantiles in the log's units (reward / `reward_scale`), float [T]
+        each; `diverged_fraction` the share of runs that diverged.
     """
     band = entry["band"]
     steps = cal.logged_step(np.asarray(band["steps"]))
-    every_run_diverged = all(v == "diverges" for v in entry["verdicts"])  # a band of NaN: drawn as "diverged"
-    return LMBand(
-        steps, *(np.asarray(band[k], float) for k in ("mean", "lower", "upper")), band["level"], every_run_diverged
-    )
+    diverged = np.array([v == "diverges" for v in entry["verdicts"]])
+    mean, lo, hi = (np.asarray(band[k], float) for k in ("mean", "lower", "upper"))
+    return Band(steps, mean, lo, hi, band["level"], bool(diverged.all()), float(diverged.mean()))
 
 
 def lm_forecast(log: TrainingLog, cal: LMCalibration, *, until: float, level: float = 0.8, seed: int = 0) -> dict:
