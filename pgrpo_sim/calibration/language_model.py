@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -70,6 +71,8 @@ class LMCalibration:
         level: how the level was run.
         first_step: the log's first rewarded step, in logged steps (the fit window's start).
         fit_until: the fit window's last logged step (included), in logged steps.
+        last_step: the log's last rewarded step, in logged steps (the schedule's end when the run config has no
+            `max_steps`).
         logged_steps: the fit window's rewarded logged steps; float [n].
         index: the GRPO step whose rollout each logged step reports (`grpo_index`); int [n].
         reward: the log's rewards in the fit window / the run's `reward_scale`; float [n], in [0, 1].
@@ -95,6 +98,7 @@ class LMCalibration:
     level: LMLevel
     first_step: float
     fit_until: float
+    last_step: float
     logged_steps: np.ndarray
     index: np.ndarray
     reward: np.ndarray
@@ -186,6 +190,15 @@ class LMCalibration:
         """GRPO steps to run so that the logged step `until` is reached."""
         return int(self.grpo_index(np.array([until]))[0]) + 1
 
+    def schedule_steps(self, run: RunConfig | None = None) -> int:
+        """The learning-rate schedule's length in the level's GRPO steps: `run.max_steps` logged steps (`run`: a
+        scenario's config; None: the calibrated run's), or the log's length without one, as TRL lays the schedule
+        over the whole run whatever the fit window."""
+        run = self.run if run is None else run
+        length = self.last_step - self.first_step + 1 if run.max_steps is None else run.max_steps
+        per_grpo = run.steps_per_rollout / self.per_logged  # logged steps per GRPO step
+        return max(1, math.ceil(length / per_grpo - 1e-9))
+
     def grpo_index(self, logged: np.ndarray) -> np.ndarray:
         """The GRPO step whose rollout each logged step reports."""
         offset = np.round(np.asarray(logged, float) - self.first_step).astype(int)
@@ -233,6 +246,7 @@ def _log_reward(log: TrainingLog, run: RunConfig, fit_until: float | None):
         raise PgrpoSimError("the log has no reward to calibrate on")
     steps, values = log.series("reward")
     values = np.asarray(values, float) / run.reward_scale
+    last = float(steps[-1])
     if np.any(values < -1e-9) or np.any(values > 1 + 1e-9):
         raise PgrpoSimError(
             f"rewards/reward_scale lie in [{values.min():.3g}, {values.max():.3g}], not [0, 1]: set reward_scale in "
@@ -245,7 +259,7 @@ def _log_reward(log: TrainingLog, run: RunConfig, fit_until: float | None):
     keep = steps <= until
     if np.sum(keep) < 2:  # the first sets the start; the rates are weighed by the rest
         raise PgrpoSimError(f"the log has {int(np.sum(keep))} rewarded step up to step {until:g}; the level needs 2")
-    return np.asarray(steps, float)[keep], values[keep], until
+    return np.asarray(steps, float)[keep], values[keep], until, last
 
 
 def calibrate_lm(
@@ -284,7 +298,7 @@ def calibrate_lm(
     check_run_config(run)
     check_seed(seed)
     level = LMLevel() if level is None else level
-    steps, reward, until = _log_reward(log, run, fit_until)
+    steps, reward, until, last = _log_reward(log, run, fit_until)
     source = log.sources.get("reward", "reward")
     eval_only = source.lower().startswith(("eval", "val", "test"))
     notes = []
@@ -308,6 +322,7 @@ def calibrate_lm(
         level=level,
         first_step=float(steps[0]),
         fit_until=until,
+        last_step=last,
         logged_steps=steps,
         index=np.zeros(0, int),
         reward=reward,
@@ -334,7 +349,7 @@ def calibrate_lm(
             f"{len(level.lr_grid)} learning rates × {level.seeds} seeds",
         )
         settings = [
-            level_settings(run, lr, start, level, horizon, start_format)
+            level_settings(run, lr, start, level, cal.schedule_steps(), start_format)
             for lr in level.lr_grid for _ in range(level.seeds)
         ]  # fmt: skip
         try:

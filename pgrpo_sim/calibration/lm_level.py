@@ -6,6 +6,7 @@ answers what-ifs and forecasts on it (docs/lm.md)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -80,7 +81,12 @@ class LMLevel:
 
 
 def level_config(
-    run: RunConfig, level_lr: float, start_accuracy: float, level: LMLevel, steps: int, start_format: float = 0.9
+    run: RunConfig,
+    level_lr: float,
+    start_accuracy: float,
+    level: LMLevel,
+    schedule_steps: int,
+    start_format: float = 0.9,
 ) -> LMConfig:
     """The level's `LMConfig` for `run` at level learning rate `level_lr` from a start of `start_accuracy` and
     `start_format`.
@@ -91,8 +97,10 @@ def level_config(
         level_lr: the level's peak AdamW learning rate; > 0.
         start_accuracy: the SFT start's target accuracy; in (0, 0.95], ≤ `start_format`.
         level: how the level is run: its prompts per GRPO step and `sizes`.
-        steps: GRPO steps the level will run: its warm-up is `run.warmup_ratio` of their optimiser steps
-            (`steps` × `run.steps_per_rollout`); integer ≥ 1.
+        schedule_steps: the run's schedule length in the level's GRPO steps (the run's `max_steps`, or the log's
+            length, mapped by `LMCalibration.schedule_steps`): the level's `max_steps` is its optimiser steps
+            (× `run.steps_per_rollout`) and its warm-up `run.warmup_ratio` of them, as TRL lays the schedule over
+            the whole run whatever the simulated window; integer ≥ 1.
         start_format: the start's share of well-formed demonstrations; in (0, 1].
 
     Returns:
@@ -101,11 +109,16 @@ def level_config(
     Raises:
         PgrpoSimError: a setting the level cannot take, e.g. mini-batches that do not divide its batch.
     """
-    return lm_config(**level_settings(run, level_lr, start_accuracy, level, steps, start_format))
+    return lm_config(**level_settings(run, level_lr, start_accuracy, level, schedule_steps, start_format))
 
 
 def level_settings(
-    run: RunConfig, level_lr: float, start_accuracy: float, level: LMLevel, steps: int, start_format: float = 0.9
+    run: RunConfig,
+    level_lr: float,
+    start_accuracy: float,
+    level: LMLevel,
+    schedule_steps: int,
+    start_format: float = 0.9,
 ) -> dict:
     """`lm_config`'s keyword arguments of `level_config`, not yet validated.
 
@@ -114,13 +127,15 @@ def level_settings(
         level_lr: the level's peak AdamW learning rate.
         start_accuracy: the SFT start's target accuracy.
         level: how the level is run: its prompts per GRPO step and `sizes`.
-        steps: GRPO steps the level will run; the warm-up is `run.warmup_ratio` of their optimiser steps.
+        schedule_steps: the run's schedule length in the level's GRPO steps (as `level_config`).
         start_format: the start's share of well-formed demonstrations.
 
     Returns:
-        Setting → value: `lm_config`'s keyword arguments (`warmup_steps` in optimiser steps), `level.sizes`
-        included.
+        Setting → value: `lm_config`'s keyword arguments (`warmup_steps` and `max_steps` in optimiser steps),
+        `level.sizes` included.
     """
+    check_range("schedule_steps", schedule_steps, 1, integer=True)
+    optimiser_steps = int(schedule_steps) * run.steps_per_rollout
     no_clip = run.loss_type in NO_CLIP_LOSSES or run.epsilon is None
     settings = dict(
         learning_rate=level_lr,
@@ -135,7 +150,8 @@ def level_settings(
         beta=run.beta,
         max_grad_norm=run.max_grad_norm,
         lr_scheduler_type=run.lr_scheduler_type,
-        warmup_steps=int(round(run.warmup_ratio * steps * run.steps_per_rollout)),
+        warmup_steps=math.ceil(run.warmup_ratio * optimiser_steps),  # as transformers' get_warmup_steps
+        max_steps=optimiser_steps,
         start_accuracy=start_accuracy,
         start_format=start_format,
         **level.sizes,

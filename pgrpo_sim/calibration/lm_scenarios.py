@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from ..analysis.lm_sweep import running_mean, smoothing_window, summarize_lm_runs
-from ..analysis.summaries import verdict
+from ..analysis.summaries import running_mean_stderr, verdict
 from ..base.checks import check_range, check_seed, check_steps
 from ..base.errors import PgrpoSimError
 from ..base.progress import report
@@ -84,7 +84,9 @@ def lm_scenario(
     result = _runs(run, cal, formats, rates, steps, seed)
     scaled = dict(result.readouts, reward=np.asarray(result.readouts["reward"], float) * ceilings[:, None])
     result = result._replace(readouts=scaled)  # in the log's units: c × the level's reward
-    first = level_config(run, float(rates[0]), cal.start_accuracy, cal.level, steps, float(formats[0]))
+    first = level_config(
+        run, float(rates[0]), cal.start_accuracy, cal.level, cal.schedule_steps(run), float(formats[0])
+    )
     rows = summarize_lm_runs(result, first, formats)  # the draws share the task and batch of the first
     broke = np.array([row["verdict"] in ("collapses", "diverges") for row in rows])
     share = float(np.mean(broke))
@@ -99,7 +101,9 @@ def lm_scenario(
         runs=len(rows),
         collapse_probability=share,
         collapse_probability_stderr=float(np.sqrt(share * (1 - share) / len(rows))),
-        verdict="collapses" if share >= 0.5 else verdict(smooth, False, collapse=False),
+        verdict="collapses"
+        if share >= 0.5
+        else verdict(smooth, False, collapse=False, stderr=running_mean_stderr(mean, smoothing_window(steps))),
         verdicts=[row["verdict"] for row in rows],
         final_reward=None if np.all(np.isnan(finals)) else float(np.nanmean(finals)),
         final_knowledge=None if np.all(np.isnan(known)) else float(np.nanmean(known)),
@@ -123,10 +127,11 @@ def _runs(run: RunConfig, cal: LMCalibration, formats, rates, steps: int, seed: 
     """The runs of a scenario's draws, in draw order: one program per start format (a static setting)."""
     readouts = {name: np.zeros((len(rates), steps), np.float32) for name in READOUTS}
     diverged, diverged_step = np.zeros(len(rates), bool), np.zeros(len(rates), int)
+    schedule = cal.schedule_steps(run)
     for i, start_format in enumerate(np.unique(formats)):
         which = np.flatnonzero(formats == start_format)
         configs = [
-            level_config(run, float(rates[j]), cal.start_accuracy, cal.level, steps, float(start_format))
+            level_config(run, float(rates[j]), cal.start_accuracy, cal.level, schedule, float(start_format))
             for j in which
         ]  # fmt: skip
         result = lm_simulate_each(configs, steps, key=seed + i)

@@ -24,6 +24,7 @@ from jax.typing import ArrayLike
 from ..base.checks import Interval, as_float, check_choice, check_range, check_scalar, is_concrete
 from ..base.errors import PgrpoSimError
 from .grpo import ADVANTAGES, advantage_code
+from .schedules import LR_SCHEDULES
 
 MODES = ("expected", "sampled")
 """How a run takes its groups: their exact expectation ("expected") or drawn ("sampled") (`models.bandit`)."""
@@ -36,9 +37,6 @@ KL_KINDS = ("k1", "k2", "k3", "exact")
 over the arms."""
 OPTIMIZERS = ("sgd", "nesterov", "adam")
 """optax optimisers on the logits: heavy-ball SGD, Nesterov, Adam (`models.bandit.make_optimizer`)."""
-LR_SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
-"""Learning-rate schedules under Hugging Face's `SchedulerType` names (TRL `lr_scheduler_type`): linear warm-up
-over `warmup_steps`, then constant, linear decay to 0 or cosine decay to 0 at `decay_steps`."""
 DEFAULT_P_REF = 0.2
 """The class-symmetric start's correct mass where `bandit_config` is given no start (p_ref, init_logits, difficulty)."""
 MAX_GROUP_SIZE = 4096

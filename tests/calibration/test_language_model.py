@@ -71,7 +71,7 @@ def test_a_diverged_run_counts_as_reward_zero():
 def _calibration(weights, grid=(1e-4, 1e-3, 1e-2)):
     level = lmcal.LMLevel(lr_grid=tuple(grid), seeds=2)
     return lmcal.LMCalibration(
-        run=RunConfig(learning_rate=1e-5), level=level, first_step=0.0, fit_until=10.0,
+        run=RunConfig(learning_rate=1e-5), level=level, first_step=0.0, fit_until=10.0, last_step=10.0,
         logged_steps=np.arange(11.0), index=np.arange(11), reward=np.full(11, 0.3), observed_n=64, eval_only=False,
         start_accuracy=0.3, formats=(0.9,), weights=np.asarray(weights, float)[None, :],
         ceilings=np.ones((1, len(weights))), ceiling_weights=np.ones(1), overdispersion=1.0,
@@ -98,6 +98,20 @@ def test_logged_steps_map_to_grpo_steps_both_ways():
     cal = lmcal.dataclasses.replace(cal, run=RunConfig(num_iterations=2, steps_per_generation=2), per_logged=1)
     np.testing.assert_array_equal(cal.grpo_index(np.array([0.0, 3.0, 4.0, 9.0])), [0, 0, 1, 2])  # 4 per rollout
     np.testing.assert_array_equal(cal.logged_step(np.array([0, 1, 2])), [0.0, 4.0, 8.0])
+
+
+def test_the_schedule_spans_the_runs_max_steps_not_the_simulated_window():
+    """TRL lays warm-up and decay over `max_steps` (optimiser steps; one logged step each in TRL's logs), the log's
+    length without it: a fit window or a shorter scenario does not decay inside itself."""
+    cal = lmcal.dataclasses.replace(_calibration([0.0, 1.0, 0.0]), last_step=99.0)
+    run = RunConfig(num_iterations=2, steps_per_generation=2, lr_scheduler_type="cosine", warmup_ratio=0.1)
+    cal = lmcal.dataclasses.replace(cal, run=run, per_logged=1)
+    assert cal.schedule_steps() == 25  # 100 logged optimiser steps, 4 per GRPO step
+    assert cal.schedule_steps(run.replace(max_steps=202)) == 51  # a partial GRPO step still runs
+    settings = lmlevel.level_settings(run, 1e-3, 0.3, cal.level, cal.schedule_steps(), 0.9)
+    assert settings["max_steps"] == 100 and settings["warmup_steps"] == 10
+    per_grpo = lmcal.dataclasses.replace(cal, per_logged=4)  # one logged step per GRPO step (not TRL's format)
+    assert per_grpo.schedule_steps() == 100
 
 
 def test_scenarios_the_level_cannot_run_are_refused_by_name():

@@ -4,18 +4,17 @@ optional global-norm gradient clipping, its step scaled by one of Hugging Face's
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import optax
 from jax import Array
 
 from ..config import BanditConfig, check_config
+from ..schedules import schedule_factor
 
 
 def learning_rate_factor(config: BanditConfig, count: Array) -> Array:
-    """The schedule's factor on η at optimiser step `count` (Hugging Face `get_scheduler`: linear warm-up from 0
-    over `warmup_steps`, then 1, linear decay or cosine decay to 0 at `decay_steps`); 1 for "constant". Not optax's
-    schedules: they check their lengths in Python (`if transition_steps <= 0`), which fails when the lengths are
-    traced, as a calibration's and a sweep's are.
+    """The schedule's factor on η at optimiser step `count`: `models.schedules.schedule_factor` (Hugging Face's
+    linear warm-up from 0 over `warmup_steps`, then 1, linear decay or cosine decay to 0 at `decay_steps`); 1 for
+    "constant".
 
     Args:
         config: the configuration (`BanditConfig`): lr_schedule, warmup_steps and decay_steps.
@@ -24,17 +23,7 @@ def learning_rate_factor(config: BanditConfig, count: Array) -> Array:
     Returns:
         The factor in [0, 1], of count's shape, in η's dtype.
     """
-    count = jnp.asarray(count, config.eta.dtype)
-    warmup, total = config.warmup_steps, config.decay_steps
-    rising = count / jnp.maximum(warmup, 1)
-    progress = jnp.clip((count - warmup) / jnp.maximum(total - warmup, 1), 0.0, 1.0)
-    after = {
-        "constant": jnp.ones_like(count),
-        "constant_with_warmup": jnp.ones_like(count),
-        "linear": 1.0 - progress,
-        "cosine": 0.5 * (1.0 + jnp.cos(jnp.pi * progress)),
-    }[config.lr_schedule]
-    return after if config.lr_schedule == "constant" else jnp.where(count < warmup, rising, after)
+    return schedule_factor(config.lr_schedule, count, config.warmup_steps, config.decay_steps, config.eta.dtype)
 
 
 def make_optimizer(config: BanditConfig) -> optax.GradientTransformation:

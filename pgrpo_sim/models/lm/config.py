@@ -21,8 +21,8 @@ from jax.typing import ArrayLike
 
 from ...base.checks import Interval, as_float, check_choice, check_range, check_scalar, is_concrete
 from ...base.errors import PgrpoSimError
-from ..config import LR_SCHEDULES
 from ..grpo import ADVANTAGES, advantage_code
+from ..schedules import LR_SCHEDULES
 from .loss import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, loss_type_code
 from .policy import PolicyShape, task_policy_shape
 from .pretrain import DEFAULT_START_FORMAT, MAX_START_ACCURACY
@@ -51,6 +51,8 @@ HYPERPARAMETERS: Mapping[str, Interval] = MappingProxyType(
 off)."""
 UNBOUNDED = ("epsilon", "epsilon_high", "delta", "max_grad_norm")
 """Hyperparameters whose +∞ means "off" (no clip)."""
+MAX_SCHEDULE_STEPS = 10**8
+"""Longest schedule, in optimiser steps (a run's `steps` limit)."""
 DEFAULT_LEARNING_RATE = 1e-3
 """This level's default AdamW rate (TRL's 1e-6 is for billion-parameter models; a ~100k-parameter transformer
 learns at 1e-4 … 1e-3)."""
@@ -87,6 +89,8 @@ class LMConfig(eqx.Module):
         adam_beta2: AdamW β2; float scalar; in [0, 1).
         adam_epsilon: AdamW ε; float scalar; ≥ 0.
         warmup_steps: the schedule's warm-up, in optimiser steps; int32 scalar; ≥ 0.
+        max_steps: the schedule's length, in optimiser steps (a decay reaches 0 there); int32 scalar; ≥ 1, or 0:
+            the simulated run's own length.
         loss_type: the loss type's code, its index in `LOSS_TYPES`; int32 scalar.
         advantage: the advantage kind's code, its index in `models.grpo.ADVANTAGES` (`SCALE_REWARDS`); int32 scalar.
         task: the task's sizes (`TaskSpec`); static.
@@ -121,6 +125,7 @@ class LMConfig(eqx.Module):
     adam_beta2: Array = eqx.field(converter=_float_leaf)
     adam_epsilon: Array = eqx.field(converter=_float_leaf)
     warmup_steps: Array = eqx.field(converter=_int_leaf)
+    max_steps: Array = eqx.field(converter=_int_leaf)
     loss_type: Array = eqx.field(converter=loss_type_code)
     advantage: Array = eqx.field(converter=advantage_code)
     task: TaskSpec = eqx.field(static=True)
@@ -144,9 +149,10 @@ class LMConfig(eqx.Module):
             check_scalar(name, value)
             check_range(name, value, *interval[:2], low_open=interval.low_open, high_open=interval.high_open,
                         allow_inf=name in UNBOUNDED)  # fmt: skip
-        for name in ("warmup_steps", "loss_type", "advantage"):
+        for name in ("warmup_steps", "max_steps", "loss_type", "advantage"):
             check_scalar(name, getattr(self, name))
         check_range("warmup_steps", self.warmup_steps, 0, integer=True)
+        check_range("max_steps", self.max_steps, 0, MAX_SCHEDULE_STEPS, integer=True)
         if not isinstance(self.task, TaskSpec) or not isinstance(self.policy, PolicyShape):
             raise PgrpoSimError("task must be a TaskSpec and policy a PolicyShape (build the config with lm_config)")
         limits = dict(num_generations=(2, 4096), prompts_per_step=(1, 2**16), num_iterations=(1, 1024))
@@ -234,6 +240,7 @@ def lm_config(
     adam_epsilon: ArrayLike = 1e-8,
     lr_scheduler_type: str = "constant",
     warmup_steps: ArrayLike = 0,
+    max_steps: ArrayLike | None = None,
     max_completion_length: int = 16,
     modulus: int = 10,
     operands: int = 4,
@@ -281,6 +288,9 @@ def lm_config(
         lr_scheduler_type: "constant", "constant_with_warmup", "linear" or "cosine" over the run's optimiser steps
             (this level's default is "constant", HF's "linear").
         warmup_steps: warm-up length, in optimiser steps; integer ≥ 0; traced.
+        max_steps: the schedule's length, in optimiser steps (TRL's `max_steps`: a linear or cosine decay reaches 0
+            there, also when the simulated run is shorter); integer in [1, 10⁸]; None: the simulated run's length;
+            traced.
         max_completion_length: the task's longest response, in tokens; integer in [4, 32] (this level's name).
         modulus: m, the task's modulus (digits 0 … m − 1); integer in [2, 59].
         operands: k, digits per prompt; integer in [1, 10].
@@ -302,6 +312,8 @@ def lm_config(
             (e.g. `steps_per_generation` does not divide the generation batch, β > 0 without `kl_reference`).
     """
     check_choice("scale_rewards", scale_rewards, tuple(SCALE_REWARDS))
+    if max_steps is not None and is_concrete(max_steps):
+        check_range("max_steps", max_steps, 1, MAX_SCHEDULE_STEPS, integer=True)
     task = TaskSpec(modulus=modulus, operands=operands, max_response_len=max_completion_length, eval_size=eval_size)
     if kl_reference is None:
         kl_reference = not is_concrete(beta) or bool(np.any(np.asarray(beta) != 0))
@@ -318,6 +330,7 @@ def lm_config(
         adam_beta2=adam_beta2,
         adam_epsilon=adam_epsilon,
         warmup_steps=warmup_steps,
+        max_steps=0 if max_steps is None else max_steps,
         loss_type=loss_type,
         advantage=SCALE_REWARDS[scale_rewards],
         task=task,

@@ -11,7 +11,6 @@ take `num_iterations` passes over them, one AdamW step per mini-batch (`loss.grp
 
 from __future__ import annotations
 
-import types
 from typing import NamedTuple
 
 import jax
@@ -21,8 +20,8 @@ from jax import Array
 
 from ...base.checks import as_key, check_seeds, check_steps
 from ...base.errors import PgrpoSimError
-from ..bandit import learning_rate_factor
 from ..grpo import ADVANTAGES, group_advantages
+from ..schedules import schedule_factor
 from .config import ADVANTAGE_EPS, LMConfig
 from .loss import grpo_loss
 from .policy import Policy, completion_logps, sample
@@ -94,26 +93,29 @@ class LMRun(NamedTuple):
     diverged_step: Array
 
 
-def make_optimizer(config: LMConfig, total_steps: int) -> optax.GradientTransformation:
+def make_optimizer(config: LMConfig, run_steps: int) -> optax.GradientTransformation:
     """HF Trainer's optimiser as optax: global-norm clipping at `max_grad_norm` (∞: off; optax divides by the norm,
     torch by norm + 1e-6), then AdamW (decoupled weight decay on matrices only, as HF excludes biases and LayerNorm)
-    at `learning_rate` × the HF schedule factor over `total_steps` optimiser steps.
+    at `learning_rate` × the HF schedule factor (`models.schedules.schedule_factor`) over `config.max_steps`
+    optimiser steps, or over the run's `run_steps` when `max_steps` is 0.
 
     Args:
         config: the run's `LMConfig` (in `make_lm_run`, the `hyper` one, whose hyperparameters may be traced).
-        total_steps: the schedule's length, in optimiser steps (GRPO steps × `steps_per_rollout`); ≥ 1.
+        run_steps: the simulated run's length, in optimiser steps (GRPO steps × `steps_per_rollout`); ≥ 1.
 
     Returns:
         The optax optimiser (clip, then AdamW).
     """
-    schedule = types.SimpleNamespace(
-        eta=config.learning_rate,
-        warmup_steps=config.warmup_steps,
-        decay_steps=total_steps,
-        lr_schedule=config.lr_scheduler_type,
-    )
+    total = jnp.where(config.max_steps > 0, config.max_steps, run_steps)
+
+    def learning_rate(count):
+        factor = schedule_factor(
+            config.lr_scheduler_type, count, config.warmup_steps, total, config.learning_rate.dtype
+        )
+        return config.learning_rate * factor
+
     adamw = optax.adamw(
-        lambda count: config.learning_rate * learning_rate_factor(schedule, count),
+        learning_rate,
         b1=config.adam_beta1,
         b2=config.adam_beta2,
         eps=config.adam_epsilon,

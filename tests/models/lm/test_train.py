@@ -50,6 +50,7 @@ def test_config_names_and_codes_read_back():
         (dict(num_generations=1), "num_generations must be"),
         (dict(lr_scheduler_type="polynomial"), "lr_scheduler_type must be one of"),
         (dict(warmup_steps=1.5), "warmup_steps must be an integer"),
+        (dict(max_steps=0), r"max_steps must be in \[1, 100000000\]"),
         (dict(learning_rate=[1e-3, 1e-2]), "learning_rate must be a single number"),
         (dict(start_accuracy=0.99), "start_accuracy must be in"),
     ],
@@ -59,18 +60,20 @@ def test_bad_settings_raise_one_line(kwargs, match):
         lm_config(**kwargs)
 
 
-def test_optimizer_is_hf_adamw_with_clipping_and_schedule():
+@pytest.mark.parametrize("max_steps, run_steps", [(None, 4), (4, 100)])
+def test_optimizer_is_hf_adamw_with_clipping_and_schedule(max_steps, run_steps):
     """Three steps of `make_optimizer` against HF's AdamW written out in NumPy: global-norm clip (optax's g·c/‖g‖),
     bias-corrected Adam, decoupled weight decay on matrices only, a linear schedule with one warm-up step (HF's
-    factor 0 at step 0). float64 both: 1e-12."""
+    factor 0 at step 0) decaying to 0 at optimiser step 4: the run's own length, or `max_steps` (TRL's) when the
+    simulated run is longer. float64 both: 1e-12."""
     config = lm_config(
         learning_rate=0.1, weight_decay=0.1, max_grad_norm=0.5, lr_scheduler_type="linear", warmup_steps=1,
-        adam_beta1=0.8, adam_beta2=0.9, adam_epsilon=1e-3,
+        adam_beta1=0.8, adam_beta2=0.9, adam_epsilon=1e-3, max_steps=max_steps,
     )  # fmt: skip
     rng = np.random.default_rng(0)
     params = {"w": rng.normal(size=(2, 3)), "b": rng.normal(size=3)}
     grads = [{"w": rng.normal(size=(2, 3)), "b": rng.normal(size=3)} for _ in range(3)]
-    optimizer = make_optimizer(config, total_steps=4)
+    optimizer = make_optimizer(config, run_steps=run_steps)
     state, got, update = optimizer.init(params), params, jax.jit(optimizer.update)  # one program, not one per op
     for g in grads:
         updates, state = update(g, state, got)
