@@ -36,3 +36,10 @@ from .run_config import (
     read_run_config as read_run_config,
     resolve_run_config as resolve_run_config,
 )
+from .scoring import (
+    RELIABILITY_EDGES as RELIABILITY_EDGES,
+    ReliabilityBin as ReliabilityBin,
+    brier_score as brier_score,
+    brier_skill as brier_skill,
+    reliability as reliability,
+)

@@ -16,6 +16,11 @@ from .laws import (
     r_squared as r_squared,
 )
 from .least_squares import LeastSquares as LeastSquares, least_squares as least_squares
+from .monitors import (
+    MONITORS as MONITORS,
+    MonitorCall as MonitorCall,
+    monitor_calls as monitor_calls,
+)
 from .noise import reward_stderr as reward_stderr, smooth as smooth
 from .readers import (
     CANONICAL as CANONICAL,
