@@ -125,6 +125,25 @@ def make_optimizer(config: LMConfig, run_steps: int) -> optax.GradientTransforma
     return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), adamw)
 
 
+NOT_DIFFERENTIABLE = (
+    "the language-model level has no derivative in its hyperparameters: its rewards count sampled tokens (piecewise "
+    "constant), so jax.grad through a run would be 0; compare runs at nearby values over many seeds, or "
+    "differentiate the bandit level (its expected mode is exact and differentiable)"
+)
+"""The one-line refusal of a derivative through a run (`jax.grad`, `jax.jvp`, `jax.jacfwd`, …)."""
+
+
+@jax.custom_jvp
+def _not_differentiable(x: Array) -> Array:
+    """The identity; differentiating through it raises `PgrpoSimError` (`NOT_DIFFERENTIABLE`) while tracing."""
+    return x
+
+
+@_not_differentiable.defjvp
+def _refuse_derivative(primals, tangents):
+    raise PgrpoSimError(NOT_DIFFERENTIABLE)
+
+
 def _finite(tree) -> Array:
     return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(tree)]))
 
@@ -262,8 +281,11 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
         key = as_key(key)
         if jax.tree.structure(hyper) != structure:
             raise PgrpoSimError("hyper must have the static structure (sizes, code paths) of the run's config")
-        # the policy is float32 (also under x64): so are its hyperparameters, or optax's state would change dtype
-        hyper = jax.tree.map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) else x, hyper)
+        # the policy is float32 (also under x64): so are its hyperparameters, or optax's state would change dtype;
+        # a derivative with respect to them is refused (sampled tokens have none: it would be a silent 0)
+        hyper = jax.tree.map(
+            lambda x: _not_differentiable(x.astype(jnp.float32)) if jnp.issubdtype(x.dtype, jnp.floating) else x, hyper
+        )
         optimizer = make_optimizer(hyper, steps * config.steps_per_rollout)
         eval_key, key = jax.random.split(key)
 

@@ -191,3 +191,13 @@ def test_reward_spread_is_what_trl_logs():
     np.testing.assert_allclose(spread, np.std(groups, ddof=1), rtol=1e-6)
     assert float(zero) == 0.0
     assert float(reward_spread(jnp.ones((2, 4)), jnp.int32(ADVANTAGES.index("batch")))[1]) == 1.0
+
+
+def test_a_derivative_through_a_run_is_refused_in_one_line():
+    """Rewards count sampled tokens: jax.grad would be a silent 0. Refused while tracing, before any run."""
+    config = lm_config(width=8, heads=2, layers=1, operands=2, max_completion_length=8, prompts_per_step=2)
+    start = init_policy(config.policy, jax.random.key(0))
+    mean_reward = lambda lr: lm_simulate(config.replace(learning_rate=lr), 2, start=start).readouts["reward"].mean()  # noqa: E731
+    with pytest.raises(PgrpoSimError, match="no derivative in its hyperparameters"):
+        jax.grad(mean_reward)(1e-3)
+    assert np.isfinite(float(mean_reward(1e-3)))  # the run itself is untouched
