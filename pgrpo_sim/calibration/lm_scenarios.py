@@ -228,8 +228,10 @@ def lm_forecast(log: TrainingLog, cal: LMCalibration, *, until: float, level: fl
         seed: seed of the posterior draws and the runs; integer ≥ 0.
 
     Returns:
-        {"model": "lm", "band": `level`, "until", "fit_until" (logged steps), "forecast": the calibrated run's
-        `lm_scenario` summary over `cal.grpo_steps(until)` GRPO steps, "heldout"}: `heldout` scores the band on
+        {"model": "lm", "band": `level`, "until", "fit_until" (logged steps), "collapse_probability" and
+        "collapse_probability_stderr" (the share of the level's runs that collapse by `until`: the run's own
+        foresight), "verdict", "forecast": the calibrated run's `lm_scenario` summary over `cal.grpo_steps(until)`
+        GRPO steps, "heldout"}: `heldout` scores the band on
         the log's rewards at the logged steps in (`fit_until`, `until`]: `n` (those steps), `mae` (mean absolute
         error of the band's mean, in the log's units: reward / `reward_scale`) and `coverage` (the share of
         held-out rewards inside the band, in [0, 1]); None without held-out steps.
@@ -249,4 +251,14 @@ def lm_forecast(log: TrainingLog, cal: LMCalibration, *, until: float, level: fl
         inside = (values[held] >= lo) & (values[held] <= hi)
         mae = float(np.mean(np.abs(values[held] - mean)))
         heldout = dict(n=int(held.sum()), mae=mae, coverage=float(inside.mean()))
-    return dict(model="lm", band=level, until=until, fit_until=cal.fit_until, forecast=entry, heldout=heldout)
+    return dict(
+        model="lm",
+        band=level,
+        until=until,
+        fit_until=cal.fit_until,
+        collapse_probability=entry["collapse_probability"],
+        collapse_probability_stderr=entry["collapse_probability_stderr"],
+        verdict=entry["verdict"],
+        forecast=entry,
+        heldout=heldout,
+    )
