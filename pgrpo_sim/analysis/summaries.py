@@ -20,6 +20,7 @@ oscillation that has not decayed by half between the 2nd and 4th quarters reads 
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
@@ -306,15 +307,51 @@ def collapsed(
     return last[0] < 0.5 * best and best - last[0] > COLLAPSE_Z * float(np.hypot(best_se, last[1]))
 
 
-def verdict(mean: np.ndarray, diverged: bool, summary=None, *, collapse: bool | None = None) -> str:
+FLAT_RISE = 1e-3
+"""The least rise above its start, in reward units, for which an exact curve counts as having learned (`verdict`)."""
+
+
+def running_mean_stderr(curve: ArrayLike, window: int) -> np.ndarray:
+    """Standard error of each point of the trailing running mean over `window` steps of a noisy per-step curve: the
+    per-step noise σ, from the curve's step-to-step differences (von Neumann: σ² = mean((x_t − x_{t−1})²)/2, which a
+    slow trend barely moves), over √(the points each mean averages).
+
+    Args:
+        curve: the per-step values x_0 … x_{T−1}; shape (T,), T ≥ 2; any units (NaN steps are left out of σ).
+        window: points per running mean; integer ≥ 1.
+
+    Returns:
+        σ/√min(t + 1, window) per step; float (T,); the curve's units.
+
+    Raises:
+        PgrpoSimError: `curve` not 1-D with at least 2 points, or `window` < 1.
+    """
+    x = np.asarray(curve, float)
+    if x.ndim != 1 or x.size < 2:
+        raise PgrpoSimError(f"curve must be one curve of at least 2 steps, got shape {x.shape}")
+    if int(window) != window or window < 1:
+        raise PgrpoSimError(f"window must be an integer >= 1, got {window!r}")
+    steps = np.diff(x)
+    steps = steps[np.isfinite(steps)]
+    sigma = float(np.sqrt(np.mean(steps**2) / 2)) if steps.size else math.nan
+    return sigma / np.sqrt(np.minimum(np.arange(1, x.size + 1), int(window)))
+
+
+def verdict(
+    mean: np.ndarray, diverged: bool, summary=None, *, collapse: bool | None = None, stderr: ArrayLike | None = None
+) -> str:
     """The verdict of a reward curve `mean` (what-if's scenarios, the language-model level's runs), with r0 = its
     first point and final = its plateau (`summarize_curve`: the mean of the last 10 %):
     - "diverges": `diverged`, or a non-finite point;
     - "collapses": `collapsed(mean)` (final below half its start or peak), or `collapse` when the caller judged it
       on another curve or with a noise level (the language-model level: `analysis.lm_sweep.summarize_lm_runs`);
-    - "oscillates": the curve's regime is unstable (sustained or growing oscillation; `summarize_curve`);
+    - "flat": the curve never rises above r0 by more than its noise — `COLLAPSE_Z` standard errors of the difference
+      between its peak and r0 (as a fall must to be a collapse), and at least `FLAT_RISE`: it does not learn (noise
+      about a flat level is no oscillation);
+    - "oscillates": the curve's regime is unstable (sustained or growing oscillation; `summarize_curve`, judged
+      against `stderr` when given);
     - "plateaus": the last 20 % of the steps gain less than 0.01, and at most 10 % of (final − r0) or less than
-      0.001 (a curve that barely moves does not learn);
+      0.001 (it rose, then stopped);
     - "learns": otherwise (still rising at the end).
     `summary`: the curve's `summarize_curve`, when the caller has it already.
 
@@ -322,25 +359,33 @@ def verdict(mean: np.ndarray, diverged: bool, summary=None, *, collapse: bool | 
         mean: the reward curve, one value per optimiser step; shape (T+1,), T ≥ 1 (an array or a list); reward units
             (the absolute gains 0.01 and 0.001 suit rewards in [0, 1]).
         diverged: whether the run diverged.
-        summary: the curve's `CurveSummary` (`summarize_curve`); None: computed here.
+        summary: the curve's `CurveSummary` (`summarize_curve`, with `stderr` when given); None: computed here.
         collapse: the caller's collapse judgement; None: `collapsed(mean)`.
+        stderr: standard error of each point (e.g. `running_mean_stderr` of a running mean); scalar or shape (T+1,);
+            reward units; None: an exact curve.
 
     Returns:
-        "diverges", "collapses", "oscillates", "plateaus" or "learns".
+        One of "diverges", "collapses", "flat", "oscillates", "plateaus" or "learns".
 
     Raises:
-        PgrpoSimError: (when `summary` is None) a finite `mean` of fewer than 2 points.
+        PgrpoSimError: (when `summary` is None) a finite `mean` of fewer than 2 points, or `stderr` that does not
+            broadcast to it.
     """
     mean = np.asarray(mean, float)  # a list too
     if diverged or not np.all(np.isfinite(mean)):
         return "diverges"
-    n, summary = mean.size, _summarize_jit(mean) if summary is None else summary
-    r0, final = float(mean[0]), float(summary.plateau)
+    if summary is None:
+        summary = _summarize_jit(mean) if stderr is None else _summarize_jit(mean, False, stderr)
+    n, r0, final = mean.size, float(mean[0]), float(summary.plateau)
     if collapsed(mean) if collapse is None else collapse:
         return "collapses"
+    se = np.broadcast_to(np.zeros(1) if stderr is None else np.asarray(stderr, float), mean.shape)
+    peak = int(np.argmax(mean))
+    if mean[peak] - r0 <= max(FLAT_RISE, COLLAPSE_Z * float(np.hypot(se[0], se[peak]))):
+        return "flat"
     if int(summary.regime) == UNSTABLE:
         return "oscillates"
     gain_late = float(mean[-1] - mean[int(0.8 * (n - 1))])
-    if gain_late < 0.01 and (gain_late <= 0.1 * abs(final - r0) or gain_late < 0.001):  # a flat curve plateaus
+    if gain_late < 0.01 and (gain_late <= 0.1 * abs(final - r0) or gain_late < 0.001):  # it rose, then stopped
         return "plateaus"
     return "learns"

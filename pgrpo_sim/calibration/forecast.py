@@ -9,8 +9,8 @@ and above the predictive band, each within `GOF_Z` binomial standard errors of t
 fails it is no basis for a forecast or a verdict (the command line refuses them unless forced).
 
 `what_if`: the calibrated θ (and its uncertainty) rerun with changed run-config keys; each scenario's mean curve
-gets a verdict by `analysis.summaries.verdict` (diverges | collapses | oscillates | plateaus | learns; the MAP run's
-divergence is `diverges`).
+gets a verdict by `analysis.summaries.verdict` (diverges | collapses | flat | oscillates | plateaus | learns; the MAP
+run's divergence is `diverges`); `scenario_note` says when a scenario's change cannot act (the clip on-policy).
 A posterior draw that diverges has no curve: the mean and band are over the draws that did not, and the fraction
 that did (`diverged_fraction`) is reported beside them (`draws_note`).
 """
@@ -34,7 +34,7 @@ from .inference import DRAWS, Band, Calibration, check_calibration, model_steps,
 from .model import population_model
 from .run_config import RunConfig
 
-VERDICTS = ("learns", "plateaus", "oscillates", "collapses", "diverges")
+VERDICTS = ("learns", "plateaus", "flat", "oscillates", "collapses", "diverges")
 _summarize = jax.jit(summarize_curve)
 """`summarize_curve`, compiled once per curve length (op by op it costs ~0.3 s a scenario)."""
 BASELINE_LAWS = tuple(law for law in KNOWN_LAWS)
@@ -424,6 +424,37 @@ def check_scenario(run: RunConfig, changes: dict) -> RunConfig:
     if fixed:
         raise PgrpoSimError(f"a scenario cannot change {fixed[0]}: the calibrated step scale belongs to it")
     return run.replace(**changes)
+
+
+CLIP_KEYS = ("epsilon", "epsilon_high")
+"""Run-config keys of the clip alone (a loss without a clip changes its aggregation too)."""
+
+
+def scenario_note(run: RunConfig, changes: dict) -> str | None:
+    """What a report should say about a scenario whose change cannot act: a changed clip (epsilon, epsilon_high, or a
+    loss without one) on a run that is on-policy in the scenario — num_iterations = 1 and steps_per_generation = 1 —
+    where the policy ratio is 1 at every update, so the clip never acts.
+
+    Args:
+        run: the calibrated run's configuration (`RunConfig`).
+        changes: run-config key → new value (`parse_scenario`).
+
+    Returns:
+        One sentence without its final full stop, or None when there is nothing to say.
+
+    Raises:
+        PgrpoSimError: a key is unknown or a value invalid (`RunConfig.replace`).
+    """
+    changed = run.replace(**dict(changes))  # a copy: replace adds epsilon for a loss without a clip
+    if changed.clip == run.clip or changed.steps_per_rollout != 1:
+        return None
+    clip = lambda c: "no clip" if c is None else f"clip ({c[0]:g}, {c[1]:g})"  # noqa: E731
+    alone = set(changes) <= set(CLIP_KEYS)
+    return (
+        f"the clip's change ({clip(run.clip)} → {clip(changed.clip)}) has no effect: the run is on-policy "
+        "(num_iterations = 1, steps_per_generation = 1), so the policy ratio is 1 at every update and the clip never "
+        "acts" + ("; this scenario is the calibrated run" if alone else "")
+    )
 
 
 def what_if(

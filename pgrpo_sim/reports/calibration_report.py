@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..base.outputs import json_text
 from ..base.progress import Progress, report
-from ..calibration.forecast import GoodnessOfFit, draws_note, extend, goodness_of_fit
+from ..calibration.forecast import GoodnessOfFit, draws_note, extend, goodness_of_fit, scenario_note
 from ..calibration.inference import DRAWS, Calibration, predictive_band
 from ..logs.readers import TrainingLog
 from ..viz.calibration_figures import plot_bands
@@ -216,5 +216,12 @@ def write_whatif(
     notes = [f"- {labels[key]}: {note}." for key, band in bands.items() if (note := draws_note(band))]
     if notes:
         lines += ["", "A posterior draw that diverges has no curve:", *notes]
+    inactive = [
+        f"- {labels[f'scenario {i + 1}']}: {note}."
+        for i, s in enumerate(result["scenarios"])
+        if (note := scenario_note(cal.model.run, s["set"]))
+    ]
+    if inactive:
+        lines += ["", *inactive]
     lines += ["", "![what-if](whatif.png)"]
     (out / "report.md").write_text("\n".join(lines) + "\n")

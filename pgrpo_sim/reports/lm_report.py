@@ -3,9 +3,12 @@ markdown report and the figure, for the language-model level (`calibration.langu
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from ..base.outputs import json_text
+from ..calibration.forecast import scenario_note
+from ..calibration.inference import Band
 from ..calibration.language_model import LMCalibration
 from ..calibration.lm_scenarios import lm_band
 from ..logs.readers import TrainingLog
@@ -52,6 +55,33 @@ def _labels(result: dict) -> dict:
     }
 
 
+def in_log_units(band: Band, reward_scale: float) -> Band:
+    """A level's band (reward / `reward_scale`) in the log's units, as the bandit's figures and the logged points are.
+
+    Args:
+        band: the band, in the log's reward / `reward_scale` (`lm_band`).
+        reward_scale: the run's `reward_scale`; > 0.
+
+    Returns:
+        The `Band` with mean, lo and hi × `reward_scale`.
+    """
+    return dataclasses.replace(
+        band, mean=band.mean * reward_scale, lo=band.lo * reward_scale, hi=band.hi * reward_scale
+    )
+
+
+def _units_lines(cal: LMCalibration) -> list[str]:
+    """The report's sentence on its units when the log's reward is not a share (`reward_scale` ≠ 1), or nothing."""
+    scale = cal.run.reward_scale
+    if scale == 1:
+        return []
+    return [
+        "",
+        f"The numbers above are the log's reward / reward_scale ({scale:g}), a share in [0, 1]; the figure is in the "
+        f"log's units (× {scale:g}).",
+    ]
+
+
 def write_lm_whatif(log: TrainingLog, cal: LMCalibration, result: dict, out: Path) -> None:
     """calibration.json, whatif.json, report.md (one row per scenario: verdict, collapse probability, finals) and
     whatif.png (each scenario's mean curve and band over the log)."""
@@ -60,8 +90,8 @@ def write_lm_whatif(log: TrainingLog, cal: LMCalibration, result: dict, out: Pat
     labels = _labels(result)
     entries = {"baseline": result["baseline"]} | {f"scenario {i + 1}": s for i, s in enumerate(result["scenarios"])}
     steps, reward = log.series("reward")
-    bands = {labels[k]: lm_band(cal, e) for k, e in entries.items()}
-    plot_bands(steps, reward / cal.run.reward_scale, bands, out / "whatif.png", fit_until=cal.fit_until)
+    bands = {labels[k]: in_log_units(lm_band(cal, e), cal.run.reward_scale) for k, e in entries.items()}
+    plot_bands(steps, reward, bands, out / "whatif.png", fit_until=cal.fit_until)
     lines = [
         "# pgrpo-sim what-if (language-model level)",
         "",
@@ -78,6 +108,14 @@ def write_lm_whatif(log: TrainingLog, cal: LMCalibration, result: dict, out: Pat
             f"{_fmt(e['final_knowledge'])} | {_fmt(e['peak_reward'])} | {_fmt(e['final_entropy'])} | "
             f"{_fmt(e['final_mean_length'])} |"
         )
+    lines += _units_lines(cal)
+    notes = [
+        f"- {labels[f'scenario {i + 1}']}: {note}."
+        for i, s in enumerate(result["scenarios"])
+        if (note := scenario_note(cal.run, s["set"]))
+    ]
+    if notes:
+        lines += ["", *notes]
     lines += [
         "",
         "Each scenario's runs draw the level's learning rate from the calibration's posterior (times the scenario's "
@@ -97,8 +135,8 @@ def write_lm_forecast(log: TrainingLog, cal: LMCalibration, result: dict, out: P
     (out / "calibration.json").write_text(json_text(cal.as_dict(), indent=2))
     (out / "forecast.json").write_text(json_text(result, indent=2))
     steps, reward = log.series("reward")
-    band = {"forecast": lm_band(cal, result["forecast"])}
-    plot_bands(steps, reward / cal.run.reward_scale, band, out / "forecast.png", fit_until=cal.fit_until)
+    band = {"forecast": in_log_units(lm_band(cal, result["forecast"]), cal.run.reward_scale)}
+    plot_bands(steps, reward, band, out / "forecast.png", fit_until=cal.fit_until)
     held = result["heldout"]
     score = (
         "No held-out steps to score."
@@ -107,5 +145,6 @@ def write_lm_forecast(log: TrainingLog, cal: LMCalibration, result: dict, out: P
         f"{result['band']:.0%} band."
     )
     lines = ["# pgrpo-sim forecast (language-model level)", "", *lm_calibration_markdown(cal), "", score]
+    lines += _units_lines(cal)
     lines += ["", f"Verdict of the calibrated run: {result['forecast']['verdict']}.", "", "![forecast](forecast.png)"]
     (out / "report.md").write_text("\n".join(lines) + "\n")

@@ -10,15 +10,20 @@ from .figures import PALETTE
 
 SCENARIO_STYLES = ("--", "-.", ":", (0, (6, 2, 1, 2, 1, 2)))
 """Line styles of the scenarios (cycled with their colours), so that curves that coincide stay distinguishable."""
+EDGE_STYLE = dict(color="black", lw=0.8, ls=(0, (4, 2)), alpha=0.8)
+"""The calibrated run's band edges (several bands): thin black dashes."""
+FIT_END_STYLE = dict(color="#7F7F7F", lw=1.4, ls="-", alpha=0.7)
+"""The end of the fit window: a solid grey vertical line, unlike any band edge or scenario."""
 
 
 def bands_figure(steps, reward, bands: dict, *, fit_until: float | None = None, warning: str | None = None):
     """The logged reward (points) and, per label, a band's mean (line) and its interval; a band whose calibrated run
     diverged is only named in the legend; `warning` (e.g. a failed calibration) is the figure's title, in red.
 
-    One band: shaded. Several (what-if): the first is the calibrated run, drawn on top in black with its interval as
-    thin dotted lines; each scenario gets its own colour and line style, its interval a light shade; the legend
-    sits beside the axes."""
+    One band: shaded. Several (what-if): the first is the calibrated run, drawn on top in black with its interval's
+    edges as thin black dashes (`EDGE_STYLE`, in the legend); each scenario gets its own colour and line style, its
+    interval a light shade; the legend sits beside the axes. The fit window's end is a solid grey vertical line
+    (`FIT_END_STYLE`). Rewards are drawn in the units they are given in (the log's, for every command's figure)."""
     several = len(bands) > 1
     fig, ax = plt.subplots(figsize=(9.5, 4.6) if several else (7.0, 4.2), layout="constrained")
     ax.plot(steps, reward, ".", ms=2.5, color="0.6", label="logged reward", zorder=1)
@@ -33,13 +38,14 @@ def bands_figure(steps, reward, bands: dict, *, fit_until: float | None = None, 
         name = f"{label} ({band.level:.0%} band)"
         if base:
             ax.plot(band.steps, band.mean, color=colour, lw=1.5, label=name, zorder=10)
-            for edge in (band.lo, band.hi):
-                ax.plot(band.steps, edge, color=colour, lw=0.8, ls=":", alpha=0.8, zorder=9)
+            edges = f"{label}: {band.level:.0%} band edges"
+            for edge, name in ((band.lo, edges), (band.hi, "_" + edges)):  # "_": one legend entry for both
+                ax.plot(band.steps, edge, **EDGE_STYLE, label=name, zorder=9)
             continue
         ax.fill_between(band.steps, band.lo, band.hi, color=colour, alpha=0.08 if several else 0.2, lw=0, zorder=2)
         ax.plot(band.steps, band.mean, color=colour, ls=style, lw=2.4 if several else 1.6, label=name, zorder=5)
     if fit_until is not None:
-        ax.axvline(fit_until, color="0.3", ls=":", lw=1, label="end of the fit window")
+        ax.axvline(fit_until, **FIT_END_STYLE, label="end of the fit window")
     ax.set_xlabel("logged step")
     ax.set_ylabel("reward")
     ax.grid(alpha=0.3)

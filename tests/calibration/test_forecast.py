@@ -62,11 +62,11 @@ def test_extend_refuses_a_horizon_beyond_ten_fit_windows():
 
 
 def test_verdicts_of_flat_falling_and_rising_curves():
-    """A flat or barely drifting curve plateaus; one that halves collapses; one still rising over its last 20 % by
-    more than 10 % of its gain (and 0.001) learns; a non-finite one diverges."""
-    assert verdict(np.full(50, 0.3), False) == "plateaus"
-    assert verdict(np.zeros(50), False) == "plateaus"
-    assert verdict(np.linspace(0.0424855, 0.0424858, 50), False) == "plateaus"  # a drift of 3e-7 does not learn
+    """A flat or barely drifting curve is flat (it does not learn); one that halves collapses; one still rising over
+    its last 20 % by more than 10 % of its gain (and 0.001) learns; a non-finite one diverges."""
+    assert verdict(np.full(50, 0.3), False) == "flat"
+    assert verdict(np.zeros(50), False) == "flat"
+    assert verdict(np.linspace(0.0424855, 0.0424858, 50), False) == "flat"  # a drift of 3e-7 does not learn
     assert verdict(np.linspace(0.3, 0.33, 50), False) == "learns"  # 0.006 in the last 20 %: 20 % of its gain
     assert verdict(np.linspace(0.6, 0.2, 50), False) == "collapses"
     assert verdict(np.linspace(0.2, 0.6, 50), False) == "learns"

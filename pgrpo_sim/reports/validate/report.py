@@ -1,4 +1,5 @@
-"""The report of `pgrpo-sim validate` (report.md): per claim, its description, verdict, table and figure."""
+"""The report of `pgrpo-sim validate` (report.md): per claim, its description, verdict, table and figure, and under a
+failed verdict what the failure means for a user's run (`sections.IF_FAILS`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ def _readable(doc: str) -> str:
 
 
 def report_markdown(results: dict, *, quick: bool, seed: int) -> str:
-    """The report: per claim, its verdict, table and figure."""
+    """The report: per claim, its verdict, table and figure, and what a failure means for a run."""
     lines = [
         "# pgrpo-sim validation report",
         "",
@@ -43,4 +44,6 @@ def report_markdown(results: dict, *, quick: bool, seed: int) -> str:
             lines += [cells(row) for row in table[1:]]
             lines.append("")
         lines.append(f"**Verdict: {'holds' if r['verdict']['holds'] else 'fails'}.** {r['verdict']['text']}")
+        if not r["verdict"]["holds"]:
+            lines += ["", f"*What this means for a run:* {sections.IF_FAILS[key]}"]
     return "\n".join(lines) + "\n"
