@@ -12,9 +12,10 @@ its own (wrong partial sums, answers guessed after skipped steps), as in a pretr
 the task yet; GRPO must improve the computation itself, which is slower and can break.
 
 What keeps the start broad: demonstrations write a uniformly chosen number of reasoning steps (0 … k, so lengths
-4 … 2k + 4 tokens, with the shorter ones harder), and a fraction `FORMAT_NOISE` of them is malformed (no
-`<ans>`, no `</ans>`, or no EOS and random digits up to the length cap), so the start also produces some malformed
-and runaway completions.
+4 … 2k + 4 tokens, with the shorter ones harder; imitating them caps the accuracy near 0.4-0.45 at the default
+sizes, so a higher target writes every step in a share `full_share` of them, from 0 at 0.3 to 1 at 0.95), and a
+fraction `FORMAT_NOISE` of them is malformed (no `<ans>`, no `</ans>`, or no EOS and random digits up to the length
+cap), so the start also produces some malformed and runaway completions.
 
 A base model that knows the answers but not the format (a 3 % eval accuracy that GRPO lifts to 30 % in three steps)
 is a start with a low `start_format`: the share of well-formed demonstrations (default `DEFAULT_START_FORMAT`, i.e.
@@ -80,6 +81,8 @@ DEFAULT_START_FORMAT = 1 - FORMAT_NOISE
 """Share of well-formed demonstrations unless a start asks for another (`start_format`)."""
 MAX_START_ACCURACY = 0.95
 """Highest target: the accuracy must be reachable and leave GRPO something to learn."""
+UNIFORM_CAP = 0.3
+"""Targets up to this imitate demonstrations of uniformly varied length only (`full_share`)."""
 SFT_OPTIMIZER = optax.adam(SFT_LEARNING_RATE)
 CACHE_ENV = "PGRPO_SIM_CACHE"
 """Environment variable: the cache root (the SFT starts go to its `lm/` folder)."""
@@ -101,23 +104,29 @@ class SFTStart(NamedTuple):
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "n"))
-def demonstrations(spec: TaskSpec, key, n: int, format_noise: float | Array = FORMAT_NOISE) -> tuple[Array, Array]:
+def demonstrations(
+    spec: TaskSpec, key, n: int, format_noise: float | Array = FORMAT_NOISE, full_share: float | Array = 0.0
+) -> tuple[Array, Array]:
     """`n` SFT examples: training prompts int32[n, prompt_len] and completions int32[n, max_response_len] that write
-    a uniformly chosen number of reasoning steps and the right answer; a share `format_noise` is malformed (see the
-    module docstring).
+    a uniformly chosen number of reasoning steps (all of them for a share `full_share`) and the right answer; a
+    share `format_noise` is malformed (see the module docstring).
 
     Args:
         spec: the task (`TaskSpec`); static.
         key: a JAX PRNG key.
         n: demonstrations to draw; integer ≥ 1; static.
         format_noise: the chance that a demonstration is malformed; in [0, 1]; may be traced.
+        full_share: the chance that a demonstration writes every reasoning step; in [0, 1]; may be traced.
 
     Returns:
         (prompts, completions): int32 (n, prompt_len) and int32 (n, max_response_len) tokens.
     """
     k_prompt, k_steps, k_kind, k_drop, k_digits = jax.random.split(key, 5)
     prompts, _ = task_prompts(spec, k_prompt, n)
-    steps = jax.random.randint(k_steps, (n,), 0, max_solution_steps(spec) + 1)
+    most = max_solution_steps(spec)
+    steps = jax.random.randint(k_steps, (n,), 0, most + 1)
+    full = jax.random.uniform(jax.random.fold_in(k_steps, 1), (n,)) < full_share  # k_steps' own draw unchanged
+    steps = jnp.where(full, most, steps)
     good = solutions(spec, prompts, steps)
     length = spec.max_response_len
     # malformed kinds 0, 1, 2 drop `<ans>`, `</ans>` or EOS; kind 3 (the rest) keeps the demonstration intact
@@ -189,6 +198,22 @@ def rollout_shares(spec: TaskSpec, params: Policy, key, temperature, n: int) -> 
     return task_reward(spec, completions, answers).mean(), format_ok(spec, completions).mean()
 
 
+def full_share(start_accuracy: float) -> float:
+    """The share of demonstrations that write every reasoning step, for a start of `start_accuracy`: 0 up to
+    `UNIFORM_CAP` (varied lengths keep the start broad), rising linearly to 1 at `MAX_START_ACCURACY` (imitating
+    varied lengths caps the sampled accuracy near 0.4-0.45 at the default sizes: answers guessed after skipped steps
+    are mostly wrong, so higher starts need fuller demonstrations, as a model fine-tuned on full solutions is).
+
+    Args:
+        start_accuracy: the SFT start's target sampled accuracy; in (0, 0.95].
+
+    Returns:
+        The share, in [0, 1], rounded to 1e-3 (one setting, one cached file).
+    """
+    share = (float(start_accuracy) - UNIFORM_CAP) / (MAX_START_ACCURACY - UNIFORM_CAP)
+    return round(min(max(share, 0.0), 1.0), 3)
+
+
 def _format_noise(start_format: float) -> float:
     """The malformed share of the demonstrations for a start's well-formed share (rounded: one setting, one file)."""
     return round(1.0 - float(start_format), 12)
@@ -223,7 +248,9 @@ def start_settings(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, se
             max_steps=MAX_SFT_STEPS,
             eval_samples=EVAL_SAMPLES,
             format_noise=_format_noise(start_format),
-        ),
+        )
+        # a key only where it is used: starts of targets up to UNIFORM_CAP keep the files they had
+        | ({"full_share": full_share(start_accuracy)} if full_share(start_accuracy) > 0 else {}),
     )
 
 
@@ -262,14 +289,14 @@ def _check(spec: TaskSpec, shape: PolicyShape, start_accuracy, seed, start_forma
     check_seed(seed)
 
 
-@functools.partial(jax.jit, static_argnames=("spec", "format_noise"))
-def _train_chunk(spec: TaskSpec, params: Policy, opt_state, key, format_noise: float):
+@functools.partial(jax.jit, static_argnames=("spec", "format_noise", "full"))
+def _train_chunk(spec: TaskSpec, params: Policy, opt_state, key, format_noise: float, full: float):
     """`CHECK_EVERY` SFT steps, each on fresh demonstrations: the final (params, optimizer state) and the params
     after every step (stacked on a leading axis; small, and they let the stop land on one step)."""
 
     def step(carry, step_key):
         params, opt_state = carry
-        prompts, completions = demonstrations(spec, step_key, SFT_BATCH, format_noise)
+        prompts, completions = demonstrations(spec, step_key, SFT_BATCH, format_noise, full)
         grads = jax.grad(_sft_loss)(params, prompts, completions, spec)
         updates, opt_state = SFT_OPTIMIZER.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
@@ -279,9 +306,9 @@ def _train_chunk(spec: TaskSpec, params: Policy, opt_state, key, format_noise: f
 
 
 class StartNotReached(PgrpoSimError):
-    """SFT did not reach the asked `start_accuracy` in `MAX_SFT_STEPS` steps; `reached` is where it stopped. (At the
-    default sizes the held-out sampled accuracy levels off near 0.4-0.45: demonstrations that skip reasoning steps
-    cap it.)
+    """SFT did not reach the asked `start_accuracy` in `MAX_SFT_STEPS` steps; `reached` is where it stopped. (Imitating
+    demonstrations of varied length levels off near 0.4-0.45 at the default sizes; `full_share` gives higher targets
+    fuller demonstrations.)
 
     Attributes:
         target: the asked `start_accuracy`; in (0, 0.95].
@@ -324,7 +351,8 @@ def train_start(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed:
     below = checked(params, 0)
     for chunk in range(MAX_SFT_STEPS // CHECK_EVERY):
         chunk_key = jax.random.fold_in(key_data, chunk)
-        (params, opt_state), history = _train_chunk(spec, params, opt_state, chunk_key, _format_noise(start_format))
+        noise, full = _format_noise(start_format), full_share(start_accuracy)
+        (params, opt_state), history = _train_chunk(spec, params, opt_state, chunk_key, noise, full)
         above = checked(params, below.steps + CHECK_EVERY)
         if above.accuracy >= start_accuracy:
             while above.steps - below.steps > 1:

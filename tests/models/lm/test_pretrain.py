@@ -150,3 +150,18 @@ def test_rollout_shares_measure_a_start_to_its_binomial_error(start):
     assert abs(float(np.mean(rewarded)) - reward) < 4 * np.sqrt(reward * (1 - reward) / len(one_by_one))
     again = float(pretrain.rollout_shares(SPEC, start.params, jax.random.key(6), 1.0, n)[0])
     assert abs(again - reward) < 4 * np.sqrt(2 * reward * (1 - reward) / n)
+
+
+def test_high_starts_imitate_fuller_demonstrations():
+    """Above `UNIFORM_CAP` a share `full_share` of the demonstrations writes every reasoning step (imitating varied
+    lengths caps the accuracy near 0.4); up to it the recipe and the cache key are as they were."""
+    assert pretrain.full_share(0.2) == pretrain.full_share(pretrain.UNIFORM_CAP) == 0.0
+    assert pretrain.full_share(pretrain.MAX_START_ACCURACY) == 1.0
+    assert pretrain.full_share(0.625) == pytest.approx(0.5, abs=1e-3)  # halfway from 0.3 to 0.95
+    low = pretrain.start_settings(SPEC, SHAPE, 0.3, 0, 0.9)
+    assert "full_share" not in low["sft"] and pretrain.start_settings(SPEC, SHAPE, 0.8, 0, 0.9)["sft"]["full_share"] > 0
+    prompts, completions = pretrain.demonstrations(SPEC, jax.random.key(0), 400, 0.0, 1.0)
+    lengths = np.asarray(lm.response_mask(SPEC, completions)).sum(-1)
+    assert np.all(lengths == SPEC.solution_len)  # every step written
+    _, varied = pretrain.demonstrations(SPEC, jax.random.key(0), 400, 0.0, 0.0)
+    assert len(np.unique(np.asarray(lm.response_mask(SPEC, varied)).sum(-1))) > 1
