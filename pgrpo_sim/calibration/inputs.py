@@ -6,6 +6,7 @@ window.
 (`resolve_run_config`), with notes of what was assumed and a warning where the log contradicts one
 (`kl_warning`), then the log's success-rate column when its reward is none (`success_rate_log`).
 `fit_window_end`: the last step of the fit window from `fit_until` or a fraction of the logged rewards.
+A logged learning rate's schedule is read by `log_settings` (`logs.readers.logged_schedule`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import numpy as np
 
 from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
-from ..logs.readers import TrainingLog, check_log
+from ..logs.readers import SCHEDULE_TOLERANCE, TrainingLog, check_log
 from .run_config import (
+    SCHEDULES,
     RunConfig,
     RunConfigFile,
     check_run_config,
@@ -45,16 +47,17 @@ def calibration_inputs(
 
     Returns:
         (log, run, loaded): the log, with its success-rate column as `reward` where one was used; the `RunConfig`
-        with each key's source and the notes (the file's summary, a KL warning, the reward's reading); the loaded
-        `RunConfigFile`, or None without `run_config`.
+        with each key's source and the notes (the file's summary, a KL warning, a logged learning rate that follows
+        no schedule, the reward's reading); the loaded `RunConfigFile`, or None without `run_config`.
 
     Raises:
         PgrpoSimError: the file cannot be read or holds a bad key or value, or `log` is not a `TrainingLog`.
     """
     loaded = load_run_config(run_config) if run_config else None
-    run = resolve_run_config(loaded and loaded.keys, log_settings(log))
+    max_steps = loaded.keys.get("max_steps") if loaded else None  # the schedule's length, when the file gives it
+    run = resolve_run_config(loaded and loaded.keys, log_settings(log, max_steps=max_steps))
     run = run.with_notes(*(loaded.summary() if loaded else ()))
-    run = run.with_notes(kl_warning(run, log))
+    run = run.with_notes(kl_warning(run, log, run_config), _unread_schedule(run, log, run_config))
     if success_rate:
         log, run, _ = success_rate_log(log, run)
     return log, run, loaded
@@ -89,13 +92,14 @@ def fit_window_end(log: TrainingLog, fit_until: float | None = None, fit_fractio
     return fit_until
 
 
-def kl_warning(run: RunConfig, log) -> str:
+def kl_warning(run: RunConfig, log, run_config: str | Path | None = None) -> str:
     """A warning (text starting "warning:") when `log` records a non-zero KL to the reference while `run` has β = 0,
     so the calibration has no KL penalty the run may have had; "" otherwise. (TRL logs `kl` only when β ≠ 0.)
 
     Args:
         run: the run's configuration (`RunConfig`).
         log: the training log (`TrainingLog`).
+        run_config: the run-config file the run was read from, or None (then the warning says to pass one).
 
     Returns:
         The warning, one sentence, or "".
@@ -112,6 +116,22 @@ def kl_warning(run: RunConfig, log) -> str:
         return ""
     return (
         f"warning: the log records a non-zero KL (median {np.median(np.abs(kl)):.3g}) but β = 0 "
-        f"({run.sources.get('beta', 'given')}): calibrated without a KL penalty; if the run had one, pass its beta "
-        "in run_config=FILE"
+        f"({run.sources.get('beta', 'given')}): calibrated without a KL penalty; if the run had one, "
+        + ("pass its beta in run_config=FILE" if run_config is None else f"set its beta in {Path(run_config).name}")
+    )
+
+
+def _unread_schedule(run: RunConfig, log, run_config: str | Path | None) -> str:
+    """A warning when `log` records a learning rate that `logged_schedule` could not read, so that the run's
+    learning rate is TRL's default; "" otherwise. `run_config`: the file given, or None."""
+    if run.sources["learning_rate"] != "default" or "learning_rate" not in log:
+        return ""
+    lr = log.series("learning_rate")[1]
+    if lr.size == 0:
+        return ""
+    return (
+        f"warning: the log's learning rate (peak {np.max(lr):.3g}) follows none of the schedules "
+        f"{', '.join(SCHEDULES)} within {SCHEDULE_TOLERANCE:.0%} of its peak (or has fewer than 3 values): "
+        "learning_rate and its schedule are assumed; "
+        + ("pass them in run_config=FILE" if run_config is None else f"set them in {Path(run_config).name}")
     )

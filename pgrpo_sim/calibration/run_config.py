@@ -18,7 +18,7 @@ from typing import Any
 
 from ..base.checks import FLOAT32_MAX, MAX_STEPS, check_choice, check_range
 from ..base.errors import PgrpoSimError
-from ..logs.readers import check_log, constant_learning_rate
+from ..logs.readers import check_log, logged_schedule
 from ..models.config import MAX_GROUP_SIZE
 
 SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
@@ -134,7 +134,7 @@ class RunConfig:
         Returns:
             The warm-up length, in logged steps.
         """
-        return math.ceil(self.warmup_ratio * max_steps)
+        return math.ceil(round(self.warmup_ratio * max_steps, 6))  # round: W / T × T is not always W in floats
 
     def replace(self, **changes) -> RunConfig:
         """A copy with keys changed (validated), their source marked "scenario". A change to a loss without a clip
@@ -171,20 +171,31 @@ class RunConfig:
         """JSON-ready: every key with its value and its source, and the notes."""
         return {k: getattr(self, k) for k in KEYS} | {"sources": dict(self.sources), "notes": list(self.notes)}
 
-    def assumed(self) -> str:
-        """The settings that shape the model and came from TRL's defaults, neither a run config nor the log, as one
-        clause for a command's summary line ("" when there are none)."""
+    def assumed(self, run_config: str | Path | None = None) -> str:
+        """The settings that shape the model and came from TRL's defaults (`ASSUMED`; not warmup_ratio under a
+        constant schedule nor an unset epsilon_high, = epsilon), as one clause for a summary line; "" when none.
+
+        Args:
+            run_config: the run-config file given, or None (then the clause says to pass one).
+        """
+        moot = {"warmup_ratio": self.lr_scheduler_type == "constant", "epsilon_high": self.epsilon_high is None}
         shown = [
-            f"{symbol} = {_show(getattr(self, k))}" for k, symbol in ASSUMED.items() if self.sources[k] == "default"
+            f"{symbol} = {_show(getattr(self, k))}"
+            for k, symbol in ASSUMED.items()
+            if self.sources[k] == "default" and not moot.get(k)
         ]
-        return f"assumed: {', '.join(shown)} — pass run_config=FILE to set them" if shown else ""
+        how = "pass run_config=FILE to set them" if run_config is None else f"{Path(run_config).name} does not set them"
+        return f"assumed: {', '.join(shown)} — {how}" if shown else ""
 
 
 KEYS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name not in ("sources", "notes"))
 """The run-config keys, in order."""
+_NAMED = ("learning_rate", "lr_scheduler_type", "warmup_ratio", "steps_per_generation", "epsilon", "epsilon_high")
 ASSUMED = {"num_generations": "G", "prompts_per_step": "prompts_per_step", "beta": "β", "num_iterations": "epochs"}
-"""The keys a summary line names (`RunConfig.assumed`) when they were assumed: each changes the model's noise or
-dynamics, and no log-derived default can stand in for it (the learning rate's scale is calibrated)."""
+ASSUMED |= {k: k for k in (*_NAMED, "scale_rewards", "loss_type", "max_grad_norm")}
+"""The keys a summary line names (`RunConfig.assumed`) when assumed: each shapes a level's model or is what a scenario
+changes (its learning rate is a multiple of the run's). Not named: `max_steps` (None: the log's length), `dataset_size`
+(None: ≫ P), `reward_scale` (the reward's reading has its own note), `optimizer` (neither level follows it)."""
 
 
 def _show(value) -> str:
@@ -310,9 +321,12 @@ def load_run_config(path: str | Path) -> RunConfigFile:
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PgrpoSimError(f"run-config: cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:  # a binary file (a checkpoint, an archive) named by mistake
+        why = f"not a text file (not UTF-8 at byte {exc.start}): give a JSON or YAML file of GRPOConfig keys"
+        raise PgrpoSimError(f"run-config {path.name}: {why}") from None
     try:
         data = json.loads(text) if path.suffix == ".json" else _yaml(text)
     except ValueError as exc:
@@ -516,25 +530,31 @@ def parse_scenario(text: str) -> dict[str, Any]:
     return changes
 
 
-def log_settings(log) -> dict[str, Any]:
-    """What a `TrainingLog` says about its run: its recorded `settings`, plus `lr_scheduler_type` "constant" and the
-    `learning_rate` when its logged learning rate never changes (at least 3 finite values).
+def log_settings(log, max_steps: int | None = None) -> dict[str, Any]:
+    """What a `TrainingLog` says about its run: its recorded `settings`, plus what its logged learning rate shows
+    (`logs.readers.logged_schedule`: the peak `learning_rate`, `lr_scheduler_type` and `warmup_ratio`, from at least 3
+    finite values), below the recorded settings.
 
     Args:
         log: the training log (`TrainingLog`).
+        max_steps: the schedule's length in logged steps (a run config's `max_steps`), integer ≥ 1; None: the
+            log's, from its first step to its last.
 
     Returns:
         Setting name → value, as the log states them (for `resolve_run_config`'s `settings`).
 
     Raises:
-        PgrpoSimError: `log` is not a `TrainingLog`.
+        PgrpoSimError: `log` is not a `TrainingLog`, or `max_steps` is not an integer ≥ 1.
     """
     check_log(log)
     settings = dict(log.settings)
-    lr = constant_learning_rate(log.series("learning_rate")[1]) if "learning_rate" in log else None
-    if lr is not None:
-        settings.setdefault("learning_rate", lr)
-        settings.setdefault("lr_scheduler_type", "constant")
+    if "learning_rate" in log:
+        if max_steps is not None:
+            check_range("max_steps", max_steps, 1, MAX_STEPS, integer=True)
+        first = float(log["step"][0])
+        length = int(max_steps or round(float(log["step"][-1]) - first) + 1)
+        for key, value in logged_schedule(*log.series("learning_rate"), first, length).items():
+            settings.setdefault(key, value)
     return settings
 
 

@@ -14,9 +14,19 @@ from ..base.checks import check_range, check_seed
 from ..base.outputs import staged_outputs
 from ..base.progress import stage_lines
 from ..logs.readers import FORMATS
-from .common import FORMAT_HELP, RUN_HELP, UsageError, add_output_args, claim, cli_wording, finite_float, integer
+from .common import (
+    FORMAT_HELP,
+    RUN_HELP,
+    UsageError,
+    add_output_args,
+    claim,
+    cli_wording,
+    finite_float,
+    integer,
+    wrote,
+)
 from .fit import read_log_flags
-from .lm_forecast import add_level_args, answering_model
+from .lm_forecast import add_level_args, answering_model, lm_reason
 from .outputs import check_output_dir
 
 
@@ -32,6 +42,12 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
     run = dataclasses.replace(run, notes=tuple(cli_wording(note) for note in run.notes))  # in the reports too
     if "reward" not in log or log.series("reward")[0].size == 0:
         raise UsageError(f"{command}: {args.log} has no reward to calibrate on")
+    rewarded, need = log.series("reward")[0].size, min_log_steps()
+    if rewarded < need:
+        raise UsageError(
+            f"{command}: {args.log} has {rewarded} rewarded steps; calibrate, forecast and what-if need at least "
+            f"{need}, as fit does"
+        )
     fit_until, fraction = getattr(args, "fit_until", None), getattr(args, "fit_fraction", None)
     if fit_until is not None and fraction is not None:
         raise UsageError(f"{command}: give --fit-until or --fit-fraction, not both")
@@ -56,11 +72,19 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
     return log, run, fit_until
 
 
-def _run_notes(run) -> list[str]:
+def min_log_steps() -> int:
+    """The fewest rewarded steps a log needs for calibrate, forecast and what-if: as many as `fit` needs (the most
+    parameters of a closed-form law, plus 2: `reports.log_report.check_analysis`), whichever level answers."""
+    from ..logs.laws import LAW_PARAMS
+
+    return max(len(p) for p in LAW_PARAMS.values()) + 2
+
+
+def _run_notes(run, run_config: str | None) -> list[str]:
     """The clauses a calibration's summary line adds about its run configuration: the settings assumed (TRL's
     defaults), a warning where the log contradicts one (`RunConfig.assumed`, `kl_warning`) and how a reward that
-    is no success rate was read (`success_rate_log`)."""
-    notes = (cli_wording(run.assumed()), *run.notes)
+    is no success rate was read (`success_rate_log`); `run_config` the file given (--run-config), or None."""
+    notes = (cli_wording(run.assumed(run_config)), *run.notes)
     return [note for note in notes if note.startswith(("assumed:", "warning:", "the log's reward"))]
 
 
@@ -100,8 +124,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> None:
         + f"; overdispersion {cal.overdispersion:.3g}"
         + (f"; undetermined: {', '.join(undetermined)}" if undetermined else "")
         + ("" if cal.stationary else f"; {_not_stationary(cal)}")
-        + "".join(f"; {note}" for note in _run_notes(run))
-        + f"; wrote {out}/calibration.json and report.md"
+        + "".join(f"; {note}" for note in _run_notes(run, args.run_config))
+        + f"; {wrote(out, CALIBRATE_OUTPUTS)}"
     )
 
 
@@ -117,7 +141,7 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
         from ..calibration.inference import MIN_POINTS
         from .lm_forecast import lm_forecast_command
 
-        why = None
+        why = "--model lm"
         if args.model == "auto":
             why = f"the fit window holds {points} logged rewards, fewer than the bandit's fit needs ({MIN_POINTS})"
         claim_out = lambda staged, outputs: claim(args, staged, "forecast", outputs)  # noqa: E731
@@ -140,12 +164,12 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
             f"held-out MAE {held['mae']:.4f} over {held['n']} steps, coverage {held['coverage']:.2f} of a "
             f"{args.band:.0%} band (persistence MAE {held['baselines']['persistence']:.4f})"
         )
-    notes = [draws_note(band)] + ([] if cal.stationary else [_not_stationary(cal)]) + _run_notes(run)
+    notes = [draws_note(band)] + ([] if cal.stationary else [_not_stationary(cal)]) + _run_notes(run, args.run_config)
     print(
         ("" if fit_check.passed else f"{FAILED.upper()}: ")
         + f"forecast to step {result['steps'][-1]:g} from a fit up to step {cal.fit_until:g}: {score}"
         + "".join(f"; {note}" for note in notes if note)
-        + f"; wrote {out}"
+        + f"; {wrote(out, FORECAST_OUTPUTS)}"
     )
 
 
@@ -167,7 +191,7 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
     log, run, fit_until = _calibration_inputs(args, "what-if")
     if answering_model(args, scenarios) == "lm":
         claim_out = lambda staged, outputs: claim(args, staged, "what-if", outputs)  # noqa: E731
-        return lm_what_if_command(args, log, run, fit_until, scenarios, claim_out)
+        return lm_what_if_command(args, log, run, fit_until, scenarios, claim_out, why=lm_reason(args, scenarios))
     for changes in scenarios:
         check_scenario(run, changes)  # every scenario is checked before the calibration starts
     steps = log.series("reward")[0]
@@ -190,11 +214,11 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
         print(f"{label}: {marked(entry['verdict'], fit_check)}, final reward {final}" + (f" ({note})" if note else ""))
     if not cal.stationary:
         print(f"calibration: {_not_stationary(cal)}")
-    for note in _run_notes(run):
+    for note in _run_notes(run, args.run_config):
         print(f"calibration: {note}")
     if not fit_check.passed:
         print(f"calibration: it {fit_check.describe()}")
-    print(f"wrote {out}/whatif.json and report.md")
+    print(wrote(out, WHATIF_OUTPUTS))
 
 
 def add_parsers(sub) -> None:
@@ -255,4 +279,25 @@ def add_parsers(sub) -> None:
                 action="store_true",
                 help="answer even when the calibration fails its goodness-of-fit check (marked 'calibration failed')",
             )
+        p.unknown_flag_hint = _scenario_hint if name == "what-if" else _run_config_hint
         p.set_defaults(func=func)
+
+
+def _scenario_hint(flag: str, value: str | None) -> str:
+    """what-if's advice on an unknown flag that names a run-config key: give it as a scenario."""
+    key = flag.lstrip("-").replace("-", "_")
+    from ..calibration.run_config import KEYS
+
+    return f"a run-config key is changed with --scenario: --scenario {key}={value or 'VALUE'}" if key in KEYS else ""
+
+
+def _run_config_hint(flag: str, value: str | None) -> str:
+    """calibrate's and forecast's advice on an unknown flag that names a run-config key: set it in the file."""
+    key = flag.lstrip("-").replace("-", "_")
+    from ..calibration.run_config import KEYS
+
+    return (
+        f"{key} is a run-config key: set it in the --run-config file as {key}: {value or 'VALUE'}"
+        if key in KEYS
+        else ""
+    )

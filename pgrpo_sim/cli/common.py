@@ -7,7 +7,8 @@ import argparse
 import csv
 import math
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -42,13 +43,20 @@ class Parser(argparse.ArgumentParser):
         # values that start with "-" but are numbers or lists of them (-1e9, -1,2, -.5) are values, not flags
         self._negative_number_matcher = re.compile(r"^-(?:\d|\.\d)[\d.,:eE+-]*$")
 
+    unknown_flag_hint: Callable[[str, str | None], str] | None = None
+    """A command's advice on an unknown flag: called with its name and its value (None when none follows), it
+    returns a clause for the error ("" for none)."""
+
     def error(self, message: str):  # argparse's own errors: one line, exit 2
         raise UsageError(message)
 
     def parse_known_args(self, args=None, namespace=None):
         """argparse's, and a command's parser also records the options given on the command line as `explicit`
         (their dests; a default is not a choice the user made): parsed again into a namespace that already holds
-        a placeholder for every option, which argparse leaves where no value was given."""
+        a placeholder for every option, which argparse leaves where no value was given. A command's unknown flag
+        is refused first (`_refuse_unknown_flags`), before a missing required one is."""
+        if self._subparsers is None:
+            self._refuse_unknown_flags(sys.argv[1:] if args is None else list(args))
         parsed, rest = super().parse_known_args(args, namespace)
         if self._subparsers is None:
             unset = {
@@ -59,6 +67,29 @@ class Parser(argparse.ArgumentParser):
             super().parse_known_args(args, probe)
             parsed.explicit = frozenset(dest for dest, value in unset.items() if getattr(probe, dest) is not value)
         return parsed, rest
+
+    def _refuse_unknown_flags(self, args: list[str]) -> None:
+        """A `UsageError` naming the command line's flags this parser does not know ("unrecognized arguments: …",
+        as argparse says it), with `unknown_flag_hint`'s advice; argparse itself would first ask for a missing
+        required flag, which misleads when the flag is only misnamed."""
+        unknown, hints = [], []
+        takes_value = False  # the previous token is a known flag that takes a value: this one is that value
+        for i, token in enumerate(args):
+            if token == "--":
+                break
+            name, eq, value = token.partition("=")
+            action = self._option_string_actions.get(name if name.startswith("--") else token[:2])
+            is_flag = token.startswith("-") and token != "-" and " " not in token
+            if not is_flag or self._negative_number_matcher.match(token) or takes_value or action is not None:
+                takes_value = action is not None and action.nargs != 0 and not eq and token in action.option_strings
+                continue
+            unknown.append(token)
+            following = args[i + 1] if i + 1 < len(args) and not args[i + 1].startswith("--") else None
+            if self.unknown_flag_hint is not None:
+                hints.append(self.unknown_flag_hint(name, value if eq else following))
+        if unknown:
+            hint = next((h for h in hints if h), "")
+            raise UsageError(f"unrecognized arguments: {' '.join(unknown)}" + (f" ({hint})" if hint else ""))
 
 
 _UNSET = object()
@@ -90,8 +121,11 @@ LIBRARY_WORDING = (
     ("run_config=FILE", "--run-config FILE"),
     ("columns={'reward': SOURCE}", "--column reward=SOURCE"),
     ("use the bandit level", "use --model bandit"),
+    ("map one with reward=NAME", "map one with --column reward=NAME"),
 )
 """How the library's messages name a Python keyword (or level) → the flag the command line has for it."""
+LIBRARY_PATTERNS = ((re.compile(r": reward=(\S+) reads it"), r": --column reward=\1 reads it"),)
+"""The same for a keyword with a value the message names (`re.sub` pattern → replacement)."""
 
 PARAMETER_FLAGS = {"n_arms": "--arms", "n_correct": "--correct", "n_prompts": "--prompts"}
 """`bandit_config` parameters whose flag is not their name."""
@@ -103,6 +137,8 @@ def cli_wording(message: str) -> str:
     ("n_arms (--arms) must be ...")."""
     for library, flag in LIBRARY_WORDING:
         message = message.replace(library, flag)
+    for pattern, flag in LIBRARY_PATTERNS:
+        message = pattern.sub(flag, message)
     name, _, rest = message.partition(" ")
     return f"{name} ({PARAMETER_FLAGS[name]}) {rest}" if name in PARAMETER_FLAGS else message
 
@@ -166,6 +202,13 @@ def claim(args: argparse.Namespace, staged, command: str, outputs: Sequence[str]
     else:
         args.interrupt_note = note
     return stage
+
+
+def wrote(out: str | Path, outputs: Sequence[str]) -> str:
+    """A summary line's last clause, naming every file of `outputs` that is in `out` ("wrote DIR/a, b and c")."""
+    names = [name for name in outputs if (Path(out) / name).exists()] or list(outputs)
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"wrote {Path(out)}/{listed}"
 
 
 def untouched_note(args: argparse.Namespace) -> str:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from ..base.outputs import staged_outputs
-from ..base.progress import stage_lines
+from ..base.progress import report, stage_lines
+from .common import wrote
 
 MODELS = ("auto", "bandit", "lm")
 MODEL_HELP = (
@@ -49,9 +49,26 @@ def answering_model(args: argparse.Namespace, scenarios: Sequence[Mapping] = (),
     return model
 
 
-def _calibrate(args: argparse.Namespace, log, run, fit_until, progress):
+def lm_reason(args: argparse.Namespace, scenarios: Sequence[Mapping] = ()) -> str:
+    """Why a what-if is answered by the language-model level: --model lm, or (auto) the keys its scenarios change
+    that the bandit cannot follow into a collapse (`LM_KEYS`)."""
+    from ..calibration.lm_level import LM_KEYS
+
+    changed = sorted({key for changes in scenarios for key in changes} & set(LM_KEYS))
+    if args.model == "auto" and changed:
+        return f"a scenario changes {', '.join(changed)}, which the bandit cannot follow into a collapse"
+    return "--model lm"
+
+
+def _calibrate(args: argparse.Namespace, log, run, fit_until, progress, why: str):
+    """The level's calibration, told first on `progress` with `why` the level answers and that it takes minutes."""
     from ..calibration.language_model import calibrate_lm
 
+    report(
+        progress,
+        f"answered by the language-model level ({why}); its calibration trains a small language model at many "
+        "learning rates and takes minutes (--model bandit answers in seconds where it can)",
+    )
     return calibrate_lm(log, run, fit_until=fit_until, eval_size=args.eval_size, seed=args.seed, progress=progress)
 
 
@@ -66,8 +83,11 @@ def _calibration_line(cal) -> str:
     )
 
 
-def lm_what_if_command(args: argparse.Namespace, log, run, fit_until, scenarios, claim) -> None:
-    """what-if answered by the language-model level; `claim(staged, outputs)` the folder to write in."""
+def lm_what_if_command(
+    args: argparse.Namespace, log, run, fit_until, scenarios, claim, why: str = "--model lm"
+) -> None:
+    """what-if answered by the language-model level; `claim(staged, outputs)` the folder to write in; `why`: the
+    reason it answers (`lm_reason`), told before its calibration starts."""
     from ..calibration.forecast import check_scenario
     from ..calibration.lm_scenarios import check_lm_scenario, lm_what_if
     from ..reports.calibration_report import WHATIF_OUTPUTS
@@ -76,7 +96,7 @@ def lm_what_if_command(args: argparse.Namespace, log, run, fit_until, scenarios,
     for changes in scenarios:  # every scenario checked before the calibration starts
         check_lm_scenario(check_scenario(run, {}), changes)
     progress = stage_lines("what-if", enabled=not args.quiet)
-    cal = _calibrate(args, log, run, fit_until, progress)
+    cal = _calibrate(args, log, run, fit_until, progress, why)
     steps = log.series("reward")[0]
     until = float(steps[-1]) if args.steps is None else float(steps[0]) + args.steps - 1
     result = lm_what_if(cal, scenarios, steps=cal.grpo_steps(until), level=args.band, seed=args.seed, progress=progress)
@@ -92,17 +112,18 @@ def lm_what_if_command(args: argparse.Namespace, log, run, fit_until, scenarios,
             f"{entry['collapse_probability_stderr']:.2f} of {entry['runs']} runs, final reward {final}"
         )
     print(_calibration_line(cal))
-    print(f"wrote {Path(args.out)}/whatif.json and report.md")
+    print(wrote(args.out, WHATIF_OUTPUTS))
 
 
-def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim, why: str | None = None) -> None:
-    """forecast answered by the language-model level; `why`: the reason `--model auto` chose it, printed."""
+def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim, why: str = "--model lm") -> None:
+    """forecast answered by the language-model level; `why`: the reason it answers, told before its calibration
+    starts and printed after."""
     from ..calibration.lm_scenarios import lm_forecast
     from ..reports.calibration_report import FORECAST_OUTPUTS
     from ..reports.lm_report import write_lm_forecast
 
     progress = stage_lines("forecast", enabled=not args.quiet)
-    cal = _calibrate(args, log, run, fit_until, progress)
+    cal = _calibrate(args, log, run, fit_until, progress, why)
     until = float(log.series("reward")[0][-1]) if args.until is None else float(args.until)
     result = lm_forecast(log, cal, until=until, level=args.band, seed=args.seed)
     with staged_outputs() as staged:
@@ -114,6 +135,6 @@ def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim, wh
         else f"held-out MAE {held['mae']:.4f} over {held['n']} steps, coverage {held['coverage']:.2f}"
     )
     print(f"forecast to step {until:g} from a fit up to step {cal.fit_until:g}: {score}; {_calibration_line(cal)}")
-    if why:
+    if why != "--model lm":
         print(f"answered by the language-model level: {why}")
-    print(f"wrote {Path(args.out)}")
+    print(wrote(args.out, FORECAST_OUTPUTS))

@@ -57,11 +57,14 @@ from .simulation import RUN_COLUMNS as RUN_COLUMNS, from_run as from_run
 from .source import Parsed as Parsed
 from .table import (
     CANONICAL as CANONICAL,
+    LOGGED_SCHEDULES as LOGGED_SCHEDULES,
+    SCHEDULE_TOLERANCE as SCHEDULE_TOLERANCE,
     SETTINGS as SETTINGS,
     TrainingLog as TrainingLog,
     check_columns as check_columns,
     check_log as check_log,
     constant_learning_rate as constant_learning_rate,
+    logged_schedule as logged_schedule,
     parse_column_map as parse_column_map,
     tidy as tidy,
 )

@@ -1,7 +1,8 @@
 """The shared table of every log reader: `TrainingLog` (one run as float64 columns aligned on its steps), the
 canonical metric names and the source names each is looked up under (`CANONICAL`, with units), the run settings
-a log may state (`SETTINGS`, TRL `GRPOConfig` names), column maps (`check_columns`, `parse_column_map`), and
-`tidy`, which merges a reader's flat records into a `TrainingLog` by the rules of the package docstring."""
+a log may state (`SETTINGS`, TRL `GRPOConfig` names), column maps (`check_columns`, `parse_column_map`), the
+schedule a logged learning rate follows (`logged_schedule`, for a calibration's run config), and `tidy`, which merges
+a reader's flat records into a `TrainingLog` by the rules of the package docstring."""
 
 from __future__ import annotations
 
@@ -221,6 +222,87 @@ def constant_learning_rate(values: Sequence[float] | np.ndarray) -> float | None
     lr = np.asarray(values, float)
     lr = lr[np.isfinite(lr)]
     return float(lr[0]) if lr.size >= 3 and lr[0] > 0 and np.all(lr == lr[0]) else None
+
+
+LOGGED_SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
+"""Hugging Face's learning-rate schedules (`lr_scheduler_type`) `logged_schedule` matches, simplest first (as
+`calibration.run_config.SCHEDULES`)."""
+SCHEDULE_TOLERANCE = 0.01
+"""A logged learning rate is read as a schedule (`logged_schedule`) when the best match's root-mean-square residual
+is at most this share of its peak: logs store the rate to 4 or more significant digits."""
+
+
+def schedule_factors(kind: str, count: np.ndarray, warmup: int, total: int) -> np.ndarray:
+    """Hugging Face's schedule factor on the peak learning rate (`models.schedules.schedule_factor`, in NumPy).
+
+    Args:
+        kind: one of `LOGGED_SCHEDULES`.
+        count: optimiser steps taken (from 0); float array of any shape.
+        warmup: warm-up length, in optimiser steps; integer ≥ 0 (ignored by "constant").
+        total: the schedule's length (where a decay reaches 0), in optimiser steps; integer ≥ 1.
+
+    Returns:
+        The factors in [0, 1], of `count`'s shape.
+    """
+    count = np.asarray(count, float)
+    progress = np.clip((count - warmup) / max(total - warmup, 1), 0.0, 1.0)
+    after = {
+        "constant": np.ones_like(count),
+        "constant_with_warmup": np.ones_like(count),
+        "linear": 1.0 - progress,
+        "cosine": 0.5 * (1.0 + np.cos(np.pi * progress)),
+    }[kind]
+    return after if kind == "constant" else np.where(count < warmup, count / max(warmup, 1), after)
+
+
+def logged_schedule(steps, values, first: float, length: int) -> dict[str, object]:
+    """The run-config settings a logged learning-rate series shows: the best least-squares match of Hugging Face's
+    schedules (`LOGGED_SCHEDULES`) to it, its peak → `learning_rate`, its kind → `lr_scheduler_type` and its warm-up W →
+    `warmup_ratio` = W / `length` (not for "constant"); {} when the series has fewer than 3 finite values, no positive
+    one, or no match within `SCHEDULE_TOLERANCE`.
+
+    The value logged at step s is the schedule at count s − `first` + o optimiser steps, o = 0 (the rate logged
+    before the scheduler's step, as TRL 0.26) or 1 (after it, as Unsloth's TRL); the warm-up ends within a logged
+    step of the first logged maximum. Every (o, kind, W) so allowed is fitted with its least-squares peak; the smallest
+    residual wins, ties going to the simpler kind (the order of `LOGGED_SCHEDULES`). The learning rate is the rate
+    logged where the match is at its peak (their mean), else the fitted peak.
+
+    Args:
+        steps: the logged steps of the series, increasing; shape (n,).
+        values: the logged learning rates; shape (n,); non-finite values are dropped.
+        first: the log's first step (the run's first logged step).
+        length: the schedule's length, in logged steps (a decay reaches 0 there); integer ≥ 1.
+
+    Returns:
+        Setting → value: `learning_rate` (> 0), `lr_scheduler_type` and, but for "constant", `warmup_ratio` in
+        [0, 1); or {}.
+    """
+    steps, values = np.asarray(steps, float), np.asarray(values, float)
+    keep = np.isfinite(steps) & np.isfinite(values)
+    steps, values = steps[keep], values[keep]
+    if values.size < 3 or not np.max(values) > 0:
+        return {}
+    best = (np.inf, None)
+    tie = 1e-12 * float(values @ values)
+    for offset in (1, 0):
+        count = steps - first + offset
+        top = int(np.argmax(values >= np.max(values) * (1 - 1e-9)))  # the first logged maximum
+        low, high = count[max(top - 1, 0)] if top else 0.0, count[min(top + 1, count.size - 1)]
+        warmups = [0, *range(max(int(np.ceil(low)), 1), min(int(high), length - 1) + 1)]
+        for kind in LOGGED_SCHEDULES:
+            for warmup in [0] if kind == "constant" else warmups[kind == "constant_with_warmup" :]:
+                f = schedule_factors(kind, count, warmup, length)
+                norm = float(f @ f)
+                peak = float(f @ values) / norm if norm > 0 else 0.0
+                sse = float(np.sum((values - peak * f) ** 2)) if peak > 0 else np.inf
+                if sse < best[0] - tie:
+                    at_peak = values[f == 1.0]  # logged at the peak: the rate as logged, not refitted
+                    best = (sse, (kind, warmup, float(np.mean(at_peak)) if at_peak.size else peak))
+    if best[1] is None or np.sqrt(best[0] / values.size) > SCHEDULE_TOLERANCE * best[1][2]:
+        return {}
+    kind, warmup, peak = best[1]
+    settings = {"learning_rate": float(f"{peak:.12g}"), "lr_scheduler_type": kind}  # 12 digits: no rounding noise
+    return settings if kind == "constant" else settings | {"warmup_ratio": warmup / length}
 
 
 def tidy(
