@@ -6,7 +6,6 @@ answers what-ifs and forecasts on it (docs/lm.md)."""
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -36,6 +35,14 @@ losses). REINFORCE has no ratio: with one optimiser step per rollout the ratio i
 surrogate's; with reuse the level's ratio stays (said in the notes)."""
 
 
+CALIBRATION_MODULUS = 50
+"""The task's modulus m when the level answers for a log: its chance floor (a well-formed guess is right 1/m of the
+time) must sit below the starts real runs begin from (0.02-0.05 on MATH). At the default m = 10 a guess scores 0.1:
+a run that collapses to one answer gains over such a start, and the start's chance-corrected reward (≈ 0.01) cannot
+be told from the 0 a collapsed run ends at, so no collapse was called (docs/anchor-study.md). At m = 50 a start of
+0.03 keeps ≈ 0.027 of chance-corrected reward, which a fall to 0 resolves."""
+
+
 @dataclasses.dataclass(frozen=True)
 class LMLevel:
     """How the level is run for a log.
@@ -48,8 +55,10 @@ class LMLevel:
         ceilings: the ceilings c tried, each grid point's likelihood profiled over them (the log's reward = c × the
             level's); shares in (0, 1].
         seeds: runs per grid point in the calibration; integer ≥ 2.
-        draws: runs per scenario (`lm_scenario`), one per posterior draw; integer ≥ 1.
-        sizes: further `lm_config` settings (task and model sizes, `sft_seed`).
+        draws: runs per scenario (`lm_scenario`), one per posterior draw; integer ≥ 1 (12: a collapse probability
+            resolves steps of 1/12 < 0.1).
+        sizes: further `lm_config` settings (task and model sizes, `sft_seed`); default the modulus
+            `CALIBRATION_MODULUS`.
 
     Raises:
         PgrpoSimError: `prompts_per_step`, `seeds` or `draws` out of its range, fewer than two or a non-positive
@@ -61,8 +70,8 @@ class LMLevel:
     start_formats: tuple[float, ...] = (0.9, 0.3, 0.1)
     ceilings: tuple[float, ...] = tuple(float(x) for x in np.linspace(0.3, 1.0, 15))
     seeds: int = 3
-    draws: int = 8
-    sizes: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    draws: int = 12
+    sizes: Mapping[str, object] = dataclasses.field(default_factory=lambda: {"modulus": CALIBRATION_MODULUS})
 
     def __post_init__(self):
         check_range("prompts_per_step", self.prompts_per_step, 1, integer=True)
@@ -150,7 +159,7 @@ def level_settings(
         beta=run.beta,
         max_grad_norm=run.max_grad_norm,
         lr_scheduler_type=run.lr_scheduler_type,
-        warmup_steps=math.ceil(run.warmup_ratio * optimiser_steps),  # as transformers' get_warmup_steps
+        warmup_steps=run.warmup_steps(optimiser_steps),  # ⌈ratio × steps⌉, as transformers
         max_steps=optimiser_steps,
         start_accuracy=start_accuracy,
         start_format=start_format,

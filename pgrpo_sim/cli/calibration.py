@@ -255,7 +255,10 @@ def add_parsers(sub) -> None:
                 "--fit-fraction", type=finite_float, default=None, help="fit window as a fraction of the log"
             )
             p.add_argument(
-                "--until", type=finite_float, default=None, help="forecast up to this step (default: log end)"
+                "--until",
+                type=finite_float,
+                default=None,
+                help="forecast up to this step (default: the log's end; the run's max_steps on --model lm when later)",
             )
         if name == "what-if":
             p.add_argument(

@@ -115,6 +115,14 @@ def lm_what_if_command(
     print(wrote(args.out, WHATIF_OUTPUTS))
 
 
+def forecast_end(log, run) -> float:
+    """The last logged step a forecast reaches by default: the run's end — its `max_steps` (counted from the log's
+    first rewarded step) when the run config gives one beyond the log, else the log's last rewarded step."""
+    steps = log.series("reward")[0]
+    end = float(steps[-1])
+    return end if run.max_steps is None else max(end, float(steps[0]) + run.max_steps - 1)
+
+
 def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim, why: str = "--model lm") -> None:
     """forecast answered by the language-model level; `why`: the reason it answers, told before its calibration
     starts and printed after."""
@@ -124,7 +132,7 @@ def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim, wh
 
     progress = stage_lines("forecast", enabled=not args.quiet)
     cal = _calibrate(args, log, run, fit_until, progress, why)
-    until = float(log.series("reward")[0][-1]) if args.until is None else float(args.until)
+    until = forecast_end(log, run) if args.until is None else float(args.until)
     result = lm_forecast(log, cal, until=until, level=args.band, seed=args.seed)
     with staged_outputs() as staged:
         write_lm_forecast(log, cal, result, claim(staged, FORECAST_OUTPUTS))
@@ -134,7 +142,11 @@ def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim, wh
         if held is None
         else f"held-out MAE {held['mae']:.4f} over {held['n']} steps, coverage {held['coverage']:.2f}"
     )
-    print(f"forecast to step {until:g} from a fit up to step {cal.fit_until:g}: {score}; {_calibration_line(cal)}")
+    print(
+        f"forecast to step {until:g} from a fit up to step {cal.fit_until:g}: {result['verdict']}, collapse "
+        f"probability {result['collapse_probability']:.2f} ± {result['collapse_probability_stderr']:.2f} of "
+        f"{result['forecast']['runs']} runs; {score}; {_calibration_line(cal)}"
+    )
     if why != "--model lm":
         print(f"answered by the language-model level: {why}")
     print(wrote(args.out, FORECAST_OUTPUTS))

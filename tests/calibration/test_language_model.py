@@ -212,9 +212,10 @@ def test_grid_runs_are_cached_by_their_settings(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_what_if_and_forecast_with_the_level_write_their_files(tmp_path, monkeypatch):
+def test_what_if_and_forecast_with_the_level_write_their_files(tmp_path, monkeypatch, capsys):
     """The command line's `--model lm` path end to end, on a tiny level: whatif.json has `model` and
-    `collapse_probability` per scenario, and the report and figure are written; forecast scores held-out steps."""
+    `collapse_probability` per scenario, and the report and figure are written; forecast scores held-out steps and
+    reaches the run's `max_steps` (beyond the log) with the run's own collapse probability."""
     tiny = functools.partial(
         lmcal.LMLevel, prompts_per_step=4, lr_grid=(1e-3, 1e-2), start_formats=(0.9,), seeds=2, draws=2,
         sizes=TINY_SIZES,
@@ -233,9 +234,13 @@ def test_what_if_and_forecast_with_the_level_write_their_files(tmp_path, monkeyp
         assert entry["model"] == "lm" and 0 <= entry["collapse_probability"] <= 1 and entry["runs"] == 2
     assert (out / "whatif.png").stat().st_size > 1000 and "collapse probability" in (out / "report.md").read_text()
     forecast = tmp_path / "forecast"
+    config.write_text(config.read_text() + "max_steps: 16\n")
     argv = ["forecast", str(log), "--model", "lm", "--run-config", str(config), "--fit-until", "7", "--quiet"]
+    capsys.readouterr()
     assert main([*argv, "--out", str(forecast)]) == 0
-    assert json.loads((forecast / "forecast.json").read_text())["heldout"]["n"] == 4
+    result = json.loads((forecast / "forecast.json").read_text())
+    assert result["heldout"]["n"] == 4 and result["until"] == 15 and len(result["forecast"]["band"]["mean"]) == 16
+    assert 0 <= result["collapse_probability"] <= 1 and "collapse probability" in capsys.readouterr().out
 
 
 def test_a_start_the_level_cannot_reach_is_one_line_naming_the_other_level(tmp_path, capsys, monkeypatch):
@@ -317,3 +322,23 @@ def test_a_band_whose_runs_all_diverged_is_marked_diverged():
 def test_a_level_refuses_grids_it_cannot_run(settings, words):
     with pytest.raises(PgrpoSimError, match=words):
         lmcal.LMLevel(**settings)
+
+
+@pytest.mark.parametrize("modulus, called", [(10, False), (lmlevel.CALIBRATION_MODULUS, True)])
+def test_the_calibration_modulus_puts_the_chance_floor_below_a_real_start(modulus, called):
+    """Why the level answers for a log at m = 50: twelve runs from a format-limited start at the MATH runs' 0.03
+    (a fifth of its completions well-formed) that collapse to one well-formed answer for every prompt (reward 1/m).
+    At m = 10 the start's chance-corrected reward, (0.03 − 0.2/10)/0.9 ≈ 0.011, is within 3 standard errors of the
+    collapsed runs' 0 (12 × 128 completions at the start: s.e. ≈ 0.0046), so no collapse can be called, and the
+    runs' reward rises from 0.03 to 0.1; at m = 50 the start keeps (0.03 − 0.004)/0.98 ≈ 0.027, and they collapse."""
+    from pgrpo_sim.analysis.lm_sweep import summarize_lm_runs
+    from pgrpo_sim.models.lm import READOUTS, LMRun, lm_config
+
+    config = lm_config(modulus=modulus, prompts_per_step=16, num_generations=8)
+    seeds, steps = 12, 40
+    reward, formed = np.full((seeds, steps), 1 / modulus), np.ones((seeds, steps))
+    reward[:, 0], formed[:, 0] = 0.03, 0.2
+    readouts = {name: np.full((seeds, steps), 0.5) for name in READOUTS} | dict(reward=reward, format_ok=formed)
+    run = LMRun(readouts, None, np.zeros(seeds, bool), np.full(seeds, -1))
+    verdicts = {row["verdict"] for row in summarize_lm_runs(run, config)}
+    assert verdicts == ({"collapses"} if called else verdicts - {"collapses"})
