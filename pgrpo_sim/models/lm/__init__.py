@@ -30,7 +30,6 @@ from .pretrain import (
     eval_accuracy as eval_accuracy,
     pretrained_policy as pretrained_policy,
     pretrained_start as pretrained_start,
-    rollout_shares as rollout_shares,
 )
 from .task import (
     ANS_CLOSE as ANS_CLOSE,

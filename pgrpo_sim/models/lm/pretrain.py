@@ -53,7 +53,6 @@ from .task import (
     PAD,
     TaskSpec,
     eval_prompts,
-    format_ok,
     max_solution_steps,
     response_mask,
     solutions,
@@ -173,29 +172,6 @@ def eval_accuracy(spec: TaskSpec, params: Policy, key, temperature=1.0, samples:
     draw = jax.vmap(sample, in_axes=(None, 0, 0, None, None))
     completions, _ = draw(params, prompts, keys, temperature, spec.max_response_len)
     return task_reward(spec, completions, answers).mean()
-
-
-@functools.partial(jax.jit, static_argnames=("spec", "n"))
-def rollout_shares(spec: TaskSpec, params: Policy, key, temperature, n: int) -> tuple[Array, Array]:
-    """The rewarded and the well-formed share of `n` rollouts of `params` on fresh training prompts, one completion
-    each at `temperature`: what a GRPO step's rollout measures, on as many completions as asked (a start known to
-    a standard error of √(p(1 − p)/n)). Compiled once per (`spec`, `n`, policy shape).
-
-    Args:
-        spec: the task (`TaskSpec`); static.
-        params: the `Policy`.
-        key: a JAX PRNG key.
-        temperature: the sampling temperature; > 0.
-        n: completions; integer ≥ 1; static.
-
-    Returns:
-        (reward share, well-formed share): float32 scalars in [0, 1].
-    """
-    key_prompts, key_draws = jax.random.split(key)
-    prompts, answers = task_prompts(spec, key_prompts, n)
-    draw = jax.vmap(sample, in_axes=(None, 0, 0, None, None))
-    completions, _ = draw(params, prompts, jax.random.split(key_draws, n), temperature, spec.max_response_len)
-    return task_reward(spec, completions, answers).mean(), format_ok(spec, completions).mean()
 
 
 def full_share(start_accuracy: float) -> float:

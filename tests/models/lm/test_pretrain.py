@@ -135,23 +135,6 @@ def test_a_format_limited_start_hides_right_answers_behind_its_format(cache_root
     assert right[formed].mean() > 2 * right.mean() and n == 8 * 47
 
 
-@pytest.mark.slow  # needs the module's SFT start (seconds of training)
-def test_rollout_shares_measure_a_start_to_its_binomial_error(start):
-    """The rewarded and well-formed shares of n rollouts: the same numbers as sampling and scoring them one by one,
-    reward ≤ format (a rewarded completion is well-formed), and two independent draws within 4 standard errors."""
-    n, key = 2048, jax.random.key(5)
-    reward, formed = (float(x) for x in pretrain.rollout_shares(SPEC, start.params, key, 1.0, n))
-    key_prompts, key_draws = jax.random.split(key)
-    prompts, answers = lm.task_prompts(SPEC, key_prompts, n)
-    keys = jax.random.split(key_draws, n)
-    one_by_one = [lm.sample(start.params, prompts[i], keys[i], 1.0, SPEC.max_response_len)[0] for i in range(0, n, 97)]
-    rewarded = lm.task_reward(SPEC, np.stack(one_by_one), answers[::97])
-    assert 0 < reward <= formed <= 1
-    assert abs(float(np.mean(rewarded)) - reward) < 4 * np.sqrt(reward * (1 - reward) / len(one_by_one))
-    again = float(pretrain.rollout_shares(SPEC, start.params, jax.random.key(6), 1.0, n)[0])
-    assert abs(again - reward) < 4 * np.sqrt(2 * reward * (1 - reward) / n)
-
-
 def test_high_starts_imitate_fuller_demonstrations():
     """Above `UNIFORM_CAP` a share `full_share` of the demonstrations writes every reasoning step (imitating varied
     lengths caps the accuracy near 0.4); up to it the recipe and the cache key are as they were."""
