@@ -13,7 +13,8 @@ each by default, so a single step's reward has a standard error of about 0.03):
   last quarter of the steps;
 - `peak_reward`: the maximum of the trailing running mean of the reward over `smoothing_window(T)` steps;
 - `final_eval_accuracy`: the last greedy eval accuracy on the held-out prompts;
-- `verdict`: `analysis.summaries.verdict` (the rule of what-if) on the trailing running mean, or "diverges"; whether
+- `verdict`: `analysis.summaries.verdict` (the rule of what-if) on the trailing running mean with its standard
+  errors (`summaries.running_mean_stderr`), or "diverges"; whether
   the run collapsed is judged on its chance-corrected reward (`knowledge`: a constant answer scores 1/m on the level
   and 0 on an LLM) by `summaries.collapsed`, with the binomial standard errors of its smoothed points
   (`knowledge_se`);
@@ -27,6 +28,7 @@ import inspect
 import itertools
 import json
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -34,9 +36,13 @@ import numpy as np
 
 from ..base.checks import check_seed, check_seeds, check_steps
 from ..base.errors import PgrpoSimError
+from ..base.progress import duration_text
+from ..base.runtime import interruptible
 from ..models.lm import READOUTS, LMConfig, LMRun, lm_config, lm_simulate
 from ..models.lm.config import UNBOUNDED
-from .summaries import collapsed, verdict
+from ..models.lm.policy import MLP_RATIO
+from .summaries import collapsed, running_mean_stderr, verdict
+from .sweep_grid import short_values
 
 LM_KEYS = tuple(inspect.signature(lm_config).parameters)
 """The settings of a language-model run (`lm_config`'s keyword arguments)."""
@@ -53,6 +59,8 @@ SUMMARY_FIELDS = (
     "verdict",
 )
 """A run's summary, in `summary.csv`'s column order (after the grid keys and `seed`)."""
+SHARE_FIELDS = {"collapse_share": "collapses", "diverge_share": "diverges"}
+"""`summary.csv`'s last columns → the verdict whose share of a grid point's seeds each is (`verdict_shares`)."""
 
 
 def _kind(key: str) -> type:
@@ -129,7 +137,7 @@ def parse_lm_grid(items: Sequence[str]) -> dict[str, list]:
 
     Args:
         items: `KEY=V1,V2,…` or `KEY=log:START:STOP:NUM` strings (START, STOP > 0; NUM an integer ≥ 1: NUM values
-            spaced geometrically from START to STOP).
+            spaced geometrically from START to STOP, rounded by `sweep_grid.short_values`).
 
     Returns:
         Setting → its values, typed, in order.
@@ -159,7 +167,7 @@ def parse_lm_grid(items: Sequence[str]) -> dict[str, list]:
                 raise PgrpoSimError(f"{key}=log:START:STOP:NUM needs an integer NUM, got {parts[2]!r}") from None
             if not (start and stop and start > 0 and stop > 0 and num >= 1):
                 raise PgrpoSimError(f"{key}=log:START:STOP:NUM needs START, STOP > 0 and NUM >= 1, got {text!r}")
-            grid[key] = [float(v) for v in np.geomspace(start, stop, num)]
+            grid[key] = short_values(np.geomspace(start, stop, num))
         else:
             grid[key] = [parse_lm_value(key, t) for t in text.split(",")]
     return grid
@@ -305,12 +313,88 @@ def summarize_lm_runs(run: LMRun, config: LMConfig, starts: np.ndarray | None = 
             final_mean_length=float(np.mean(readouts["completions/mean_length"][s, tail])),
             final_eval_accuracy=float(evals[-1]) if evals.size else math.nan,
             diverged_step=int(np.asarray(run.diverged_step)[s]),
-            verdict=verdict(smooth[s], diverged, collapse=lost),
+            verdict=verdict(smooth[s], diverged, collapse=lost, stderr=running_mean_stderr(reward[s], window)),
         )
         if diverged:
             row.update({k: math.nan for k in SUMMARY_FIELDS[:6]})
         out.append(row)
     return out
+
+
+CPU_FLOPS = 2e10
+"""Floating-point operations per second the level's runs reach on a CPU (`step_flops`; measured 1.5–4·10¹⁰ on two
+busy cores, default settings and variants of batch and epochs): the rate of a sweep's time estimate."""
+SIZE_KEYS = frozenset({
+    "num_generations", "prompts_per_step", "num_iterations", "steps_per_generation", "beta", "kl_reference",
+    "max_completion_length", "operands", "modulus", "width", "layers", "eval_every", "eval_size",
+})  # fmt: skip
+"""The settings `step_flops` depends on."""
+CSV_WIDTH = 12
+"""Typical characters of a float32 read-out in a CSV file, with its comma (e.g. 0.20096147,)."""
+
+
+def step_flops(config: LMConfig) -> float:
+    """About how many floating-point operations one GRPO step of one seed takes: 2 per weight of the policy's
+    matrices (and its attention) per token pass — the rollout's sampling, π_old's and the reference's
+    log-probabilities where the loss needs them, 3 passes (forward and backward) per epoch over the batch, and the
+    greedy evaluation every `eval_every` steps. Compilation and the SFT start are not counted.
+
+    Args:
+        config: the run's `LMConfig`.
+
+    Returns:
+        Floating-point operations per GRPO step and seed.
+    """
+    shape, length = config.policy, config.policy.max_len
+    weights = shape.layers * (4 + 2 * MLP_RATIO) * shape.width**2 + shape.width * shape.vocab
+    per_token = 2 * weights + 4 * shape.layers * length * shape.width
+    passes = 1 + (config.steps_per_rollout > 1) + bool(config.kl_reference) + 3 * int(config.num_iterations)
+    tokens = length * (config.generation_batch * passes + config.task.eval_size / int(config.eval_every))
+    return float(tokens * per_token)
+
+
+def sweep_flops(base: Mapping, grid: Mapping[str, Sequence], *, seeds: int, steps: int) -> float:
+    """About how many floating-point operations the runs of a sweep take (`step_flops` of every grid point).
+
+    Args:
+        base: settings shared by every point (`lm_config` keyword arguments).
+        grid: setting → its values (`parse_lm_grid`); checked already (`grid_points`).
+        seeds: runs per point; ≥ 1.
+        steps: GRPO steps per run; ≥ 1.
+
+    Returns:
+        Floating-point operations of all the runs.
+    """
+    sized = {k: v for k, v in grid.items() if k in SIZE_KEYS}
+    others = math.prod(len(v) for k, v in grid.items() if k not in SIZE_KEYS)
+    counts: dict[tuple, int] = {}
+    for values in itertools.product(*sized.values()):  # β matters only as zero or not (the reference's pass)
+        key = tuple(bool(v) if k == "beta" else v for k, v in zip(sized, values))
+        counts[key] = counts.get(key, 0) + others
+    total = sum(step_flops(lm_config(**base, **dict(zip(sized, key)))) * n for key, n in counts.items())
+    return total * seeds * steps
+
+
+def lm_output_bytes(grid: Mapping[str, Sequence], *, seeds: int, steps: int) -> dict[str, int]:
+    """About how many bytes a sweep writes: typical widths of its CSV fields (`CSV_WIDTH`), float32 in its kept
+    points.
+
+    Args:
+        grid: setting → its values (`parse_lm_grid`).
+        seeds: runs per point; ≥ 1.
+        steps: GRPO steps per run; ≥ 1.
+
+    Returns:
+        Bytes by output: {"summary.csv", "curves.csv", "chunks"}, all on disk at once before the chunks are removed.
+    """
+    points = math.prod(len(v) for v in grid.values())
+    keys = sum(np.mean([len(repr(v)) + 1 for v in values]) for values in grid.values())
+    fields = len(SUMMARY_FIELDS) + len(SHARE_FIELDS)
+    return {
+        "summary.csv": int(points * seeds * (keys + 8 + fields * CSV_WIDTH)),
+        "curves.csv": int(points * seeds * steps * (18 + len(READOUTS) * CSV_WIDTH)),
+        "chunks": int(points * seeds * (steps * len(READOUTS) * 4 + 16)),
+    }
 
 
 def _point_file(chunks: Path, point: Mapping, base: Mapping, steps: int, seeds: int, seed: int) -> Path:
@@ -334,8 +418,9 @@ def run_lm_sweep(
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Every grid point (`grid_points`) × `seeds` runs of `steps` GRPO steps (`lm_simulate` with key `seed`), in
     grid order. `chunks`: a folder where each finished point is saved (and found again on a rerun, so an
-    interrupted sweep resumes). Returns (rows: the grid keys, `seed` and the `SUMMARY_FIELDS` per point and seed;
-    curves: each read-out as float32[points, seeds, steps]).
+    interrupted sweep resumes). Each point runs in a worker thread (`base.runtime.interruptible`), so that Ctrl-C
+    stops the sweep at once, losing at most the point under way. Returns (rows: the grid keys, `seed` and the
+    `SUMMARY_FIELDS` per point and seed; curves: each read-out as float32[points, seeds, steps]).
 
     Args:
         base: settings shared by every point (`lm_config` keyword arguments, `parse_settings`).
@@ -344,7 +429,8 @@ def run_lm_sweep(
         steps: GRPO steps per run; integer in [1, 10⁸].
         seed: the key of every point's runs; integer in [0, 2³² − 1].
         chunks: the folder of finished points; None: nothing saved.
-        progress: called with one line before each point that is run; None: silent.
+        progress: called with one line before each point that is run (with the time left, once a point has run);
+            None: silent.
 
     Returns:
         (rows, curves) as above; rows in grid order, seeds fastest.
@@ -356,18 +442,21 @@ def run_lm_sweep(
     check_steps(steps)
     check_seed(seed)
     points = grid_points(base, grid)
+    paths = [None if chunks is None else _point_file(chunks, p, base, steps, seeds, seed) for p in points]
+    todo, took = sum(path is None or not path.exists() for path in paths), []  # took: seconds of each point run
     rows, curves = [], {name: [] for name in READOUTS}
-    for i, point in enumerate(points):
+    for i, (point, path) in enumerate(zip(points, paths)):
         config = lm_config(**base, **point)
-        path = None if chunks is None else _point_file(chunks, point, base, steps, seeds, seed)
         if path is not None and path.exists():
             with np.load(path) as saved:
                 run = LMRun({name: saved[name] for name in READOUTS}, None, saved["diverged"], saved["diverged_step"])
         else:
-            if progress is not None:
-                progress(f"grid point {i + 1}/{len(points)}: {_describe(point)} × {seeds} seed(s)")
-            run = lm_simulate(config, steps, seeds, key=seed)
-            run = LMRun({k: np.asarray(v) for k, v in run.readouts.items()}, None, *map(np.asarray, run[2:]))
+            if progress is not None:  # the time left from the points run (the first one compiles: left out)
+                left = f"; about {duration_text(np.mean(took[1:] or took) * (todo - len(took)))} left" if took else ""
+                progress(f"grid point {i + 1}/{len(points)}: {_describe(point)} × {seeds} seed(s){left}")
+            started = time.monotonic()
+            run = interruptible(lambda config=config: _run_on_host(config, steps, seeds, seed))
+            took.append(time.monotonic() - started)
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 temp = path.with_suffix(".tmp.npz")
@@ -378,6 +467,33 @@ def run_lm_sweep(
         for name in READOUTS:
             curves[name].append(np.asarray(run.readouts[name], np.float32))
     return rows, {name: np.stack(values) for name, values in curves.items()}
+
+
+def _run_on_host(config: LMConfig, steps: int, seeds: int, seed: int) -> LMRun:
+    """`lm_simulate`, its read-outs and flags brought to the host (NumPy arrays; no parameters)."""
+    run = lm_simulate(config, steps, seeds, key=seed)
+    return LMRun({k: np.asarray(v) for k, v in run.readouts.items()}, None, *map(np.asarray, run[2:]))
+
+
+def verdict_shares(rows: Sequence[Mapping], keys: Sequence[str]) -> list[dict[str, float]]:
+    """Per row of a sweep (`run_lm_sweep`), the share of its grid point's seeds whose verdict is each of
+    `SHARE_FIELDS`' (the same on every row of the point): verdicts may differ between the seeds of one setting.
+
+    Args:
+        rows: the sweep's rows, each with the grid `keys` and `verdict`.
+        keys: the grid's settings, which name a row's point.
+
+    Returns:
+        One dict per row, `SHARE_FIELDS` → a share in [0, 1].
+    """
+    seen: dict[tuple, list[str]] = {}
+    for row in rows:
+        seen.setdefault(tuple(repr(row[k]) for k in keys), []).append(row["verdict"])
+    shares = {
+        point: {name: verdicts.count(v) / len(verdicts) for name, v in SHARE_FIELDS.items()}
+        for point, verdicts in seen.items()
+    }
+    return [shares[tuple(repr(row[k]) for k in keys)] for row in rows]
 
 
 def _describe(point: Mapping) -> str:

@@ -6,7 +6,8 @@ clip ranges, lag, ref_sync_alpha) are flattened into one configuration axis and 
 chunks (one compilation per static structure); `group_size` and `minibatches` set array shapes, so each of their
 values is its own static group. The configuration axis of a chunk is sharded over `jax.devices()`. Every finished
 chunk is written to `DIR/chunks/` at once (atomic rename); a rerun with the same spec skips the
-configurations already done, so an interrupted sweep resumes and ends with identical results. The final files
+configurations already done, so an interrupted sweep resumes and ends with identical results; the compiled calls
+are waited for in a worker thread (`base.runtime.interruptible`), so Ctrl-C stops a sweep at once. The final files
 (`sweep.json`, `sweep.nc`, `summary.csv`) replace the previous ones only once all are written
 (`base.outputs.staged_outputs`); then the chunks are removed.
 Sampled mode uses the same seeds at every grid point (common random numbers).
@@ -26,7 +27,7 @@ import numpy as np
 from ..base.checks import check_choice, check_range, check_seed, check_seeds, check_steps
 from ..base.errors import PgrpoSimError
 from ..base.progress import progress_bar
-from ..base.runtime import RUN_BOUND_OPTIONS
+from ..base.runtime import RUN_BOUND_OPTIONS, interruptible
 from ..base.sharding import shard_batch
 from ..models.bandit import check_mode, initial_state, make_optimizer, rewards_are_binary, rollout_count, run, step
 from ..models.config import BanditConfig, bandit_config, check_settings
@@ -289,24 +290,27 @@ def compute_sweep(
             pending = None  # the chunk in flight: the next one is dispatched before it is saved
 
             def finish(done, out):
-                chunk = {k: _gather(v)[: done.size] for k, v in out.items()}
+                gathered = interruptible(lambda: {k: _gather(v) for k, v in out.items()})  # Ctrl-C: at once
+                chunk = {k: v[: done.size] for k, v in gathered.items()}
                 if store:
                     store.save(g, done, chunk)
                 results.put(done, chunk)
                 bar.update(done.size)
+
+            def launch(params):  # compiles on the first call: in a thread, so that Ctrl-C is not held off
+                return interruptible(
+                    lambda: run_chunk(config, params, np.uint32(seed), steps, mode, decimate, batch, seeds, binary)
+                )
 
             for start in range(0, todo.size, size):
                 index = todo[start : start + size]
                 padded = np.concatenate([index, np.full(size - index.size, index[0])])
                 try:
                     params = {k: shard_batch(v[padded].astype(_dtype(k, config))) for k, v in params_all.items()}
-                    launched = (
-                        index,
-                        run_chunk(config, params, np.uint32(seed), steps, mode, decimate, batch, seeds, binary),
-                    )
-                except BaseException:  # an interrupt or error while dispatching: keep the chunk already done
-                    if pending is not None:
-                        finish(*pending)
+                    launched = (index, launch(params))
+                except BaseException as exc:  # an error while dispatching: keep the chunk already done
+                    if pending is not None and (not isinstance(exc, KeyboardInterrupt) or _done_soon(pending[1])):
+                        finish(*pending)  # on Ctrl-C only if it is done within `PENDING_WAIT_S`
                     raise
                 if pending is not None:
                     finish(*pending)
@@ -481,6 +485,23 @@ def _check_grid_values(traced: Sequence[Axis], config: BanditConfig) -> None:
 def _dtype(name: str, config: BanditConfig) -> np.dtype:
     """The NumPy dtype of a traced axis's values (converted on the host: on the device each conversion compiles)."""
     return np.dtype(np.int32 if name == "lag" else config.rewards.dtype)
+
+
+PENDING_WAIT_S = 1.0
+"""How long Ctrl-C waits for the chunk in flight to be done, to keep it (seconds)."""
+
+
+def _done_soon(out: dict) -> bool:
+    """Whether a dispatched chunk's results are computed within `PENDING_WAIT_S`."""
+    import time
+
+    arrays = [x for x in jax.tree.leaves(out) if isinstance(x, jax.Array)]
+    deadline = time.monotonic() + PENDING_WAIT_S
+    while not all(x.is_ready() for x in arrays):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def _gather(x: jax.Array) -> np.ndarray:

@@ -54,9 +54,33 @@ class Axis:
         return len(self.values)
 
 
+SHORT_DIGITS = 6
+"""Significant digits of the values a grid spaces out (`short_values`): at least these, more only where needed."""
+
+
+def short_values(values) -> list[float]:
+    """Computed grid values (a log or linear spacing) to the fewest significant digits, `SHORT_DIGITS` or more, that
+    keep distinct values distinct: what a sweep runs and what its files print, e.g. 0.000316228 for
+    0.00031622776601683794 (a value read back from a file is then the value that ran).
+
+    Args:
+        values: the computed values; finite floats; any config units.
+
+    Returns:
+        The rounded values, in order, as Python floats.
+    """
+    values = np.asarray(values, float)
+    distinct = np.unique(values).size
+    for digits in range(SHORT_DIGITS, 18):
+        short = np.array([float(f"{v:.{digits}g}") for v in values.tolist()])
+        if np.unique(short).size == distinct:
+            return short.tolist()
+    return values.tolist()
+
+
 def parse_axis(spec: str) -> Axis:
     """Parse `name=v1,v2,…`, `name=start:stop:num` (linear, inclusive), `name=log:start:stop:num` (log-spaced,
-    inclusive) or `name=start:stop` (integers, inclusive, step 1).
+    inclusive) or `name=start:stop` (integers, inclusive, step 1); spaced values are rounded (`short_values`).
 
     Args:
         spec: the axis as text; `name` a sweepable hyperparameter (`TRACED_AXES`, `STATIC_AXES`), in config units.
@@ -85,9 +109,10 @@ def parse_axis(spec: str) -> Axis:
             lo, hi, num = float(parts[1]), float(parts[2]), int(parts[3])
             if lo <= 0 or hi <= 0:
                 raise SweepError(f"grid spec {spec!r}: log spacing needs start and stop > 0")
-            values, spacing = np.geomspace(lo, hi, num), "log"
+            values, spacing = np.asarray(short_values(np.geomspace(lo, hi, num))), "log"
         elif len(parts) == 3:
             values, spacing = np.linspace(float(parts[0]), float(parts[1]), int(parts[2])), "linear"
+            values = np.asarray(short_values(values)) if np.all(np.isfinite(values)) else values
         elif len(parts) == 2:
             lo, hi = float(parts[0]), float(parts[1])
             if lo != round(lo) or hi != round(hi):

@@ -1,10 +1,14 @@
 """A sweep's files: its finished chunks kept on disk as they finish, so that a rerun resumes (`ChunkStore`), its
-results written once every chunk is done (`sweep.json`, `sweep.nc`, `summary.csv`), and `load_sweep`."""
+results written once every chunk is done (`sweep.json`, `sweep.nc`, `summary.csv`), and `load_sweep`; a
+language-model sweep's files (`write_lm_sweep`: `summary.csv`, `curves.csv`, `sweep.json`, `README.md`)."""
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -105,3 +109,89 @@ def load_sweep(out_dir: str | os.PathLike):
     if not path.is_file():
         raise SweepError(f"no finished sweep in {out_dir}: {path.name} is missing (a sweep writes it when it ends)")
     return xr.load_dataset(path, engine="scipy")
+
+
+LM_COLUMNS = {
+    "seed": "the seed's index within its grid point (0 … seeds − 1; every point runs the same keys)",
+    "final_reward": "mean reward (share of right completions) over the last 10 % of the GRPO steps",
+    "final_knowledge": "chance-corrected reward k = max(r − f/m, 0)/(1 − 1/m) over the last quarter of the steps "
+    "(r the reward, f the share of well-formed completions, m the task's modulus): what an LLM, whose chance of "
+    "guessing is 0, would log — one answer for every prompt scores 1/m reward here and k = 0",
+    "peak_reward": "highest point of the reward's trailing running mean over 10 % of the steps",
+    "final_entropy": "mean token entropy over the last 10 % of the steps (nats)",
+    "final_mean_length": "mean completion length over the last 10 % of the steps (tokens)",
+    "final_eval_accuracy": "the last greedy (temperature 0) accuracy on the held-out prompts",
+    "diverged_step": "GRPO step at which parameters or loss stopped being finite; −1 if never (the six numbers "
+    "above are then empty)",
+    "verdict": "learns | plateaus | flat | oscillates | collapses | diverges: what-if's rule on the reward's running "
+    "mean (`analysis.summaries.verdict`); a collapse is judged on final_knowledge against its start",
+    "collapse_share": "share of this grid point's seeds whose verdict is collapses (the same on each of its rows)",
+    "diverge_share": "share of this grid point's seeds whose verdict is diverges (the same on each of its rows)",
+}
+"""What each column of a language-model sweep's `summary.csv` after the grid keys holds (its README)."""
+
+
+def write_lm_sweep(into: Path, keys: Sequence[str], rows: Sequence[Mapping], curves: Mapping, spec: Mapping) -> None:
+    """A finished language-model sweep's files in folder `into`: `summary.csv` (one row per grid point and seed:
+    the grid `keys`, then `LM_COLUMNS`), `curves.csv` (one row per point, seed and GRPO step: every read-out),
+    `sweep.json` (`spec`) and `README.md`, which explains every column.
+
+    Args:
+        into: the folder (it exists).
+        keys: the grid's settings, in the grid's order.
+        rows: the sweep's rows (`analysis.lm_sweep.run_lm_sweep`), grid order, seeds fastest.
+        curves: read-out name → float32 (points, seeds, steps).
+        spec: the sweep's settings, grid and points (JSON-able).
+    """
+    from .lm_sweep import SHARE_FIELDS, SUMMARY_FIELDS, verdict_shares
+
+    columns = [*keys, "seed", *SUMMARY_FIELDS, *SHARE_FIELDS]
+    with open(into / "summary.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(columns)
+        for row, shares in zip(rows, verdict_shares(rows, keys)):
+            row = {**row, **shares}
+            writer.writerow([_cell(row[c], exact=c in keys) for c in columns])
+    points, seeds, steps = next(iter(curves.values())).shape
+    index = np.indices((points, seeds, steps)).reshape(3, -1)
+    table = {"point": index[0], "seed": index[1], "step": index[2]}
+    table.update({name: values.reshape(-1) for name, values in curves.items()})
+    write_csv(table, into / "curves.csv", progress=lambda rows: None)  # in blocks: Ctrl-C is seen between them
+    (into / "sweep.json").write_text(json.dumps(spec, indent=2) + "\n")
+    (into / "README.md").write_text(_lm_readme(keys, list(curves), points, seeds, steps))
+
+
+MEASURED_DIGITS = 8
+"""Significant digits of a measured number in `summary.csv` (they come from float32 read-outs)."""
+
+
+def _cell(value, exact: bool) -> str:
+    """A summary.csv field: a setting (`exact`) as Python writes it, which reads back as the value that ran; a
+    measured number to `MEASURED_DIGITS`; NaN empty, None as "none"."""
+    if value is None:
+        return "none"
+    if isinstance(value, float):
+        return "" if np.isnan(value) else repr(value) if exact else f"{value:.{MEASURED_DIGITS}g}"
+    return str(value)
+
+
+def _lm_readme(keys: Sequence[str], readouts: Sequence[str], points: int, seeds: int, steps: int) -> str:
+    lines = [
+        f"# `pgrpo-sim sweep --model lm`: {points} grid point(s) × {seeds} seed(s) × {steps} GRPO steps",
+        "",
+        "The settings, the grid and every point's settings are in `sweep.json`. An empty field is a number that does "
+        "not exist (a diverged run's, or an eval accuracy between evaluations); `none` is a setting turned off.",
+        "",
+        "## summary.csv: one row per grid point and seed",
+        "",
+        *(f"- `{key}`: the grid point's {key} (a TRL `GRPOConfig` setting)" for key in keys),
+        *(f"- `{name}`: {text}" for name, text in LM_COLUMNS.items()),
+        "",
+        "## curves.csv: one row per grid point, seed and GRPO step",
+        "",
+        "- `point`: the grid point's index, in summary.csv's order (0 is its first point)",
+        "- `seed`: as in summary.csv; `step`: the GRPO step (0 … steps − 1)",
+        f"- the read-outs, under TRL's names (docs/lm.md): {', '.join(f'`{r}`' for r in readouts)}",
+        "",
+    ]
+    return "\n".join(lines)

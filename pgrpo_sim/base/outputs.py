@@ -4,11 +4,12 @@ A command writing a directory first checks it (`check_output_dir`, nothing creat
 work, and then writes its outputs through `staged_outputs`: into a hidden folder inside the directory (single
 files: a hidden temporary file beside each), moved into place (`os.replace`) only once every output is complete,
 with Ctrl-C held off while they move. An error or interrupt before that leaves the previous results as they were
-and removes the temporaries. The directory's mark `.pgrpo-sim.json` names the command and its outputs (file
-names or glob patterns). A directory is refused when it holds another command's mark, or when it is non-empty
-without a mark (a foreign directory), unless `overwrite`; the previous command's known outputs are then removed
-when the new ones are moved in. Files pgrpo-sim did not write are never removed. The same command may always
-reuse its own directory (a sweep resumes there).
+and removes the temporaries. The directory's mark `.pgrpo-sim.json` names the command, its outputs (file
+names or glob patterns) and its settings. A directory is refused when it holds another command's mark, the same
+command's run with other settings, or when it is non-empty without a mark (a foreign directory), unless
+`overwrite`; the previous command's known outputs are then removed when the new ones are moved in. Files pgrpo-sim
+did not write are never removed. The same command with the same settings may always reuse its own directory (a
+sweep resumes there).
 """
 
 from __future__ import annotations
@@ -40,6 +41,29 @@ def read_mark(path: str | os.PathLike) -> dict | None:
     except (OSError, ValueError):
         return {"command": "unknown", "outputs": []}
     return data if isinstance(data, dict) else {"command": "unknown", "outputs": []}
+
+
+def other_settings(path: str | os.PathLike, command: str, settings: Mapping | None) -> tuple | None:
+    """Where directory `path` holds the output of `command` run with other settings than `settings` (its mark's
+    record, as JSON): (the first setting that differs, its value there, its value now); else None (no mark, another
+    command's, no settings recorded or given, or the same ones).
+
+    Args:
+        path: the output directory.
+        command: the command that would write it.
+        settings: its settings (JSON-able values, `json_text`); None: not compared.
+
+    Returns:
+        (name, value there, value now), a missing value None; or None.
+    """
+    mark = read_mark(path)
+    if settings is None or mark is None or mark.get("command") != command or "settings" not in mark:
+        return None
+    old, new = mark["settings"], json.loads(json_text(settings))
+    if not isinstance(old, dict) or old == new:
+        return None
+    name = next(k for k in sorted({*old, *new}) if old.get(k) != new.get(k))
+    return name, old.get(name), new.get(name)
 
 
 def output_dir_owner(path: str | os.PathLike) -> str | None:
@@ -84,18 +108,26 @@ class StagedOutputs:
         *,
         overwrite: bool = False,
         resumable: bool = False,
+        settings: Mapping | None = None,
     ) -> Path:
         """Where to write the outputs of `command` into directory `path`: a staging folder in it, created here, with
-        the directory if needed; refused where the directory holds another command's output or files pgrpo-sim did
-        not write (`output_dir_owner`), unless `overwrite`. `outputs`: the names (or glob patterns) the
-        command writes, for the directory's mark. A `resumable` command (a sweep) keeps its resume state in the
-        directory itself: it is marked at once, listing also the outputs of the command it replaces, so that a
-        rerun finds its work. `command` None: no check and no mark."""
+        the directory if needed; refused where the directory holds another command's output, the same command's run
+        with other `settings` (`other_settings`) or files pgrpo-sim did not write (`output_dir_owner`), unless
+        `overwrite`. `outputs`: the names (or glob patterns) the command writes, and `settings` (JSON-able), for the
+        directory's mark. A `resumable` command (a sweep) keeps its resume state in the directory itself: it is
+        marked at once, listing also the outputs of the command it replaces, so that a rerun finds its work.
+        `command` None: no check and no mark."""
         out, outputs = Path(path), sorted(outputs)
         owner = output_dir_owner(out) if command is not None else None
         if owner not in (None, command) and not overwrite:
             held = f"the output of {owner!r}" if owner else "files pgrpo-sim did not write"
             raise PgrpoSimError(f"{out} holds {held}; pass overwrite=True to replace them")
+        differs = other_settings(out, command, settings) if command is not None and not overwrite else None
+        if differs is not None:
+            raise PgrpoSimError(
+                f"{out} holds the output of {command!r} with other settings ({differs[0]} {differs[1]!r} there, "
+                f"{differs[2]!r} now); pass overwrite=True to replace it"
+            )
         created = not out.exists()
         stage = out / f"{STAGE_PREFIX}{os.getpid()}"
         try:
@@ -103,11 +135,11 @@ class StagedOutputs:
             _remove_abandoned(out)
             stage.mkdir()
             if command is not None:
-                _write_mark(stage, command, outputs)
+                _write_mark(stage, command, outputs, settings)
                 if resumable:
                     old = read_mark(out)
                     replaced = old.get("outputs", []) if old and old.get("command") != command else []
-                    _write_mark(out, command, [*outputs, *replaced])
+                    _write_mark(out, command, [*outputs, *replaced], settings)
         except OSError as exc:
             raise PgrpoSimError(f"cannot create {out}: {exc.strerror}") from None
         self._dirs.append((out, stage, created, resumable, outputs))
@@ -202,9 +234,12 @@ def _matches(out: Path, pattern: str) -> list[Path]:
     return list(out.glob(pattern))
 
 
-def _write_mark(directory: Path, command: str, outputs: Iterable[str]) -> None:
+def _write_mark(directory: Path, command: str, outputs: Iterable[str], settings: Mapping | None = None) -> None:
     temp = directory / f"{STAGE_PREFIX}{os.getpid()}-mark"
-    temp.write_text(json.dumps({"command": command, "outputs": sorted(set(outputs))}) + "\n")
+    mark = {"command": command, "outputs": sorted(set(outputs))}
+    if settings is not None:
+        mark["settings"] = settings
+    temp.write_text(json_text(mark, sort_keys=True) + "\n")
     os.replace(temp, directory / MARK)
 
 

@@ -28,6 +28,22 @@ def stage_lines(command: str, *, enabled: bool = True, stream: TextIO | None = N
     return say
 
 
+def duration_text(seconds: float) -> str:
+    """A duration as a person reads it, to two significant digits: "40 s", "12 min", "3.5 h", "74 days".
+
+    Args:
+        seconds: the duration, in seconds; ≥ 0.
+
+    Returns:
+        The text, in the largest unit (s, min, h, days) in which it is at least 1 (seconds below a minute).
+    """
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            number = f"{seconds / size:.2g}" if seconds < 10 * size else f"{seconds / size:.0f}"
+            return f"{number} {'day' if unit == 'days' and number == '1' else unit}"
+    return f"{seconds:.0f} s"
+
+
 def report(progress: Progress | None, stage: str) -> None:
     """Tell `progress`, if any, that `stage` starts."""
     if progress is not None:

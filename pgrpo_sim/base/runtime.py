@@ -14,7 +14,11 @@ import concurrent.futures
 import contextlib
 import multiprocessing
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 NO_CACHE_ENV = "PGRPO_SIM_NO_COMPILE_CACHE"
 """Environment variable: 1 (or true/yes/on) turns the compilation cache off, like `--no-compile-cache`."""
@@ -222,6 +226,8 @@ def worker_pool(processes: int):
 
 REDELIVER_S = 0.05
 """Delay (seconds) before an interrupt that could not be raised where it arrived is raised again."""
+HANDLED_SIGNALS = ("SIGINT", "SIGTERM")
+"""The signals `interrupt_handling` turns into `KeyboardInterrupt` (names: resolved in the `signal` module)."""
 
 
 class _Interrupts:
@@ -245,6 +251,68 @@ def deferred_interrupts():
         yield
     finally:
         _Interrupts.deferred -= 1
+
+
+WAIT_POLL_S = 0.1
+"""How often `interruptible` looks whether its work is done (seconds)."""
+
+
+def interruptible(work: Callable[[], T]) -> T:
+    """`work()` run in a daemon thread while the calling thread waits for it: Ctrl-C raises `KeyboardInterrupt` in
+    the caller within `WAIT_POLL_S`, where a compiled call (an XLA compilation, a run of minutes, a wait for its
+    results) holds Python's signal handling off until it returns. The thread runs with the caller's JAX settings of
+    `with` blocks (`jax.enable_x64(True)`, …: JAX keeps them per thread); where JAX's internals do not let them be
+    read, `work()` runs in the caller. Interrupted, the work is abandoned: it runs on in the background (the command
+    line exits at once). For work that writes nothing the caller relies on.
+
+    Args:
+        work: the function to call, without arguments.
+
+    Returns:
+        What `work()` returns.
+
+    Raises:
+        BaseException: what `work()` raises; `KeyboardInterrupt` on Ctrl-C meanwhile.
+    """
+    import threading
+
+    settings = _thread_settings()
+    if settings is None:
+        return work()
+    done, box = threading.Event(), {}
+
+    def target() -> None:
+        try:
+            for state, value in settings:
+                state.set_local(value)
+            box["value"] = work()
+        except BaseException as exc:  # raised in the caller
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="pgrpo-sim-work", daemon=True).start()
+    while not done.wait(WAIT_POLL_S):
+        pass
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _thread_settings() -> list | None:
+    """This thread's JAX settings of `with` blocks, as (setting, value) pairs for another thread to take (its own
+    values where none is set); [] without JAX; None where JAX's internals (0.10) are not as expected."""
+    import sys
+
+    if "jax" not in sys.modules:
+        return []
+    try:
+        from jax._src import config
+
+        states = [s for s in config.config._value_holders.values() if hasattr(s, "get_local")]
+        return [(s, s.get_local()) for s in states if hasattr(s, "set_local")]
+    except Exception:  # another JAX: no thread, rather than other settings
+        return None
 
 
 def _inside_callback(frame) -> bool:
@@ -286,8 +354,9 @@ def _on_interrupt(signum, frame) -> None:
 
 @contextlib.contextmanager
 def interrupt_handling():
-    """Within the block (main thread only), Ctrl-C raises `KeyboardInterrupt` in the main thread, except where it
-    would be dropped: inside a garbage-collection callback or finaliser it is raised again `REDELIVER_S` later, and a
+    """Within the block (main thread only), Ctrl-C (and SIGTERM, as `kill` sends it: the same clean-up, so no
+    temporary is left behind) raises `KeyboardInterrupt` in the main thread, except where it would be dropped:
+    inside a garbage-collection callback or finaliser it is raised again `REDELIVER_S` later, and a
     `KeyboardInterrupt` that such code dropped anyway (printed as "Exception ignored in …") is not printed but
     raised again the same way. Within `deferred_interrupts` it is only recorded. Either way `interrupt_requested`
     says that it came, so that a command that reaches its end after a dropped interrupt still stops (and moves no
@@ -306,14 +375,17 @@ def interrupt_handling():
         if not _Interrupts.deferred:
             _raise_again_later()
 
-    previous = signal.getsignal(signal.SIGINT)
-    if previous is not signal.SIG_IGN:  # Ctrl-C ignored by the parent (`nohup`, a background job) stays ignored
-        signal.signal(signal.SIGINT, _on_interrupt)
+    # a signal ignored by the parent (Ctrl-C under `nohup`, in a background job) stays ignored
+    previous = {getattr(signal, name): signal.getsignal(getattr(signal, name)) for name in HANDLED_SIGNALS}
+    for sig, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(sig, _on_interrupt)
     sys.unraisablehook = unraisable
     try:
         yield
     finally:
-        if previous is not signal.SIG_IGN:
-            signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+        for sig, handler in previous.items():
+            if handler is not signal.SIG_IGN:
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
         sys.unraisablehook = previous_hook
         _Interrupts.requested = False  # outside the block, outputs are committed as if none came

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..base.errors import PgrpoSimError
 from ..models.config import MODES as MODES  # the --mode choices
-from .outputs import check_distinct_outputs, check_output_dir, check_output_file
+from .outputs import check_distinct_outputs, check_output_dir, check_output_file, command_settings
 
 
 class UsageError(PgrpoSimError):
@@ -195,8 +195,9 @@ def claim(args: argparse.Namespace, staged, command: str, outputs: Sequence[str]
     """
     out = Path(args.out)
     note = untouched_note(args)
-    check_output_dir(out, command, overwrite=args.overwrite)  # again: it may have changed since the first check
-    stage = staged.directory(out, command, outputs, overwrite=args.overwrite, resumable=resumable)
+    settings = command_settings(args)  # in the mark: a rerun with other settings needs --overwrite
+    check_output_dir(out, command, overwrite=args.overwrite, settings=settings)  # again: it may have changed
+    stage = staged.directory(out, command, outputs, overwrite=args.overwrite, resumable=resumable, settings=settings)
     if resumable:
         args.interrupt_note = f"the finished chunks are kept in {out}/chunks; rerun the same command to resume"
     else:

@@ -9,13 +9,55 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..base.errors import PgrpoSimError
-from ..base.outputs import output_dir_owner
+from ..base.outputs import other_settings, output_dir_owner
+
+NOT_SETTINGS = frozenset(
+    {
+        "command", "func", "explicit", "interrupt_note", "compile_bound",  # the parser's and the program's own
+        "out", "overwrite", "quiet", "yes", "no_compile_cache",  # where and how it writes, not what
+        "chunk_size", "max_memory", "coordinator", "num_processes", "process_id",  # how a sweep is split up
+    }
+)  # fmt: skip
+"""Options that do not change what a command writes: left out of the settings its --out mark records."""
 
 
-def check_output_dir(path: str | os.PathLike, command: str, *, overwrite: bool = False, flag: str = "--out") -> None:
+def command_settings(args) -> dict:
+    """The settings of a command's run as its --out mark records them (`check_output_dir`): every option's value
+    (defaults included) but `NOT_SETTINGS`, where JSON can hold it.
+
+    Args:
+        args: the command's parsed `argparse.Namespace`.
+
+    Returns:
+        Option name (argparse's dest) → its value; sorted by name.
+    """
+    simple = (str, int, float, bool, type(None))
+    kept = {}
+    for name, value in sorted(vars(args).items()):
+        listed = isinstance(value, (list, tuple)) and all(isinstance(v, simple) for v in value)
+        if name not in NOT_SETTINGS and (isinstance(value, simple) or listed):
+            kept[name] = list(value) if listed else value
+    return kept
+
+
+def _flag(name: str) -> str:
+    """How the command line spells a setting (`command_settings`): its flag, or LOG for the log argument."""
+    return name.upper() if name == "log" else "--" + name.replace("_", "-")
+
+
+def _check_named(path, flag: str, what: str) -> None:
+    if not str(path).strip():
+        raise PgrpoSimError(f"{flag} must name a {what}, got an empty string")
+
+
+def check_output_dir(
+    path: str | os.PathLike, command: str, *, overwrite: bool = False, flag: str = "--out", settings=None
+) -> None:
     """Raise `PgrpoSimError` (creating nothing) unless `pgrpo-sim {command}` may write into directory `path`: it does
-    not exist yet and can be created, or it is `command`'s own, or it is empty; another command's directory or a
-    non-empty foreign one only with `overwrite`."""
+    not exist yet and can be created, or it is `command`'s own (with the same `settings`, `command_settings`, where
+    given and recorded), or it is empty; another command's directory, the same command's run with other settings or
+    a non-empty foreign one only with `overwrite`. An empty `path` is refused by name."""
+    _check_named(path, flag, "folder")
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise PgrpoSimError(f"{flag} {out} is a file, not a directory")
@@ -27,7 +69,16 @@ def check_output_dir(path: str | os.PathLike, command: str, *, overwrite: bool =
     if not os.access(out, os.W_OK | os.X_OK):
         raise PgrpoSimError(f"{flag} {out} is not writable")
     owner = output_dir_owner(out)
-    if owner in (None, command) or overwrite:
+    if overwrite:
+        return
+    differs = other_settings(out, command, settings) if owner == command else None
+    if differs is not None:
+        name, there, now = differs
+        raise PgrpoSimError(
+            f"{flag} {out} holds the output of `pgrpo-sim {command}` run with other settings ({_flag(name)} "
+            f"{there!r} there, {now!r} now); use another {flag} or --overwrite to replace it"
+        )
+    if owner in (None, command):
         return
     if owner:
         raise PgrpoSimError(
@@ -43,7 +94,8 @@ def check_output_file(
 ) -> None:
     """Raise `PgrpoSimError` (creating nothing) unless file `path` can be written: not a directory, not an
     existing file (unless `overwrite`), its directory exists and accepts a new file, and (given `suffixes`) its
-    suffix is one of them."""
+    suffix is one of them. An empty `path` is refused by name."""
+    _check_named(path, flag, "file")
     out = Path(path)
     if out.is_dir():
         raise PgrpoSimError(f"{flag} {out} is a directory; give a file name")

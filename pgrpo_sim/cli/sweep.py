@@ -12,6 +12,7 @@ import numpy as np
 from ..analysis.sweep_grid import SweepSettings
 from ..base.checks import check_range, check_seed, check_seeds, check_steps
 from ..base.outputs import json_text, staged_outputs, write_csv
+from ..base.progress import duration_text, report, stage_lines
 from .bandit_flags import (
     add_bandit_args,
     check_clip_order,
@@ -19,9 +20,20 @@ from .bandit_flags import (
     refuse_unused_seeds,
     rollout_args,
 )
-from .common import MODE_HELP, MODES, UsageError, add_output_args, claim, describe, finite_float, integer, plot
+from .common import (
+    MODE_HELP,
+    MODES,
+    UsageError,
+    add_output_args,
+    check_memory,
+    claim,
+    describe,
+    finite_float,
+    integer,
+    plot,
+)
 from .lm import add_model_args
-from .outputs import check_output_dir
+from .outputs import check_output_dir, command_settings
 
 SETTINGS = SweepSettings._field_defaults
 """The library's sweep defaults (the command line's --steps, 2000, is its own: the library has none)."""
@@ -112,48 +124,83 @@ def _sweep_kwargs(args: argparse.Namespace) -> dict:
 
 
 def _check_sweep(args: argparse.Namespace, base: dict, axes) -> None:
-    """Validate the whole sweep as it will run (every setting and grid value), and the size of its files: refused
-    if they would not fit in the free space of --out's disk, and above `CONFIRM_BYTES` without --yes. Creates
-    nothing."""
-    import shutil
-
+    """Validate the whole sweep as it will run (every setting and grid value), and the size of its files
+    (`_check_size`). Creates nothing."""
     from ..analysis.sweep import SweepError, output_bytes
 
     try:
         sizes = output_bytes(base, axes, **_sweep_kwargs(args))  # validates as `check_sweep`
     except SweepError as exc:
         raise UsageError(str(exc)) from None
-    total, where = sum(sizes.values()), Path(args.out).absolute()
-    while not where.exists():
-        where = where.parent
-    free = shutil.disk_usage(where).free
-    parts = ", ".join(f"{name} {size / 1e9:.3g} GB" for name, size in sizes.items())
-    if total > free:
-        raise UsageError(
-            f"{args.command}: its files need about {total / 1e9:.3g} GB ({parts}), more than the "
-            f"{free / 1e9:.3g} GB free in {where}: a smaller grid, or another --out"
-        )
-    if total > CONFIRM_BYTES and not args.yes:
-        raise UsageError(
-            f"{args.command}: its files need about {total / 1e9:.3g} GB ({parts}): pass --yes to write them"
-        )
+    _check_size(args, args.command, sizes)
 
 
 CONFIRM_BYTES = 1e9
 """Sweeps that write more than this (bytes) run only with --yes."""
+CONFIRM_SECONDS = 3600.0
+"""Sweeps estimated to run longer than this (seconds) run only with --yes."""
+
+
+def _check_size(args: argparse.Namespace, command: str, sizes: dict, seconds: float | None = None) -> str:
+    """A sweep's files (bytes by output) and estimated run time (seconds; None: no estimate): refused if the files
+    would not fit in the free space of --out's disk, and above `CONFIRM_BYTES` or `CONFIRM_SECONDS` without --yes.
+    Returns the estimate as words, for a progress line."""
+    import shutil
+
+    total, where = sum(sizes.values()), Path(args.out).absolute()
+    while not where.exists():
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    parts = ", ".join(f"{name} {_size_text(size)}" for name, size in sizes.items())
+    if total > free:
+        raise UsageError(
+            f"{command}: its files need about {_size_text(total)} ({parts}), more than the "
+            f"{free / 1e9:.3g} GB free in {where}: a smaller grid, or another --out"
+        )
+    need = f"its files need about {_size_text(total)} ({parts})"
+    if seconds is not None:
+        need += f" and its runs roughly {duration_text(seconds)} on this machine's CPU"
+    if (total > CONFIRM_BYTES or (seconds or 0.0) > CONFIRM_SECONDS) and not args.yes:
+        raise UsageError(f"{command}: {need}: pass --yes to run it")
+    return need
+
+
+def _size_text(size: float) -> str:
+    """Bytes as kB, MB or GB (3 significant digits; GB from 1 GB on)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{size / 1e3:.3g} kB"
+
+
+class _KeptNote:
+    """The interrupt line's note of a resumable sweep, worded when it is printed: how many finished pieces
+    (`count()`) are kept in `chunks`, a folder that exists then, or that none had finished."""
+
+    def __init__(self, chunks: Path, count, unit: str) -> None:
+        self.chunks, self.count, self.unit = chunks, count, unit
+
+    def __str__(self) -> str:
+        done = self.count() if self.chunks.is_dir() else 0
+        if done:
+            return f"the finished {self.unit}s are kept in {self.chunks} ({done}); rerun the same command to resume"
+        return f"no {self.unit} had finished, so none is kept; rerun the same command to start again"
 
 
 def _claim_sweep(args: argparse.Namespace, staged, command: str, outputs: Sequence[str]) -> Path | None:
     """Claim --out for a checked sweep (`_check_sweep`): the last step before its first chunk. Returns the folder
     for its final files (`claim`; None on the processes of a multi-host run that do not write)."""
-    check_output_dir(args.out, command, overwrite=args.overwrite)
+    check_output_dir(args.out, command, overwrite=args.overwrite, settings=command_settings(args))
     if args.coordinator:
         import jax
 
         jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
         if jax.process_index() != 0:  # process 0 writes
             return None
-    return claim(args, staged, command, outputs, resumable=True)
+    stage = claim(args, staged, command, outputs, resumable=True)
+    chunks = Path(args.out) / "chunks"
+    args.interrupt_note = _KeptNote(chunks, lambda: len(list(chunks.glob("g*_*.npz"))), "chunk")
+    return stage
 
 
 def _run_sweep_command(args: argparse.Namespace, base: dict, axes, results: Path | None):
@@ -186,10 +233,10 @@ def _parse_axes(specs: Sequence[str]):
 
 
 def _cmd_sweep(args: argparse.Namespace) -> None:
-    from .lm import refuse_lm_flags, sweep_lm
+    from .lm import refuse_lm_flags
 
     if args.model == "lm":
-        return sweep_lm(args)
+        return _cmd_sweep_lm(args)
     refuse_lm_flags(args)
     _check_sweep_flags(args)
     axes = _parse_axes(args.grid)
@@ -200,6 +247,56 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     with staged_outputs() as staged:
         result = _run_sweep_command(args, base, axes, _claim_sweep(args, staged, "sweep", SWEEP_OUTPUTS))
     print(f"{result.size} grid points; wrote {args.out}/sweep.nc and {args.out}/summary.csv")
+
+
+LM_OUTPUTS = ("summary.csv", "curves.csv", "sweep.json", "README.md", "chunks")
+"""What `sweep --model lm` writes in --out (`chunks/`: its finished grid points, until it ends)."""
+
+
+def _cmd_sweep_lm(args: argparse.Namespace) -> None:
+    """`sweep --model lm`: every --grid point × --seeds runs (`analysis.lm_sweep.run_lm_sweep`); --out gets
+    summary.csv, curves.csv, sweep.json and README.md (`analysis.sweep_store.write_lm_sweep`). Checked first as the
+    bandit's sweep is (`_check_size`: the files, and the runs' estimated time on CPU); finished points are kept in
+    --out/chunks as they finish, so a rerun of the same command resumes, and removed once the sweep ends."""
+    import shutil
+
+    import jax
+
+    from ..analysis import lm_sweep
+    from ..analysis.sweep_store import write_lm_sweep
+    from ..models.lm import READOUTS
+    from .lm import LM_SWEEP, SWEEP_FLAGS, refuse_bandit_flags, run_size
+
+    refuse_bandit_flags(args, SWEEP_FLAGS | {"yes"})
+    settings = lm_sweep.parse_settings(args.set)
+    grid = lm_sweep.parse_lm_grid(args.grid)
+    if not grid:
+        raise UsageError("sweep --model lm: give at least one --grid KEY=V1,V2,…")
+    steps, seeds = run_size(args)
+    points = lm_sweep.grid_points(settings, grid)  # every point checked before anything is created
+    check_output_dir(args.out, LM_SWEEP, overwrite=args.overwrite, settings=command_settings(args))
+    runs = len(points) * seeds * steps
+    check_memory(LM_SWEEP, runs * (len(READOUTS) * 8 + 24), "read-outs", "fewer grid points, seeds or steps")
+    work = lm_sweep.sweep_flops(settings, grid, seeds=seeds, steps=steps)
+    seconds = work / lm_sweep.CPU_FLOPS if jax.default_backend() == "cpu" else None
+    need = _check_size(args, LM_SWEEP, lm_sweep.lm_output_bytes(grid, seeds=seeds, steps=steps), seconds)
+    progress = stage_lines("sweep", enabled=not args.quiet)
+    report(progress, f"{len(points)} grid point(s) × {seeds} seed(s) × {steps} steps: {need}")
+    out = Path(args.out)
+    with staged_outputs() as staged:
+        results = claim(args, staged, LM_SWEEP, LM_OUTPUTS, resumable=True)
+        args.interrupt_note = _KeptNote(out / "chunks", lambda: len(list((out / "chunks").glob("point-*.npz"))),
+                                        "grid point")  # fmt: skip
+        rows, curves = lm_sweep.run_lm_sweep(
+            settings, grid, seeds=seeds, steps=steps, seed=args.seed, chunks=out / "chunks", progress=progress
+        )
+        report(progress, "writing")
+        spec = dict(model="lm", settings=settings, grid=grid, seeds=seeds, steps=steps, seed=args.seed, points=points)
+        write_lm_sweep(results, list(grid), rows, curves, spec)
+    shutil.rmtree(out / "chunks", ignore_errors=True)
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in dict.fromkeys(r["verdict"] for r in rows)}
+    verdicts = ", ".join(f"{n} {v}" for v, n in counts.items())
+    print(f"{len(points)} grid point(s) × {seeds} seed(s): {verdicts}; wrote {out}/summary.csv, curves.csv, README.md")
 
 
 DEFAULT_PHASE_GRIDS = {"eta": "eta=log:1e-3:1:48", "lag": "lag=0:12", "momentum": "momentum=0:0.99:34"}
@@ -323,7 +420,9 @@ def add_parsers(sub) -> None:
         )
         overwrite = "replace a different sweep or another command's output in --out"
         add_output_args(p, "output directory", overwrite_help=overwrite, quiet_help="no progress bar")
-        p.add_argument("--yes", action="store_true", help="write files of more than 1 GB (the size is told first)")
+        p.add_argument(
+            "--yes", action="store_true", help="run a sweep of more than 1 GB of files or (--model lm) an hour of runs"
+        )
         p.add_argument(
             "--coordinator",
             default=None,
