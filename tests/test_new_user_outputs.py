@@ -246,3 +246,18 @@ def test_ctrl_c_stops_an_lm_sweep_within_two_seconds_keeping_finished_points(tmp
     folder = re.search(r"are kept in (\S+) \(1\); rerun the same command to resume$", line)
     assert folder and Path(folder.group(1)).is_dir(), line
     assert len(list(Path(folder.group(1)).glob("point-*.npz"))) == 1
+
+
+def test_fit_refuses_a_rerun_with_other_settings_before_its_work(tmp_path, monkeypatch, capsys):
+    """`fit` checks its --out against the recorded settings up front: a rerun with another --samples-per-step is one
+    line naming it, exit 2, and the fit is never started (the laws are not fitted)."""
+    import pgrpo_sim.reports.log_report as log_report
+
+    out = tmp_path / "fit"
+    log = str(Path(__file__).parent / "data" / "trl_state.json")
+    assert main(["fit", log, "--out", str(out), "--quiet"]) == 0
+    assert "fit.png and diagnostics.png" in capsys.readouterr().out  # the summary line names every file written
+    before = sorted(p.name for p in out.iterdir())
+    monkeypatch.setattr(log_report, "analyse_log", lambda *a, **k: pytest.fail("the fit ran"))
+    assert main(["fit", log, "--samples-per-step", "64", "--out", str(out), "--quiet"]) == 2
+    assert "--samples-per-step" in capsys.readouterr().err and sorted(p.name for p in out.iterdir()) == before

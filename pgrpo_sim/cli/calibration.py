@@ -27,7 +27,7 @@ from .common import (
 )
 from .fit import read_log_flags
 from .lm_forecast import add_level_args, answering_model, lm_reason
-from .outputs import check_output_dir
+from .outputs import check_output_dir, command_settings
 
 
 def _calibration_inputs(args: argparse.Namespace, command: str):
@@ -62,7 +62,7 @@ def _calibration_inputs(args: argparse.Namespace, command: str):
         check_range("steps", args.steps, 2, limit - float(steps[0]) + 1, integer=True)
     check_range("band", args.band, 0.0, 1.0, low_open=True, high_open=True)
     check_seed(args.seed)
-    check_output_dir(args.out, command, overwrite=args.overwrite)
+    check_output_dir(args.out, command, overwrite=args.overwrite, settings=command_settings(args))
     if loaded and loaded.not_used:  # after every check: bad input stays one line
         print(
             f"pgrpo-sim: note: --run-config {args.run_config}: {len(loaded.not_used)} keys not used (no counterpart "

@@ -8,8 +8,8 @@ import warnings
 from ..base.outputs import staged_outputs
 from ..base.progress import report, stage_lines
 from ..logs.readers import FORMATS
-from .common import FORMAT_HELP, RUN_HELP, add_output_args, claim, integer
-from .outputs import check_output_dir
+from .common import FORMAT_HELP, RUN_HELP, add_output_args, claim, integer, wrote
+from .outputs import check_output_dir, command_settings
 
 FIT_OUTPUTS = ("report.md", "fit.json", "fit.png", "diagnostics.png")
 
@@ -32,7 +32,7 @@ def _cmd_fit(args: argparse.Namespace) -> None:
 
     log = read_log_flags(args)
     check_analysis(log, metric=args.metric, n_samples=args.samples_per_step)
-    check_output_dir(args.out, "fit", overwrite=args.overwrite)
+    check_output_dir(args.out, "fit", overwrite=args.overwrite, settings=command_settings(args))
     progress = stage_lines("fit", enabled=not args.quiet)
     analysis = analyse_log(log, metric=args.metric, n_samples=args.samples_per_step, progress=progress)
     report(progress, "writing the report and figures")
@@ -50,7 +50,7 @@ def _cmd_fit(args: argparse.Namespace) -> None:
     print(
         f"fitted {result['n_points']} points of {result['source']} ({skipped['count']} row(s) without a usable "
         f"reward skipped): R² {r2}; regime {pred['regime']}{zeta}; "
-        f"first flag {result['diagnostics']['first'] or 'none'}; wrote {args.out}/report.md and fit.json"
+        f"first flag {result['diagnostics']['first'] or 'none'}; {wrote(args.out, FIT_OUTPUTS)}"
     )
 
 

@@ -15,7 +15,7 @@ from ..base.progress import report, stage_lines
 from ..models.hyperparameters import HYPERPARAMETERS
 from .bandit_flags import add_bandit_args, config_from_flags
 from .common import UsageError, add_output_args, claim, finite_float, integer
-from .outputs import check_output_dir
+from .outputs import check_output_dir, command_settings
 from .sweep import refuse_flags_setting
 
 TUNE_OUTPUTS = ("summary.json", "convergence.png")
@@ -61,7 +61,7 @@ def _cmd_tune(args: argparse.Namespace) -> None:
     from ..analysis.search import search, searched_names
     from ..viz.figures import plot_convergence
 
-    check_output_dir(args.out, "tune", overwrite=args.overwrite)
+    check_output_dir(args.out, "tune", overwrite=args.overwrite, settings=command_settings(args))
     check_range("search_lr", args.search_lr, 0.0, low_open=True)
     bounds = {}
     for spec in args.bound:
