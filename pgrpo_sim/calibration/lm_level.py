@@ -12,6 +12,7 @@ import numpy as np
 
 from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
+from ..logs.monitors import grad_norm_spike
 from ..models.lm import LMConfig, lm_config
 from .run_config import NO_CLIP_LOSSES, RunConfig
 
@@ -87,6 +88,37 @@ class LMLevel:
     def formats(self, start_accuracy: float) -> tuple[float, ...]:
         """The start formats a start of this accuracy can have (at least the accuracy; 1 when none is)."""
         return tuple(f for f in self.start_formats if f >= start_accuracy) or (1.0,)
+
+
+EDGE_STEPS_PER_ROLLOUT = 8
+"""Optimiser steps per rollout from which a run is near the reuse edge (`near_edge`): the shared MATH sweep collapses
+at 16 and the level degrades from 4 and collapses from 8 at its best rate (docs/lm.md)."""
+
+
+def near_edge(run: RunConfig, log=None, fit_until: float | None = None) -> str | None:
+    """Why a run sits near a collapse edge the bandit cannot follow, so that `forecast --model auto` answers on the
+    language-model level; None when nothing says so. The rule: `EDGE_STEPS_PER_ROLLOUT` or more optimiser steps per
+    rollout; reuse (more than one optimiser step per rollout) without a clip; or, in the log up to `fit_until`, a
+    gradient-norm spike (`logs.monitors.grad_norm_spike`: a Z-score of 4 over the run so far).
+
+    Args:
+        run: the real run's config.
+        log: the training log (its `grad_norm`, where it has one); None: settings only.
+        fit_until: the fit window's last logged step; None: the log's last.
+
+    Returns:
+        One clause saying why, or None.
+    """
+    if run.steps_per_rollout >= EDGE_STEPS_PER_ROLLOUT:
+        return f"{run.steps_per_rollout} optimiser steps per rollout (the edge nears from {EDGE_STEPS_PER_ROLLOUT})"
+    if run.steps_per_rollout > 1 and (run.loss_type in NO_CLIP_LOSSES or run.epsilon is None):
+        return "rollouts reused without a clip"
+    if log is not None and "grad_norm" in log:
+        until = float(log.series("grad_norm")[0][-1]) if fit_until is None else float(fit_until)
+        spike = grad_norm_spike(log, until)
+        if spike.available and spike.collapse:
+            return f"a gradient-norm spike in the fit window ({spike.detail})"
+    return None
 
 
 def level_config(

@@ -137,13 +137,17 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
     log, run, fit_until = _calibration_inputs(args, "forecast")
     steps = log.series("reward")[0]
     points = int(np.sum(steps <= (steps[-1] if fit_until is None else fit_until)))
-    if answering_model(args, points=points) == "lm":
-        from ..calibration.inference import MIN_POINTS
+    from ..calibration.inference import MIN_POINTS
+    from ..calibration.lm_level import near_edge
+
+    edge = near_edge(run, log, fit_until) if args.model == "auto" else None
+    if answering_model(args, points=points, edge=edge) == "lm":
         from .lm_forecast import lm_forecast_command
 
         why = "--model lm"
         if args.model == "auto":
-            why = f"the fit window holds {points} logged rewards, fewer than the bandit's fit needs ({MIN_POINTS})"
+            short = f"the fit window holds {points} logged rewards, fewer than the bandit's fit needs ({MIN_POINTS})"
+            why = short if points < MIN_POINTS else f"the run is near a collapse edge: {edge}"
         claim_out = lambda staged, outputs: claim(args, staged, "forecast", outputs)  # noqa: E731
         return lm_forecast_command(args, log, run, fit_until, claim_out, why=why)
     progress = stage_lines("forecast", enabled=not args.quiet)

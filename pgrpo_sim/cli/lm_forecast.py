@@ -1,9 +1,11 @@
 """`pgrpo-sim what-if --model …` and `pgrpo-sim forecast --model …`: which level answers on a log, and the
 language-model level's answers (`calibration.language_model`).
 
-`--model auto` (the default of what-if): the language-model level answers when a scenario changes a key the bandit
-cannot follow into a collapse (`LM_KEYS`: learning rate, epochs, mini-batches, clip, β, loss type, G); otherwise the
-bandit. A forecast has no scenario: `auto` is the bandit there.
+`--model auto` (the default of both): the language-model level answers a what-if when a scenario changes a key the
+bandit cannot follow into a collapse (`LM_KEYS`: learning rate, epochs, mini-batches, clip, β, loss type, G), and a
+forecast when its fit window is too short for the bandit's fit or the run sits near a collapse edge
+(`calibration.lm_level.near_edge`: 8 or more optimiser steps per rollout, reuse without a clip, or a gradient-norm
+spike in the fit window); otherwise the bandit.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ MODELS = ("auto", "bandit", "lm")
 MODEL_HELP = (
     "which level answers: bandit (smooth, cannot collapse), lm (the small language model: can collapse; slower), "
     "auto (lm when a scenario changes learning_rate, num_iterations, steps_per_generation, epsilon, epsilon_high, "
-    "beta, loss_type or num_generations, or when a forecast's fit window holds fewer than 10 rewards; else the bandit)"
+    "beta, loss_type or num_generations; a forecast whose fit window holds fewer than 10 rewards, or whose run has "
+    "8 or more optimiser steps per rollout, reuse without a clip, or a gradient-norm spike in the fit window; else "
+    "the bandit)"
 )
 EVAL_SIZE_HELP = "prompts in the eval set, when the log's reward is an eval accuracy (its sampling noise; --model lm)"
 
@@ -30,9 +34,12 @@ def add_level_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-size", type=int, default=None, metavar="N", help=EVAL_SIZE_HELP)
 
 
-def answering_model(args: argparse.Namespace, scenarios: Sequence[Mapping] = (), points: int | None = None) -> str:
+def answering_model(
+    args: argparse.Namespace, scenarios: Sequence[Mapping] = (), points: int | None = None, edge: str | None = None
+) -> str:
     """ "bandit" or "lm": the level that answers (`--model auto`: module docstring); `points` the logged rewards in
-    the fit window. `--eval-size` is checked, and refused for the bandit."""
+    the fit window, `edge` why the run is near a collapse edge (`near_edge`). `--eval-size` is checked, and refused
+    for the bandit."""
     from ..base.checks import check_range
     from ..base.errors import PgrpoSimError
     from ..calibration.inference import MIN_POINTS
@@ -41,7 +48,8 @@ def answering_model(args: argparse.Namespace, scenarios: Sequence[Mapping] = (),
     model = args.model
     if model == "auto":
         changes_level = any(set(changes) & set(LM_KEYS) for changes in scenarios)
-        model = "lm" if changes_level or (points is not None and points < MIN_POINTS) else "bandit"
+        short = points is not None and points < MIN_POINTS
+        model = "lm" if changes_level or short or edge is not None else "bandit"
     if args.eval_size is not None:
         if model != "lm":
             raise PgrpoSimError(f"--eval-size is the language-model level's: it needs --model lm (answering: {model})")

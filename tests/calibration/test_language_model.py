@@ -342,3 +342,36 @@ def test_the_calibration_modulus_puts_the_chance_floor_below_a_real_start(modulu
     run = LMRun(readouts, None, np.zeros(seeds, bool), np.full(seeds, -1))
     verdicts = {row["verdict"] for row in summarize_lm_runs(run, config)}
     assert verdicts == ({"collapses"} if called else verdicts - {"collapses"})
+
+
+def test_a_run_near_a_collapse_edge_is_forecast_on_the_level(tmp_path, capsys, monkeypatch):
+    """`near_edge`: many optimiser steps per rollout, reuse without a clip, or a gradient-norm spike in the fit window
+    send `forecast --model auto` to the level (seen by its stood-in refusal); an on-policy clipped run with a quiet
+    gradient stays with the bandit."""
+    from pgrpo_sim.models.lm import StartNotReached
+
+    assert "16 optimiser steps" in lmlevel.near_edge(RunConfig(num_iterations=4, steps_per_generation=4))
+    assert "without a clip" in lmlevel.near_edge(RunConfig(num_iterations=2, epsilon=None))
+    assert lmlevel.near_edge(RunConfig(num_iterations=2)) is None and lmlevel.near_edge(RunConfig()) is None
+    norm = 1.0 + 0.05 * np.sin(np.arange(40.0))
+    spiked = np.where(np.arange(40) == 30, 5.0, norm)
+    quiet, loud = (
+        TrainingLog(data={"step": np.arange(40.0), "reward": np.full(40, 0.3), "grad_norm": g},
+                    sources={"reward": "reward", "grad_norm": "grad_norm"}, other={}, format="jsonl", path=None,
+                    skipped_steps=np.zeros(0))
+        for g in (norm, spiked)
+    )  # fmt: skip
+    assert lmlevel.near_edge(RunConfig(), quiet) is None and lmlevel.near_edge(RunConfig(), loud, fit_until=29) is None
+    assert "gradient-norm spike" in lmlevel.near_edge(RunConfig(), loud)
+
+    def unreachable(settings, steps, seed=0):
+        raise StartNotReached(settings[0]["start_accuracy"], 0.41)
+
+    monkeypatch.setattr(lmcal, "cached_rewards", unreachable)
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(f'{{"step": {i}, "reward": {0.3 + 0.01 * i}}}\n' for i in range(40)))
+    config = tmp_path / "run.yaml"
+    config.write_text("num_iterations: 4\nsteps_per_generation: 4\n")
+    argv = ["forecast", str(log), "--run-config", str(config), "--fit-fraction", "0.5", "--out", str(tmp_path / "o")]
+    assert main([*argv, "--quiet"]) == 2
+    assert "language-model level's SFT start" in capsys.readouterr().err
