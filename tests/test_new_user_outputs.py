@@ -123,18 +123,22 @@ def test_a_rerun_with_other_settings_is_refused_unless_overwrite(tmp_path, stand
     assert json.loads((out / MARK).read_text())["settings"]["grid"] == ["learning_rate=1e-3,3e-3"]
 
 
-def test_every_command_that_claims_a_folder_records_its_settings(tmp_path):
+def test_every_command_that_claims_a_folder_records_its_settings(tmp_path, monkeypatch):
     """`claim`, which every command that writes a folder calls: a forecast rerun with another --fit-fraction is
-    refused (naming it and --overwrite), the same one is not, and --overwrite replaces it."""
+    refused (naming it and --overwrite), the same one is not (nor one whose only difference is a newer option left
+    at None, or the log named by another path), and --overwrite replaces it."""
     out = tmp_path / "f"
+    monkeypatch.chdir(tmp_path)
 
-    def run(fraction: float, overwrite: bool = False) -> None:
-        args = argparse.Namespace(out=str(out), overwrite=overwrite, log="run.csv", fit_fraction=fraction, quiet=True)
+    def run(fraction: float, overwrite: bool = False, log: str = "run.csv", **more) -> None:
+        args = argparse.Namespace(out=str(out), overwrite=overwrite, log=log, fit_fraction=fraction, quiet=True, **more)
         with staged_outputs() as staged:
             (claim(args, staged, "forecast", ["forecast.json"]) / "forecast.json").write_text(str(fraction))
 
     run(0.5)
     run(0.5)
+    run(0.5, new_option=None)  # a mark written before an option existed
+    run(0.5, log=str(tmp_path / "run.csv"))  # the same file named from elsewhere
     with pytest.raises(PgrpoSimError, match=r"--fit-fraction 0\.5 there, 0\.7 now.*--overwrite"):
         run(0.7)
     assert (out / "forecast.json").read_text() == "0.5"

@@ -46,8 +46,9 @@ from .sweep_grid import short_values
 
 LM_KEYS = tuple(inspect.signature(lm_config).parameters)
 """The settings of a language-model run (`lm_config`'s keyword arguments)."""
-NULLABLE = (*UNBOUNDED, "kl_reference")
-"""Settings that take `none` (ε, ε_high, δ, the gradient clip: off; kl_reference: from β)."""
+NULLABLE = (*UNBOUNDED, "kl_reference", "max_steps")
+"""Settings that take `none` (ε, ε_high, δ, the gradient clip: off; kl_reference: from β; max_steps: the run's
+length)."""
 SUMMARY_FIELDS = (
     "final_reward",
     "final_knowledge",
@@ -69,7 +70,7 @@ def _kind(key: str) -> type:
         return bool
     if key in UNBOUNDED or isinstance(default, float):
         return float
-    return type(default)
+    return int if key == "max_steps" else type(default)  # its default, None, says nothing of its type
 
 
 def parse_lm_value(key: str, text: str):

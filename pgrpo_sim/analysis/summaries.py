@@ -346,8 +346,8 @@ def verdict(
     - "collapses": `collapsed(mean)` (final below half its start or peak), or `collapse` when the caller judged it
       on another curve or with a noise level (the language-model level: `analysis.lm_sweep.summarize_lm_runs`);
     - "flat": the curve never rises above r0 by more than its noise — `COLLAPSE_Z` standard errors of the difference
-      between its peak and r0 (as a fall must to be a collapse), and at least `FLAT_RISE`: it does not learn (noise
-      about a flat level is no oscillation);
+      between its peak and r0 (as a fall must to be a collapse), and at least `FLAT_RISE`: it does not learn, whether
+      it stays level (noise about a flat level is no oscillation) or sinks by less than a collapse;
     - "oscillates": the curve's regime is unstable (sustained or growing oscillation; `summarize_curve`, judged
       against `stderr` when given);
     - "plateaus": the last 20 % of the steps gain less than 0.01, and at most 10 % of (final − r0) or less than

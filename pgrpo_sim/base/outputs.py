@@ -62,8 +62,8 @@ def other_settings(path: str | os.PathLike, command: str, settings: Mapping | No
     old, new = mark["settings"], json.loads(json_text(settings))
     if not isinstance(old, dict) or old == new:
         return None
-    name = next(k for k in sorted({*old, *new}) if old.get(k) != new.get(k))
-    return name, old.get(name), new.get(name)
+    name = next((k for k in sorted({*old, *new}) if old.get(k) != new.get(k)), None)
+    return None if name is None else (name, old.get(name), new.get(name))  # None: they differ only by absent Nones
 
 
 def output_dir_owner(path: str | os.PathLike) -> str | None:

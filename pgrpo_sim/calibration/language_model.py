@@ -193,10 +193,11 @@ class LMCalibration:
     def schedule_steps(self, run: RunConfig | None = None) -> int:
         """The learning-rate schedule's length in the level's GRPO steps: `run.max_steps` logged steps (`run`: a
         scenario's config; None: the calibrated run's), or the log's length without one, as TRL lays the schedule
-        over the whole run whatever the fit window."""
+        over the whole run whatever the fit window. Logged steps map to GRPO steps as the simulated window's do (the
+        calibrated run's steps per rollout), so a scenario with more steps per rollout decays over the same window."""
         run = self.run if run is None else run
         length = self.last_step - self.first_step + 1 if run.max_steps is None else run.max_steps
-        per_grpo = run.steps_per_rollout / self.per_logged  # logged steps per GRPO step
+        per_grpo = self.run.steps_per_rollout / self.per_logged  # logged steps per GRPO step
         return max(1, math.ceil(length / per_grpo - 1e-9))
 
     def grpo_index(self, logged: np.ndarray) -> np.ndarray:

@@ -114,7 +114,7 @@ def near_edge(run: RunConfig, log=None, fit_until: float | None = None) -> str |
     if run.steps_per_rollout > 1 and (run.loss_type in NO_CLIP_LOSSES or run.epsilon is None):
         return "rollouts reused without a clip"
     if log is not None and "grad_norm" in log:
-        until = float(log.series("grad_norm")[0][-1]) if fit_until is None else float(fit_until)
+        until = float(np.max(log["step"])) if fit_until is None else float(fit_until)
         spike = grad_norm_spike(log, until)
         if spike.available and spike.collapse:
             return f"a gradient-norm spike in the fit window ({spike.detail})"

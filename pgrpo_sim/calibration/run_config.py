@@ -18,10 +18,11 @@ from typing import Any
 
 from ..base.checks import FLOAT32_MAX, MAX_STEPS, check_choice, check_range
 from ..base.errors import PgrpoSimError
-from ..logs.readers import check_log, logged_schedule
+from ..logs.readers import LOGGED_SCHEDULES, check_log, logged_schedule
 from ..models.config import MAX_GROUP_SIZE
 
-SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
+SCHEDULES = LOGGED_SCHEDULES
+"""Hugging Face's `lr_scheduler_type` names a run config takes (the log reader's list: one fact, defined there)."""
 SCALE_REWARDS = ("group", "batch", "none")
 OPTIMIZERS = ("adamw", "adam", "sgd")
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "grpo_clip", "grpo_no_clip", "reinforce_with_baseline")

@@ -123,12 +123,16 @@ def lm_what_if_command(
     print(wrote(args.out, WHATIF_OUTPUTS))
 
 
-def forecast_end(log, run) -> float:
+def forecast_end(log, run, fit_until: float) -> float:
     """The last logged step a forecast reaches by default: the run's end — its `max_steps` (counted from the log's
-    first rewarded step) when the run config gives one beyond the log, else the log's last rewarded step."""
+    first rewarded step) when the run config gives one beyond the log, else the log's last rewarded step — within
+    the horizon a fit window of that length may be forecast to (`calibration.forecast.horizon_limit`)."""
+    from ..calibration.forecast import horizon_limit
+
     steps = log.series("reward")[0]
     end = float(steps[-1])
-    return end if run.max_steps is None else max(end, float(steps[0]) + run.max_steps - 1)
+    end = end if run.max_steps is None else max(end, float(steps[0]) + run.max_steps - 1)
+    return min(end, max(float(steps[-1]), horizon_limit(float(steps[0]), fit_until)))
 
 
 def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim, why: str = "--model lm") -> None:
@@ -140,7 +144,7 @@ def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim, wh
 
     progress = stage_lines("forecast", enabled=not args.quiet)
     cal = _calibrate(args, log, run, fit_until, progress, why)
-    until = forecast_end(log, run) if args.until is None else float(args.until)
+    until = forecast_end(log, run, cal.fit_until) if args.until is None else float(args.until)
     result = lm_forecast(log, cal, until=until, level=args.band, seed=args.seed)
     with staged_outputs() as staged:
         write_lm_forecast(log, cal, result, claim(staged, FORECAST_OUTPUTS))

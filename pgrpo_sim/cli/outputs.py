@@ -14,16 +14,18 @@ from ..base.outputs import other_settings, output_dir_owner
 NOT_SETTINGS = frozenset(
     {
         "command", "func", "explicit", "interrupt_note", "compile_bound",  # the parser's and the program's own
-        "out", "overwrite", "quiet", "yes", "no_compile_cache",  # where and how it writes, not what
+        "out", "overwrite", "quiet", "yes", "no_compile_cache", "force",  # where and how it writes, not what
         "chunk_size", "max_memory", "coordinator", "num_processes", "process_id",  # how a sweep is split up
     }
 )  # fmt: skip
 """Options that do not change what a command writes: left out of the settings its --out mark records."""
+PATH_SETTINGS = frozenset({"log", "run_config"})
+"""Options that name a file: recorded as absolute paths, so the same file named from elsewhere is the same setting."""
 
 
 def command_settings(args) -> dict:
     """The settings of a command's run as its --out mark records them (`check_output_dir`): every option's value
-    (defaults included) but `NOT_SETTINGS`, where JSON can hold it.
+    (defaults included) but `NOT_SETTINGS`, where JSON can hold it; `PATH_SETTINGS` as absolute paths.
 
     Args:
         args: the command's parsed `argparse.Namespace`.
@@ -37,6 +39,8 @@ def command_settings(args) -> dict:
         listed = isinstance(value, (list, tuple)) and all(isinstance(v, simple) for v in value)
         if name not in NOT_SETTINGS and (isinstance(value, simple) or listed):
             kept[name] = list(value) if listed else value
+            if name in PATH_SETTINGS and isinstance(value, str) and value:
+                kept[name] = str(Path(value).absolute())
     return kept
 
 

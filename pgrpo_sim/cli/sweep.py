@@ -31,6 +31,7 @@ from .common import (
     finite_float,
     integer,
     plot,
+    wrote,
 )
 from .lm import add_model_args
 from .outputs import check_output_dir, command_settings
@@ -285,8 +286,8 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
     out = Path(args.out)
     with staged_outputs() as staged:
         results = claim(args, staged, LM_SWEEP, LM_OUTPUTS, resumable=True)
-        args.interrupt_note = _KeptNote(out / "chunks", lambda: len(list((out / "chunks").glob("point-*.npz"))),
-                                        "grid point")  # fmt: skip
+        finished = lambda: sum(not p.name.endswith(".tmp.npz") for p in (out / "chunks").glob("point-*.npz"))  # noqa: E731
+        args.interrupt_note = _KeptNote(out / "chunks", finished, "grid point")
         rows, curves = lm_sweep.run_lm_sweep(
             settings, grid, seeds=seeds, steps=steps, seed=args.seed, chunks=out / "chunks", progress=progress
         )
@@ -296,7 +297,7 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
     shutil.rmtree(out / "chunks", ignore_errors=True)
     counts = {v: sum(r["verdict"] == v for r in rows) for v in dict.fromkeys(r["verdict"] for r in rows)}
     verdicts = ", ".join(f"{n} {v}" for v, n in counts.items())
-    print(f"{len(points)} grid point(s) × {seeds} seed(s): {verdicts}; wrote {out}/summary.csv, curves.csv, README.md")
+    print(f"{len(points)} grid point(s) × {seeds} seed(s): {verdicts}; {wrote(out, LM_OUTPUTS)}")
 
 
 DEFAULT_PHASE_GRIDS = {"eta": "eta=log:1e-3:1:48", "lag": "lag=0:12", "momentum": "momentum=0:0.99:34"}

@@ -99,11 +99,14 @@ def grad_norm_spike(log: TrainingLog, until: float) -> MonitorCall:
     _, norm = _upto(log, "grad_norm", until)
     if norm.size < MIN_POINTS + 1:
         return _missing("grad_norm_spike", f"needs {MIN_POINTS + 1} gradient norms up to {until:g}")
-    z = np.full(norm.size, -np.inf)
-    for t in range(MIN_POINTS, norm.size):
-        before = norm[:t]
-        sd = np.std(before, ddof=1)
-        z[t] = (norm[t] - np.mean(before)) / sd if sd > 0 else (np.inf if norm[t] > before[0] else 0.0)
+    x = norm - norm[0]  # centred: the running sums below lose no digits to a large common level
+    n = np.arange(1, x.size + 1, dtype=float)
+    mean = np.cumsum(x) / n  # of points 0 … t
+    var = np.maximum(np.cumsum(x**2) - n * mean**2, 0.0) / np.maximum(n - 1, 1)
+    t = np.arange(MIN_POINTS, x.size)
+    before_mean, before_sd = mean[t - 1], np.sqrt(var[t - 1])  # of the points before t
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(before_sd > 0, (x[t] - before_mean) / before_sd, np.where(x[t] > before_mean, np.inf, 0.0))
     top = float(np.max(z))
     detail = f"largest gradient-norm Z-score {top:.1f} (fires at {SPIKE_Z:g})"
     return MonitorCall("grad_norm_spike", True, float(top >= SPIKE_Z), top, detail)

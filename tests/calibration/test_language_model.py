@@ -108,6 +108,7 @@ def test_the_schedule_spans_the_runs_max_steps_not_the_simulated_window():
     cal = lmcal.dataclasses.replace(cal, run=run, per_logged=1)
     assert cal.schedule_steps() == 25  # 100 logged optimiser steps, 4 per GRPO step
     assert cal.schedule_steps(run.replace(max_steps=202)) == 51  # a partial GRPO step still runs
+    assert cal.schedule_steps(run.replace(num_iterations=8)) == 25  # a scenario decays over the simulated window
     settings = lmlevel.level_settings(run, 1e-3, 0.3, cal.level, cal.schedule_steps(), 0.9)
     assert settings["max_steps"] == 100 and settings["warmup_steps"] == 10
     per_grpo = lmcal.dataclasses.replace(cal, per_logged=4)  # one logged step per GRPO step (not TRL's format)
@@ -375,3 +376,16 @@ def test_a_run_near_a_collapse_edge_is_forecast_on_the_level(tmp_path, capsys, m
     argv = ["forecast", str(log), "--run-config", str(config), "--fit-fraction", "0.5", "--out", str(tmp_path / "o")]
     assert main([*argv, "--quiet"]) == 2
     assert "language-model level's SFT start" in capsys.readouterr().err
+
+
+def test_a_forecast_reaches_the_runs_max_steps_within_the_horizon_a_window_allows():
+    from pgrpo_sim.calibration.forecast import horizon_limit
+    from pgrpo_sim.cli.lm_forecast import forecast_end
+
+    log = TrainingLog(
+        data={"step": np.arange(1.0, 31.0), "reward": np.full(30, 0.3)}, sources={"reward": "reward"}, other={},
+        format="jsonl", path=None, skipped_steps=np.zeros(0),
+    )  # fmt: skip
+    assert forecast_end(log, RunConfig(), 10.0) == 30.0  # the log's end
+    assert forecast_end(log, RunConfig(max_steps=40), 10.0) == 40.0  # the run's end, beyond the log
+    assert forecast_end(log, RunConfig(max_steps=10**6), 10.0) == horizon_limit(1.0, 10.0)  # not hours of runs

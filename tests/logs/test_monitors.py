@@ -31,7 +31,7 @@ def test_gradient_spike_is_a_z_score_over_the_run_so_far():
     spiked[20] = 3.0
     z = (3.0 - spiked[:20].mean()) / spiked[:20].std(ddof=1)
     call = monitor_calls(_log(reward=np.zeros(30), grad_norm=spiked), 29)["grad_norm_spike"]
-    assert call.collapse == 1.0 and call.value == pytest.approx(z, rel=1e-12)
+    assert call.collapse == 1.0 and call.value == pytest.approx(z, rel=1e-9)  # running sums: a few ulps of σ
 
 
 @pytest.mark.parametrize("a, b, fires", [(0.2, 1.0, False), (-0.3, -0.2, True)])

@@ -225,8 +225,9 @@ def constant_learning_rate(values: Sequence[float] | np.ndarray) -> float | None
 
 
 LOGGED_SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
-"""Hugging Face's learning-rate schedules (`lr_scheduler_type`) `logged_schedule` matches, simplest first (as
-`calibration.run_config.SCHEDULES`)."""
+"""Hugging Face's learning-rate schedules (`lr_scheduler_type`), simplest first: those `logged_schedule` matches and a
+run config takes (`calibration.run_config.SCHEDULES`; the models' `LR_SCHEDULES` names the same, where JAX is
+loaded)."""
 SCHEDULE_TOLERANCE = 0.01
 """A logged learning rate is read as a schedule (`logged_schedule`) when the best match's root-mean-square residual
 is at most this share of its peak: logs store the rate to 4 or more significant digits."""
