@@ -196,14 +196,26 @@ def test_forecast_on_gsm8k_calibrates_at_the_logged_rate_and_names_what_it_assum
     (item 5)."""
     seen = {}
     _stand_in(monkeypatch, seen)
-    assert main(["forecast", str(GSM8K), "--fit-fraction", "0.3", "--quiet", "--out", "a"]) == 0
+    assert main(["forecast", str(GSM8K), "--fit-fraction", "0.3", "--model", "bandit", "--quiet", "--out", "a"]) == 0
     run, line = seen["run"], capsys.readouterr().out.strip()
     assert run.learning_rate == pytest.approx(5e-6) and run.lr_scheduler_type == "cosine"
     assumed = re.search(r"assumed: [^;]*", line).group()
     assert "G = 8" in assumed and "learning_rate" not in assumed and "--run-config FILE" in assumed
     config = workdir / "partial.yaml"
     config.write_text("num_generations: 6\n")  # the run's G; the rest is not in it
-    argv = ["forecast", str(GSM8K), "--fit-fraction", "0.3", "--run-config", str(config), "--quiet", "--out", "b"]
+    argv = [
+        "forecast",
+        str(GSM8K),
+        "--fit-fraction",
+        "0.3",
+        "--run-config",
+        str(config),
+        "--model",
+        "bandit",
+        "--quiet",
+        "--out",
+        "b",
+    ]
     assert main(argv) == 0
     line = capsys.readouterr().out.strip()
     assert "assumed: prompts_per_step = 8" in line and "partial.yaml does not set them" in line
