@@ -141,7 +141,8 @@ def test_cli_input_errors_exit_2_and_create_nothing(tmp_path, config, extra, mat
 
 @pytest.mark.slow
 def test_cli_log_too_short_says_so(tmp_path):
-    _tiny_log(tmp_path / "log.jsonl", n=6)
+    """A log long enough for fit (7 rewards) but not for the bandit's calibration (10): one line, nothing written."""
+    _tiny_log(tmp_path / "log.jsonl", n=8)
     proc = _cli("forecast", "log.jsonl", "--model", "bandit", "--out", "out", cwd=tmp_path)
     assert proc.returncode == 2 and "needs at least 10" in proc.stderr and not (tmp_path / "out").exists()
 
