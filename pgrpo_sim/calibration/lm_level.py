@@ -121,16 +121,32 @@ def near_edge(run: RunConfig, log=None, fit_until: float | None = None) -> str |
     return None
 
 
-def level_config(
+def level_config(*args, **kwargs) -> LMConfig:
+    """The level's validated `LMConfig`: `lm_config(**level_settings(...))`, for the same arguments.
+
+    Args:
+        *args: `level_settings`' positional arguments.
+        **kwargs: its keyword arguments.
+
+    Returns:
+        The validated `LMConfig`.
+
+    Raises:
+        PgrpoSimError: a setting the level cannot take, e.g. mini-batches that do not divide its batch.
+    """
+    return lm_config(**level_settings(*args, **kwargs))
+
+
+def level_settings(
     run: RunConfig,
     level_lr: float,
     start_accuracy: float,
     level: LMLevel,
     schedule_steps: int,
     start_format: float = 0.9,
-) -> LMConfig:
-    """The level's `LMConfig` for `run` at level learning rate `level_lr` from a start of `start_accuracy` and
-    `start_format`.
+) -> dict:
+    """`lm_config`'s keyword arguments for `run` at level learning rate `level_lr` from a start of `start_accuracy`
+    and `start_format`, not yet validated (`level_config` validates them).
 
     Args:
         run: the real run's config; the level takes its `LEVEL_KEYS` settings except the learning rate (CS336 loss
@@ -143,33 +159,6 @@ def level_config(
             (× `run.steps_per_rollout`) and its warm-up `run.warmup_ratio` of them, as TRL lays the schedule over
             the whole run whatever the simulated window; integer ≥ 1.
         start_format: the start's share of well-formed demonstrations; in (0, 1].
-
-    Returns:
-        The validated `LMConfig`.
-
-    Raises:
-        PgrpoSimError: a setting the level cannot take, e.g. mini-batches that do not divide its batch.
-    """
-    return lm_config(**level_settings(run, level_lr, start_accuracy, level, schedule_steps, start_format))
-
-
-def level_settings(
-    run: RunConfig,
-    level_lr: float,
-    start_accuracy: float,
-    level: LMLevel,
-    schedule_steps: int,
-    start_format: float = 0.9,
-) -> dict:
-    """`lm_config`'s keyword arguments of `level_config`, not yet validated.
-
-    Args:
-        run: the real run's config (as `level_config`).
-        level_lr: the level's peak AdamW learning rate.
-        start_accuracy: the SFT start's target accuracy.
-        level: how the level is run: its prompts per GRPO step and `sizes`.
-        schedule_steps: the run's schedule length in the level's GRPO steps (as `level_config`).
-        start_format: the start's share of well-formed demonstrations.
 
     Returns:
         Setting → value: `lm_config`'s keyword arguments (`warmup_steps` and `max_steps` in optimiser steps),

@@ -23,8 +23,8 @@ from jax.typing import ArrayLike
 
 from ..base.checks import Interval, as_float, check_choice, check_range, check_scalar, is_concrete
 from ..base.errors import PgrpoSimError
+from ..base.schedules import LR_SCHEDULES
 from .grpo import ADVANTAGES, advantage_code
-from .schedules import LR_SCHEDULES
 
 MODES = ("expected", "sampled")
 """How a run takes its groups: their exact expectation ("expected") or drawn ("sampled") (`models.bandit`)."""

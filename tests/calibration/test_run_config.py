@@ -293,11 +293,3 @@ def test_every_example_run_config_loads(path):
         epochs, batch = map(int, named.groups())
         assert config.steps_per_rollout == epochs * 256 // batch
         assert config.num_generations * config.prompts_per_step == 256
-
-
-def test_the_schedule_names_are_one_fact():
-    """The JAX-free list the log reader and run configs use names what the models' schedule computes."""
-    from pgrpo_sim.calibration.run_config import SCHEDULES
-    from pgrpo_sim.models.schedules import LR_SCHEDULES
-
-    assert SCHEDULES == LR_SCHEDULES

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ...base.errors import PgrpoSimError
+from ...base.schedules import LR_SCHEDULES, schedule_factor
 from .source import TEXT, log_name, show_names
 
 CANONICAL: dict[str, tuple[str, ...]] = {
@@ -224,36 +225,12 @@ def constant_learning_rate(values: Sequence[float] | np.ndarray) -> float | None
     return float(lr[0]) if lr.size >= 3 and lr[0] > 0 and np.all(lr == lr[0]) else None
 
 
-LOGGED_SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
-"""Hugging Face's learning-rate schedules (`lr_scheduler_type`), simplest first: those `logged_schedule` matches and a
-run config takes (`calibration.run_config.SCHEDULES`; the models' `LR_SCHEDULES` names the same, where JAX is
-loaded)."""
+LOGGED_SCHEDULES = LR_SCHEDULES
+"""Hugging Face's learning-rate schedules (`lr_scheduler_type`), simplest first, that `logged_schedule` matches
+(`base.schedules.LR_SCHEDULES`)."""
 SCHEDULE_TOLERANCE = 0.01
 """A logged learning rate is read as a schedule (`logged_schedule`) when the best match's root-mean-square residual
 is at most this share of its peak: logs store the rate to 4 or more significant digits."""
-
-
-def schedule_factors(kind: str, count: np.ndarray, warmup: int, total: int) -> np.ndarray:
-    """Hugging Face's schedule factor on the peak learning rate (`models.schedules.schedule_factor`, in NumPy).
-
-    Args:
-        kind: one of `LOGGED_SCHEDULES`.
-        count: optimiser steps taken (from 0); float array of any shape.
-        warmup: warm-up length, in optimiser steps; integer ≥ 0 (ignored by "constant").
-        total: the schedule's length (where a decay reaches 0), in optimiser steps; integer ≥ 1.
-
-    Returns:
-        The factors in [0, 1], of `count`'s shape.
-    """
-    count = np.asarray(count, float)
-    progress = np.clip((count - warmup) / max(total - warmup, 1), 0.0, 1.0)
-    after = {
-        "constant": np.ones_like(count),
-        "constant_with_warmup": np.ones_like(count),
-        "linear": 1.0 - progress,
-        "cosine": 0.5 * (1.0 + np.cos(np.pi * progress)),
-    }[kind]
-    return after if kind == "constant" else np.where(count < warmup, count / max(warmup, 1), after)
 
 
 def logged_schedule(steps, values, first: float, length: int) -> dict[str, object]:
@@ -292,7 +269,7 @@ def logged_schedule(steps, values, first: float, length: int) -> dict[str, objec
         warmups = [0, *range(max(int(np.ceil(low)), 1), min(int(high), length - 1) + 1)]
         for kind in LOGGED_SCHEDULES:
             for warmup in [0] if kind == "constant" else warmups[kind == "constant_with_warmup" :]:
-                f = schedule_factors(kind, count, warmup, length)
+                f = schedule_factor(kind, count, warmup, length)
                 norm = float(f @ f)
                 peak = float(f @ values) / norm if norm > 0 else 0.0
                 sse = float(np.sum((values - peak * f) ** 2)) if peak > 0 else np.inf

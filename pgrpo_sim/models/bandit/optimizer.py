@@ -4,15 +4,16 @@ optional global-norm gradient clipping, its step scaled by one of Hugging Face's
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import optax
 from jax import Array
 
+from ...base.schedules import schedule_factor
 from ..config import BanditConfig, check_config
-from ..schedules import schedule_factor
 
 
 def learning_rate_factor(config: BanditConfig, count: Array) -> Array:
-    """The schedule's factor on η at optimiser step `count`: `models.schedules.schedule_factor` (Hugging Face's
+    """The schedule's factor on η at optimiser step `count`: `base.schedules.schedule_factor` (Hugging Face's
     linear warm-up from 0 over `warmup_steps`, then 1, linear decay or cosine decay to 0 at `decay_steps`); 1 for
     "constant".
 
@@ -23,7 +24,8 @@ def learning_rate_factor(config: BanditConfig, count: Array) -> Array:
     Returns:
         The factor in [0, 1], of count's shape, in η's dtype.
     """
-    return schedule_factor(config.lr_schedule, count, config.warmup_steps, config.decay_steps, config.eta.dtype)
+    warmup, total = config.warmup_steps, config.decay_steps
+    return schedule_factor(config.lr_schedule, count, warmup, total, jnp, config.eta.dtype)
 
 
 def make_optimizer(config: BanditConfig) -> optax.GradientTransformation:

@@ -21,8 +21,8 @@ from jax.typing import ArrayLike
 
 from ...base.checks import Interval, as_float, check_choice, check_range, check_scalar, is_concrete
 from ...base.errors import PgrpoSimError
+from ...base.schedules import LR_SCHEDULES
 from ..grpo import ADVANTAGES, advantage_code
-from ..schedules import LR_SCHEDULES
 from .loss import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, loss_type_code
 from .policy import PolicyShape, task_policy_shape
 from .pretrain import DEFAULT_START_FORMAT, MAX_START_ACCURACY

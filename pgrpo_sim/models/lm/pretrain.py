@@ -226,7 +226,7 @@ def start_settings(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, se
             format_noise=_format_noise(start_format),
         )
         # a key only where it is used: starts of targets up to UNIFORM_CAP keep the files they had
-        | ({"full_share": full_share(start_accuracy)} if full_share(start_accuracy) > 0 else {}),
+        | ({"full_share": full} if (full := full_share(start_accuracy)) > 0 else {}),
     )
 
 

@@ -20,8 +20,8 @@ from jax import Array
 
 from ...base.checks import as_key, check_seeds, check_steps
 from ...base.errors import PgrpoSimError
+from ...base.schedules import schedule_factor
 from ..grpo import ADVANTAGES, group_advantages
-from ..schedules import schedule_factor
 from .config import ADVANTAGE_EPS, LMConfig
 from .loss import grpo_loss
 from .policy import Policy, completion_logps, sample
@@ -96,7 +96,7 @@ class LMRun(NamedTuple):
 def make_optimizer(config: LMConfig, run_steps: int) -> optax.GradientTransformation:
     """HF Trainer's optimiser as optax: global-norm clipping at `max_grad_norm` (∞: off; optax divides by the norm,
     torch by norm + 1e-6), then AdamW (decoupled weight decay on matrices only, as HF excludes biases and LayerNorm)
-    at `learning_rate` × the HF schedule factor (`models.schedules.schedule_factor`) over `config.max_steps`
+    at `learning_rate` × the HF schedule factor (`base.schedules.schedule_factor`) over `config.max_steps`
     optimiser steps, or over the run's `run_steps` when `max_steps` is 0.
 
     Args:
@@ -110,7 +110,7 @@ def make_optimizer(config: LMConfig, run_steps: int) -> optax.GradientTransforma
 
     def learning_rate(count):
         factor = schedule_factor(
-            config.lr_scheduler_type, count, config.warmup_steps, total, config.learning_rate.dtype
+            config.lr_scheduler_type, count, config.warmup_steps, total, jnp, config.learning_rate.dtype
         )
         return config.learning_rate * factor
 
