@@ -8,11 +8,13 @@ What a log tells the level (`calibrate_lm`):
   one that knows neither climbs slowly, and the curve tells which;
 - `lr_scale`: the factor from the real run's learning rate to the level's (a 1.5B-parameter model at 3e-5 and a
   ~100k-parameter transformer at ~1e-3 take steps of like effect). Its posterior lies on a grid of level rates
-  (`LMLevel.lr_grid`): each rate and start format is run for `LMLevel.seeds` seeds and its mean reward curve is
-  compared with the log's at the logged steps, the variance per point being the level's across-seed variance plus
+  (`LMLevel.lr_grid`, refined around its best rate by `LMLevel.refine`; a rate stands for its cell, halfway to its
+  neighbours in log10, and the prior is flat in log10 rate, so a point weighs its likelihood × its cell's width):
+  each rate and start format is run for `LMLevel.seeds` seeds and its mean reward curve is compared with the log's
+  at the logged steps, the variance per point being the level's across-seed variance plus
   the log's own sampling variance p(1 − p)/n (n: the rollout batch, or the eval set's size for an eval-only log),
   with the log-likelihood tempered by the overdispersion φ = max(1, χ²_min/points) (quasi-likelihood); flat prior
-  over the (format, rate) grid. Its value and standard error are the marginal posterior mean and s.d. of
+  over the start formats. Its value and standard error are the marginal posterior mean and s.d. of
   log10(lr_scale); "undetermined" when the s.d. exceeds
   `UNDETERMINED_DECADES` or the best rate is an end of the grid (the log's rate lies beyond the level's range).
 - `ceiling` c: the log's reward is c × the level's (a share 1 − c of real prompts that no completion solves gives
@@ -47,7 +49,7 @@ from ..base.progress import report
 from ..logs.readers import TrainingLog
 from ..models.lm import lm_config, lm_simulate_each
 from ..models.lm.pretrain import MAX_START_ACCURACY, StartNotReached, cache_dir
-from .lm_level import LMLevel, level_settings
+from .lm_level import REFINE_SHARE, LMLevel, level_settings
 from .model import TRL_FORMATS
 from .run_config import RunConfig, check_run_config
 
@@ -82,13 +84,16 @@ class LMCalibration:
         start_accuracy: the SFT start's target: the log's first reward, clipped to [`MIN_START_ACCURACY`,
             `MAX_START_ACCURACY`]; in [0, 1].
         formats: the start formats tried, `level.formats(start_accuracy)`; shares in (0, 1].
-        weights: the posterior over (`formats` × `level.lr_grid`); float [formats, rates], summing to 1.
+        rates: the level rates tried, `level.lr_grid` and its refinement (`LMLevel.refine`); increasing, each > 0.
+        weights: the posterior over (`formats` × `rates`); float [formats, rates], summing to 1 (0 where a pair was
+            not run: a format the refinement left out).
         ceilings: each grid point's profiled best ceiling c (one of `level.ceilings`); float [formats, rates].
         ceiling_weights: the posterior over the ceilings `level.ceilings` (the joint posterior's marginal); float
             [len(level.ceilings)], summing to 1.
         overdispersion: φ = max(1, χ²_min/n), the likelihood's temper; ≥ 1.
         curves: the level's rollout reward of each grid run per GRPO step, 0 … index[-1]; float [formats, rates,
-            level.seeds, index[-1] + 1], in [0, 1] (the level's units, before the ceiling), NaN where a run diverged.
+            level.seeds, index[-1] + 1], in [0, 1] (the level's units, before the ceiling), NaN where a run diverged
+            or was not run.
         per_logged: optimiser steps per logged step: 1 for TRL's formats, else the run's `steps_per_rollout` (one
             logged step per GRPO step).
         notes: what the fit assumed or could not follow the run in, one sentence each.
@@ -106,6 +111,7 @@ class LMCalibration:
     eval_only: bool
     start_accuracy: float
     formats: tuple[float, ...]
+    rates: tuple[float, ...]
     weights: np.ndarray
     ceilings: np.ndarray
     ceiling_weights: np.ndarray
@@ -117,12 +123,13 @@ class LMCalibration:
     @property
     def log_scales(self) -> np.ndarray:
         """log10(level rate / run rate) at each grid point."""
-        return np.log10(np.asarray(self.level.lr_grid) / self.run.learning_rate)
+        return np.log10(np.asarray(self.rates) / self.run.learning_rate)
 
     @property
-    def spacing(self) -> float:
-        """The grid's mean spacing in decades: a grid point stands for the cell of that width around it."""
-        return float(np.ptp(self.log_scales)) / (len(self.level.lr_grid) - 1)
+    def cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each rate's cell in log10(lr_scale), (lower, upper) edges: halfway to its neighbours, as wide outward at
+        the grid's ends as inward."""
+        return rate_cells(self.log_scales)
 
     @property
     def rate_weights(self) -> np.ndarray:
@@ -141,11 +148,11 @@ class LMCalibration:
 
     @property
     def lr_scale(self) -> tuple[float, float]:
-        """Posterior mean and s.d. of log10(lr_scale); the s.d. is at least a cell's (spacing/√12: the posterior is
-        read on a grid, uniform within a cell)."""
-        mean = float(np.sum(self.rate_weights * self.log_scales))
-        sd = np.sqrt(np.sum(self.rate_weights * (self.log_scales - mean) ** 2))
-        return mean, float(max(sd, self.spacing / np.sqrt(12)))
+        """Posterior mean and s.d. of log10(lr_scale), the posterior being uniform within each rate's cell."""
+        lower, upper = self.cells
+        w, centre = self.rate_weights, (lower + upper) / 2
+        mean = float(np.sum(w * centre))
+        return mean, float(np.sqrt(np.sum(w * ((centre - mean) ** 2 + (upper - lower) ** 2 / 12))))
 
     @property
     def ceiling(self) -> tuple[float, float]:
@@ -162,8 +169,9 @@ class LMCalibration:
         their weights, each rate spread uniformly over its cell (in log10), each with its point's ceiling."""
         picks = rng.choice(self.weights.size, size=n, p=self.weights.ravel())
         format_index, rate_index = np.unravel_index(picks, self.weights.shape)
-        jitter = rng.uniform(-0.5, 0.5, size=n) * self.spacing
-        rates = np.asarray(self.level.lr_grid)[rate_index] * 10**jitter
+        lower, upper = self.cells
+        log_scale = rng.uniform(lower[rate_index], upper[rate_index])
+        rates = self.run.learning_rate * 10**log_scale
         return np.asarray(self.formats)[format_index], rates, self.ceilings.ravel()[picks]
 
     @property
@@ -172,7 +180,7 @@ class LMCalibration:
         best = int(np.argmax(self.rate_weights))
         if best in (0, len(self.rate_weights) - 1):
             side = "lowest" if best == 0 else "highest"
-            return f"the best level rate is the grid's {side} ({self.level.lr_grid[best]:.3g})"
+            return f"the best level rate is the grid's {side} ({self.rates[best]:.3g})"
         if self.lr_scale[1] > UNDETERMINED_DECADES:
             return f"posterior s.d. {self.lr_scale[1]:.2f} decades > {UNDETERMINED_DECADES}"
         return None
@@ -223,7 +231,7 @@ class LMCalibration:
             undetermined_reason=self.undetermined,
             posterior=dict(
                 start_formats=list(self.formats),
-                level_learning_rates=list(self.level.lr_grid),
+                level_learning_rates=list(self.rates),
                 weights=self.weights.tolist(),
             ),  # fmt: skip
             overdispersion=self.overdispersion,
@@ -234,6 +242,7 @@ class LMCalibration:
             level=dict(
                 prompts_per_step=self.level.prompts_per_step,
                 seeds=self.level.seeds,
+                refine=self.level.refine,
                 draws=self.level.draws,
                 sizes=dict(self.level.sizes),
             ),
@@ -331,6 +340,7 @@ def calibrate_lm(
         eval_only=eval_only,
         start_accuracy=start,
         formats=level.formats(start),
+        rates=(),
         weights=np.zeros((0, 0)),
         ceilings=np.zeros((0, 0)),
         ceiling_weights=np.zeros(0),
@@ -341,44 +351,76 @@ def calibrate_lm(
     )
     index = cal.grpo_index(steps)
     horizon = int(index[-1]) + 1
-    shape = (len(cal.formats), len(level.lr_grid), level.seeds, horizon)
-    curves = []
-    for i, start_format in enumerate(cal.formats):
+    coarse = _grid_curves(cal, level.lr_grid, range(len(cal.formats)), horizon, seed, progress)
+    ran = np.ones(coarse.shape[:2], bool)
+    cal = _posterior(dataclasses.replace(cal, rates=tuple(level.lr_grid), index=index), coarse, ran)
+    if level.refine == 1:
+        return cal
+    added = level.refined_rates(int(np.argmax(cal.rate_weights)))
+    which = [i for i, share in enumerate(cal.format_weights) if share >= REFINE_SHARE]
+    fine = np.full((len(cal.formats), len(added), level.seeds, horizon), np.nan)
+    fine[which] = _grid_curves(cal, added, which, horizon, seed, progress)
+    fine_ran = np.zeros(fine.shape[:2], bool)
+    fine_ran[which] = True
+    rates = np.concatenate([level.lr_grid, added])
+    order = np.argsort(rates)
+    curves = np.concatenate([coarse, fine], axis=1)[:, order]
+    ran = np.concatenate([ran, fine_ran], axis=1)[:, order]
+    return _posterior(dataclasses.replace(cal, rates=tuple(float(r) for r in rates[order])), curves, ran)
+
+
+def _grid_curves(cal: LMCalibration, rates, which, horizon: int, seed: int, progress) -> np.ndarray:
+    """The level's reward curves at the start formats `cal.formats[i]` for i in `which` × `rates` × seeds, over GRPO
+    steps 0 … horizon − 1; float [len(which), len(rates), seeds, horizon]."""
+    level, curves = cal.level, []
+    for i in which:
+        start_format = cal.formats[i]
         report(
             progress,
             f"running the level from start format {start_format:g} ({i + 1}/{len(cal.formats)}) at "
-            f"{len(level.lr_grid)} learning rates × {level.seeds} seeds",
+            f"{len(rates)} learning rates × {level.seeds} seeds",
         )
         settings = [
-            level_settings(run, lr, start, level, cal.schedule_steps(), start_format)
-            for lr in level.lr_grid for _ in range(level.seeds)
+            level_settings(cal.run, lr, cal.start_accuracy, level, cal.schedule_steps(), start_format)
+            for lr in rates for _ in range(level.seeds)
         ]  # fmt: skip
         try:
             curves.append(cached_rewards(settings, horizon, seed))
         except StartNotReached as exc:
             raise PgrpoSimError(
-                f"the log starts at reward {reward[0]:.3g}, and the language-model level's SFT start does not reach "
-                f"that accuracy (it levels off at {exc.reached:.2f} at start format {start_format:g}): the level "
-                "cannot answer for this log; use the bandit level"
+                f"the log starts at reward {cal.reward[0]:.3g}, and the language-model level's SFT start does not "
+                f"reach that accuracy (it levels off at {exc.reached:.2f} at start format {start_format:g}): the "
+                "level cannot answer for this log; use the bandit level"
             ) from exc
-    curves = np.stack(curves).reshape(shape)
-    read = curves[..., index].reshape(-1, level.seeds, index.size)
-    weights, phi, ceilings, ceiling_weights = grid_posterior(read, reward, observed_n, level.ceilings)
+    return np.stack(curves).reshape(len(curves), len(rates), level.seeds, horizon)
+
+
+def _posterior(cal: LMCalibration, curves: np.ndarray, ran: np.ndarray) -> LMCalibration:
+    """`cal` with `curves` (float [formats, rates, seeds, steps]) and the posterior over the (format, rate) points
+    that were run (`ran`, bool [formats, rates]), each weighed by its cell's width (a flat prior in log10 rate)."""
+    lower, upper = rate_cells(np.log10(cal.rates))
+    prior = np.broadcast_to(upper - lower, ran.shape)[ran]
+    read = curves[ran][..., cal.index]
+    weights, phi, best, ceiling_weights = grid_posterior(read, cal.reward, cal.observed_n, cal.level.ceilings, prior)
+    full, ceilings = np.zeros(ran.shape), np.ones(ran.shape)
+    full[ran], ceilings[ran] = weights, best
     return dataclasses.replace(
-        cal,
-        index=index,
-        weights=weights.reshape(shape[:2]),
-        ceilings=ceilings.reshape(shape[:2]),
-        ceiling_weights=ceiling_weights,
-        overdispersion=phi,
-        curves=curves,
+        cal, weights=full, ceilings=ceilings, ceiling_weights=ceiling_weights, overdispersion=phi, curves=curves
     )
 
 
+def rate_cells(log_rates) -> tuple[np.ndarray, np.ndarray]:
+    """The cells of increasing points in log10 rate: halfway to each neighbour, as wide outward at the ends as
+    inward; ((lower, upper) edges, float [n] each). Two or more points."""
+    x = np.asarray(log_rates, float)
+    mid = (x[1:] + x[:-1]) / 2
+    return np.concatenate([[2 * x[0] - mid[0]], mid]), np.concatenate([mid, [2 * x[-1] - mid[-1]]])
+
+
 def grid_posterior(
-    curves: np.ndarray, observed: np.ndarray, observed_n: int, ceilings=(1.0,)
+    curves: np.ndarray, observed: np.ndarray, observed_n: int, ceilings=(1.0,), prior=None
 ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
-    """Posterior weights over grid points (flat prior), the overdispersion φ and each point's best ceiling, from
+    """Posterior weights over grid points (prior ∝ `prior`), the overdispersion φ and each point's best ceiling, from
     the level's curves read at the log's steps and the log's values (module docstring). Each point's likelihood is
     profiled over the `ceilings` c (the log's reward = c × the level's; c < 1: a share 1 − c of the real prompts is
     never solved, so it gives no advantage and only scales the reward). A diverged run's NaNs count as reward 0.
@@ -389,6 +431,7 @@ def grid_posterior(
         observed: the log's values at those steps (reward / `reward_scale`); float [n], in [0, 1].
         observed_n: completions behind each logged value, the n of its sampling variance p(1 − p)/n; > 0.
         ceilings: the ceilings c tried; each in (0, 1].
+        prior: each point's prior weight (its cell's width), float [points], > 0; None: flat.
 
     Returns:
         (weights, φ, best ceilings, ceiling weights): the posterior over the grid points, float [points] summing to
@@ -406,9 +449,10 @@ def grid_posterior(
     best = np.argmin(nll, axis=0)
     points = np.arange(curves.shape[0])
     phi = max(1.0, float(np.min(chi2[best, points])) / observed.size)
+    prior = np.ones(points.size) if prior is None else np.asarray(prior, float)
     log_lik = -nll[best, points] / phi
-    weights = np.exp(log_lik - np.max(log_lik))
-    joint = np.exp(-(nll - np.min(nll)) / phi).sum(axis=1)  # [ceilings]
+    weights = prior * np.exp(log_lik - np.max(log_lik))
+    joint = (prior * np.exp(-(nll - np.min(nll)) / phi)).sum(axis=1)  # [ceilings]
     return weights / np.sum(weights), phi, c[best, 0, 0], joint / np.sum(joint)
 
 

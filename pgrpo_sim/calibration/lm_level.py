@@ -50,20 +50,27 @@ class LMLevel:
 
     Attributes:
         prompts_per_step: the level's own prompts per GRPO step (the real run's is the run config's); integer ≥ 1.
-        lr_grid: the level learning rates tried (AdamW); at least two, each > 0.
+        lr_grid: the level learning rates tried first (AdamW); at least two, each > 0, increasing.
         start_formats: the starts' shares of well-formed demonstrations tried (those at least the start accuracy,
             `formats`); each in (0, 1].
         ceilings: the ceilings c tried, each grid point's likelihood profiled over them (the log's reward = c × the
             level's); shares in (0, 1].
         seeds: runs per grid point in the calibration; integer ≥ 2.
+        refine: cells each coarse cell next to the posterior's best rate is split into, in log10 rate: that rate's
+            neighbours in `lr_grid` are joined by `refine` − 1 further rates on each side, run at the start formats
+            the coarse posterior gives a share of at least `REFINE_SHARE`; integer ≥ 1 (1: the coarse grid alone).
+            The coarse cells are half a decade wide: a rate drawn uniformly in one spans a factor 1.8 either way,
+            wider than the log says, and a reuse or learning-rate edge inside that cell was called with probability
+            ≈ ½ whatever the log (docs/anchor-study.md).
         draws: runs per scenario (`lm_scenario`), one per posterior draw; integer ≥ 1 (12: a collapse probability
             resolves steps of 1/12 < 0.1).
         sizes: further `lm_config` settings (task and model sizes, `sft_seed`); default the modulus
             `CALIBRATION_MODULUS`.
 
     Raises:
-        PgrpoSimError: `prompts_per_step`, `seeds` or `draws` out of its range, fewer than two or a non-positive
-            learning rate in `lr_grid`, or `start_formats` empty or holding a share outside (0, 1].
+        PgrpoSimError: `prompts_per_step`, `seeds`, `refine` or `draws` out of its range, fewer than two, a
+            non-positive or an unordered learning rate in `lr_grid`, or `start_formats` empty or holding a share
+            outside (0, 1].
     """
 
     prompts_per_step: int = 16
@@ -71,15 +78,19 @@ class LMLevel:
     start_formats: tuple[float, ...] = (0.9, 0.3, 0.1)
     ceilings: tuple[float, ...] = tuple(float(x) for x in np.linspace(0.3, 1.0, 15))
     seeds: int = 3
+    refine: int = 4
     draws: int = 12
     sizes: Mapping[str, object] = dataclasses.field(default_factory=lambda: {"modulus": CALIBRATION_MODULUS})
 
     def __post_init__(self):
         check_range("prompts_per_step", self.prompts_per_step, 1, integer=True)
         check_range("seeds", self.seeds, 2, integer=True)
+        check_range("refine", self.refine, 1, integer=True)
         check_range("draws", self.draws, 1, integer=True)
-        if len(self.lr_grid) < 2 or any(not (x > 0) for x in self.lr_grid):
-            raise PgrpoSimError(f"lr_grid must hold at least two positive learning rates, got {self.lr_grid}")
+        if len(self.lr_grid) < 2 or any(not (x > 0) for x in self.lr_grid) or any(np.diff(self.lr_grid) <= 0):
+            raise PgrpoSimError(
+                f"lr_grid must hold at least two positive learning rates in increasing order, got {self.lr_grid}"
+            )
         if not self.start_formats or any(not (0 < f <= 1) for f in self.start_formats):
             raise PgrpoSimError(f"start_formats must hold shares in (0, 1], got {self.start_formats}")
         if not self.ceilings or any(not (0 < c <= 1) for c in self.ceilings):
@@ -89,6 +100,21 @@ class LMLevel:
         """The start formats a start of this accuracy can have (at least the accuracy; 1 when none is)."""
         return tuple(f for f in self.start_formats if f >= start_accuracy) or (1.0,)
 
+    def refined_rates(self, best: int) -> tuple[float, ...]:
+        """The rates the refinement adds around `lr_grid[best]` (`refine`), sorted: `refine` − 1 per side, evenly
+        spaced in log10 up to each neighbour (none past the grid's ends)."""
+        grid = np.log10(self.lr_grid)
+        added = [
+            grid[best] + k / self.refine * (grid[side] - grid[best])
+            for side in (best - 1, best + 1) if 0 <= side < grid.size
+            for k in range(1, self.refine)
+        ]  # fmt: skip
+        return tuple(float(x) for x in np.sort(10.0 ** np.asarray(added)))
+
+
+REFINE_SHARE = 0.01
+"""Least coarse-posterior share of a start format for the refinement to run it (`LMLevel.refine`): the other formats
+keep their coarse points, holding under 1 % of the posterior together per format."""
 
 EDGE_STEPS_PER_ROLLOUT = 8
 """Optimiser steps per rollout from which a run is near the reuse edge (`near_edge`): the shared MATH sweep collapses

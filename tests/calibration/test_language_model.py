@@ -73,13 +73,13 @@ def _calibration(weights, grid=(1e-4, 1e-3, 1e-2)):
     return lmcal.LMCalibration(
         run=RunConfig(learning_rate=1e-5), level=level, first_step=0.0, fit_until=10.0, last_step=10.0,
         logged_steps=np.arange(11.0), index=np.arange(11), reward=np.full(11, 0.3), observed_n=64, eval_only=False,
-        start_accuracy=0.3, formats=(0.9,), weights=np.asarray(weights, float)[None, :],
+        start_accuracy=0.3, formats=(0.9,), rates=tuple(grid), weights=np.asarray(weights, float)[None, :],
         ceilings=np.ones((1, len(weights))), ceiling_weights=np.ones(1), overdispersion=1.0,
         curves=np.zeros(0), per_logged=1,
     )  # fmt: skip
 
 
-def test_lr_scale_reads_the_grid_in_decades_with_a_cell_as_its_least_error():
+def test_lr_scale_reads_the_grid_in_decades_uniform_within_each_cell():
     cal = _calibration([0.0, 1.0, 0.0])
     mean, sd = cal.lr_scale
     assert mean == pytest.approx(2.0, abs=1e-12)  # 1e-3 / 1e-5
@@ -87,10 +87,58 @@ def test_lr_scale_reads_the_grid_in_decades_with_a_cell_as_its_least_error():
     assert cal.undetermined is None
     assert "lowest" in _calibration([1.0, 0.0, 0.0]).undetermined
     spread = _calibration([0.0, 0.5, 0.5, 0.0, 0.0], grid=np.geomspace(1e-4, 1e-0, 5))
-    assert spread.lr_scale[1] == pytest.approx(0.5, rel=1e-12)
+    assert spread.lr_scale[1] == pytest.approx(math.sqrt(0.25 + 1 / 12), rel=1e-12)  # two cells' mixture
+    uneven = _calibration([0.0, 1.0, 0.0], grid=(1e-4, 1e-3, 1e-1))  # the middle cell spans 10^-0.5 … 10^1
+    assert uneven.lr_scale == pytest.approx((2.25, 1.5 / math.sqrt(12)), rel=1e-12)
     formats, rates, ceilings = cal.draw(200, np.random.default_rng(1))
     assert np.all(formats == 0.9) and np.all(ceilings == 1.0)
     assert np.all((rates > 1e-3 / 10**0.5) & (rates < 1e-3 * 10**0.5))
+
+
+def test_rate_cells_reach_halfway_to_each_neighbour():
+    lower, upper = lmcal.rate_cells([0.0, 1.0, 1.25, 2.0])
+    np.testing.assert_allclose(lower, [-0.5, 0.5, 1.125, 1.625])
+    np.testing.assert_allclose(upper, [0.5, 1.125, 1.625, 2.375])
+
+
+def test_the_refinement_splits_the_best_rates_neighbouring_cells():
+    level = lmcal.LMLevel(lr_grid=(1e-4, 1e-3, 1e-2), refine=4)
+    np.testing.assert_allclose(np.log10(level.refined_rates(1)), [-3.75, -3.5, -3.25, -2.75, -2.5, -2.25])
+    np.testing.assert_allclose(np.log10(level.refined_rates(0)), [-3.75, -3.5, -3.25])  # none past the grid's end
+    assert lmcal.LMLevel(lr_grid=(1e-4, 1e-3), refine=1).refined_rates(0) == ()
+
+
+def test_the_refined_posterior_finds_the_rate_inside_its_coarse_cell(tmp_path, monkeypatch):
+    """A level whose reward rises at a speed ∝ its rate (seeds spread by ±0.002) and a log made at a rate a quarter
+    decade off the grid: the coarse posterior can only put it in a half-decade cell (s.d. ≥ 0.505/√12 = 0.146
+    decades), the refined one places it within an eighth of a decade (its cells' half-width) with an s.d. under 0.08.
+    The other start formats never rise, hold < 1 % of the coarse posterior and are not rerun at the added rates."""
+    monkeypatch.setenv("PGRPO_SIM_CACHE", str(tmp_path))
+    calls = []
+
+    def curve(lr, start_format, seed_index):
+        t = np.arange(20.0) * (start_format == 0.3)
+        return 0.1 + 0.002 * (seed_index - 1) + 0.7 * (1 - np.exp(-t * lr / 3e-3))
+
+    def rewards(settings, steps, seed):
+        calls.append({s["start_format"] for s in settings})
+        return np.stack([curve(s["learning_rate"], s["start_format"], i % 3) for i, s in enumerate(settings)])
+
+    monkeypatch.setattr(lmcal, "cached_rewards", rewards)
+    truth = 10**-2.75  # a quarter decade off the coarse grid's rates (3e-5 … 1e-2, 0.505 decades apart)
+    log = TrainingLog(
+        data={"step": np.arange(20.0), "reward": curve(truth, 0.3, 1)}, sources={"reward": "reward"}, other={},
+        format="jsonl", path=None, skipped_steps=np.zeros(0),
+    )  # fmt: skip
+    run = RunConfig(learning_rate=1e-5, lr_scheduler_type="constant")
+    coarse = lmcal.calibrate_lm(log, run, level=lmcal.LMLevel(refine=1))
+    fine = lmcal.calibrate_lm(log, run, level=lmcal.LMLevel())
+    want = math.log10(truth / 1e-5)
+    assert coarse.lr_scale[1] >= 0.505 / math.sqrt(12) - 1e-3
+    assert abs(fine.lr_scale[0] - want) < 0.126 / 2 and fine.lr_scale[1] < 0.08
+    assert len(fine.rates) == 6 + 6 and fine.start_format == 0.3
+    assert calls[-1] == {0.3} and len(calls) == 3 + 3 + 1  # three coarse formats twice, one refined
+    assert np.all(fine.weights[[0, 2]][:, ~np.isin(fine.rates, fine.level.lr_grid)] == 0)
 
 
 def test_logged_steps_map_to_grpo_steps_both_ways():
@@ -180,7 +228,7 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
         path=None, skipped_steps=np.zeros(0),
     )  # fmt: skip
     cal = lmcal.calibrate_lm(log, run, level=level, seed=1)
-    assert int(np.argmax(cal.rate_weights)) == 2
+    assert abs(math.log10(cal.rates[int(np.argmax(cal.rate_weights))] / 3e-2)) <= 0.5  # within the truth's cell
     assert cal.start_accuracy == pytest.approx(float(reward[0]))
     result = lmscen.lm_what_if(cal, [dict(learning_rate=3e-4)], steps=30, seed=2)
     for entry in (result["baseline"], *result["scenarios"]):
@@ -315,6 +363,8 @@ def test_a_band_whose_runs_all_diverged_is_marked_diverged():
     "settings, words",
     [
         (dict(lr_grid=(1e-3,)), "lr_grid must hold at least two"),
+        (dict(lr_grid=(1e-2, 1e-3)), "in increasing order"),
+        (dict(refine=0), "refine"),
         (dict(start_formats=(1.5,)), "start_formats must hold shares"),
         (dict(ceilings=()), "ceilings must hold shares"),
         (dict(ceilings=(0.5, 1.2)), "ceilings must hold shares"),
