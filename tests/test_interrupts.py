@@ -136,6 +136,25 @@ def test_staged_outputs_replace_only_when_complete(tmp_path):
     assert read_mark(out) == {"command": "tune", "outputs": ["summary.json"]}
 
 
+@pytest.mark.parametrize("resumable", [False, True])
+def test_an_interrupt_while_a_folder_is_claimed_leaves_no_temporaries(tmp_path, monkeypatch, resumable):
+    """Ctrl-C (or SIGTERM) in the moment after the staging folder exists and before its mark is in place (the
+    signal a test sent as soon as the folder appeared, in CI): the folder and a half-written mark are removed."""
+    real = outputs_module._write_mark
+
+    def interrupted(directory, *args, **kwargs):
+        real(directory, *args, **kwargs)
+        outputs_module._mark_temp(directory).write_text("half")  # the next mark, cut off before its move
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(outputs_module, "_write_mark", interrupted)
+    out = tmp_path / "d"
+    with pytest.raises(KeyboardInterrupt):
+        with outputs_module.staged_outputs() as staged:
+            staged.directory(out, "sweep", ["summary.csv"], resumable=resumable)
+    assert not any(p.name.startswith(STAGE_PREFIX) for p in (out.iterdir() if out.exists() else ()))
+
+
 def test_an_interrupt_dropped_by_a_gc_callback_still_stops(tmp_path):
     """A KeyboardInterrupt raised inside a garbage-collection callback is dropped by Python ("Exception ignored
     in …"): it is recorded, and the outputs are not moved into place."""

@@ -130,6 +130,8 @@ class StagedOutputs:
             )
         created = not out.exists()
         stage = out / f"{STAGE_PREFIX}{os.getpid()}"
+        # known before it exists: a Ctrl-C or SIGTERM between its creation and its mark still removes it (`discard`)
+        self._dirs.append((out, stage, created, resumable, outputs))
         try:
             out.mkdir(parents=True, exist_ok=True)
             _remove_abandoned(out)
@@ -142,7 +144,6 @@ class StagedOutputs:
                     _write_mark(out, command, [*outputs, *replaced], settings)
         except OSError as exc:
             raise PgrpoSimError(f"cannot create {out}: {exc.strerror}") from None
-        self._dirs.append((out, stage, created, resumable, outputs))
         return stage
 
     def commit(self) -> None:
@@ -180,6 +181,8 @@ class StagedOutputs:
                     temp.unlink(missing_ok=True)
             for out, stage, created, resumable, _ in self._dirs:
                 shutil.rmtree(stage, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    _mark_temp(out).unlink(missing_ok=True)  # a mark interrupted half-written
                 if created and not resumable:
                     with contextlib.suppress(OSError):
                         out.rmdir()  # only if empty
@@ -235,12 +238,17 @@ def _matches(out: Path, pattern: str) -> list[Path]:
 
 
 def _write_mark(directory: Path, command: str, outputs: Iterable[str], settings: Mapping | None = None) -> None:
-    temp = directory / f"{STAGE_PREFIX}{os.getpid()}-mark"
+    temp = _mark_temp(directory)
     mark = {"command": command, "outputs": sorted(set(outputs))}
     if settings is not None:
         mark["settings"] = settings
     temp.write_text(json_text(mark, sort_keys=True) + "\n")
     os.replace(temp, directory / MARK)
+
+
+def _mark_temp(directory: Path) -> Path:
+    """Where this process writes `directory`'s mark before moving it into place."""
+    return directory / f"{STAGE_PREFIX}{os.getpid()}-mark"
 
 
 def _remove_abandoned(directory: Path) -> None:
