@@ -21,7 +21,8 @@ What a log tells the level (`calibrate_lm`):
   zero advantage and only scales the reward), profiled per grid point over `LMLevel.ceilings`; scenarios' curves
   are in the log's units (× their draw's c); a collapse verdict does not depend on c.
 Everything else — G, epochs, mini-batches, clip, β, loss aggregation, `scale_rewards`, the gradient clip, the
-schedule — is the run config's, on the level's own task and sizes and its own prompts per step.
+schedule — is the run config's, on the level's own task and sizes, with the run's prompts per step up to a cap
+(`LMLevel.prompts_for`).
 
 Reading the log: one logged step is one GRPO step, or one optimiser step for TRL's formats (as `population_model`
 reads it), so a logged step maps to the GRPO step whose rollout it reports. The level's observable is its rollouts'
@@ -240,7 +241,7 @@ class LMCalibration:
             observable="eval accuracy" if self.eval_only else "training reward",
             observed_n=self.observed_n,
             level=dict(
-                prompts_per_step=self.level.prompts_per_step,
+                prompts_per_step=self.level.prompts_for(self.run),
                 seeds=self.level.seeds,
                 refine=self.level.refine,
                 draws=self.level.draws,

@@ -36,6 +36,11 @@ losses). REINFORCE has no ratio: with one optimiser step per rollout the ratio i
 surrogate's; with reuse the level's ratio stays (said in the notes)."""
 
 
+MAX_LEVEL_PROMPTS = 32
+"""Most prompts per GRPO step the level takes from a run (`LMLevel.prompts_for`): a cost bound (a level step's time
+grows with its batch). A run with more is simulated with a noisier batch than its own, so its reuse edge comes
+earlier on the level than in reality: a false alarm rather than a missed collapse."""
+
 CALIBRATION_MODULUS = 50
 """The task's modulus m when the level answers for a log: its chance floor (a well-formed guess is right 1/m of the
 time) must sit below the starts real runs begin from (0.02-0.05 on MATH). At the default m = 10 a guess scores 0.1:
@@ -49,7 +54,12 @@ class LMLevel:
     """How the level is run for a log.
 
     Attributes:
-        prompts_per_step: the level's own prompts per GRPO step (the real run's is the run config's); integer ≥ 1.
+        prompts_per_step: the level's prompts per GRPO step; integer ≥ 1, or None: the real run's own, at most
+            `MAX_LEVEL_PROMPTS` (`prompts_for`). A rollout's prompts set the sampling noise of each optimiser step
+            (and its mini-batches' size), and reuse overfits that noise: on the level at its calibrated rate for the
+            shared e1_tb256 run, 4 epochs per rollout fall from a peak of 0.50 to 0.18 at 16 prompts and from 0.66
+            to 0.50 at the run's 32 (6 seeds each; docs/lm.md), so a batch of the level's own size moved its reuse
+            edge, not the run's.
         lr_grid: the level learning rates tried first (AdamW); at least two, each > 0, increasing.
         start_formats: the starts' shares of well-formed demonstrations tried (those at least the start accuracy,
             `formats`); each in (0, 1].
@@ -73,7 +83,7 @@ class LMLevel:
             outside (0, 1].
     """
 
-    prompts_per_step: int = 16
+    prompts_per_step: int | None = None
     lr_grid: tuple[float, ...] = tuple(float(x) for x in np.geomspace(3e-5, 1e-2, 6))
     start_formats: tuple[float, ...] = (0.9, 0.3, 0.1)
     ceilings: tuple[float, ...] = tuple(float(x) for x in np.linspace(0.3, 1.0, 15))
@@ -83,7 +93,8 @@ class LMLevel:
     sizes: Mapping[str, object] = dataclasses.field(default_factory=lambda: {"modulus": CALIBRATION_MODULUS})
 
     def __post_init__(self):
-        check_range("prompts_per_step", self.prompts_per_step, 1, integer=True)
+        if self.prompts_per_step is not None:
+            check_range("prompts_per_step", self.prompts_per_step, 1, integer=True)
         check_range("seeds", self.seeds, 2, integer=True)
         check_range("refine", self.refine, 1, integer=True)
         check_range("draws", self.draws, 1, integer=True)
@@ -99,6 +110,15 @@ class LMLevel:
     def formats(self, start_accuracy: float) -> tuple[float, ...]:
         """The start formats a start of this accuracy can have (at least the accuracy; 1 when none is)."""
         return tuple(f for f in self.start_formats if f >= start_accuracy) or (1.0,)
+
+    def prompts_for(self, run: RunConfig) -> int:
+        """The level's prompts per GRPO step for `run`: `prompts_per_step`, or the run's own capped at
+        `MAX_LEVEL_PROMPTS` and rounded down to a multiple of its `steps_per_generation` (each mini-batch takes an
+        equal share; at least one prompt each)."""
+        if self.prompts_per_step is not None:
+            return self.prompts_per_step
+        prompts, share = min(run.prompts_per_step, MAX_LEVEL_PROMPTS), run.steps_per_generation
+        return max(share, prompts - prompts % share)
 
     def refined_rates(self, best: int) -> tuple[float, ...]:
         """The rates the refinement adds around `lr_grid[best]` (`refine`), sorted: `refine` − 1 per side, evenly
@@ -196,7 +216,7 @@ def level_settings(
     settings = dict(
         learning_rate=level_lr,
         num_generations=run.num_generations,
-        prompts_per_step=level.prompts_per_step,
+        prompts_per_step=level.prompts_for(run),
         num_iterations=run.num_iterations,
         steps_per_generation=run.steps_per_generation,
         loss_type=LOSS_AGGREGATION.get(run.loss_type, run.loss_type),

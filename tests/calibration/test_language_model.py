@@ -108,6 +108,19 @@ def test_the_refinement_splits_the_best_rates_neighbouring_cells():
     assert lmcal.LMLevel(lr_grid=(1e-4, 1e-3), refine=1).refined_rates(0) == ()
 
 
+@pytest.mark.parametrize(
+    ("prompts", "steps_per_generation", "want"),
+    [(8, 1, 8), (32, 4, 32), (256, 1, lmlevel.MAX_LEVEL_PROMPTS), (240, 3, 30), (128, 64, 64)],
+)
+def test_the_level_takes_the_runs_prompts_up_to_its_cap(prompts, steps_per_generation, want):
+    """The run's own batch (its noise is what reuse overfits), capped and kept divisible by its mini-batches; the
+    level's `lm_config` accepts each."""
+    run = RunConfig(prompts_per_step=prompts, steps_per_generation=steps_per_generation)
+    level = lmcal.LMLevel()
+    assert level.prompts_for(run) == want and lmcal.LMLevel(prompts_per_step=16).prompts_for(run) == 16
+    assert lmlevel.level_config(run, 1e-3, 0.3, level, 10).prompts_per_step == want
+
+
 def test_the_refined_posterior_finds_the_rate_inside_its_coarse_cell(tmp_path, monkeypatch):
     """A level whose reward rises at a speed ∝ its rate (seeds spread by ±0.002) and a log made at a rate a quarter
     decade off the grid: the coarse posterior can only put it in a half-decade cell (s.d. ≥ 0.505/√12 = 0.146
