@@ -140,14 +140,14 @@ def test_staged_outputs_replace_only_when_complete(tmp_path):
 def test_an_interrupt_while_a_folder_is_claimed_leaves_no_temporaries(tmp_path, monkeypatch, resumable):
     """Ctrl-C (or SIGTERM) in the moment after the staging folder exists and before its mark is in place (the
     signal a test sent as soon as the folder appeared, in CI): the folder and a half-written mark are removed."""
-    real = outputs_module._write_mark
+    real = os.replace
 
-    def interrupted(directory, *args, **kwargs):
-        real(directory, *args, **kwargs)
-        outputs_module._mark_temp(directory).write_text("half")  # the next mark, cut off before its move
-        raise KeyboardInterrupt
+    def interrupted(source, target, *args, **kwargs):
+        if Path(target).name == MARK:  # the mark is written to its temporary and not yet moved into place
+            raise KeyboardInterrupt
+        return real(source, target, *args, **kwargs)
 
-    monkeypatch.setattr(outputs_module, "_write_mark", interrupted)
+    monkeypatch.setattr(os, "replace", interrupted)
     out = tmp_path / "d"
     with pytest.raises(KeyboardInterrupt):
         with outputs_module.staged_outputs() as staged:
