@@ -190,7 +190,7 @@ def test_ctrl_c_stops_a_bandit_sweep_within_two_seconds(tmp_path, monkeypatch, c
         return out
 
     monkeypatch.setattr(sweep_module, "run_chunk", run_then_interrupt)
-    argv = ["sweep", "--grid", "eta=0.1", "--beta", "0.5", "--mode", "sampled", "--seeds", "64", "--steps", "4000000"]
+    argv = ["sweep", "--grid", "eta=0.1", "--beta", "0.5", "--mode", "sampled", "--seeds", "64", "--steps", "400000"]
     assert main([*argv, "--quiet", "--out", str(tmp_path / "s")]) == 130
     took = time.monotonic() - sent["at"]
     line = _one_line(capsys.readouterr().err)
