@@ -9,9 +9,10 @@ a `results.json`, never by hand:
     python tools/findings.py validation/results.json README.md docs/findings.md           # rewrite the blocks
     python tools/findings.py validation/results.json README.md docs/findings.md --check   # exit 1 if they drifted
 
-The slow test `tests/tools/test_findings.py` runs the command and the check. Both start from an empty cache: the
-language-model section's SFT start is then trained by the command itself, under its XLA settings (a start cached by
-a Python session with other settings differs in its last digits, and so do the runs that follow from it).
+The slow test `tests/tools/test_findings.py` runs the command and the check. Both start from an empty cache; the
+language-model section's SFT start is the one shipped with the package (`tools/ship_starts.py`), so a start cached by
+a Python session with other settings (float64, other XLA flags: they change its last digits, and so the runs that
+follow from it) cannot leak in.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ import concurrent.futures
 import contextlib
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -108,6 +109,13 @@ which then run for milliseconds (`validate`): `validate --quick` on 2 cores took
 without (user CPU 108–111 s against 141–147 s, a slow machine, 2026-12-01), its numbers equal to the last few
 digits (optimiser stopping points move by ~1e-9 relative). Long runs would run slower, so no other command sets
 it; a sweep's chunks in such a command are compiled with it too."""
+
+
+OPTIMISED_CODEGEN: Mapping[str, int] = MappingProxyType({"xla_backend_optimization_level": 3})
+"""`jax.jit` compiler options for programs that run for seconds (the language-model level's runs and SFT, the
+oscillator's fit): LLVM's optimisation whatever `XLA_FLAGS` say, so that `validate`'s `UNOPTIMIZED_CODEGEN_FLAG`
+does not slow them (its language-model section took 365 s unoptimised, about 150 s optimised; `validate --quick`,
+2 cores, 2026-12-06). Pass as `compiler_options=dict(OPTIMISED_CODEGEN)`; other backends ignore it."""
 
 
 def _add_flag(flag: str, env: dict) -> bool:

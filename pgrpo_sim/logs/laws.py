@@ -20,6 +20,7 @@ from ..base.checks import as_float, check_choice, check_range
 from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none
 from ..base.progress import Progress, report
+from ..base.runtime import OPTIMISED_CODEGEN
 from ..models import theory
 from ..models.config import LEAF_RANGES
 from .least_squares import least_squares
@@ -214,7 +215,7 @@ def _fit_padded(law: str, t: Array, y: Array, w: Array, omega_max: Array) -> tup
 
 
 _fit_jit = jax.jit(_fit_padded, static_argnames="law")
-_fit_jit_optimised = jax.jit(_fit_padded, static_argnames="law", compiler_options={"xla_backend_optimization_level": 3})
+_fit_jit_optimised = jax.jit(_fit_padded, static_argnames="law", compiler_options=dict(OPTIMISED_CODEGEN))
 OPTIMISED_LAWS = ("oscillator",)
 """Laws whose fit is compiled with LLVM's optimisation whatever `XLA_FLAGS` say: under `validate`'s unoptimised
 codegen (`base.runtime.UNOPTIMIZED_CODEGEN_FLAG`) the oscillator's fit ran 3× longer (1.0 s against 0.32 s),

@@ -96,15 +96,25 @@ HEADER = ["setting", "final reward (mean ± s.e.)", "peak", "mean length", "entr
 
 
 def lm_collapse(res: LMResolution, seed: int, plot: Callable | None) -> dict:
-    """Claim: the language-model level fails where LLM runs fail. (a) Over two decades of learning rate the final
-    reward rises, peaks and the largest rates collapse; (b) at the best rate with clip 0.2, 1 optimiser step per
-    rollout learns and 16 collapse; (c) without the clip, reuse collapses where the clipped run does not; (d) near
-    the edge some seeds collapse and others not. Holds when (a), (b) and (c) hold; (d) is reported."""
+    """Claim: the language-model level fails where LLM runs fail. (a) Over two decades of learning rate the final reward
+    rises, peaks and the largest rates collapse; (b) at the best rate (`best_rate`: the fastest of those tied with the
+    top) with clip 0.2, 1 optimiser step per rollout learns and 16 collapse; (c) without the clip, reuse collapses where
+    the clipped run does not; (d) near the edge some seeds collapse and others not. Holds when (a), (b) and (c) hold;
+    (d) is reported."""
     chunks = Path(tempfile.mkdtemp(prefix="pgrpo-sim-lm-claims-"))  # a setting asked twice runs once
     try:
         return _lm_collapse(res, seed, plot, dict(seeds=res.seeds, steps=res.steps, seed=seed, chunks=chunks))
     finally:
         shutil.rmtree(chunks, ignore_errors=True)
+
+
+def best_rate(rates: list[dict]) -> dict:
+    """The best learning rate of a sweep's summaries (in increasing rate): the largest rate whose final reward is not
+    significantly below the highest one (`significantly_worse`), as a practitioner takes the fastest of the rates
+    that learn best. Rates tied within their noise would otherwise be picked by it, and the claims run at the best
+    rate (reuse, clip) ask a different question at each (docs/guide/validation.md)."""
+    top = max(rates, key=lambda s: s["final"] if math.isfinite(s["final"]) else -math.inf)
+    return [s for s in rates if math.isfinite(s["final"]) and not significantly_worse(s, top)][-1]
 
 
 def _rate_claim(res: LMResolution, common: dict) -> dict:
@@ -113,7 +123,7 @@ def _rate_claim(res: LMResolution, common: dict) -> dict:
     lowest is significantly worse than the best)."""
     rows, curves = run_lm_sweep(dict(res.settings), dict(learning_rate=list(res.learning_rates)), **common)
     rates = [summarize_setting(rows, learning_rate=lr) for lr in res.learning_rates]
-    best = max(rates, key=lambda s: s["final"])
+    best = best_rate(rates)
     lowest = min((s["learning_rate"] for s in rates if s["collapses"]), default=None)
     interior = rates[0] is not best and rates[-1] is not best
     holds = bool(interior and rates[-1]["collapses"] and significantly_worse(rates[0], best))
@@ -276,7 +286,7 @@ def oscillator_claims(res: LMResolution, rates: list[dict], reward: np.ndarray, 
     collapsing = next(((e, m) for (e, m), s in zip(res.reuse, reuse) if s["collapses"]), None)
     slower, kref_holds = [], None
     if collapsing is not None:
-        best = max(rates, key=lambda s: s["final"])
+        best = best_rate(rates)
         rate = best["learning_rate"] / SLOWER
         point = dict(learning_rate=rate, num_iterations=collapsing[0], steps_per_generation=collapsing[1])
         rows = _run_points(dict(res.settings, epsilon=0.2), [point], common)

@@ -32,6 +32,18 @@ def test_worse_needs_verdict_z_standard_errors():
     assert not lm_claims.significantly_worse(close, b)
 
 
+def test_the_best_rate_is_the_fastest_of_those_tied_with_the_top():
+    """Rates whose final rewards lie within VERDICT_Z standard errors of the highest are tied: the largest of them is
+    the best (0.673 ± 0.008 and 0.668 ± 0.012 differ by 0.3 s.e.); a rate significantly below is not, nor one whose
+    seeds all diverged (no final reward)."""
+    rates = [dict(learning_rate=lr, final=f, final_se=se) for lr, f, se in
+             ((1e-4, 0.48, 0.02), (3e-4, 0.673, 0.008), (1e-3, 0.668, 0.012), (3e-3, 0.09, 0.005),
+              (1e-2, math.nan, math.nan))]  # fmt: skip
+    assert lm_claims.best_rate(rates)["learning_rate"] == 1e-3
+    rates[2]["final"] = 0.55  # now 8.8 s.e. below the top
+    assert lm_claims.best_rate(rates)["learning_rate"] == 3e-4
+
+
 @pytest.mark.slow  # the four laws compile (~10 s)
 def test_oscillator_fits_read_zeta_falling_with_the_rate():
     """Seed curves made by the oscillator law at ζ 1.6 (slow rate) and 0.3 (fast rate), noise 0.01: the fits find

@@ -2,8 +2,8 @@
 
 `LMConfig` is an `equinox.Module`: sizes and code paths (task, policy shape, G, prompts per step, epochs,
 mini-batches, schedule, ratio level, …) are static; every hyperparameter a sweep varies (learning rate, ε, β,
-temperature, gradient clip, AdamW's settings, warm-up, and the loss type and advantage kind as int32 codes) is a
-traced array leaf, so `jax.vmap` over stacked configurations trains many networks in one program and a second
+temperature, gradient clip, AdamW's settings, warm-up, epochs, and the loss type and advantage kind as int32 codes)
+is a traced array leaf, so `jax.vmap` over stacked configurations trains many networks in one program and a second
 value does not recompile. Build it with `lm_config`.
 """
 
@@ -51,6 +51,8 @@ HYPERPARAMETERS: Mapping[str, Interval] = MappingProxyType(
 off)."""
 UNBOUNDED = ("epsilon", "epsilon_high", "delta", "max_grad_norm")
 """Hyperparameters whose +∞ means "off" (no clip)."""
+MAX_ITERATIONS = 1024
+"""Most passes over one generation batch (`num_iterations`)."""
 MAX_SCHEDULE_STEPS = 10**8
 """Longest schedule, in optimiser steps (a run's `steps` limit)."""
 DEFAULT_LEARNING_RATE = 1e-3
@@ -91,13 +93,14 @@ class LMConfig(eqx.Module):
         warmup_steps: the schedule's warm-up, in optimiser steps; int32 scalar; ≥ 0.
         max_steps: the schedule's length, in optimiser steps (a decay reaches 0 there); int32 scalar; ≥ 1, or 0:
             the simulated run's own length.
+        num_iterations: passes over each generation batch; int32 scalar; in [1, 1024] (traced: runs that differ
+            only in their epochs share one compiled program).
         loss_type: the loss type's code, its index in `LOSS_TYPES`; int32 scalar.
         advantage: the advantage kind's code, its index in `models.grpo.ADVANTAGES` (`SCALE_REWARDS`); int32 scalar.
         task: the task's sizes (`TaskSpec`); static.
         policy: the transformer's sizes (`PolicyShape`, `task_policy_shape` of `task`); static.
         num_generations: G, completions per prompt; integer in [2, 4096].
         prompts_per_step: prompts per GRPO step; integer in [1, 65536].
-        num_iterations: passes over each generation batch; integer in [1, 1024].
         steps_per_generation: mini-batches (optimiser steps) per pass; integer in [1, 2²⁰] dividing
             prompts_per_step × num_generations.
         importance_sampling_level: "token" or "sequence" (GSPO), `IMPORTANCE_SAMPLING_LEVELS`.
@@ -126,13 +129,13 @@ class LMConfig(eqx.Module):
     adam_epsilon: Array = eqx.field(converter=_float_leaf)
     warmup_steps: Array = eqx.field(converter=_int_leaf)
     max_steps: Array = eqx.field(converter=_int_leaf)
+    num_iterations: Array = eqx.field(converter=_int_leaf)
     loss_type: Array = eqx.field(converter=loss_type_code)
     advantage: Array = eqx.field(converter=advantage_code)
     task: TaskSpec = eqx.field(static=True)
     policy: PolicyShape = eqx.field(static=True)
     num_generations: int = eqx.field(static=True)
     prompts_per_step: int = eqx.field(static=True)
-    num_iterations: int = eqx.field(static=True)
     steps_per_generation: int = eqx.field(static=True)
     importance_sampling_level: str = eqx.field(static=True)
     mask_truncated_completions: bool = eqx.field(static=True)
@@ -149,13 +152,14 @@ class LMConfig(eqx.Module):
             check_scalar(name, value)
             check_range(name, value, *interval[:2], low_open=interval.low_open, high_open=interval.high_open,
                         allow_inf=name in UNBOUNDED)  # fmt: skip
-        for name in ("warmup_steps", "max_steps", "loss_type", "advantage"):
+        for name in ("warmup_steps", "max_steps", "num_iterations", "loss_type", "advantage"):
             check_scalar(name, getattr(self, name))
         check_range("warmup_steps", self.warmup_steps, 0, integer=True)
         check_range("max_steps", self.max_steps, 0, MAX_SCHEDULE_STEPS, integer=True)
+        check_range("num_iterations", self.num_iterations, 1, MAX_ITERATIONS, integer=True)
         if not isinstance(self.task, TaskSpec) or not isinstance(self.policy, PolicyShape):
             raise PgrpoSimError("task must be a TaskSpec and policy a PolicyShape (build the config with lm_config)")
-        limits = dict(num_generations=(2, 4096), prompts_per_step=(1, 2**16), num_iterations=(1, 1024))
+        limits = dict(num_generations=(2, 4096), prompts_per_step=(1, 2**16))
         check_sizes(
             self, limits | dict(steps_per_generation=(1, 2**20), eval_every=(1, 2**30), sft_seed=(0, 2**32 - 1))
         )
@@ -189,8 +193,9 @@ class LMConfig(eqx.Module):
         return self.prompts_per_step * self.num_generations
 
     @property
-    def steps_per_rollout(self) -> int:
-        """Optimiser steps per GRPO step (rollout): num_iterations × steps_per_generation."""
+    def steps_per_rollout(self) -> Array:
+        """Optimiser steps per GRPO step (rollout): num_iterations × steps_per_generation; int32 (traced with
+        `num_iterations`)."""
         return self.num_iterations * self.steps_per_generation
 
     @property
@@ -221,7 +226,7 @@ def lm_config(
     learning_rate: ArrayLike = DEFAULT_LEARNING_RATE,
     num_generations: int = 8,
     prompts_per_step: int = 32,
-    num_iterations: int = 1,
+    num_iterations: ArrayLike = 1,
     steps_per_generation: int = 1,
     loss_type: str | ArrayLike = "dapo",
     scale_rewards: str = "group",
@@ -265,7 +270,7 @@ def lm_config(
             billion-parameter models).
         num_generations: G, completions per prompt; integer in [2, 4096].
         prompts_per_step: prompts per GRPO step; integer in [1, 65536].
-        num_iterations: passes over each generation batch; integer in [1, 1024].
+        num_iterations: passes over each generation batch; integer in [1, 1024]; traced.
         steps_per_generation: shuffled mini-batches (AdamW steps) per pass; integer in [1, 2²⁰] that divides
             prompts_per_step × num_generations.
         loss_type: a name in `LOSS_TYPES` (TRL's default "dapo") or its `loss_type_code`; traced.

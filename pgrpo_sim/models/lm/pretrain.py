@@ -24,8 +24,10 @@ answers are right about `start_accuracy / start_format` of the time, hidden behi
 
 Cache: `$PGRPO_SIM_CACHE/lm/` (default `$XDG_CACHE_HOME/pgrpo-sim/lm/`, else `~/.cache/pgrpo-sim/lm/`), one file per
 setting named by a hash of every setting that changes the result (task, held-out rule, shape, architecture constants,
-target, seed, the SFT constants below and `SFT_VERSION`). Deleting it is safe: the next call trains again (same result
-on the same machine); so does a file that cannot be read back (truncated, or written by other code).
+target, seed, the SFT constants below and `SFT_VERSION`; `start_file`). Deleting it is safe: the next call trains
+again (same result on the same machine); so does a file that cannot be read back (truncated, or written by other
+code). The starts the first commands need (the default sizes') ship with the package in `SHIPPED_STARTS`, made by
+`tools/ship_starts.py` and named the same way, so a change of any setting leaves them unused (and a test red).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from jax import Array
 from ...base.cache import save_atomically
 from ...base.checks import check_range, check_seed
 from ...base.errors import PgrpoSimError
+from ...base.runtime import OPTIMISED_CODEGEN
 from .policy import INIT_STD, LN_EPS, MLP_RATIO, Policy, PolicyShape, init_policy, sample, token_logits
 from .task import (
     DIGIT0,
@@ -60,9 +63,11 @@ from .task import (
     task_reward,
 )
 
-SFT_VERSION = 2
+SFT_VERSION = 3
 """Bump when the SFT recipe, the task's held-out rule or the architecture's code changes, so cached starts made by the
-old one are not reused (version 2: MLP width 2×, held-out weights 3^(k−i))."""
+old one are not reused (version 2: MLP width 2×, held-out weights 3^(k−i); version 3: SFT compiled with optimised
+machine code in every command — before, a start first trained under `validate`'s unoptimised code generation
+differed from one trained by any other command in its last bits and so in its stopping step)."""
 SFT_BATCH = 128
 """Demonstrations per SFT step."""
 SFT_LEARNING_RATE = 3e-3
@@ -83,6 +88,8 @@ MAX_START_ACCURACY = 0.95
 UNIFORM_CAP = 0.3
 """Targets up to this imitate demonstrations of uniformly varied length only (`full_share`)."""
 SFT_OPTIMIZER = optax.adam(SFT_LEARNING_RATE)
+SHIPPED_STARTS = Path(__file__).resolve().parent / "starts"
+"""The package's folder of pre-trained starts (`tools/ship_starts.py`), read before the cache."""
 CACHE_ENV = "PGRPO_SIM_CACHE"
 """Environment variable: the cache root (the SFT starts go to its `lm/` folder)."""
 
@@ -151,7 +158,7 @@ def _sft_loss(params: Policy, prompts: Array, completions: Array, spec: TaskSpec
     return (nll * mask).sum() / mask.sum()
 
 
-@functools.partial(jax.jit, static_argnames=("spec", "samples"))
+@functools.partial(jax.jit, static_argnames=("spec", "samples"), compiler_options=dict(OPTIMISED_CODEGEN))
 def eval_accuracy(spec: TaskSpec, params: Policy, key, temperature=1.0, samples: int = EVAL_SAMPLES) -> Array:
     """Share of rewarded completions on the evaluation prompts, `samples` completions each at `temperature` (0:
     greedy, where one sample per prompt suffices). Compiled once per (`spec`, `samples`, policy shape).
@@ -230,6 +237,11 @@ def start_settings(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, se
     )
 
 
+def start_file(settings: dict) -> str:
+    """The file name of the start with these `start_settings`: `sft-` and 20 hex digits of their SHA-256."""
+    return f"sft-{hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:20]}.eqx"
+
+
 def cache_dir(environ: dict | None = None) -> Path:
     """Where SFT starts are cached: `$PGRPO_SIM_CACHE/lm`, else `$XDG_CACHE_HOME/pgrpo-sim/lm`, else
     `~/.cache/pgrpo-sim/lm`.
@@ -265,7 +277,7 @@ def _check(spec: TaskSpec, shape: PolicyShape, start_accuracy, seed, start_forma
     check_seed(seed)
 
 
-@functools.partial(jax.jit, static_argnames=("spec", "format_noise", "full"))
+@functools.partial(jax.jit, static_argnames=("spec", "format_noise", "full"), compiler_options=dict(OPTIMISED_CODEGEN))
 def _train_chunk(spec: TaskSpec, params: Policy, opt_state, key, format_noise: float, full: float):
     """`CHECK_EVERY` SFT steps, each on fresh demonstrations: the final (params, optimizer state) and the params
     after every step (stacked on a leading axis; small, and they let the stop land on one step)."""
@@ -350,11 +362,12 @@ def pretrained_start(
     start_format: float = DEFAULT_START_FORMAT,
     cache: bool = True,
 ) -> SFTStart:
-    """The SFT start (params, measured accuracy, steps) for these settings: loaded from the cache when there, else
-    trained (see the module docstring) and, with `cache`, saved. The accuracy is the sampled (T = 1) share of
-    rewarded completions on the evaluation prompts, measured on `EVAL_SAMPLES` × the evaluation prompts (standard error
-    ≤ 0.016 for 256 of them); it lands within one SFT step's progress plus that error of the target (the returned
-    value says where). `start_format`: the share of well-formed demonstrations (module docstring).
+    """The SFT start (params, measured accuracy, steps) for these settings: loaded from the package's shipped starts
+    or the cache when there, else trained (see the module docstring) and, with `cache`, saved. The accuracy is the
+    sampled (T = 1) share of rewarded completions on the evaluation prompts, measured on `EVAL_SAMPLES` × the
+    evaluation prompts (standard error ≤ 0.016 for 256 of them); it lands within one SFT step's progress plus that
+    error of the target (the returned value says where). `start_format`: the share of well-formed demonstrations
+    (module docstring).
 
     Args:
         task_spec: the task (`TaskSpec`).
@@ -362,7 +375,7 @@ def pretrained_start(
         start_accuracy: the target sampled (T = 1) accuracy; in (0, 0.95], ≤ `start_format`.
         seed: the SFT seed; integer in [0, 2³² − 1].
         start_format: share of well-formed demonstrations; in (0, 1].
-        cache: whether to read and write the cache (`cache_dir`).
+        cache: whether to read the shipped starts and read and write the cache (`cache_dir`).
 
     Returns:
         The `SFTStart`.
@@ -372,21 +385,31 @@ def pretrained_start(
         StartNotReached: SFT does not reach the target in `MAX_SFT_STEPS` steps.
     """
     _check(task_spec, shape, start_accuracy, seed, start_format)
-    settings = start_settings(task_spec, shape, start_accuracy, seed, start_format)
-    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:20]
-    path = cache_dir() / f"sft-{digest}.eqx"
+    name = start_file(start_settings(task_spec, shape, start_accuracy, seed, start_format))
+    path = cache_dir() / name
     like = (init_policy(shape, jax.random.key(0)), jnp.zeros((), jnp.float32), jnp.zeros((), jnp.int32))
-    if cache and path.exists():
-        try:
-            params, accuracy, steps = eqx.tree_deserialise_leaves(path, like)
-            return SFTStart(params, float(accuracy), int(steps))
-        except (OSError, ValueError, RuntimeError, EOFError):
-            pass  # unreadable or stale: trained again below and the file replaced
+    for stored in (SHIPPED_STARTS / name, path) if cache else ():
+        if stored.exists():
+            try:
+                params, accuracy, steps = eqx.tree_deserialise_leaves(stored, like)
+                return SFTStart(params, float(accuracy), int(steps))
+            except (OSError, ValueError, RuntimeError, EOFError):
+                pass  # unreadable or stale: trained again below and the cached file replaced
     start = train_start(task_spec, shape, float(start_accuracy), int(seed), float(start_format))
     if cache:
-        tree = (start.params, jnp.asarray(start.accuracy, jnp.float32), jnp.asarray(start.steps, jnp.int32))
-        save_atomically(path, lambda handle: eqx.tree_serialise_leaves(handle, tree))
+        save_start(path, start)
     return start
+
+
+def save_start(path: Path, start: SFTStart) -> None:
+    """Write `start` (params, accuracy, steps) to `path` as equinox leaves, atomically (`pretrained_start` reads it).
+
+    Args:
+        path: the file; its folder exists.
+        start: the `SFTStart`.
+    """
+    tree = (start.params, jnp.asarray(start.accuracy, jnp.float32), jnp.asarray(start.steps, jnp.int32))
+    save_atomically(path, lambda handle: eqx.tree_serialise_leaves(handle, tree))
 
 
 def pretrained_policy(

@@ -17,9 +17,11 @@ import jax
 import jax.numpy as jnp
 import optax
 from jax import Array
+from jax.typing import ArrayLike
 
 from ...base.checks import as_key, check_seeds, check_steps
 from ...base.errors import PgrpoSimError
+from ...base.runtime import OPTIMISED_CODEGEN
 from ...base.schedules import schedule_factor
 from ..grpo import ADVANTAGES, group_advantages
 from .config import ADVANTAGE_EPS, LMConfig
@@ -50,6 +52,11 @@ frac_reward_zero_std, format_ok — share of well-formed completions, completion
 of the rollout drawn at that step; loss-side ones (entropy, clip_ratio/…, kl — NaN without `kl_reference`, loss,
 grad_norm — before clipping) are means over the step's optimiser steps. `eval_accuracy`: greedy (temperature 0)
 accuracy on the task's held-out prompts before the step's update, every `eval_every` steps (NaN between)."""
+
+
+LOSS_READOUTS = ("loss", "entropy", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "kl",
+                 "grad_norm")  # fmt: skip
+"""The read-outs `_update` averages over a rollout's optimiser steps, in the order it sums them."""
 
 
 def reward_spread(groups: Array, advantage: Array) -> tuple[Array, Array]:
@@ -93,7 +100,7 @@ class LMRun(NamedTuple):
     diverged_step: Array
 
 
-def make_optimizer(config: LMConfig, run_steps: int) -> optax.GradientTransformation:
+def make_optimizer(config: LMConfig, run_steps: ArrayLike) -> optax.GradientTransformation:
     """HF Trainer's optimiser as optax: global-norm clipping at `max_grad_norm` (∞: off; optax divides by the norm,
     torch by norm + 1e-6), then AdamW (decoupled weight decay on matrices only, as HF excludes biases and LayerNorm)
     at `learning_rate` × the HF schedule factor (`base.schedules.schedule_factor`) over `config.max_steps`
@@ -101,7 +108,8 @@ def make_optimizer(config: LMConfig, run_steps: int) -> optax.GradientTransforma
 
     Args:
         config: the run's `LMConfig` (in `make_lm_run`, the `hyper` one, whose hyperparameters may be traced).
-        run_steps: the simulated run's length, in optimiser steps (GRPO steps × `steps_per_rollout`); ≥ 1.
+        run_steps: the simulated run's length, in optimiser steps (GRPO steps × `steps_per_rollout`); ≥ 1; may be
+            traced.
 
     Returns:
         The optax optimiser (clip, then AdamW).
@@ -161,6 +169,20 @@ def _eval_accuracy(config: LMConfig, params: Policy, held_out: tuple[Array, Arra
     return jnp.mean(task_reward(config.task, greedy, answers))
 
 
+def _old_logps(config: LMConfig, hyper: LMConfig, params: Policy, prompts: Array, completions: Array) -> Array:
+    """π_old's log-probabilities of the rollout, (n, L): a teacher-forced pass at the rollout's parameters when a
+    rollout takes more than one optimiser step; zeros (unread: the loss takes the current ones, detached, as TRL
+    does) when it takes one. With one mini-batch per pass the epochs are traced, so the pass runs under `lax.cond`
+    (skipped, not masked, when the epochs are not vmapped)."""
+    if config.steps_per_generation > 1:
+        return _logps(params, prompts, completions, hyper.temperature)[0]
+    return jax.lax.cond(
+        hyper.num_iterations > 1,
+        lambda: _logps(params, prompts, completions, hyper.temperature)[0],
+        lambda: jnp.zeros(completions.shape, jnp.float32),
+    )
+
+
 def _rollout(config: LMConfig, hyper: LMConfig, params: Policy, start: Policy, key: Array) -> tuple[dict, dict]:
     """One generation batch, as TRL makes it: `prompts_per_step` prompts, G completions each (consecutive), their
     rewards and group advantages, π_old's and the reference's log-probabilities where the loss needs them, shuffled
@@ -181,8 +203,7 @@ def _rollout(config: LMConfig, hyper: LMConfig, params: Policy, start: Policy, k
     groups = rewards.reshape(p, g)
     advantages = group_advantages(groups, hyper.advantage, eps=ADVANTAGE_EPS).ravel()
     batch = dict(prompts=prompts, completions=completions, mask=mask, advantages=advantages)
-    if config.steps_per_rollout > 1:
-        batch["old"] = _logps(params, prompts, completions, hyper.temperature)[0]
+    batch["old"] = _old_logps(config, hyper, params, prompts, completions)
     if config.kl_reference:
         batch["ref"] = _logps(start, prompts, completions, hyper.temperature)[0]
     order = jax.random.permutation(shuffle_key, n)
@@ -200,21 +221,22 @@ def _rollout(config: LMConfig, hyper: LMConfig, params: Policy, start: Policy, k
 
 
 def _update(config: LMConfig, hyper: LMConfig, optimizer, params: Policy, opt_state, batch: dict):
-    """`num_iterations` passes over the batch's mini-batches, one optimiser step each (`grpo_loss`). Returns the new
-    parameters and optimiser state, the loss-side read-outs (means over the steps) and whether every loss was
-    finite."""
+    """`num_iterations` passes over the batch's mini-batches, one optimiser step each (`grpo_loss`), in a loop whose
+    length is traced. Returns the new parameters and optimiser state, the loss-side read-outs (means over the
+    steps) and whether every loss was finite."""
     s = config.steps_per_generation
     items = jnp.sum(batch["mask"])
+    reused = hyper.steps_per_rollout > 1  # else π_old is the current policy, detached (TRL's num_iterations = 1)
 
-    def optimiser_step(state, i):
-        params, opt_state = state
+    def optimiser_step(i, state):
+        params, opt_state, sums, finite = state
         mini = jax.tree.map(lambda x: x[i % s], batch)
 
         def loss(params):
             logp, entropy = _logps(params, mini["prompts"], mini["completions"], hyper.temperature)
             return grpo_loss(
                 logp,
-                mini.get("old", jax.lax.stop_gradient(logp)),
+                jnp.where(reused, mini["old"], jax.lax.stop_gradient(logp)),
                 mini["advantages"],
                 mini["mask"],
                 loss_type=hyper.loss_type,
@@ -231,21 +253,17 @@ def _update(config: LMConfig, hyper: LMConfig, optimizer, params: Policy, opt_st
 
         (value, stats), grads = jax.value_and_grad(loss, has_aux=True)(params)
         updates, opt_state = optimizer.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), (value, stats, optax.tree.norm(grads))
+        step = (value, stats.entropy, stats.clip_low, stats.clip_high, stats.clip_region, stats.kl,
+                optax.tree.norm(grads))  # fmt: skip
+        sums = jax.tree.map(lambda total, x: total + x.astype(jnp.float32), sums, step)
+        return optax.apply_updates(params, updates), opt_state, sums, finite & jnp.isfinite(value)
 
-    (params, opt_state), (values, stats, grad_norms) = jax.lax.scan(
-        optimiser_step, (params, opt_state), jnp.arange(config.num_iterations * s)
+    zeros = (jnp.zeros((), jnp.float32),) * len(LOSS_READOUTS)
+    params, opt_state, sums, finite = jax.lax.fori_loop(
+        0, hyper.steps_per_rollout, optimiser_step, (params, opt_state, zeros, jnp.asarray(True))
     )
-    readouts = {
-        "entropy": jnp.mean(stats.entropy),
-        "clip_ratio/low_mean": jnp.mean(stats.clip_low),
-        "clip_ratio/high_mean": jnp.mean(stats.clip_high),
-        "clip_ratio/region_mean": jnp.mean(stats.clip_region),
-        "kl": jnp.mean(stats.kl),
-        "loss": jnp.mean(values),
-        "grad_norm": jnp.mean(grad_norms),
-    }
-    return params, opt_state, readouts, jnp.all(jnp.isfinite(values))
+    readouts = {name: total / hyper.steps_per_rollout for name, total in zip(LOSS_READOUTS, sums)}
+    return params, opt_state, readouts, finite
 
 
 def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
@@ -286,7 +304,7 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
         hyper = jax.tree.map(
             lambda x: _not_differentiable(x.astype(jnp.float32)) if jnp.issubdtype(x.dtype, jnp.floating) else x, hyper
         )
-        optimizer = make_optimizer(hyper, steps * config.steps_per_rollout)
+        optimizer = make_optimizer(hyper, steps * hyper.steps_per_rollout)
         eval_key, key = jax.random.split(key)
 
         def grpo_step(carry, xs):
@@ -323,6 +341,8 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
     return run
 
 
+OPTIMISED = dict(OPTIMISED_CODEGEN)
+"""The runs' compiler options: optimised machine code (a run takes seconds; `base.runtime.OPTIMISED_CODEGEN`)."""
 PROGRAM_CACHE_SIZE = 8
 """Compiled `lm_simulate` programs kept, by static structure and steps (oldest dropped first)."""
 _programs: dict = {}
@@ -333,10 +353,10 @@ def _program(config: LMConfig, steps: int, start: Policy | None, hyper_axis: int
     jitted; for the SFT start, one program per static structure, `steps` and vmap layout, so configurations that
     differ only in traced hyperparameters share its compilation."""
     if start is not None:
-        return jax.jit(jax.vmap(make_lm_run(config, steps, start), in_axes=(hyper_axis, 0)))
+        return jax.jit(jax.vmap(make_lm_run(config, steps, start), in_axes=(hyper_axis, 0)), compiler_options=OPTIMISED)
     cache_key = (jax.tree.structure(config), steps, hyper_axis)
     if cache_key not in _programs:
-        program = jax.jit(jax.vmap(make_lm_run(config, steps), in_axes=(hyper_axis, 0)))
+        program = jax.jit(jax.vmap(make_lm_run(config, steps), in_axes=(hyper_axis, 0)), compiler_options=OPTIMISED)
         while len(_programs) >= PROGRAM_CACHE_SIZE:
             _programs.pop(next(iter(_programs)))
         _programs[cache_key] = program
