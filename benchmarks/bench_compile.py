@@ -35,8 +35,10 @@ import numpy as np
 CHUNK_NAME = r"chunk_summaries\b"
 """Regex of the sweep's chunk function among compiled function names (`jit(chunk_summaries)`)."""
 PHASE_BASE = dict(lag_model="stale", momentum=0.9, beta=0.5)
-VALIDATE_TARGET_S = 40.0
-"""The issue's target for `validate --quick` on 2 cores, in seconds of a machine of the reference run's speed."""
+VALIDATE_TARGET_S = 120.0
+"""The target for `validate --quick` on 2 cores, language-model section included (issue "Answers while the user
+waits": the README's first command ≤ 2 min; it was 40 s before that section), in seconds of a machine of the
+reference run's speed."""
 REFERENCE_SIMULATE_S = 2.0
 """Seconds of `pgrpo-sim simulate --steps 1000` in the reference run (RESULTS.md, full run of 2026-12-01 08:33), on
 whose machine the seconds targets were set: `validate --quick` within VALIDATE_TARGET_S / REFERENCE_SIMULATE_S = 20×
@@ -336,8 +338,9 @@ def check() -> list[tuple[str, bool]]:
 
 
 OPTIMISED_CODEGEN = "--xla_backend_optimization_level=3"
-"""XLA's default LLVM optimisation level, which `validate` turns off (`base.runtime.UNOPTIMIZED_CODEGEN_FLAG`): set
-in XLA_FLAGS, the command keeps it, so the two runs show what the flag saves on this machine in this run."""
+"""XLA's default LLVM optimisation level, which `validate` turns off (`base.runtime.UNOPTIMIZED_CODEGEN_FLAG`) for
+all but its long-running programs (`base.runtime.OPTIMISED_CODEGEN`): set in XLA_FLAGS, the command keeps it, so the
+two runs show what the flag saves on this machine in this run."""
 
 
 def _median_runs(rounds: int, fn) -> dict:
