@@ -39,9 +39,9 @@ def wanted() -> dict[str, tuple]:
     return {pretrain.start_file(pretrain.start_settings(*args)): args for args in map(_config_start, SHIPPED)}
 
 
-def stale(folder: Path) -> tuple[list[str], list[str]]:
-    """(listed starts missing from `folder`, files in `folder` that no listed start names)."""
-    names = wanted()
+def stale(folder: Path, names: dict[str, tuple] | None = None) -> tuple[list[str], list[str]]:
+    """(listed starts missing from `folder`, files in `folder` that no listed start names); `names`: `wanted()`."""
+    names = wanted() if names is None else names
     present = {path.name for path in folder.glob("sft-*.eqx")}
     return sorted(set(names) - present), sorted(present - set(names))
 
@@ -55,8 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     fast_cpu_compilation()
     from pgrpo_sim.models.lm import pretrain
 
-    folder = pretrain.SHIPPED_STARTS
-    missing, extra = stale(folder)
+    folder, names = pretrain.SHIPPED_STARTS, wanted()
+    missing, extra = stale(folder, names)
     if args.check:
         for name in missing:
             print(f"missing: {folder / name} (run python tools/ship_starts.py)")
@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         (folder / name).unlink()
         print(f"removed {name}")
     for name in missing:
-        spec, shape, accuracy, seed, start_format = wanted()[name]
+        spec, shape, accuracy, seed, start_format = names[name]
         start = pretrain.train_start(spec, shape, accuracy, seed, start_format)
         pretrain.save_start(folder / name, start)
         (folder / name).chmod(0o644)  # package data: readable by every user

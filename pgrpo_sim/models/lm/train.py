@@ -341,8 +341,6 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
     return run
 
 
-OPTIMISED = dict(OPTIMISED_CODEGEN)
-"""The runs' compiler options: optimised machine code (a run takes seconds; `base.runtime.OPTIMISED_CODEGEN`)."""
 PROGRAM_CACHE_SIZE = 8
 """Compiled `lm_simulate` programs kept, by static structure and steps (oldest dropped first)."""
 _programs: dict = {}
@@ -350,17 +348,19 @@ _programs: dict = {}
 
 def _program(config: LMConfig, steps: int, start: Policy | None, hyper_axis: int | None):
     """`make_lm_run` vmapped over keys (and over the hyperparameters' leading axis when `hyper_axis` is 0) and
-    jitted; for the SFT start, one program per static structure, `steps` and vmap layout, so configurations that
-    differ only in traced hyperparameters share its compilation."""
-    if start is not None:
-        return jax.jit(jax.vmap(make_lm_run(config, steps, start), in_axes=(hyper_axis, 0)), compiler_options=OPTIMISED)
+    jitted with optimised machine code (a run takes seconds; `base.runtime.OPTIMISED_CODEGEN`); for the SFT start,
+    one program per static structure, `steps` and vmap layout, so configurations that differ only in traced
+    hyperparameters share its compilation."""
     cache_key = (jax.tree.structure(config), steps, hyper_axis)
-    if cache_key not in _programs:
-        program = jax.jit(jax.vmap(make_lm_run(config, steps), in_axes=(hyper_axis, 0)), compiler_options=OPTIMISED)
+    if start is None and cache_key in _programs:
+        return _programs[cache_key]
+    run = jax.vmap(make_lm_run(config, steps, start), in_axes=(hyper_axis, 0))
+    program = jax.jit(run, compiler_options=dict(OPTIMISED_CODEGEN))
+    if start is None:
         while len(_programs) >= PROGRAM_CACHE_SIZE:
             _programs.pop(next(iter(_programs)))
         _programs[cache_key] = program
-    return _programs[cache_key]
+    return program
 
 
 def _check_call(config, steps: int) -> None:
