@@ -414,7 +414,7 @@ def report(quick: bool, rounds: int, out_dir) -> str:
             except RuntimeError as exc:  # the command is new and changing: report, do not abort
                 validate_error = str(exc).strip().splitlines()[-2:]
         counts = harness.run_measure(script, "counts", env=env, n_eta=n_eta, max_lag=max_lag, steps=steps)
-        fusion = _fusion_table(env, rounds) + ["", *_readouts_table(env, rounds)]
+        fusion = [*_fusion_table(env, rounds), "", *_readouts_table(env, rounds)]
     if not _has_validate():
         validate_note = (
             "**`pgrpo-sim validate --quick` is missing**: the CLI has no `validate` command, so the issue's "
@@ -481,7 +481,7 @@ def report(quick: bool, rounds: int, out_dir) -> str:
             for label, s in counts["sweeps"]
         ),
     ]
-    return "\n".join(lines + ["", *fusion])
+    return "\n".join([*lines, "", *fusion])
 
 
 def _fusion_table(env: dict, rounds: int) -> list[str]:

@@ -225,7 +225,7 @@ def measure_wide(steps: int, configs: int) -> dict:
     (`_interleaved_ms`)."""
     import jax
 
-    sides = {side: jax.vmap(transformed(side, steps)) for side in SIDES + ("jacfwd",)}
+    sides = {side: jax.vmap(transformed(side, steps)) for side in (*SIDES, "jacfwd")}
     return _interleaved_ms(sides, sweep(configs), 1)
 
 

@@ -28,7 +28,7 @@ NO_BUDGET = 1e15
 
 def _factor(configs: int) -> tuple[int, int]:
     """(η values, μ values) with product `configs`, as square as possible."""
-    n = int(math.isqrt(configs))
+    n = math.isqrt(configs)
     while configs % n:
         n -= 1
     return configs // n, n

@@ -370,8 +370,8 @@ def measure_ensemble_variants(paths: int, horizon: int) -> dict:
         keys = jax.vmap(lambda i: jax.random.fold_in(key, n * substeps + i))(jnp.arange(substeps))
         return jax.vmap(lambda k: sde.fused_normals(k, (paths,), jnp.float32))(keys)
 
-    per_unit = lambda key, n: jax.random.normal(jax.random.fold_in(key, n), (substeps, paths))  # noqa: E731
-    no_rng = lambda key, n: jnp.zeros((substeps, paths))  # noqa: E731
+    per_unit = lambda key, n: jax.random.normal(jax.random.fold_in(key, n), (substeps, paths))
+    no_rng = lambda key, n: jnp.zeros((substeps, paths))
 
     @jax.jit
     def diffrax_stream(key):

@@ -78,7 +78,14 @@ def _baseline_measure(side: str):
 
 def cli_command(n_eta: int, n_mu: int, steps: int, out: str) -> list[str]:
     grid_flags = [flag for spec in _specs(n_eta, n_mu) for flag in ("--grid", spec)]
-    return [sys.executable, "-m", "pgrpo_sim.cli", "sweep", *grid_flags, "--steps", str(steps)] + [
+    return [
+        sys.executable,
+        "-m",
+        "pgrpo_sim.cli",
+        "sweep",
+        *grid_flags,
+        "--steps",
+        str(steps),
         "--group-size",
         str(BASE["group_size"]),
         "--lag-model",

@@ -229,7 +229,7 @@ def main() -> int:
             out_dir = HERE if not args.quick and args.only is None else None
             try:
                 reports.append(module.report(args.quick, 1 if args.quick else args.rounds, out_dir))
-            except Exception as exc:  # noqa: BLE001  (one broken measurement must not lose the others)
+            except Exception as exc:
                 failed = True
                 detail = "\n".join(f"    {line}" for line in str(exc).strip().splitlines()[-6:])
                 reports.append(f"## `{module.__name__}`: FAILED\n\n{type(exc).__name__}:\n\n{detail}")

@@ -88,7 +88,7 @@ def reward(completions, answers):
     first_open = torch.where(opened.any(1), opened.argmax(1), torch.full_like(answers, MAX_NEW))
     pos = torch.arange(MAX_NEW)[None, :]
     digits_before = ((pos >= first_open[:, None]) | is_digit).all(1)
-    at = lambda offset: completions.gather(1, (first_open[:, None] + offset).clamp(max=MAX_NEW - 1))[:, 0]  # noqa: E731
+    at = lambda offset: completions.gather(1, (first_open[:, None] + offset).clamp(max=MAX_NEW - 1))[:, 0]
     fits = first_open + 3 < MAX_NEW
     ok = digits_before & fits & (at(2) == ANS_CLOSE) & (at(3) == EOS) & (at(1) >= DIGIT0)
     return (ok & (at(1) == answers + DIGIT0)).float()

@@ -80,8 +80,8 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         state[node] = 1
         for dep in sorted(graph.get(node, ())):
             if state.get(dep) == 1:
-                return path[path.index(dep) :] + [dep]
-            if dep not in state and (found := visit(dep, path + [dep])):
+                return [*path[path.index(dep) :], dep]
+            if dep not in state and (found := visit(dep, [*path, dep])):
                 return found
         state[node] = 2
         return None

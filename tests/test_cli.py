@@ -19,7 +19,7 @@ THEORY = ["theory", "--eta", "0.05", "--momentum", "0.9", "--lag", "2", "--stiff
 
 
 def test_theory_json(capsys):
-    assert main(THEORY + ["--noise", "0.1", "--group-size", "8", "--json"]) == 0
+    assert main([*THEORY, "--noise", "0.1", "--group-size", "8", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["damping_ratio"] == pytest.approx(float(ps.damping_ratio(0.05, 0.9, 2.0, 0.3)), rel=1e-12)
     assert out["regime"] == "underdamped" and out["critical_lag"] == pytest.approx(0.1 / 0.015)
@@ -287,9 +287,8 @@ def test_trl_names_set_the_same_settings_as_the_short_forms(command):
 
 def test_simulate_with_trl_names_runs_as_with_the_short_forms(tmp_path, capsys):
     args = ["simulate", "--steps", "5", "--beta", "0.5"]
-    assert main(args + ["--learning-rate", "0.3", "--num-generations", "4", "--loss-type", "dapo", "--out"]
-                + [str(tmp_path / "a.csv")]) == 0  # fmt: skip
-    assert main(args + ["--eta", "0.3", "--group-size", "4", "--out", str(tmp_path / "b.csv")]) == 0
+    assert main([*args, "--learning-rate", "0.3", "--num-generations", "4", "--loss-type", "dapo", "--out", str(tmp_path / "a.csv")]) == 0  # fmt: skip
+    assert main([*args, "--eta", "0.3", "--group-size", "4", "--out", str(tmp_path / "b.csv")]) == 0
     assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text()
 
 
@@ -314,7 +313,7 @@ def test_readme_tune_usage_runs_and_an_edge_point_is_warned(tmp_path, capsys):
     # β = 0.5, μ = 0, no lag: ζ = 1 needs η beyond the default box (η <= 1); Adam moves in logit(box coordinate), so
     # a larger step (--search-lr 3) reaches the edge in 20 iterations
     edge = ["tune", "--objective", "damping-ratio", "--target", "1", "--out", str(tmp_path / "edge")]
-    assert main(edge + ["--restarts", "2", "--iterations", "20", "--search-lr", "3"]) == 0
+    assert main([*edge, "--restarts", "2", "--iterations", "20", "--search-lr", "3"]) == 0
     summary = json.loads((tmp_path / "edge" / "summary.json").read_text())
     assert summary["on_box_edge"] == {"eta": "upper"} and "edge of the search box" in summary["warning"]
     err = capsys.readouterr().err

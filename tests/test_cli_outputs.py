@@ -54,10 +54,7 @@ def test_rejected_sweep_error_is_not_glued_to_a_progress_bar(tmp_path, capsys):
 
 def test_sweep_of_only_static_axes(tmp_path):
     assert (
-        main(
-            ["sweep", "--grid", "group_size=2,4", "--beta", "0.5", "--steps", "20", "--quiet"]
-            + ["--out", str(tmp_path)]
-        )
+        main(["sweep", "--grid", "group_size=2,4", "--beta", "0.5", "--steps", "20", "--quiet", "--out", str(tmp_path)])
         == 0
     )
     assert load_sweep(tmp_path).regime.dims == ("group_size",)
@@ -79,7 +76,7 @@ def test_a_command_refuses_another_commands_directory_unless_overwrite(tmp_path,
     assert main(fit) == 2
     assert "pgrpo-sim validate" in _one_line(capsys.readouterr().err)
     assert (out / "report.md").read_text() == "report.md"  # untouched
-    assert main(fit + ["--overwrite"]) == 0
+    assert main([*fit, "--overwrite"]) == 0
     assert read_mark(out)["command"] == "fit"
     assert "Fit report" in (out / "report.md").read_text() and (out / "fit.json").exists()
     assert not (out / "results.json").exists() and not (out / "fluctuations.png").exists()  # validate's are gone
@@ -126,13 +123,13 @@ def test_interrupted_sweep_keeps_chunks_and_resumes_identically(tmp_path, monkey
 
     monkeypatch.setattr(sweep_module, "run_chunk", interrupt_second_chunk)
     out, full = tmp_path / "d", tmp_path / "full"
-    assert main(SWEEP + ["--out", str(out)]) == 130
+    assert main([*SWEEP, "--out", str(out)]) == 130
     err = _one_line(capsys.readouterr().err)
     assert "interrupted" in err and "chunks are kept" in err and "resume" in err
     assert len(list((out / "chunks").glob("*.npz"))) == 1
     monkeypatch.setattr(sweep_module, "run_chunk", real)
-    assert main(SWEEP + ["--out", str(out)]) == 0
-    assert main(SWEEP + ["--out", str(full)]) == 0
+    assert main([*SWEEP, "--out", str(out)]) == 0
+    assert main([*SWEEP, "--out", str(full)]) == 0
     a, b = load_sweep(out), load_sweep(full)
     for field in a.data_vars:
         np.testing.assert_array_equal(a[field].values, b[field].values)
@@ -144,8 +141,8 @@ def test_ctrl_c_on_a_real_sweep_process(tmp_path):
     cmd = [sys.executable, "-m", "pgrpo_sim.cli", "sweep", "--grid", "eta=log:0.01:0.5:12", "--beta", "0.5"]
     cmd += ["--mode", "sampled", "--seeds", "64", "--steps", "1500", "--chunk-size", "1", "--quiet"]
     killed, full = tmp_path / "killed", tmp_path / "full"
-    proc = subprocess.Popen(cmd + ["--out", str(killed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    chunks = lambda: list((killed / "chunks").glob("*.npz")) if (killed / "chunks").exists() else []  # noqa: E731
+    proc = subprocess.Popen([*cmd, "--out", str(killed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    chunks = lambda: list((killed / "chunks").glob("*.npz")) if (killed / "chunks").exists() else []
     deadline = time.time() + 120
     while not chunks() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.01)
@@ -153,8 +150,8 @@ def test_ctrl_c_on_a_real_sweep_process(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and err.count("\n") == 1 and "Traceback" not in err, err
     assert 1 <= len(chunks()) < 12
-    assert subprocess.run(cmd + ["--out", str(killed)], capture_output=True).returncode == 0
-    assert subprocess.run(cmd + ["--out", str(full)], capture_output=True).returncode == 0
+    assert subprocess.run([*cmd, "--out", str(killed)], capture_output=True).returncode == 0
+    assert subprocess.run([*cmd, "--out", str(full)], capture_output=True).returncode == 0
     a, b = load_sweep(killed), load_sweep(full)
     for field in a.data_vars:
         np.testing.assert_array_equal(a[field].values, b[field].values)
@@ -257,7 +254,7 @@ def test_sweep_that_would_not_fit_or_is_large_is_refused_before_it_starts(tmp_pa
     assert main(argv) == 2
     assert "pass --yes" in _one_line(capsys.readouterr().err)
     assert not out.exists()
-    assert main(argv + ["--yes"]) == 0  # with its progress while writing, and the chunks removed at the end
+    assert main([*argv, "--yes"]) == 0  # with its progress while writing, and the chunks removed at the end
     assert "writing" in capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == [MARK, "summary.csv", "sweep.json", "sweep.nc"]
 

@@ -70,7 +70,7 @@ def test_failing_rerun_leaves_the_previous_results(tmp_path, monkeypatch, capsys
     argv, names, first, blocked, module, failing = COMMANDS[command]
     out = tmp_path / "out"
     old = _old_results(out, command, names)
-    argv = argv + ["--out", str(out)]
+    argv = [*argv, "--out", str(out)]
     for failure in (KeyboardInterrupt, RuntimeError):
 
         def fail(*args, failure=failure, **kwargs):
@@ -104,8 +104,21 @@ def test_two_outputs_naming_one_file_are_refused(tmp_path, capsys):
     for argv in (
         ["simulate", "--steps", "5", "--out", "x.png", "--plot", "x.png"],
         ["simulate", "--steps", "5", "--out", "./d/../x.png", "--plot", "x.png"],
-        ["oscillator", "--eta", "0.1", "--stiffness", "1", "--noise", "0", "--group-size", "8", "--out", "x.png"]
-        + ["--plot", "x.png"],
+        [
+            "oscillator",
+            "--eta",
+            "0.1",
+            "--stiffness",
+            "1",
+            "--noise",
+            "0",
+            "--group-size",
+            "8",
+            "--out",
+            "x.png",
+            "--plot",
+            "x.png",
+        ],
     ):
         (tmp_path / "d").mkdir(exist_ok=True)
         os.chdir(tmp_path)
@@ -120,11 +133,10 @@ def test_staged_outputs_replace_only_when_complete(tmp_path):
     (tmp_path / "a.csv").write_text("old a")
     out = tmp_path / "d"
     _old_results(out, "fit", ["report.md", "fit.json"])
-    with pytest.raises(RuntimeError):
-        with outputs_module.staged_outputs() as staged:
-            staged.file(tmp_path / "a.csv").write_text("new a")
-            (staged.directory(out, "tune", ["summary.json"], overwrite=True) / "summary.json").write_text("new")
-            raise RuntimeError
+    with pytest.raises(RuntimeError), outputs_module.staged_outputs() as staged:
+        staged.file(tmp_path / "a.csv").write_text("new a")
+        (staged.directory(out, "tune", ["summary.json"], overwrite=True) / "summary.json").write_text("new")
+        raise RuntimeError
     assert (tmp_path / "a.csv").read_text() == "old a" and read_mark(out)["command"] == "fit"
     assert not any(p.name.startswith(STAGE_PREFIX) for p in [*tmp_path.iterdir(), *out.iterdir()])
     with outputs_module.staged_outputs() as staged:
@@ -149,9 +161,8 @@ def test_an_interrupt_while_a_folder_is_claimed_leaves_no_temporaries(tmp_path, 
 
     monkeypatch.setattr(os, "replace", interrupted)
     out = tmp_path / "d"
-    with pytest.raises(KeyboardInterrupt):
-        with outputs_module.staged_outputs() as staged:
-            staged.directory(out, "sweep", ["summary.csv"], resumable=resumable)
+    with pytest.raises(KeyboardInterrupt), outputs_module.staged_outputs() as staged:
+        staged.directory(out, "sweep", ["summary.csv"], resumable=resumable)
     assert not any(p.name.startswith(STAGE_PREFIX) for p in (out.iterdir() if out.exists() else ()))
 
 
@@ -170,9 +181,8 @@ def test_an_interrupt_dropped_by_a_gc_callback_still_stops(tmp_path):
         finally:
             gc.callbacks.remove(callback)
         assert interrupt_requested()
-        with pytest.raises(KeyboardInterrupt):
-            with outputs_module.staged_outputs() as staged:
-                staged.file(tmp_path / "a.csv").write_text("new")
+        with pytest.raises(KeyboardInterrupt), outputs_module.staged_outputs() as staged:
+            staged.file(tmp_path / "a.csv").write_text("new")
     assert not list(tmp_path.iterdir())
     with outputs_module.staged_outputs() as staged:  # after the handling, a later command's outputs are committed
         staged.file(tmp_path / "a.csv").write_text("new")
@@ -202,7 +212,7 @@ def _check_interrupted(code: int, err: str) -> None:
 def _interrupt_rerun(tmp_path: Path, argv, command: str, names, delay: float) -> str:
     out = tmp_path / f"out-{delay}"
     old = _old_results(out, command, names)
-    code, err, _ = _run_and_interrupt(argv + ["--out", out.name], delay, tmp_path)
+    code, err, _ = _run_and_interrupt([*argv, "--out", out.name], delay, tmp_path)
     _check_interrupted(code, err)
     new = _contents(out)
     if code == 130 and "had finished" not in err:
@@ -259,7 +269,7 @@ def test_a_run_in_pieces_equals_the_whole_run(caplog, settings, mode, seeds):
 
 @pytest.mark.slow  # ~15 s
 def test_a_long_simulate_stops_within_two_seconds(tmp_path):
-    code, err, took = _run_and_interrupt(SIMULATE + ["--out", "run.csv"], 8.0, tmp_path)
+    code, err, took = _run_and_interrupt([*SIMULATE, "--out", "run.csv"], 8.0, tmp_path)
     assert code == 130 and took < 2.0, (code, took, err)
     _check_interrupted(code, err)
     assert not list(tmp_path.iterdir())

@@ -11,19 +11,19 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-from pgrpo_sim.analysis import lm_sweep, summaries  # noqa: E402
-from pgrpo_sim.calibration.forecast import GoodnessOfFit  # noqa: E402
-from pgrpo_sim.calibration.inference import Band  # noqa: E402
-from pgrpo_sim.calibration.run_config import RunConfig  # noqa: E402
-from pgrpo_sim.logs.readers import TrainingLog  # noqa: E402
-from pgrpo_sim.models import lm  # noqa: E402
-from pgrpo_sim.reports import calibration_report, lm_report  # noqa: E402
-from pgrpo_sim.reports.validate import SECTIONS, report_markdown  # noqa: E402
-from pgrpo_sim.viz.calibration_figures import bands_figure  # noqa: E402
+from pgrpo_sim.analysis import lm_sweep, summaries
+from pgrpo_sim.calibration.forecast import GoodnessOfFit
+from pgrpo_sim.calibration.inference import Band
+from pgrpo_sim.calibration.run_config import RunConfig
+from pgrpo_sim.logs.readers import TrainingLog
+from pgrpo_sim.models import lm
+from pgrpo_sim.reports import calibration_report, lm_report
+from pgrpo_sim.reports.validate import SECTIONS, report_markdown
+from pgrpo_sim.viz.calibration_figures import bands_figure
 
 ROOT = Path(__file__).resolve().parents[1]
 

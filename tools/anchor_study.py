@@ -177,7 +177,7 @@ def study_markdown(study: dict) -> str:
         "| draws diverged | undetermined | MAP stationary (Newton step, s.e.) | fit window (below / above the band) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    num = lambda v: "—" if v is None else f"{v:.3f}"  # noqa: E731
+    num = lambda v: "—" if v is None else f"{v:.3f}"
     for r in study["forecasts"]:
         b = r["baselines"]
         best = min(v for v in [r["mae"], *b.values()] if v is not None)
@@ -227,7 +227,7 @@ def _fit_cell(check: dict) -> str:
     """The goodness-of-fit check in one cell: fits / **misses**, with the shares below and above the band."""
     if check["diverged"]:
         return "**misses** (diverges)"
-    share = lambda v: "—" if v is None else f"{v:.0%}"  # noqa: E731
+    share = lambda v: "—" if v is None else f"{v:.0%}"
     word = "fits" if check["passed"] else "**misses**"
     return f"{word} ({share(check['below'])} / {share(check['above'])})"
 

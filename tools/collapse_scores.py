@@ -184,7 +184,9 @@ def markdown(rows: list[dict], whatif: list[dict]) -> str:
         "|---|---|---|---|" + "---|" * len(MONITORS) + "---|",
     ]
     for r in rows:
-        p = r["skipped"] and f"left out: {r['skipped']}" or (f"error: {r['error']}" if r["error"] else f"{r['p']:.2f}")
+        p = (r["skipped"] and f"left out: {r['skipped']}") or (
+            f"error: {r['error']}" if r["error"] else f"{r['p']:.2f}"
+        )
         calls = " | ".join("—" if np.isnan(r["monitors"][m]) else f"{r['monitors'][m]:.0f}" for m in MONITORS)
         lines.append(f"| {r['name']} | {r['label']} | {r['until']:g} | {p} | {calls} | {r['seconds']:.0f} s |")
     scored = [r for r in rows if r["p"] is not None]

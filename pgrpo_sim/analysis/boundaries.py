@@ -53,7 +53,7 @@ KINDS = ("damping_ratio", "damping", "spectral_radius")
 """Boundaries: ζ = 1, C = 0, exact discrete spectral radius = 1."""
 OSCILLATOR_AXES = ("eta", "momentum", "lag", "stiffness")
 BANDIT_AXES = ("eta", "momentum", "lag", "beta", "p_ref")
-LOG_AXES = ("stiffness",) + tuple(n for n in BANDIT_AXES if HYPERPARAMETERS[n].log_scale)
+LOG_AXES = ("stiffness", *tuple(n for n in BANDIT_AXES if HYPERPARAMETERS[n].log_scale))
 """Axes traced in log coordinates by default (K, and the log-scaled hyperparameters of the table)."""
 _NEWTON_STEPS, _BISECT_STEPS, _MAX_JUMP = 12, 12, 0.1
 
@@ -303,7 +303,7 @@ def _trace(spec, ctx, grid: int, step: float, xtol: float, max_points: int) -> l
         forward, d_fwd = _follow(spec, ctx, seed, grad, 1.0, step, xtol, max_points)
         closed = len(forward) > 2 and np.array_equal(forward[-1], seed)
         backward, d_bwd = ([], []) if closed else _follow(spec, ctx, seed, grad, -1.0, step, xtol, max_points)
-        curves.append((np.array(backward[::-1] + [seed] + forward), float(max([seed_dist] + d_fwd + d_bwd))))
+        curves.append((np.array([*backward[::-1], seed, *forward]), float(max([seed_dist, *d_fwd, *d_bwd]))))
     # a piece can stop at a kink (the dominant root of the radius changes) that another piece crosses: drop
     # pieces that lie entirely on a longer one
     curves.sort(key=lambda c: -len(c[0]))

@@ -143,7 +143,7 @@ def _optimise(problem: _Problem, cfg2, numeric, z0, learning_rate, iterations: i
         (value, aux), grad = value_and_grad(loss, z, weight)
         updates, new_state = opt.update(grad, state)
         ok = jnp.isfinite(value) & jnp.all(jnp.isfinite(grad))
-        keep = lambda new, old: jnp.where(ok, new, old)  # noqa: E731
+        keep = lambda new, old: jnp.where(ok, new, old)
         return keep(z + updates, z), jax.tree.map(keep, new_state, state), aux
 
     def step(carry, t):

@@ -20,7 +20,7 @@ from ..models.config import BanditConfig
 from ..models.hyperparameters import DIFFERENTIABLE, reference_mass
 from ..prediction import QUANTITIES, continuous_lag, eta_scale, oscillator, substitute, two_arm_reduction
 
-PARAMETERS = DIFFERENTIABLE + ("lag",)
+PARAMETERS = (*DIFFERENTIABLE, "lag")
 """Columns of `sensitivities` ("lag" is the continuous lag τ of the oscillator)."""
 
 

@@ -91,7 +91,7 @@ def _batch_curves(base: BanditConfig, params: dict, keys: jax.Array, steps: int,
     configuration-major, and transposing them back costs as much as a third of the kernel). `binary`: every
     reward is 0 or 1 (`models.bandit.rewards_are_binary`), so expected-mode reuse enumerates fewer rollouts."""
     if mode == "expected" and base.lag_model == "refresh":  # rollout reuse runs by branches: `run` itself
-        one = lambda c: run(c, keys[0], steps, mode, binary_rewards=binary)  # noqa: E731
+        one = lambda c: run(c, keys[0], steps, mode, binary_rewards=binary)
         result = jax.vmap(lambda p: one(set_hyperparameters(base, p)))(params)
         return result.reward.T, result.diverged, result.diverged_step
 

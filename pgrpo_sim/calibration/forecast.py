@@ -278,7 +278,7 @@ def goodness_of_fit(
     bottom, top = calibration.reward_bounds
     undefined = int(np.sum(~(np.isfinite(lo) & np.isfinite(hi))))
     open_lo, open_hi = lo > bottom, hi < top  # an edge at a bound has nothing beyond
-    share = lambda beyond, where: float(np.mean(beyond[where])) if where.any() else math.nan  # noqa: E731
+    share = lambda beyond, where: float(np.mean(beyond[where])) if where.any() else math.nan
     below, above = share(y < lo, open_lo), share(y > hi, open_hi)
     return GoodnessOfFit(n, band.level, below, int(open_lo.sum()), above, int(open_hi.sum()), False, undefined)
 
@@ -292,7 +292,7 @@ def band_dict(band: Band) -> dict:
     Returns:
         {"steps", "mean", "lo", "hi"}: lists of T+1 floats (the log's steps; the observable's units) or None.
     """
-    clean = lambda a: [float(v) if np.isfinite(v) and not band.diverged else None for v in a]  # noqa: E731
+    clean = lambda a: [float(v) if np.isfinite(v) and not band.diverged else None for v in a]
     return dict(steps=[float(s) for s in band.steps], mean=clean(band.mean), lo=clean(band.lo), hi=clean(band.hi))
 
 
@@ -448,7 +448,7 @@ def scenario_note(run: RunConfig, changes: dict) -> str | None:
     changed = run.replace(**dict(changes))  # a copy: replace adds epsilon for a loss without a clip
     if changed.clip == run.clip or changed.steps_per_rollout != 1:
         return None
-    clip = lambda c: "no clip" if c is None else f"clip ({c[0]:g}, {c[1]:g})"  # noqa: E731
+    clip = lambda c: "no clip" if c is None else f"clip ({c[0]:g}, {c[1]:g})"
     alone = set(changes) <= set(CLIP_KEYS)
     return (
         f"the clip's change ({clip(run.clip)} → {clip(changed.clip)}) has no effect: the run is on-policy "

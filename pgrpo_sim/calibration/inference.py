@@ -328,7 +328,7 @@ def _fit(grid, config: BanditConfig, reading: LogReading, data: dict, prior: tup
     """Score the grid by forward runs, run BFGS from its best `STARTS` points; (MAP, Hessian and gradient there,
     χ² per observable, whether every grid point diverged). The bandit is traced: runs that differ only in float keys
     (learning rate, β, ε, schedule lengths) share a compilation."""
-    objective = lambda theta, args=None: _neg_log_post(theta, config, reading, data, prior)  # noqa: E731
+    objective = lambda theta, args=None: _neg_log_post(theta, config, reading, data, prior)
     scores = jax.vmap(objective)(grid)
     starts = grid[jnp.argsort(jnp.where(jnp.isfinite(scores), scores, jnp.inf))[:STARTS]]
     solver = optx.BFGS(rtol=1e-5, atol=1e-5)

@@ -493,6 +493,6 @@ def _code() -> str:
     """A digest of the level's source (`models/lm/`, `models/grpo.py`): cached runs of older code are not reused."""
     root = Path(__file__).resolve().parent.parent / "models"
     digest = hashlib.sha256()
-    for path in sorted((root / "lm").glob("*.py")) + [root / "grpo.py"]:
+    for path in [*sorted((root / "lm").glob("*.py")), root / "grpo.py"]:
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

@@ -164,7 +164,7 @@ class PopulationModel:
         """
         run, epochs = self.run, self.epochs
         clip = run.clip or NO_CLIP
-        rollouts = lambda logged: logged * self.optimizer_steps_per_logged / run.steps_per_rollout  # noqa: E731
+        rollouts = lambda logged: logged * self.optimizer_steps_per_logged / run.steps_per_rollout
         return bandit_config(
             p_ref=0.5,
             eta=run.learning_rate * run.steps_per_generation,
@@ -241,7 +241,7 @@ def population_observables(config: BanditConfig, reading: LogReading, theta: Arr
     runs = jax.vmap(lambda logits: simulate(config.replace(init_logits=logits), steps, binary_rewards=True))(
         prompt_starts(reading.prompts, theta)
     )
-    per_prompt = lambda x: x[:, read]  # noqa: E731  (D, T+1)
+    per_prompt = lambda x: x[:, read]
     p = per_prompt(runs.reward)
     solvable = jax.nn.sigmoid(-theta[3])  # 1 − c
     mean = solvable * jnp.mean(p, 0)

@@ -148,7 +148,7 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
         if args.model == "auto":
             short = f"the fit window holds {points} logged rewards, fewer than the bandit's fit needs ({MIN_POINTS})"
             why = short if points < MIN_POINTS else f"the run is near a collapse edge: {edge}"
-        claim_out = lambda staged, outputs: claim(args, staged, "forecast", outputs)  # noqa: E731
+        claim_out = lambda staged, outputs: claim(args, staged, "forecast", outputs)
         return lm_forecast_command(args, log, run, fit_until, claim_out, why=why)
     progress = stage_lines("forecast", enabled=not args.quiet)
     cal = calibrate(log, run, fit_until=fit_until, horizon=_horizon(args, log), reward_map="auto", progress=progress)
@@ -194,7 +194,7 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
     scenarios = [parse_scenario(text) for text in args.scenario]
     log, run, fit_until = _calibration_inputs(args, "what-if")
     if answering_model(args, scenarios) == "lm":
-        claim_out = lambda staged, outputs: claim(args, staged, "what-if", outputs)  # noqa: E731
+        claim_out = lambda staged, outputs: claim(args, staged, "what-if", outputs)
         return lm_what_if_command(args, log, run, fit_until, scenarios, claim_out, why=lm_reason(args, scenarios))
     for changes in scenarios:
         check_scenario(run, changes)  # every scenario is checked before the calibration starts

@@ -91,7 +91,7 @@ def _sweep_base(args: argparse.Namespace, axes) -> dict:
 SWEEP_OUTPUTS = ("sweep.json", "sweep.nc", "summary.csv", "chunks")
 
 
-PHASE_OUTPUTS = SWEEP_OUTPUTS + ("phase.png", "phase.pdf", "summary.json")
+PHASE_OUTPUTS = (*SWEEP_OUTPUTS, "phase.png", "phase.pdf", "summary.json")
 
 
 def _check_sweep_flags(args: argparse.Namespace) -> None:
@@ -286,7 +286,7 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
     out = Path(args.out)
     with staged_outputs() as staged:
         results = claim(args, staged, LM_SWEEP, LM_OUTPUTS, resumable=True)
-        finished = lambda: sum(not p.name.endswith(".tmp.npz") for p in (out / "chunks").glob("point-*.npz"))  # noqa: E731
+        finished = lambda: sum(not p.name.endswith(".tmp.npz") for p in (out / "chunks").glob("point-*.npz"))
         args.interrupt_note = _KeptNote(out / "chunks", finished, "grid point")
         rows, curves = lm_sweep.run_lm_sweep(
             settings, grid, seeds=seeds, steps=steps, seed=args.seed, chunks=out / "chunks", progress=progress
@@ -358,7 +358,7 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
 def _write_phase_tables(out: Path, ds, prediction, summary: dict) -> None:
     from ..base.regimes import DISCRETE_REGIMES
 
-    names = np.asarray(DISCRETE_REGIMES + ("none",))  # "none": no prediction (code -1)
+    names = np.asarray((*DISCRETE_REGIMES, "none"))  # "none": no prediction (code -1)
     table = ds.drop_vars(["trajectory", "step"], errors="ignore")  # one row a cell
     table["regime_name"] = (ds["regime"].dims, names[ds["regime"].values])
     for name in ("continuous", "discrete"):

@@ -18,7 +18,7 @@ def _cmd_validate(args: argparse.Namespace) -> None:
     from ..reports.validate import validate
 
     check_seed(args.seed)
-    log = lambda line: print(line, flush=True)  # noqa: E731
+    log = lambda line: print(line, flush=True)
     with staged_outputs() as staged:
         stage = claim(args, staged, "validate", VALIDATE_OUTPUTS)
         results = validate(stage, quick=args.quick, seed=args.seed, log=log, workers=cpu_cores())

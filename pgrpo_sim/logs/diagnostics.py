@@ -352,7 +352,7 @@ def _reversals(reward: np.ndarray, window: int) -> np.ndarray:
     for i, x in enumerate(s):
         lo, hi = min(lo, x), max(hi, x)
         step = max(0.25 * (hi - lo), floor)
-        if direction >= 0 and x > extreme or direction <= 0 and x < extreme:
+        if (direction >= 0 and x > extreme) or (direction <= 0 and x < extreme):
             extreme = x
         if direction == 0 and abs(x - s[0]) > step:
             direction, extreme = (1 if x > s[0] else -1), x

@@ -123,7 +123,7 @@ def read_regime(fit: LawFit, *, steps: ArrayLike, simpler_bic: dict[str, float])
         regime = "overdamped"
     elif hi < 1:
         regime = "underdamped"
-    elif 1 - CRITICAL_BAND <= lo and hi <= 1 + CRITICAL_BAND:
+    elif lo >= 1 - CRITICAL_BAND and hi <= 1 + CRITICAL_BAND:
         regime = "critical"
     else:
         return RegimeReading(

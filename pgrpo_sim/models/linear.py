@@ -495,7 +495,7 @@ def discrete_regime(
     if not is_concrete(eta, momentum, stiffness, tol):
         raise TypeError("discrete_regime returns strings and cannot be traced; use discrete_regime_code")
     code = np.asarray(discrete_regime_code(eta, momentum, lag, stiffness, lag_model, tol))
-    names = np.array(DISCRETE_REGIMES + ("invalid",))[code]  # code -1 -> "invalid"
+    names = np.array((*DISCRETE_REGIMES, "invalid"))[code]  # code -1 -> "invalid"
     return str(names) if names.ndim == 0 else names
 
 

@@ -243,7 +243,7 @@ def regime(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: Array
         PgrpoSimError: if the shapes do not broadcast, a value is non-finite or out of range, or tol < 0.
     """
     codes = np.asarray(regime_code(eta, momentum, lag, stiffness, tol))
-    names = np.asarray(REGIMES + ("invalid",))[codes]  # code −1 → "invalid"
+    names = np.asarray((*REGIMES, "invalid"))[codes]  # code −1 → "invalid"
     return str(names) if names.ndim == 0 else names
 
 

@@ -222,7 +222,7 @@ def plateaus_beyond_data(fits: dict[str, laws.LawFit], fitted_range: tuple[float
 
 
 def _coupling_dict(c: couplings.Coupling) -> dict:
-    clean = lambda a: [float(v) if math.isfinite(v) else None for v in a]  # noqa: E731
+    clean = lambda a: [float(v) if math.isfinite(v) else None for v in a]
     return dict(window=c.window, steps=clean(c.steps), ratio=clean(c.ratio), stderr=clean(c.stderr))
 
 

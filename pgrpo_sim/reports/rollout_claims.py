@@ -121,7 +121,7 @@ def rollout_reuse(res: RolloutResolution, plot: Callable | None) -> dict:
         for c in cases
         if c["floquet_undetermined"]
     )
-    show = lambda v: "none" if v is None else v  # noqa: E731
+    show = lambda v: "none" if v is None else v
     text = (
         f"paper's K_ref* = (1−μ)/(η_eff K) gives the measured reuse onset (±1 epoch) in {matches}/{len(cases)} cases, "
         f"the continuous model's 2K_ref* + 1 in {continuous}/{len(cases)}; reuse destabilises at fewer epochs than "

@@ -59,8 +59,8 @@ def test_eta_momentum_slice_against_closed_form_and_bisection(lag_model):
 @pytest.mark.slow
 def test_padded_stale_radius_and_its_derivative_equal_the_exact_map():
     """One companion matrix for every lag (padding zeros), with the implicit derivative of the dominant root."""
-    f = lambda a, mu: B.stale_radius(a, mu, jax.numpy.asarray(4), 6)  # noqa: E731
-    g = lambda a, mu: ps.spectral_radius(a, mu, 4, 1.0)  # noqa: E731
+    f = lambda a, mu: B.stale_radius(a, mu, jax.numpy.asarray(4), 6)
+    g = lambda a, mu: ps.spectral_radius(a, mu, 4, 1.0)
     assert float(f(0.2, 0.7)) == pytest.approx(float(g(0.2, 0.7)), rel=1e-12)
     np.testing.assert_allclose(jax.grad(f, argnums=(0, 1))(0.2, 0.7), jax.grad(g, argnums=(0, 1))(0.2, 0.7), rtol=1e-9)
 

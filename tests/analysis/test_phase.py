@@ -108,6 +108,6 @@ def test_cells_without_a_fixed_point_are_left_out_of_the_agreement():
     ],
 )
 def test_sweep_cli_errors(argv, word, tmp_path, capsys):
-    assert main(argv + ["--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert main([*argv, "--out", str(tmp_path / "o"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and word in err

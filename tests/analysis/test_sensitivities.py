@@ -29,7 +29,7 @@ def test_sensitivities_match_finite_differences():
             # central differences of values converged to ~1e-15: error ~1e-15/h + h² ≈ 1e-9 relative
             assert sens.partials[q][name] == pytest.approx(fd, rel=1e-6, abs=1e-9), (q, name)
     # the continuous lag (here τ = 0) enters only the oscillator formulas; one-sided difference, error O(h)
-    osc = lambda tau: ps.damping_ratio(2 * 0.1, 0.9, tau, sens.values["stiffness"])  # noqa: E731
+    osc = lambda tau: ps.damping_ratio(2 * 0.1, 0.9, tau, sens.values["stiffness"])
     assert sens.partials["damping_ratio"]["lag"] == pytest.approx(float((osc(h) - osc(0.0)) / h), rel=1e-5)
     assert sens.partials["p_star"]["eta"] == 0.0 and sens.partials["stiffness"]["clip"] == 0.0
     assert "d/dbeta" in sens.table()

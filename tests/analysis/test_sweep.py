@@ -230,8 +230,8 @@ SWEEP_CMD = [
 @pytest.mark.slow
 def test_resume_after_kill_gives_identical_results(tmp_path):
     killed, full = tmp_path / "killed", tmp_path / "full"
-    proc = subprocess.Popen(SWEEP_CMD + ["--out", str(killed)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    finished = lambda: list((killed / "chunks").glob("*.npz")) if (killed / "chunks").exists() else []  # noqa: E731
+    proc = subprocess.Popen([*SWEEP_CMD, "--out", str(killed)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    finished = lambda: list((killed / "chunks").glob("*.npz")) if (killed / "chunks").exists() else []
     deadline = time.time() + 120
     while not finished() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.01)
@@ -239,8 +239,8 @@ def test_resume_after_kill_gives_identical_results(tmp_path):
     proc.wait()
     n_before = len(finished())
     assert 1 <= n_before < 12, n_before  # it really was interrupted mid-run
-    assert subprocess.run(SWEEP_CMD + ["--out", str(killed)], capture_output=True).returncode == 0
-    assert subprocess.run(SWEEP_CMD + ["--out", str(full)], capture_output=True).returncode == 0
+    assert subprocess.run([*SWEEP_CMD, "--out", str(killed)], capture_output=True).returncode == 0
+    assert subprocess.run([*SWEEP_CMD, "--out", str(full)], capture_output=True).returncode == 0
     a, b = load_sweep(killed), load_sweep(full)
     for field in a.data_vars:
         np.testing.assert_array_equal(a[field].values, b[field].values)

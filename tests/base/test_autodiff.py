@@ -34,7 +34,7 @@ def test_where_frozen_selects_values_and_differentiates_the_proposal(frozen):
     (f(a) = where_frozen(frozen, a², a³) at a = 1.5: derivative 3a² = 6.75; float64, rounding only)."""
     with jax.enable_x64(True):
         a = jnp.float64(1.5)
-        f = lambda a: where_frozen(jnp.asarray(frozen), a**2, a**3)  # noqa: E731
+        f = lambda a: where_frozen(jnp.asarray(frozen), a**2, a**3)
         assert float(f(a)) == (2.25 if frozen else 3.375)
         assert float(jax.grad(f)(a)) == pytest.approx(6.75, rel=1e-15)
         assert float(jax.jacfwd(f)(a)) == pytest.approx(6.75, rel=1e-15)

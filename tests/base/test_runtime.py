@@ -95,7 +95,7 @@ def _sweep(tmp_path: Path, name: str, *flags: str, **env: str) -> Path:
     environ = {k: v for k, v in os.environ.items() if k not in (NO_CACHE_ENV, "JAX_COMPILATION_CACHE_DIR")}
     environ.update(XDG_CACHE_HOME=str(home), **env)
     argv = [sys.executable, "-m", "pgrpo_sim.cli", *flags, "sweep", "--grid", "eta=0.1,0.2", "--steps", "50"]
-    proc = subprocess.run(argv + ["--quiet", "--out", str(tmp_path / f"{name}-out")], env=environ, capture_output=True)
+    proc = subprocess.run([*argv, "--quiet", "--out", str(tmp_path / f"{name}-out")], env=environ, capture_output=True)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     return home
 

@@ -66,7 +66,7 @@ def test_band_coverage_of_held_out_steps_is_nominal():
 @pytest.mark.skipif(not ANCHORS.is_dir(), reason="shared/anchors not present")
 def test_commands_end_to_end_on_a_real_log(tmp_path):
     log = ANCHORS / "sweeps" / "cs336_long_run" / "final_on_policy_lr4e-5_400.metrics.jsonl"
-    cli = lambda *a: subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", *a], capture_output=True, text=True)  # noqa: E731
+    cli = lambda *a: subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", *a], capture_output=True, text=True)
     proc = cli("forecast", str(log), "--fit-fraction", "0.3", "--out", str(tmp_path / "f"))
     assert proc.returncode == 0, proc.stderr
     f = json.loads((tmp_path / "f" / "forecast.json").read_text())
@@ -119,7 +119,7 @@ def test_a_calibration_that_misses_its_window_is_said_and_gives_no_verdicts(tmp_
     while the log sits at 0.6–0.85: `calibrate` says it failed (line, report, calibration.json), `forecast`
     refuses in one line (exit 2, nothing written), and `what-if --force` marks every verdict."""
     log = str(ANCHORS / "sweeps" / "cs336_clip_ablation" / "GRPO-Clip_0p20_0p20_e2_tb256.metrics.jsonl")
-    cli = lambda *a: subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", *a], capture_output=True, text=True)  # noqa: E731
+    cli = lambda *a: subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", *a], capture_output=True, text=True)
     proc = cli("calibrate", log, "--out", str(tmp_path / "c"))
     assert proc.returncode == 0 and proc.stdout.startswith("CALIBRATION FAILED: it misses its fit window"), proc
     check = json.loads((tmp_path / "c" / "calibration.json").read_text())["goodness_of_fit"]

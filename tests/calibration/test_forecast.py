@@ -95,7 +95,7 @@ def test_a_band_says_how_many_draws_diverged():
     says it all); the share otherwise, and that the band is no central interval of all draws once the share
     exceeds its tail, (1 − level)/2 = 10 % at level 0.8."""
     steps = np.arange(1.0, 4.0)
-    band = lambda frac, diverged=False: Band(steps=steps, mean=steps, lo=steps, hi=steps, level=0.8,  # noqa: E731
+    band = lambda frac, diverged=False: Band(steps=steps, mean=steps, lo=steps, hi=steps, level=0.8,
                                              diverged=diverged, diverged_fraction=frac)  # fmt: skip
     assert draws_note(band(0.0)) is None and draws_note(band(1.0, diverged=True)) is None
     assert draws_note(band(0.05)) == "5% of the posterior draws diverge; mean and band are over the others"

@@ -146,7 +146,7 @@ def test_an_affine_reward_is_the_success_rate_mapped():
     np.testing.assert_allclose(mapped.reward_var, b**2 * np.asarray(plain.reward_var), rtol=1e-12)
     np.testing.assert_allclose(mapped.reward_std, b * np.asarray(plain.reward_std), rtol=1e-12)
     np.testing.assert_array_equal(mapped.zero_std_frac, plain.zero_std_frac)
-    names = ps.calibration.PARAMETERS + ("reward_offset", "log_reward_gain")
+    names = (*ps.calibration.PARAMETERS, "reward_offset", "log_reward_gain")
     cal = Calibration(
         model, np.append(theta, [a, math.log(b)]), 1e-20 * np.eye(6), 1e4, ("reward",), {}, 1.0, 10.0, 10, "jsonl",
         0.0, parameters=names, prior_sd=np.ones(6),

@@ -218,8 +218,15 @@ def test_a_verl_config_nested_or_dotted():
     }
     assert translate_run_config(dotted).keys == {
         k: keys[k]
-        for k in ("num_iterations", "prompts_per_step", "num_generations", "steps_per_generation", "epsilon")
-        + ("epsilon_high", "beta")
+        for k in (
+            "num_iterations",
+            "prompts_per_step",
+            "num_generations",
+            "steps_per_generation",
+            "epsilon",
+            "epsilon_high",
+            "beta",
+        )
     }
     assert translate_run_config({**dotted, "actor_rollout_ref.actor.use_kl_loss": False}).keys["beta"] == 0.0
     with pytest.raises(PgrpoSimError, match="only grpo"):

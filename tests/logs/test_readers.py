@@ -162,7 +162,7 @@ def test_a_text_cell_is_missing_data_and_a_nan_reward_a_blow_up(tmp_path):
     once; one "n/a" in a smooth curve used to flag instability at its step."""
     rows = [f"{i},{0.8 - 0.6 * 0.9**i}" for i in range(30)]
     for cell, blowup in (("n/a", False), ("nan", True)):
-        text = "step,reward\n" + "\n".join(rows[:12] + [f"12,{cell}"] + rows[13:]) + "\n"
+        text = "step,reward\n" + "\n".join([*rows[:12], f"12,{cell}", *rows[13:]]) + "\n"
         with pytest.warns(UserWarning, match="skipped 1 record"):
             log = logs.read_log(_write(tmp_path, f"{cell.replace('/', '')}.csv", text))
         assert list(log.skipped_steps) == [12] and list(log.blowup_steps) == ([12] if blowup else [])
@@ -276,7 +276,7 @@ def test_cli_fit_writes_report(tmp_path, capsys):
 def test_cli_fit_errors(argv, word, capsys, tmp_path):
     from pgrpo_sim.cli import main
 
-    assert main(argv[:-1] + [str(tmp_path / "out")]) == 2
+    assert main([*argv[:-1], str(tmp_path / "out")]) == 2
     assert not (tmp_path / "out").exists()  # nothing written on bad input
     err = capsys.readouterr().err
     assert word in err and err.count("\n") == 1
@@ -356,7 +356,7 @@ def test_trl_console_only_dicts_and_errors(tmp_path):
     _nan_equal(log["step"], [1, 2, 4])
     _nan_equal(log["reward"], [0.25, 0.5, 0.75])
     _nan_equal(log["kl"], [NAN, math.inf, -math.inf])
-    twice = "\n".join(lines[:2] + ["{'train_runtime': 5.0, 'epoch': 1.0}"] + lines[:1]) + "\n"
+    twice = "\n".join([*lines[:2], "{'train_runtime': 5.0, 'epoch': 1.0}", *lines[:1]]) + "\n"
     with pytest.raises(ValueError, match="more than one run: .* summary at step 2"):
         logs.read_log(_write(tmp_path, "twice.log", twice))
     with pytest.raises(ValueError, match="no TRL console dicts"):
@@ -706,7 +706,7 @@ def test_long_form_runs_are_chosen_by_name(tmp_path):
 def test_cli_fit_reads_one_run_of_a_long_form_file(tmp_path, capsys):
     from pgrpo_sim.cli import main
 
-    curve = lambda k, s: 0.8 - 0.6 * math.exp(-s / (8 + 4 * k))  # noqa: E731
+    curve = lambda k, s: 0.8 - 0.6 * math.exp(-s / (8 + 4 * k))
     rows = "".join(f"r{k},train/reward,{s},{curve(k, s):.6f}\n" for k in (1, 2) for s in range(60))
     path = _write(tmp_path, "sweep.csv", "run_name,metric,step,value\n" + rows)
     assert main(["fit", str(path), "--out", str(tmp_path / "none")]) == 2

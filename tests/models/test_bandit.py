@@ -29,7 +29,7 @@ REF = np.array([[0.0, 0.3, -0.2]])
 @jax.jit  # one program per static structure, not an eager one per operation
 def _group_grads(config, theta, theta_old, arms, rewards):
     """∇_θ of the loss of each group (arms, rewards of shape (groups, G))."""
-    one = lambda a, r: jax.grad(lambda t: sampled_loss(t, theta_old, a[None], r[None], config)[0])(theta)  # noqa: E731
+    one = lambda a, r: jax.grad(lambda t: sampled_loss(t, theta_old, a[None], r[None], config)[0])(theta)
     return jax.vmap(one)(arms, rewards)
 
 
@@ -577,7 +577,7 @@ def test_binomial_mean_derivatives_every_mode(n):
     choose = np.array([math.comb(n, i) for i in range(n + 1)], float)
     weights = jnp.array([1.0, -2.0])
     with jax.enable_x64(True):
-        f = lambda p, v: jnp.sum(binomial_mean(n, p, v) * weights)  # noqa: E731
+        f = lambda p, v: jnp.sum(binomial_mean(n, p, v) * weights)
         for p in (0.2, 0.5, 0.83):
             p = jnp.float64(p)
             fwd = jax.jacfwd(f)(p, values)
@@ -617,7 +617,7 @@ def test_scheduled_run_takes_scaled_steps():
     run, ref = ps.simulate(config, 3), ps.simulate(plain, 1)
     assert float(run.reward[1]) == float(run.reward[0])  # factor 0 at step 0
     # step 1 at factor 1/2 from the unchanged start is half the plain first step in logit space
-    logit = lambda p: np.log(p / (1 - p))  # noqa: E731
+    logit = lambda p: np.log(p / (1 - p))
     half = (logit(float(run.reward[2])) - logit(float(run.reward[1]))) / (logit(float(ref.reward[1])) - logit(0.2))
     assert half == pytest.approx(0.5, rel=1e-5)
 

@@ -142,7 +142,7 @@ def test_continuous_mismatch_grows_with_step(mu, tau):
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 def test_regimes_hand_checkable(dt):
-    a = lambda *v: np.array(v, dt)  # noqa: E731
+    a = lambda *v: np.array(v, dt)
     one, zero, half = dt(1.0), dt(0.0), dt(0.5)
     # tau = 0, mu = 0: root 1 - a
     assert list(L.discrete_regime(a(0.5, 1.5, 2.5), zero, 0, one)) == ["monotone", "flip", "unstable"]
@@ -347,7 +347,7 @@ def test_invalid_under_jit_gives_nan():
     [(0.05, 0.5, 3, "stale"), (0.3, 0.2, 1, "stale"), (0.08, 0.4, 4, "refresh")],
 )
 def test_grad_spectral_radius_matches_finite_difference(eta, mu, lag, model):
-    f = lambda e: L.spectral_radius(e, mu, lag, 2.0, model)  # noqa: E731
+    f = lambda e: L.spectral_radius(e, mu, lag, 2.0, model)
     g = float(jax.grad(f)(eta))
     h = 1e-6
     fd = (float(f(eta + h)) - float(f(eta - h))) / (2 * h)
@@ -356,7 +356,7 @@ def test_grad_spectral_radius_matches_finite_difference(eta, mu, lag, model):
 
 
 def test_grad_critical_eta_implicit():
-    f = lambda m, k: L.critical_eta(m, 3, k)  # noqa: E731
+    f = lambda m, k: L.critical_eta(m, 3, k)
     g_mu, g_k = jax.grad(f, argnums=(0, 1))(0.5, 2.0)
     h = 1e-6
     np.testing.assert_allclose(g_mu, (f(0.5 + h, 2.0) - f(0.5 - h, 2.0)) / (2 * h), rtol=1e-5)

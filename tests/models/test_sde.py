@@ -143,7 +143,7 @@ def test_srk_convergence_order(solver):
 
 def test_ensemble_compiles_once_across_step_sizes(backend_compiles):
     """dt is traced and max_steps a power of two: nearby step sizes reuse one compilation."""
-    run = lambda dt: ps.solve_ensemble(TS[:21], 0.1, 0.0, *REGIMES["over"], 0.01, 4, paths=3, dt=dt)  # noqa: E731
+    run = lambda dt: ps.solve_ensemble(TS[:21], 0.1, 0.0, *REGIMES["over"], 0.01, 4, paths=3, dt=dt)
     run(0.25)
     backend_compiles.clear()
     for dt in (0.2, 0.125, 0.1):

@@ -124,7 +124,7 @@ def test_verdicts_follow_from_the_numbers_and_their_uncertainty(report):
     lag = r["lag_threshold"]
     for model, summary in lag["summary"].items():
         mine = [c for c in lag["cases"] if c["lag_model"] == model]
-        near = lambda a, b: a == b if None in (a, b) else abs(a - b) <= 1  # noqa: E731 (one lag step)
+        near = lambda a, b: a == b if None in (a, b) else abs(a - b) <= 1
         assert summary["exact_matches"] == sum(near(c["measured"], c["exact"]) for c in mine)
         assert summary["continuous_matches"] == sum(
             c["measured"] is not None and abs(c["measured"] - c["continuous"]) <= 1 for c in mine
@@ -162,7 +162,7 @@ def test_sections_in_processes_give_the_numbers_of_this_process(report):
     same numbers, in the same order."""
     _, parallel = report
     alone = validate(None, resolution=TINY, log=lambda line: None)
-    strip = lambda results: {k: {f: v for f, v in r.items() if f != "figure"} for k, r in results.items()}  # noqa: E731
+    strip = lambda results: {k: {f: v for f, v in r.items() if f != "figure"} for k, r in results.items()}
     assert json.dumps(strip(alone), default=str) == json.dumps(strip(parallel), default=str)
 
 

@@ -6,12 +6,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-from pgrpo_sim.reports.validate import SECTIONS  # noqa: E402
-from pgrpo_sim.viz.figures import VALIDATION_FIGURES, make_validation_figure, reward_curve_figure  # noqa: E402
+from pgrpo_sim.reports.validate import SECTIONS
+from pgrpo_sim.viz.figures import VALIDATION_FIGURES, make_validation_figure, reward_curve_figure
 
 
 @pytest.fixture(autouse=True)

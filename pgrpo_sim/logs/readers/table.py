@@ -304,7 +304,7 @@ def tidy(
     if skipped:
         warnings.warn(f"{log_name(path)}: skipped {len(skipped)} record(s) with a non-finite reward", stacklevel=3)
     keep = [s for s, row in merged.items() if any(src in row for n, src in sources.items() if n != "step")]
-    column = lambda key: np.array([merged[s].get(key, np.nan) for s in keep], float)  # noqa: E731
+    column = lambda key: np.array([merged[s].get(key, np.nan) for s in keep], float)
     data = {"step": np.array(keep, float)}
     data.update({name: column(src) for name, src in sources.items() if name != "step"})
     if not np.isfinite(data["reward"]).any():

@@ -45,7 +45,7 @@ def make_optimizer(config: BanditConfig) -> optax.GradientTransformation:
     check_config(config)
     eta = config.eta
     if config.lr_schedule != "constant":
-        eta = lambda count: config.eta * learning_rate_factor(config, count)  # noqa: E731
+        eta = lambda count: config.eta * learning_rate_factor(config, count)
     if config.optimizer == "adam":
         base = optax.adam(eta, b1=config.momentum)
     else:

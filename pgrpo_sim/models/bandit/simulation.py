@@ -305,8 +305,8 @@ def simulate_in_chunks(config: BanditConfig, steps: int, *, chunk: int | None = 
 @functools.partial(jax.jit, static_argnames=("steps", "padded", "mode", "seeds", "binary"))
 def _chunks_start(config, key, steps, padded, mode, seeds, binary):
     """The carry before step 0 and the keys of every step (as `_simulate` splits them), padded to `padded` steps."""
-    carry = lambda: run_loop(config, mode, binary_rewards=binary)[0]  # noqa: E731
-    pad = lambda k: jnp.concatenate([k, jnp.broadcast_to(k[-1:], (padded - steps - 1,))])  # noqa: E731
+    carry = lambda: run_loop(config, mode, binary_rewards=binary)[0]
+    pad = lambda k: jnp.concatenate([k, jnp.broadcast_to(k[-1:], (padded - steps - 1,))])
     if mode == "expected":
         return carry(), pad(jax.random.split(key, steps + 1))
     seed_keys = jax.random.split(key, seeds)

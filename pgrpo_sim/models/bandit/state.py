@@ -171,7 +171,7 @@ def _apply(config: BanditConfig, optimizer, state: BanditState, grad: Array, sta
         proposed = theta + config.features @ updates
     blown = ~jnp.all(jnp.isfinite(proposed))
     diverged = state.diverged | blown
-    keep = lambda new, cur: where_frozen(diverged, cur, new)  # noqa: E731
+    keep = lambda new, cur: where_frozen(diverged, cur, new)
     nxt = state._replace(
         logits=keep(proposed, theta),
         params=keep(params, state.params),
@@ -358,7 +358,7 @@ def step(config: BanditConfig, optimizer, mode: str, state: BanditState, key: Ar
         changes.update(cursor, **({} if batch is None else dict(batch=batch)))
         arms, rewards = draw_rollout(sub, pick(behaviour), key)
         if config.lag_model == "refresh_fresh" or config.dynamic_sampling:
-            loss = lambda t: sampled_loss(pick(t), pick(behaviour), arms, rewards, sub)  # noqa: E731
+            loss = lambda t: sampled_loss(pick(t), pick(behaviour), arms, rewards, sub)
             grad, stats = jax.grad(loss, has_aux=True)(at)
         else:  # samples drawn at the evaluation point: the written-out gradient
             grad, stats = sampled_on_policy_grad(pick(at), arms, rewards, sub)

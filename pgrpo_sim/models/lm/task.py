@@ -135,7 +135,7 @@ def is_held_out(spec: TaskSpec, operands) -> Array:
 
 def _prompt_tokens(operands, xp=jnp):
     """Prompt tokens int32[n, k + 1] of operand values int[n, k]."""
-    query = xp.full(operands.shape[:-1] + (1,), QUERY, dtype=xp.int32)
+    query = xp.full((*operands.shape[:-1], 1), QUERY, dtype=xp.int32)
     return xp.concatenate([operands.astype(xp.int32) + DIGIT0, query], axis=-1)
 
 

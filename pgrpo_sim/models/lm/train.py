@@ -324,7 +324,7 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
             readouts = {**rollout_readouts, **loss_readouts, "eval_accuracy": eval_accuracy}
             readouts = {name: jnp.where(diverged, jnp.nan, readouts[name].astype(jnp.float32)) for name in READOUTS}
             now_diverged = diverged | blown
-            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(now_diverged, b, a), new, old)  # noqa: E731
+            keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(now_diverged, b, a), new, old)
             carry = (
                 keep(new_params, params),
                 keep(new_opt_state, opt_state),

@@ -33,7 +33,7 @@ def failure_modes(res: Resolution, seed: int, plot: Callable | None) -> dict:
                 c["first_steps"][f"{mode}_missing_reason"] = "the flag never fired in 600 steps"
         if c["first"] is None:
             c["first_missing_reason"] = "no flag fired in 600 steps"
-    step = lambda v: "—" if v is None else f"{v:g}"  # noqa: E731
+    step = lambda v: "—" if v is None else f"{v:g}"
     out = {
         "cases": cases,
         "verdict": verdict(separated, text),

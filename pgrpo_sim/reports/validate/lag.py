@@ -104,7 +104,7 @@ def lag_threshold(res: Resolution, seed: int, plot: Callable | None) -> dict:
         for field in ("measured", "exact"):
             if c[field] is None:
                 c[f"{field}_missing_reason"] = f"no instability up to lag {res.max_lag}"
-    show = lambda v: "none" if v is None else v  # noqa: E731
+    show = lambda v: "none" if v is None else v
     out = {
         "cases": cases,
         "summary": summary,

@@ -38,7 +38,7 @@ def report_markdown(results: dict, *, quick: bool, seed: int) -> str:
             lines += [f"![{title}]({r['figure']})", ""]
         table = r.get("table", [])
         if table:
-            cells = lambda row: "| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |"  # noqa: E731
+            cells = lambda row: "| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |"
             lines.append(cells(table[0]))
             lines.append("|" + "---|" * len(table[0]))
             lines += [cells(row) for row in table[1:]]

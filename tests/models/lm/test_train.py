@@ -134,7 +134,7 @@ def test_run_read_outs(tiny_run):
         assert value.shape == (2, 4), name
     r = {name: np.asarray(value) for name, value in result.readouts.items()}
     assert np.all(np.isnan(r["eval_accuracy"][:, 1::2])) and np.all(np.isfinite(r["eval_accuracy"][:, ::2]))
-    assert np.all((0 <= r["reward"]) & (r["reward"] <= 1)) and np.all(r["completions/mean_length"] <= 8)
+    assert np.all((r["reward"] >= 0) & (r["reward"] <= 1)) and np.all(r["completions/mean_length"] <= 8)
     assert np.all(np.any(r["reward"] > 0, axis=1))  # the demonstrated start earns some reward in each run
     # a rollout with a group of unequal rewards has nonzero advantages and gradient; after one, the policy has left
     # the start and k3 (≥ 0) against it is positive
@@ -219,7 +219,7 @@ def test_a_derivative_through_a_run_is_refused_in_one_line():
     """Rewards count sampled tokens: jax.grad would be a silent 0. Refused while tracing, before any run."""
     config = lm_config(width=8, heads=2, layers=1, operands=2, max_completion_length=8, prompts_per_step=2)
     start = init_policy(config.policy, jax.random.key(0))
-    mean_reward = lambda lr: lm_simulate(config.replace(learning_rate=lr), 2, start=start).readouts["reward"].mean()  # noqa: E731
+    mean_reward = lambda lr: lm_simulate(config.replace(learning_rate=lr), 2, start=start).readouts["reward"].mean()
     with pytest.raises(PgrpoSimError, match="no derivative in its hyperparameters"):
         jax.grad(mean_reward)(1e-3)
     assert np.isfinite(float(mean_reward(1e-3)))  # the run itself is untouched
