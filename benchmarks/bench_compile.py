@@ -148,7 +148,9 @@ def measure_counts(n_eta: int, max_lag: int, steps: int) -> dict:
     ]
     out = []
     for label, base, axes, kwargs in sweeps:
-        _, seconds, rec = _timed(lambda: run_sweep(base, axes, steps=steps, progress=False, **kwargs))
+        _, seconds, rec = _timed(
+            lambda base=base, axes=axes, kwargs=kwargs: run_sweep(base, axes, steps=steps, progress=False, **kwargs)
+        )
         out.append([label, _summary(seconds, rec)])
     return dict(sweeps=out, devices=jax.device_count())
 

@@ -215,14 +215,14 @@ def check_statistics(seeds: int = 512, steps: int = 100) -> tuple[str, bool]:
     with np.errstate(over="ignore", invalid="ignore"):
         base = numpy_rewards(case, *bench_bandit.CHECK_SWEEP)
     running = [np.isfinite(x).sum(axis=1) for x in (ours, base)]  # (C, steps+1) each
-    se = np.sqrt(sum(np.nanvar(x, axis=1, ddof=1) / n for x, n in zip((ours, base), running)))
+    se = np.sqrt(sum(np.nanvar(x, axis=1, ddof=1) / n for x, n in zip((ours, base), running, strict=True)))
     z = float(np.max(np.abs(np.nanmean(ours, axis=1) - np.nanmean(base, axis=1)) / (se + 1e-6)))
     lost = [1 - n[:, -1] / seeds for n in running]
     pooled = (lost[0] + lost[1]) / 2
     z_lost = float(np.max(np.abs(lost[0] - lost[1]) / (np.sqrt(2 * pooled * (1 - pooled) / seeds) + 1e-6)))
     text = (
         f"{case['size']}: seed means of running seeds differ by at most {z:.1f} s.e., diverged fractions "
-        f"{', '.join(f'{a:.1%}/{b:.1%}' for a, b in zip(*lost))} by {z_lost:.1f} s.e. (limit 5)"
+        f"{', '.join(f'{a:.1%}/{b:.1%}' for a, b in zip(*lost, strict=True))} by {z_lost:.1f} s.e. (limit 5)"
     )
     return text, z <= 5 and z_lost <= 5
 

@@ -474,7 +474,7 @@ def measure_deterministic(repeats: int) -> dict:
         for name, fn in methods.items():
             with harness.CompileRecorder() as rec:
                 fn(ts)
-            out[name] = dict(seconds=_best_time(lambda: fn(ts), repeats), compile_s=rec.seconds())
+            out[name] = dict(seconds=_best_time(lambda fn=fn: fn(ts), repeats), compile_s=rec.seconds())
     return out
 
 

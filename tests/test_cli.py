@@ -18,6 +18,12 @@ from pgrpo_sim.cli import SIMULATE_COLUMNS, build_parser, main
 THEORY = ["theory", "--eta", "0.05", "--momentum", "0.9", "--lag", "2", "--stiffness", "0.3"]
 
 
+def _csv_rows(path) -> list[dict[str, str]]:
+    """A CSV file's rows, header name → value."""
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
 def test_theory_json(capsys):
     assert main([*THEORY, "--noise", "0.1", "--group-size", "8", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -61,7 +67,7 @@ def test_simulate_writes_csv_and_plot(tmp_path, capsys):
         str(png),
     ]
     assert main(args) == 0
-    rows = list(csv.DictReader(open(out)))
+    rows = _csv_rows(out)
     assert tuple(rows[0]) == SIMULATE_COLUMNS and len(rows) == 31
     assert float(rows[0]["reward"]) == pytest.approx(0.2, abs=1e-6)
     config = ps.bandit_config(beta=0.5)
@@ -75,7 +81,7 @@ def test_simulate_writes_csv_and_plot(tmp_path, capsys):
 
 def test_simulate_defaults_run(tmp_path):
     assert main(["simulate", "--steps", "20", "--out", str(tmp_path / "x.csv")]) == 0
-    rows = list(csv.DictReader(open(tmp_path / "x.csv")))
+    rows = _csv_rows(tmp_path / "x.csv")
     assert all(float(r["reward_std"]) == 0 for r in rows)  # expected mode: no seed spread
 
 
@@ -85,10 +91,10 @@ def test_simulate_reward_std_is_nan_where_undefined(tmp_path):
     divergence are finite, though one arm's probability underflowed to 0 (0·log 0 = 0 in entropy and KL)."""
     one = tmp_path / "one.csv"
     assert main(["simulate", "--steps", "3", "--mode", "sampled", "--seeds", "1", "--out", str(one)]) == 0
-    assert all(np.isnan(float(r["reward_std"])) for r in csv.DictReader(open(one)))
+    assert all(np.isnan(float(r["reward_std"])) for r in _csv_rows(one))
     div = tmp_path / "div.csv"
     assert main(["simulate", "--steps", "30", "--momentum", "0.9", "--eta", "1e308", "--out", str(div)]) == 0
-    rows = list(csv.DictReader(open(div)))
+    rows = _csv_rows(div)
     last = max(i for i, r in enumerate(rows) if np.isfinite(float(r["reward"])))
     assert last < len(rows) - 1  # it diverged
     assert all(np.isnan(float(r["reward_std"])) for r in rows[last + 1 :])
@@ -182,7 +188,7 @@ def test_oscillator_writes_paths(tmp_path, capsys):
         str(png),
     ]
     assert main(argv) == 0
-    rows = list(csv.DictReader(open(out)))
+    rows = _csv_rows(out)
     assert (
         list(rows[0]) == ["step", "mean", "std", "path_0", "path_1", "path_2", "path_3", "path_4"] and len(rows) == 41
     )
@@ -287,7 +293,8 @@ def test_trl_names_set_the_same_settings_as_the_short_forms(command):
 
 def test_simulate_with_trl_names_runs_as_with_the_short_forms(tmp_path, capsys):
     args = ["simulate", "--steps", "5", "--beta", "0.5"]
-    assert main([*args, "--learning-rate", "0.3", "--num-generations", "4", "--loss-type", "dapo", "--out", str(tmp_path / "a.csv")]) == 0  # fmt: skip
+    trl = ["--learning-rate", "0.3", "--num-generations", "4", "--loss-type", "dapo"]
+    assert main([*args, *trl, "--out", str(tmp_path / "a.csv")]) == 0
     assert main([*args, "--eta", "0.3", "--group-size", "4", "--out", str(tmp_path / "b.csv")]) == 0
     assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text()
 

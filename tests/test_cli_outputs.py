@@ -224,7 +224,8 @@ def test_oscillator_adapts_its_step_to_the_dynamics(tmp_path, capsys):
     argv += ["--group-size", "8", "--e0", "-0.5", "--steps", "200", "--paths", "2", "--out", str(out)]
     assert main(argv) == 0
     assert "Euler step 0.0625" in capsys.readouterr().out
-    rows = list(csv.DictReader(open(out)))
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
     import pgrpo_sim as ps
 
     closed = np.asarray(ps.trajectory(np.arange(201.0), -0.5, 0.0, 0.05, 0.99, 0.0, 0.3))

@@ -48,7 +48,7 @@ def test_a_run_that_never_learned_is_flat_not_oscillating():
     p = 0.3, 60 steps) were called `oscillates` 8 times in 10, and so was an exact flat curve with float32 rounding
     jitter. A curve whose peak is within 3 standard errors (and 0.001) of its start is `flat`; a run that rises by
     0.25 is not, and every verdict is one of `VERDICTS`."""
-    from pgrpo_sim.calibration.forecast import VERDICTS
+    from pgrpo_sim.analysis import VERDICTS
 
     rng = np.random.default_rng(0)
     config = lm.lm_config(prompts_per_step=16, num_generations=8, modulus=10)

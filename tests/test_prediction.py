@@ -222,7 +222,7 @@ def test_fixed_point_and_stiffness_are_differentiable_in_beta():
     config = ps.bandit_config(**BASE, eta=0.1)
     h = 1e-5
     for field in ("p_star", "stiffness"):
-        f = lambda b: getattr(ps.predict(config.replace(beta=b)), field)
+        f = lambda b, field=field: getattr(ps.predict(config.replace(beta=b)), field)
         fd = (f(0.5 + h) - f(0.5 - h)) / (2 * h)
         # bisection to round-off plus O(h²): rtol 1e-5
         assert float(jax.grad(f)(0.5)) == pytest.approx(float(fd), rel=1e-5)

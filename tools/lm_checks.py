@@ -78,7 +78,7 @@ def lr_check(anchors: Path, work: Path) -> dict:
     out = dict(name="learning rate", seconds=seconds, error=error, actual=actual)
     if result is None:
         return out
-    entries = {"3e-5": result["baseline"]} | dict(zip(others, result["scenarios"]))
+    entries = {"3e-5": result["baseline"]} | dict(zip(others, result["scenarios"], strict=True))
     predicted = {r: entries[r]["band"]["mean"][-1] for r in LR_RUNS}
     rho = float(spearmanr([predicted[r] for r in LR_RUNS], [actual[r] for r in LR_RUNS]).statistic)
     collapse = entries["1e-4"]["verdict"] == "collapses"
@@ -95,9 +95,11 @@ def reuse_check(anchors: Path, work: Path) -> dict:
     out = dict(name="reuse", seconds=seconds, error=error, expected=["learns", "learns", "collapses"])
     if result is not None:
         verdicts = [s["verdict"] for s in result["scenarios"]]
-        expected_ok = [(v == "collapses") == (e == "collapses") for v, e in zip(verdicts, out["expected"])]
+        expected_ok = [(v == "collapses") == (e == "collapses") for v, e in zip(verdicts, out["expected"], strict=True)]
         out.update(
-            baseline=result["baseline"], entries=dict(zip(scenarios, result["scenarios"])), passed=all(expected_ok)
+            baseline=result["baseline"],
+            entries=dict(zip(scenarios, result["scenarios"], strict=True)),
+            passed=all(expected_ok),
         )
     return out
 
@@ -118,7 +120,7 @@ def clip_check(anchors: Path, work: Path) -> dict:
         verdicts = [s["verdict"] for s in result["scenarios"]]
         out.update(
             baseline=result["baseline"],
-            entries=dict(zip(scenarios, result["scenarios"])),
+            entries=dict(zip(scenarios, result["scenarios"], strict=True)),
             passed=verdicts[0] != "collapses" and verdicts[1] == "collapses",
         )
     return out

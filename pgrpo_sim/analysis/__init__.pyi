@@ -18,6 +18,7 @@ from .search import (
 )
 from .sensitivities import Sensitivities as Sensitivities, sensitivities as sensitivities
 from .summaries import (
+    VERDICTS as VERDICTS,
     CurveSummary as CurveSummary,
     collapsed as collapsed,
     summarize_curve as summarize_curve,

@@ -37,7 +37,7 @@ import numpy as np
 from ..base.checks import check_choice, check_range
 from ..base.errors import PgrpoSimError
 from ..models import linear, theory
-from ..models.config import BanditConfig, bandit_config
+from ..models.config import LAG_MODELS, BanditConfig, bandit_config
 from ..models.hyperparameters import HYPERPARAMETERS, reference_mass
 from ..prediction import (
     continuous_lag,
@@ -143,7 +143,7 @@ def _radius(spec: _Spec, eta, mu, k, lag_value):
 def _field(spec: _Spec, ctx, u):
     """F of the boundary `ctx["kind"]` (index into `KINDS`) at box coordinates u (module docstring)."""
     values = dict(ctx["base"])
-    values.update(zip(spec.axes, _axis_values(spec, ctx, u)))
+    values.update(zip(spec.axes, _axis_values(spec, ctx, u), strict=True))
     if spec.scale is not None:
         cfg = substitute(ctx["cfg2"], {k: values[k] for k in ("beta", "p_ref")}, spec.scale)
         k = stiffness(cfg, fixed_point(cfg)[0])
@@ -219,7 +219,7 @@ def _roots_on_segments(spec, ctx, a, b, along, xtol: float):
         same = np.sign(f_mid) == np.sign(f_a)
         lo, hi = np.where(same, mid, lo), np.where(same, hi, mid)
     points, dists, grads = [], [], []
-    for start, end, axis, s in zip(a, b, along, (lo + hi) / 2):
+    for start, end, axis, s in zip(a, b, along, (lo + hi) / 2, strict=True):
         free = np.zeros(2)
         free[axis] = 1.0
         guess = jnp.asarray(start + s * (end - start))
@@ -297,7 +297,7 @@ def _near(curve: np.ndarray, point: np.ndarray, tol: float) -> bool:
 def _trace(spec, ctx, grid: int, step: float, xtol: float, max_points: int) -> list[tuple[np.ndarray, float]]:
     """All curves (box coordinates, largest residual) of a 2-D field: one per seed not on a traced curve."""
     curves: list[tuple[np.ndarray, float]] = []
-    for seed, seed_dist, grad in zip(*_seeds(spec, ctx, grid, xtol)):
+    for seed, seed_dist, grad in zip(*_seeds(spec, ctx, grid, xtol), strict=True):
         if any(_near(c, seed, 0.3 / grid) for c, _ in curves):
             continue
         forward, d_fwd = _follow(spec, ctx, seed, grad, 1.0, step, xtol, max_points)
@@ -418,7 +418,7 @@ def _slice(point, x, x_range, y, y_range, lag_model, log_x, log_y) -> tuple[_Spe
         check_range(f"{name} range", [a, b])
         if not a < b:
             raise PgrpoSimError(f"{name} range must have low < high, got ({a:g}, {b:g})")
-    logs = tuple(name in LOG_AXES if flag is None else bool(flag) for name, flag in ((x, log_x), (y, log_y)))
+    logs = (x in LOG_AXES if log_x is None else bool(log_x), y in LOG_AXES if log_y is None else bool(log_y))
     for name, (a, b), log in ((x, x_range, logs[0]), (y, y_range, logs[1])):
         if log and a <= 0:
             raise PgrpoSimError(f"{name} range must be > 0 on a log scale, got low {a:g}")
@@ -443,7 +443,7 @@ def _slice(point, x, x_range, y, y_range, lag_model, log_x, log_y) -> tuple[_Spe
         else:  # K does not move in this slice: compute it once
             base["stiffness"] = fixed_point_stiffness(cfg2)[2]
     else:
-        check_choice("lag_model", lag_model, ("none", "stale", "refresh", "refresh_fresh"))
+        check_choice("lag_model", lag_model, LAG_MODELS)
         for name in (x, y):
             if name not in OSCILLATOR_AXES:
                 raise PgrpoSimError(f"axis {name!r} is not an oscillator parameter ({', '.join(OSCILLATOR_AXES)})")
@@ -457,9 +457,9 @@ def _slice(point, x, x_range, y, y_range, lag_model, log_x, log_y) -> tuple[_Spe
         dtype = jnp.result_type(*[jnp.asarray(v, float) for v in base.values()])
         ctx = dict(eta_scale=1.0)
     if "lag" in (x, y):
-        discrete_lag, max_lag = None, int(math.floor(max(x_range[1] if x == "lag" else y_range[1], 0)))
+        discrete_lag, max_lag = None, math.floor(max(x_range[1] if x == "lag" else y_range[1], 0))
     else:
-        discrete_lag, max_lag = (int(round(float(base["lag"]))) if lag_model != "none" else 0), 0
+        discrete_lag, max_lag = (round(float(base["lag"])) if lag_model != "none" else 0), 0
     spec = _Spec(axes=(x, y), logs=logs, lag_model=lag_model, discrete_lag=discrete_lag, max_lag=max_lag, scale=scale)
     ctx.update(
         base={k: jnp.asarray(v, dtype) for k, v in base.items()},

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from ..base.checks import check_seed, check_seeds, check_steps
 from ..base.errors import PgrpoSimError
@@ -166,7 +167,7 @@ def parse_lm_grid(items: Sequence[str]) -> dict[str, list]:
                 num = int(parts[2])
             except ValueError:
                 raise PgrpoSimError(f"{key}=log:START:STOP:NUM needs an integer NUM, got {parts[2]!r}") from None
-            if not (start and stop and start > 0 and stop > 0 and num >= 1):
+            if not (isinstance(start, float) and isinstance(stop, float) and start > 0 and stop > 0 and num >= 1):
                 raise PgrpoSimError(f"{key}=log:START:STOP:NUM needs START, STOP > 0 and NUM >= 1, got {text!r}")
             grid[key] = short_values(np.geomspace(start, stop, num))
         else:
@@ -191,7 +192,7 @@ def grid_points(base: Mapping, grid: Mapping[str, Sequence]) -> list[dict]:
     overlap = sorted(set(base) & set(grid))
     if overlap:
         raise PgrpoSimError(f"{overlap[0]} is both set and a grid axis: give it once")
-    points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+    points = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
     for point in points:
         lm_config(**base, **point)
     return points
@@ -225,7 +226,7 @@ def running_mean(curve: np.ndarray, window: int) -> np.ndarray:
     return (total - lagged) / counts
 
 
-def knowledge(reward: np.ndarray, format_ok: np.ndarray, modulus: int) -> np.ndarray:
+def knowledge(reward: npt.ArrayLike, format_ok: npt.ArrayLike, modulus: int) -> np.ndarray:
     """The chance-corrected reward of the level's rollouts: the share of completions that are well-formed and right
     beyond guessing, k = max(r − f/m, 0) / (1 − 1/m), with r the reward, f the well-formed share and m the modulus
     (a well-formed answer guessed at random is right with probability 1/m). An LLM's answer space is so large that
@@ -243,7 +244,9 @@ def knowledge(reward: np.ndarray, format_ok: np.ndarray, modulus: int) -> np.nda
     return np.maximum(np.asarray(reward, float) - chance * np.asarray(format_ok, float), 0.0) / (1 - chance)
 
 
-def knowledge_se(reward: np.ndarray, format_ok: np.ndarray, modulus: int, completions: np.ndarray) -> np.ndarray:
+def knowledge_se(
+    reward: npt.ArrayLike, format_ok: npt.ArrayLike, modulus: int, completions: npt.ArrayLike
+) -> np.ndarray:
     """The standard error of `knowledge` over `completions` independent completions: per completion X = R − F/m
     (R right, F well-formed; R implies F), Var X = r(1 − r) + f(1 − f)/m² − 2r(1 − f)/m, divided by n (1 − 1/m)².
 
@@ -370,9 +373,9 @@ def sweep_flops(base: Mapping, grid: Mapping[str, Sequence], *, seeds: int, step
     others = math.prod(len(v) for k, v in grid.items() if k not in SIZE_KEYS)
     counts: dict[tuple, int] = {}
     for values in itertools.product(*sized.values()):  # β matters only as zero or not (the reference's pass)
-        key = tuple(bool(v) if k == "beta" else v for k, v in zip(sized, values))
+        key = tuple(bool(v) if k == "beta" else v for k, v in zip(sized, values, strict=True))
         counts[key] = counts.get(key, 0) + others
-    total = sum(step_flops(lm_config(**base, **dict(zip(sized, key)))) * n for key, n in counts.items())
+    total = sum(step_flops(lm_config(**base, **dict(zip(sized, key, strict=True)))) * n for key, n in counts.items())
     return total * seeds * steps
 
 
@@ -446,14 +449,18 @@ def run_lm_sweep(
     paths = [None if chunks is None else _point_file(chunks, p, base, steps, seeds, seed) for p in points]
     todo, took = sum(path is None or not path.exists() for path in paths), []  # took: seconds of each point run
     rows, curves = [], {name: [] for name in READOUTS}
-    for i, (point, path) in enumerate(zip(points, paths)):
+    for i, (point, path) in enumerate(zip(points, paths, strict=True)):
         config = lm_config(**base, **point)
         if path is not None and path.exists():
-            with np.load(path) as saved:
+            with np.load(path) as saved:  # a host run: NumPy arrays, no parameters (LMRun is typed for a device run)
                 run = LMRun({name: saved[name] for name in READOUTS}, None, saved["diverged"], saved["diverged_step"])
         else:
             if progress is not None:  # the time left from the points run (the first one compiles: left out)
-                left = f"; about {duration_text(np.mean(took[1:] or took) * (todo - len(took)))} left" if took else ""
+                left = (
+                    f"; about {duration_text(float(np.mean(took[1:] or took)) * (todo - len(took)))} left"
+                    if took
+                    else ""
+                )
                 progress(f"grid point {i + 1}/{len(points)}: {_describe(point)} × {seeds} seed(s){left}")
             started = time.monotonic()
             run = interruptible(lambda config=config: _run_on_host(config, steps, seeds, seed))
@@ -461,7 +468,7 @@ def run_lm_sweep(
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 temp = path.with_suffix(".tmp.npz")
-                np.savez(temp, diverged=run.diverged, diverged_step=run.diverged_step, **run.readouts)
+                np.savez(temp, diverged=run.diverged, diverged_step=run.diverged_step, **run.readouts)  # pyright: ignore[reportArgumentType]  # no read-out is named allow_pickle
                 temp.replace(path)
         for s, summary in enumerate(summarize_lm_runs(run, config)):
             rows.append({**point, "seed": s, **summary})

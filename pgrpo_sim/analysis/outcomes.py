@@ -136,5 +136,5 @@ def outcomes(
     cfg2 = two_arm_reduction(config)
     dtype = cfg2.eta.dtype
     fixed = constant_fixed_point(cfg2)
-    fraction, smoothing = jnp.asarray(fraction, dtype), jnp.asarray(smoothing, dtype)
-    return _outcomes_kernel(cfg2, fixed, fraction, smoothing, int(steps), bool(checkpoint))
+    threshold = jnp.asarray(fraction, dtype), jnp.asarray(smoothing, dtype)
+    return _outcomes_kernel(cfg2, fixed, *threshold, int(steps), bool(checkpoint))

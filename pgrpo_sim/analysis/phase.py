@@ -106,7 +106,7 @@ def predict_cells(base: Mapping, coords: Mapping[str, np.ndarray]) -> PhasePredi
     config = bandit_config(**base)
     fields = {k: [] for k in PhasePrediction._fields}
     for cell in cells:
-        values = {d: int(v) if HYPERPARAMETERS[d].integer else float(v) for d, v in zip(dims, cell)}
+        values = {d: int(v) if HYPERPARAMETERS[d].integer else float(v) for d, v in zip(dims, cell, strict=True)}
         cfg = set_hyperparameters(config, values)
         reduced = two_arm_reduction(cfg)
         _, found, k = fixed_point_stiffness(reduced)

@@ -86,7 +86,7 @@ def _values_from_unit(problem: _Problem, u: Array, numeric) -> Array:
 
 def _evaluate(problem: _Problem, cfg2: BanditConfig, numeric, values: Array) -> dict[str, Array]:
     """Penalised loss and read-outs at one point (hyperparameter values in config units)."""
-    cfg = substitute(cfg2, dict(zip(problem.names, values)), problem.scale)
+    cfg = substitute(cfg2, dict(zip(problem.names, values, strict=True)), problem.scale)
     fixed = (numeric["x_star"], numeric["found"]) if "x_star" in numeric else None
     q = oscillator(cfg, continuous_lag(cfg.lag, cfg.lag_model), fixed)
     eta_eff, k = 2 * cfg.eta, q["stiffness"]
@@ -133,7 +133,7 @@ def _optimise(problem: _Problem, cfg2, numeric, z0, learning_rate, iterations: i
     """Adam on z = logit(u) from every row of z0 at once (vmapped restarts), penalty continuation; a step
     whose loss or gradient is not finite is skipped (the restart stays put). Returns the per-iteration
     history, its `loss` always with the full penalty (the objective that `grid_search` minimises)."""
-    opt = optax.adam(optax.cosine_decay_schedule(learning_rate, iterations, alpha=1e-3), **_ADAM)
+    opt = optax.adam(optax.cosine_decay_schedule(learning_rate, iterations, alpha=1e-3), **_ADAM)  # pyright: ignore[reportArgumentType]  # b1, b2 only
 
     def loss(z, weight):
         aux = _evaluate(problem, cfg2, numeric, _values_from_unit(problem, jax.nn.sigmoid(z), numeric))
@@ -316,6 +316,7 @@ def _outer_grid(config: BanditConfig, lags, group_sizes) -> list[tuple[dict[str,
         for g in group_sizes if group_sizes is not None else [None]:
             changes, label = {}, {}
             if lag is not None:
+                assert lags is not None  # lag is one of them
                 check_range("lags", lag, 0, integer=True)
                 changes.update(lag=int(lag), max_lag=max(config.max_lag, *map(int, lags)))
                 label["lag"] = int(lag)
@@ -354,7 +355,7 @@ def _check_feasible(problem: _Problem, cfg2, numeric, label: dict) -> None:
     if not needs_p_star:
         return
     d = len(problem.names)
-    unit = _unit_grid(d, max(2, int(round(1024 ** (1 / d)))))
+    unit = _unit_grid(d, max(2, round(1024 ** (1 / d))))
     quick = dataclasses.replace(problem, objective="damping-ratio", steps=0)  # ζ and radius only, no simulation
     aux = _evaluate_grid(quick, cfg2, numeric, unit)
     where = f" (at {label})" if label else ""
@@ -373,7 +374,7 @@ def _check_feasible(problem: _Problem, cfg2, numeric, label: dict) -> None:
         wanted.append(f"spectral radius ≤ {numeric['max_radius']:g}")
     if wanted and not ok.any():
         i = int(np.nanargmin(aux["violation"]))
-        at = ", ".join(f"{n}={v:.4g}" for n, v in zip(problem.names, aux["values"][i]))
+        at = ", ".join(f"{n}={v:.4g}" for n, v in zip(problem.names, aux["values"][i], strict=True))
         raise PgrpoSimError(
             f"infeasible constraints{where}: no point of the search box has {' and '.join(wanted)}; the closest, "
             f"{at}, has ζ = {aux['damping_ratio'][i]:.4g} and spectral radius {aux['spectral_radius'][i]:.4g}"

@@ -100,7 +100,7 @@ def _fits(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
         return False
 
 
-def check_curve_flags(shape: tuple[int, ...], diverged, stderr) -> None:
+def check_curve_flags(shape: tuple[int, ...], diverged: ArrayLike, stderr: ArrayLike | None) -> None:
     """Raise `PgrpoSimError` unless `diverged` is True/False (or 0/1) per curve and `stderr` one number, one per
     point or one per point and curve, for curves of `shape` ((T+1,) or time-major (T+1, B)).
 
@@ -337,6 +337,10 @@ def running_mean_stderr(curve: ArrayLike, window: int) -> np.ndarray:
     return sigma / np.sqrt(np.minimum(np.arange(1, x.size + 1), int(window)))
 
 
+VERDICTS = ("learns", "plateaus", "flat", "oscillates", "collapses", "diverges")
+"""The verdicts `verdict` gives a reward curve."""
+
+
 def verdict(
     mean: np.ndarray, diverged: bool, summary=None, *, collapse: bool | None = None, stderr: ArrayLike | None = None
 ) -> str:
@@ -365,7 +369,7 @@ def verdict(
             reward units; None: an exact curve.
 
     Returns:
-        One of "diverges", "collapses", "flat", "oscillates", "plateaus" or "learns".
+        One of `VERDICTS`.
 
     Raises:
         PgrpoSimError: (when `summary` is None) a finite `mean` of fewer than 2 points, or `stderr` that does not

@@ -289,7 +289,7 @@ def compute_sweep(
             size, batch = _chunk_shape(n_traced, config, settings, branches)
             pending = None  # the chunk in flight: the next one is dispatched before it is saved
 
-            def finish(done, out):
+            def finish(done, out, g=g, results=results):
                 gathered = interruptible(lambda: {k: _gather(v) for k, v in out.items()})  # Ctrl-C: at once
                 chunk = {k: v[: done.size] for k, v in gathered.items()}
                 if store:
@@ -297,7 +297,8 @@ def compute_sweep(
                 results.put(done, chunk)
                 bar.update(done.size)
 
-            def launch(params):  # compiles on the first call: in a thread, so that Ctrl-C is not held off
+            # compiles on the first call: in a thread, so that Ctrl-C is not held off
+            def launch(params, config=config, batch=batch, binary=binary):
                 return interruptible(
                     lambda: run_chunk(config, params, np.uint32(seed), steps, mode, decimate, batch, seeds, binary)
                 )
@@ -439,7 +440,7 @@ def _group_configs(base: dict, traced: Sequence[Axis], static: Sequence[Axis]) -
     configs = []
     for static_index in list(np.ndindex(*[a.size for a in static])) if static else [()]:
         fixed = dict(base)
-        fixed.update({a.name: a.values[i] for a, i in zip(static, static_index)})
+        fixed.update({a.name: a.values[i] for a, i in zip(static, static_index, strict=True)})
         lag_axis = next((a for a in traced if a.name == "lag"), None)
         if lag_axis is not None:
             fixed["max_lag"] = max(max(lag_axis.values), 0)
@@ -497,7 +498,7 @@ def _done_soon(out: dict) -> bool:
 
     arrays = [x for x in jax.tree.leaves(out) if isinstance(x, jax.Array)]
     deadline = time.monotonic() + PENDING_WAIT_S
-    while not all(x.is_ready() for x in arrays):
+    while not all(x.is_ready() for x in arrays):  # pyright: ignore[reportAttributeAccessIssue]  # jax.Array's stub lacks it
         if time.monotonic() > deadline:
             return False
         time.sleep(0.01)

@@ -30,9 +30,8 @@ class ChunkStore:
             for previous in (self.dir / "sweep.json", manifest):  # a finished sweep, unfinished chunks
                 if previous.exists() and previous.read_text() != spec.to_json() and not overwrite:
                     raise OtherSweepError(f"{self.dir} holds a different sweep; pass overwrite=True or another out_dir")
-            if not manifest.exists() or manifest.read_text() != spec.to_json():
-                if self.chunks.exists():  # a partial delete must fail loudly: leftovers would load as new chunks
-                    shutil.rmtree(self.chunks)
+            if (not manifest.exists() or manifest.read_text() != spec.to_json()) and self.chunks.exists():
+                shutil.rmtree(self.chunks)  # a partial delete must fail loudly: leftovers would load as new chunks
             self.chunks.mkdir(parents=True, exist_ok=True)
             _write_atomically(manifest, spec.to_json().encode())
         except OSError as exc:
@@ -149,7 +148,7 @@ def write_lm_sweep(into: Path, keys: Sequence[str], rows: Sequence[Mapping], cur
     with open(into / "summary.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(columns)
-        for row, shares in zip(rows, verdict_shares(rows, keys)):
+        for row, shares in zip(rows, verdict_shares(rows, keys), strict=True):
             row = {**row, **shares}
             writer.writerow([_cell(row[c], exact=c in keys) for c in columns])
     points, seeds, steps = next(iter(curves.values())).shape

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -17,8 +18,10 @@ checkpointed tape costs less there, but at `search`'s width (8 restarts, 2 hyper
 mode ran 200 iterations in 0.09 s against 0.15 s (full tape) and 0.25 s (checkpointed), and compiled in 5.6 s
 against 6.4 s and 7.6 s (measured once, 2026-12-02, 2 cores; not a benchmark)."""
 
+_Aux = TypeVar("_Aux")
 
-def value_and_grad(loss: Callable, z: Array, *args) -> tuple[tuple[Array, object], Array]:
+
+def value_and_grad(loss: Callable[..., tuple[Array, _Aux]], z: Array, *args) -> tuple[tuple[Array, _Aux], Array]:
     """((loss(z, *args)), ∂loss/∂z) for `loss` returning (scalar, aux), like
     `jax.value_and_grad(loss, has_aux=True)(z, *args)`: forward mode when z (a vector) has at most
     `FORWARD_MODE_MAX` entries, reverse mode beyond."""

@@ -6,6 +6,7 @@ takes about a second to import): when this process is the `pgrpo-sim` program (t
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import sys
@@ -23,7 +24,7 @@ def _is_the_program() -> bool:
     arguments tell)."""
     program = os.path.basename(sys.argv[0]) if sys.argv else ""
     orig = list(getattr(sys, "orig_argv", ()))
-    as_module = any(a == "-m" and b == "pgrpo_sim.cli" for a, b in zip(orig, orig[1:]))
+    as_module = any(a == "-m" and b == "pgrpo_sim.cli" for a, b in itertools.pairwise(orig))
     return program == "pgrpo-sim" or as_module
 
 

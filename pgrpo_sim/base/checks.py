@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
 from .errors import PgrpoSimError
 
@@ -26,7 +27,7 @@ setting that becomes one is refused beyond it where it is read, not later as a f
 
 def is_concrete(*values: Any) -> bool:
     """True when no leaf of `values` is a JAX tracer (so it can be read on the host)."""
-    return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(values))
+    return not any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(values))
 
 
 def _bound(x: float) -> str:
@@ -205,29 +206,29 @@ def check_seed(seed: Any) -> None:
 def as_key(key: Any) -> jax.Array:
     """A JAX PRNG key from `key`: a key (typed, or raw uint32 data) as it is, an int as the seed of
     `jax.random.key` (checked by `check_seed`); anything else raises `PgrpoSimError`."""
-    if isinstance(key, (jax.Array, np.ndarray)) and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+    if isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key):  # NumPy has no key dtype
         return key
     integer = isinstance(key, (int, np.integer, jax.Array, np.ndarray)) and not isinstance(key, (bool, np.bool_))
     if integer and np.ndim(key) == 0 and is_concrete(key) and np.issubdtype(np.asarray(key).dtype, np.integer):
         check_seed(int(key))
         return jax.random.key(int(key))
     if isinstance(key, (jax.Array, np.ndarray)):  # raw uint32 key data (or a traced seed), for JAX to judge
-        return key
+        return key  # pyright: ignore[reportReturnType]  # NumPy key data: JAX's random functions take it as a key
     raise PgrpoSimError(f"key must be a JAX PRNG key (jax.random.key(seed)) or an int seed, got {type(key).__name__}")
 
 
-def as_float(x):
+def as_float(x) -> jax.Array:
     """A float JAX array: float arrays keep their precision; lists, ints and Python scalars become the
     default float dtype (float32, or float64 under x64), strongly typed so one jit signature serves all.
     Host values are converted on the host and transferred (`jnp.asarray` of them compiles a program per shape)."""
     if isinstance(x, jax.Array):
         return jnp.asarray(x) if jnp.issubdtype(x.dtype, jnp.floating) else jnp.asarray(x, dtype=float)
     if isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating):
-        return jax.device_put(x)
+        return jax.device_put(x)  # pyright: ignore[reportReturnType]  # a jax.Array: device_put is untyped
     if not is_concrete(x):
         return jnp.asarray(x, dtype=float)
     with np.errstate(over="ignore"):  # beyond float32's range: ±inf, which the range checks then refuse
-        return jax.device_put(np.asarray(x, dtype=jax.dtypes.canonicalize_dtype(float)))
+        return jax.device_put(np.asarray(x, dtype=jax.dtypes.canonicalize_dtype(float)))  # pyright: ignore[reportReturnType]
 
 
 def nan_unless(ok, value):

@@ -278,7 +278,7 @@ def grid_columns(coords: Mapping[str, np.ndarray], fields: Mapping[str, np.ndarr
     then each field (shaped by the coordinates' sizes) flattened, as xarray's `Dataset.to_dataframe()` lays it
     out with its index as leading columns."""
     grids = np.meshgrid(*coords.values(), indexing="ij")
-    return {**{k: g.ravel() for k, g in zip(coords, grids)}, **{k: np.ravel(v) for k, v in fields.items()}}
+    return {**{k: g.ravel() for k, g in zip(coords, grids, strict=True)}, **{k: np.ravel(v) for k, v in fields.items()}}
 
 
 CSV_BLOCK_ROWS = 1 << 20

@@ -14,7 +14,7 @@ import concurrent.futures
 import contextlib
 import multiprocessing
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import TypeVar
@@ -118,7 +118,7 @@ does not slow them (its language-model section took 365 s unoptimised, about 150
 2 cores, 2026-12-06). Pass as `compiler_options=dict(OPTIMISED_CODEGEN)`; other backends ignore it."""
 
 
-def _add_flag(flag: str, env: dict) -> bool:
+def _add_flag(flag: str, env: MutableMapping[str, str]) -> bool:
     """Append `flag` to `XLA_FLAGS` unless the user set that option; returns whether it did."""
     flags = env.get("XLA_FLAGS", "")
     if flag.lstrip("-").split("=")[0] in flags:
@@ -127,7 +127,7 @@ def _add_flag(flag: str, env: dict) -> bool:
     return True
 
 
-def fast_cpu_compilation(environ: dict | None = None, *, compile_bound: bool = False) -> bool:
+def fast_cpu_compilation(environ: MutableMapping[str, str] | None = None, *, compile_bound: bool = False) -> bool:
     """Add `CPU_FUSION_FLAG` (and with `compile_bound`, for commands that compile many short-running programs, one
     per core at once: `SERIAL_CODEGEN_FLAG` and `UNOPTIMIZED_CODEGEN_FLAG`) to `XLA_FLAGS`, never over a choice the
     user made there; returns whether it added the fusion flag. XLA reads its flags when JAX's backend starts, so
@@ -318,7 +318,7 @@ def _thread_settings() -> list | None:
         from jax._src import config
 
         states = [s for s in config.config._value_holders.values() if hasattr(s, "get_local")]
-        return [(s, s.get_local()) for s in states if hasattr(s, "set_local")]
+        return [(s, s.get_local()) for s in states if hasattr(s, "set_local")]  # pyright: ignore[reportAttributeAccessIssue]  # hasattr above
     except Exception:  # another JAX: no thread, rather than other settings
         return None
 

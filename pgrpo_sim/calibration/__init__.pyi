@@ -2,7 +2,6 @@
 
 from .forecast import (
     MAX_HORIZON as MAX_HORIZON,
-    VERDICTS as VERDICTS,
     GoodnessOfFit as GoodnessOfFit,
     draws_note as draws_note,
     forecast as forecast,
@@ -33,8 +32,10 @@ from .run_config import (
     RunConfig as RunConfig,
     log_settings as log_settings,
     parse_scenario as parse_scenario,
-    read_run_config as read_run_config,
     resolve_run_config as resolve_run_config,
+)
+from .run_config_files import (
+    read_run_config as read_run_config,
 )
 from .scoring import (
     RELIABILITY_EDGES as RELIABILITY_EDGES,

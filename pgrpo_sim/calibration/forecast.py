@@ -34,7 +34,6 @@ from .inference import DRAWS, Band, Calibration, check_calibration, model_steps,
 from .model import population_model
 from .run_config import RunConfig
 
-VERDICTS = ("learns", "plateaus", "flat", "oscillates", "collapses", "diverges")
 _summarize = jax.jit(summarize_curve)
 """`summarize_curve`, compiled once per curve length (op by op it costs ~0.3 s a scenario)."""
 BASELINE_LAWS = tuple(law for law in KNOWN_LAWS)
@@ -82,7 +81,7 @@ def extend(calibration: Calibration, until_step: float, run: RunConfig | None = 
     """
     check_calibration(calibration)
     check_range("until", until_step)
-    steps = int(round(until_step - calibration.first_step))
+    steps = round(float(until_step - calibration.first_step))
     if steps < 1:
         raise PgrpoSimError(f"until must be after the log's first step {calibration.first_step:g}, got {until_step:g}")
     limit = horizon_limit(calibration.first_step, calibration.fit_until)
@@ -125,7 +124,9 @@ def heldout_score(
     y = reward[held]
     mean, lo, hi = band.mean[idx], band.lo[idx], band.hi[idx]
     t_fit, y_fit = steps[fit], reward[fit]
-    baselines = {"persistence": float(np.mean(np.abs(y - y_fit[-max(len(y_fit) // 10, 1) :].mean())))}
+    baselines: dict[str, float | None] = {
+        "persistence": float(np.mean(np.abs(y - y_fit[-max(len(y_fit) // 10, 1) :].mean())))
+    }
     report(progress, f"fitting {len(BASELINE_LAWS)} baseline laws to the fit window")
     for law in BASELINE_LAWS:
         try:
@@ -329,7 +330,7 @@ def forecast(
     until = float(log["step"][-1]) if until is None else float(until)
     report(progress, f"drawing the {level:.0%} band to step {until:g} ({DRAWS + 1} runs)")
     band = predictive_band(extend(calibration, until), level=level, seed=seed)
-    out = dict(
+    out: dict[str, object] = dict(
         fit_until=calibration.fit_until,
         band=level,
         **band_dict(band),
@@ -494,7 +495,7 @@ def what_if(
     bands = {"baseline": predictive_band(extend(calibration, until), level=level, seed=seed)}
     out = {"band": level, "baseline": dict(**scenario_summary(bands["baseline"]), **band_dict(bands["baseline"]))}
     entries = []
-    for i, (changes, run) in enumerate(zip(scenarios, runs)):
+    for i, (changes, run) in enumerate(zip(scenarios, runs, strict=True)):
         label = ", ".join(f"{k}={v}" for k, v in changes.items())
         report(progress, f"drawing scenario {i + 1}'s band, {label} ({i + 2}/{total})")
         band = predictive_band(extend(calibration, until, run), level=level, seed=seed)

@@ -177,7 +177,11 @@ class Calibration:
     @property
     def undetermined(self) -> tuple[str, ...]:
         """Names of the parameters whose stderr exceeds `UNDETERMINED` × their prior sd (the log leaves them)."""
-        return tuple(n for n, se, p in zip(self.parameters, self.stderr, self.prior_sd) if not se <= UNDETERMINED * p)
+        return tuple(
+            n
+            for n, se, p in zip(self.parameters, self.stderr, self.prior_sd, strict=True)
+            if not se <= UNDETERMINED * p
+        )
 
     def with_model(self, model: PopulationModel) -> Calibration:
         """The same θ̂ and covariance on another model (a scenario or a longer horizon).
@@ -195,7 +199,7 @@ class Calibration:
         theta, se = self.theta, self.stderr
         params = {
             name: dict(value=float(v), stderr=float(s), undetermined=name in self.undetermined)
-            for name, v, s in zip(self.parameters, theta, se)
+            for name, v, s in zip(self.parameters, theta, se, strict=True)
         }
         affine = dict(reward_offset=float(theta[4]), reward_gain=float(np.exp(theta[5]))) if self.affine else {}
         return dict(

@@ -19,15 +19,9 @@ import numpy as np
 from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
 from ..logs.readers import SCHEDULE_TOLERANCE, TrainingLog, check_log
-from .run_config import (
-    SCHEDULES,
-    RunConfig,
-    RunConfigFile,
-    check_run_config,
-    load_run_config,
-    log_settings,
-    resolve_run_config,
-)
+from ..models.schedules import LR_SCHEDULES
+from .run_config import RunConfig, check_run_config, log_settings, resolve_run_config
+from .run_config_files import RunConfigFile, load_run_config
 from .success import success_rate_log
 
 
@@ -86,7 +80,7 @@ def fit_window_end(log: TrainingLog, fit_until: float | None = None, fit_fractio
         raise PgrpoSimError("give fit_until or fit_fraction, not both")
     if fit_fraction is not None:
         check_range("fit-fraction", fit_fraction, 0.0, 1.0, low_open=True)
-        fit_until = float(steps[max(int(math.ceil(fit_fraction * steps.size)) - 1, 0)])
+        fit_until = float(steps[max(math.ceil(fit_fraction * steps.size) - 1, 0)])
     if fit_until is not None:
         check_range("fit-until", fit_until, float(steps[0]), float(steps[-1]))
     return fit_until
@@ -131,7 +125,7 @@ def _unread_schedule(run: RunConfig, log, run_config: str | Path | None) -> str:
         return ""
     return (
         f"warning: the log's learning rate (peak {np.max(lr):.3g}) follows none of the schedules "
-        f"{', '.join(SCHEDULES)} within {SCHEDULE_TOLERANCE:.0%} of its peak (or has fewer than 3 values): "
+        f"{', '.join(LR_SCHEDULES)} within {SCHEDULE_TOLERANCE:.0%} of its peak (or has fewer than 3 values): "
         "learning_rate and its schedule are assumed; "
         + ("pass them in run_config=FILE" if run_config is None else f"set them in {Path(run_config).name}")
     )

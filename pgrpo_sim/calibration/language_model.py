@@ -234,7 +234,7 @@ class LMCalibration:
                 start_formats=list(self.formats),
                 level_learning_rates=list(self.rates),
                 weights=self.weights.tolist(),
-            ),  # fmt: skip
+            ),
             overdispersion=self.overdispersion,
             poor_fit=self.poor_fit,
             fit_window=dict(first_step=self.first_step, fit_until=self.fit_until, points=int(self.reward.size)),

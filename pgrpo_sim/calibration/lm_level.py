@@ -14,7 +14,7 @@ from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
 from ..logs.monitors import grad_norm_spike
 from ..models.lm import LMConfig, lm_config
-from .run_config import NO_CLIP_LOSSES, RunConfig
+from .run_config import CS336_LOSS_TYPES, NO_CLIP_LOSSES, RunConfig
 
 LM_KEYS = (
     "learning_rate",
@@ -30,10 +30,6 @@ LM_KEYS = (
 cannot collapse)."""
 LEVEL_KEYS = (*LM_KEYS, "scale_rewards", "max_grad_norm", "lr_scheduler_type", "warmup_ratio", "max_steps")
 """Run-config keys the level takes from the run; a scenario may change only these."""
-LOSS_AGGREGATION = {"grpo_clip": "grpo", "grpo_no_clip": "grpo", "reinforce_with_baseline": "grpo"}
-"""CS336 loss names → TRL's aggregation (per-sequence mean); their clip is the run config's (none for the no-clip
-losses). REINFORCE has no ratio: with one optimiser step per rollout the ratio is 1 and its gradient is the clipped
-surrogate's; with reuse the level's ratio stays (said in the notes)."""
 
 
 MAX_LEVEL_PROMPTS = 32
@@ -196,7 +192,7 @@ def level_settings(
 
     Args:
         run: the real run's config; the level takes its `LEVEL_KEYS` settings except the learning rate (CS336 loss
-            names as `LOSS_AGGREGATION`, no clip for the no-clip losses).
+            names as `CS336_LOSS_TYPES`, no clip for the no-clip losses).
         level_lr: the level's peak AdamW learning rate; > 0.
         start_accuracy: the SFT start's target accuracy; in (0, 0.95], ≤ `start_format`.
         level: how the level is run: its prompts per GRPO step and `sizes`.
@@ -219,7 +215,7 @@ def level_settings(
         prompts_per_step=level.prompts_for(run),
         num_iterations=run.num_iterations,
         steps_per_generation=run.steps_per_generation,
-        loss_type=LOSS_AGGREGATION.get(run.loss_type, run.loss_type),
+        loss_type=CS336_LOSS_TYPES.get(run.loss_type, run.loss_type),
         scale_rewards=run.scale_rewards,
         epsilon=None if no_clip else run.epsilon,
         epsilon_high=None if no_clip else run.epsilon_high,

@@ -5,7 +5,7 @@ its own seed, and `collapse_probability` is the share of them whose verdict (`an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from ..analysis.lm_sweep import running_mean, smoothing_window, summarize_lm_run
 from ..analysis.summaries import running_mean_stderr, verdict
 from ..base.checks import check_range, check_seed, check_steps
 from ..base.errors import PgrpoSimError
-from ..base.progress import report
+from ..base.progress import Progress, report
 from ..logs.readers import TrainingLog
 from ..models.lm import READOUTS, LMRun, lm_simulate_each
 from .inference import Band
@@ -160,7 +160,7 @@ def lm_what_if(
     steps: int,
     level: float = 0.8,
     seed: int = 0,
-    progress: Callable[[str], object] | None = None,
+    progress: Progress | None = None,
 ) -> dict:
     """whatif.json's content on the level: the calibrated run itself (`baseline`) and one entry per scenario
     (`lm_scenario`), each over `steps` GRPO steps.
@@ -185,7 +185,9 @@ def lm_what_if(
         check_lm_scenario(cal.run, changes, cal.level)
     total = len(scenarios) + 1
     report(progress, f"the calibrated run on the level (1/{total}, {cal.level.draws} runs)")
-    out = dict(band=level, model="lm", baseline=lm_scenario(cal, {}, steps=steps, level=level, seed=seed))
+    out: dict[str, object] = dict(
+        band=level, model="lm", baseline=lm_scenario(cal, {}, steps=steps, level=level, seed=seed)
+    )
     entries = []
     for i, changes in enumerate(scenarios):
         label = ", ".join(f"{k}={v}" for k, v in changes.items())

@@ -39,6 +39,7 @@ from ..base.errors import PgrpoSimError
 from ..logs.readers import FORMATS, TrainingLog, tidy
 from ..models.bandit import simulate
 from ..models.config import BanditConfig, bandit_config
+from ..models.grpo import SCALE_REWARDS
 from .run_config import RunConfig, check_run_config
 
 PARAMETERS = ("difficulty_mean", "log_difficulty_spread", "log_step_scale", "unsolvable_logit")
@@ -170,7 +171,8 @@ class PopulationModel:
             eta=run.learning_rate * run.steps_per_generation,
             beta=run.beta,
             group_size=run.num_generations,
-            advantage={"group": "std", "batch": "std", "none": "mean"}[run.scale_rewards],
+            # one prompt's bandit: no spread across prompts for a batch std, so "batch" scales by the group's
+            advantage="std" if run.scale_rewards == "batch" else SCALE_REWARDS[run.scale_rewards],
             clip=clip[0],
             clip_high=clip[1],
             lag_model="refresh" if epochs > 1 else "none",
@@ -326,7 +328,7 @@ def synthetic_log(run: RunConfig, theta, steps: int, *, seed: int = 0, scale: fl
             f"theta must hold {len(PARAMETERS)} numbers ({', '.join(PARAMETERS)}), got shape {np.shape(theta)}"
         )
     theta, dataset = np.asarray(theta, float), run.dataset_size or run.prompts_per_step
-    unsolvable = int(round(dataset / (1 + np.exp(-theta[3]))))
+    unsolvable = round(float(dataset / (1 + np.exp(-theta[3]))))
     learnable = dataset - unsolvable
     z = jax.scipy.stats.norm.ppf((np.arange(learnable) + 0.5) / max(learnable, 1))
     x = np.concatenate([theta[0] + np.exp(theta[1]) * np.asarray(z), np.zeros(unsolvable)])

@@ -10,7 +10,7 @@ import argparse
 import numpy as np
 
 from ..models.config import BANDIT_DEFAULTS, KL_KINDS, LAG_MODELS, OPTIMIZERS
-from ..models.grpo import ADVANTAGES
+from ..models.grpo import ADVANTAGES, SCALE_REWARDS, TOKEN_AGGREGATIONS
 from ..models.hyperparameters import HYPERPARAMETERS
 from .common import UsageError, finite_float, integer
 
@@ -103,7 +103,7 @@ def add_bandit_args(p: argparse.ArgumentParser) -> None:
         "--loss-type",
         type=_loss_type,
         default=None,
-        metavar="|".join(LOSS_TYPES),
+        metavar="|".join(TOKEN_AGGREGATIONS),
         help="TRL's token aggregation: a bandit's completion is one token, so every one of these is the mean over "
         "the completions (accepted, the same run)",
     )
@@ -149,20 +149,13 @@ def add_bandit_args(p: argparse.ArgumentParser) -> None:
     a("--optimizer", choices=OPTIMIZERS, default=D["optimizer"], help="optimiser of the logits")
 
 
-SCALE_REWARDS = {"group": "std", "batch": "batch", "none": "mean"}
-"""TRL `scale_rewards` → the advantage kind."""
-
-
-LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
-"""TRL loss types that only aggregate the clipped surrogate's tokens differently: on one-token completions they
-coincide (TRL's others — cispo, sapo, luspo, vespo — change the surrogate, which the bandit does not simulate)."""
-
-
 def _loss_type(text: str) -> str:
-    if text not in LOSS_TYPES:
+    """TRL's token aggregations (`TOKEN_AGGREGATIONS`) are the bandit's one loss; TRL's others (cispo, sapo, luspo,
+    vespo) change the surrogate, which the bandit does not simulate."""
+    if text not in TOKEN_AGGREGATIONS:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not simulated: the bandit has TRL's clipped surrogate, whose token aggregations "
-            f"({', '.join(LOSS_TYPES)}) coincide on its one-token completions"
+            f"({', '.join(TOKEN_AGGREGATIONS)}) coincide on its one-token completions"
         )
     return text
 

@@ -181,7 +181,7 @@ def _horizon(args: argparse.Namespace, log) -> int:
     """The schedule's length in logged steps: max_steps, or the later of the log's end and --until."""
     steps = log.series("reward")[0]
     last = max(float(steps[-1]), args.until or 0.0)
-    return int(round(last - float(steps[0]))) + 1
+    return round(last - float(steps[0])) + 1
 
 
 def _cmd_what_if(args: argparse.Namespace) -> None:
@@ -212,7 +212,7 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
     rows = [("calibrated run", result["baseline"])] + [
         (",".join(f"{k}={v}" for k, v in s["set"].items()), s) for s in result["scenarios"]
     ]
-    for (label, entry), band in zip(rows, bands.values()):
+    for (label, entry), band in zip(rows, bands.values(), strict=True):
         final = "—" if entry["final_reward"] is None else f"{entry['final_reward']:.3f}"
         note = draws_note(band)
         print(f"{label}: {marked(entry['verdict'], fit_check)}, final reward {final}" + (f" ({note})" if note else ""))

@@ -38,7 +38,7 @@ def command_settings(args) -> dict:
     for name, value in sorted(vars(args).items()):
         listed = isinstance(value, (list, tuple)) and all(isinstance(v, simple) for v in value)
         if name not in NOT_SETTINGS and (isinstance(value, simple) or listed):
-            kept[name] = list(value) if listed else value
+            kept[name] = list(value) if isinstance(value, (list, tuple)) else value
             if name in PATH_SETTINGS and isinstance(value, str) and value:
                 kept[name] = str(Path(value).absolute())
     return kept

@@ -45,14 +45,15 @@ def _cmd_theory(args: argparse.Namespace) -> None:
     )
     if args.lag != round(args.lag):
         raise UsageError("theory: --lag must be an integer for the exact discrete map")
+    radius = {}
     for model in ("stale", "refresh"):
         disc = (args.eta, args.momentum, int(args.lag), args.stiffness)
-        out[f"spectral_radius_{model}"] = float(linear.spectral_radius(*disc, lag_model=model))
+        radius[model] = out[f"spectral_radius_{model}"] = float(linear.spectral_radius(*disc, lag_model=model))
         out[f"discrete_regime_{model}"] = linear.discrete_regime(*disc, lag_model=model)
     # the slowest multiplier is 1 − Kη/(1−μ) to first order: below float64's spacing at 1 it rounds to 1, and the
     # map would read as unstable whatever its true radius
     shift, eps = args.stiffness * args.eta / (1 - args.momentum), float(np.finfo(np.float64).eps)
-    if out["spectral_radius_stale"] >= 1 and shift < eps:
+    if radius["stale"] >= 1 and shift < eps:
         raise UsageError(
             f"theory: Kη/(1−μ) = {shift:.3g} is below float64's resolution at 1 ({eps:.3g}): the discrete map's "
             "slowest multiplier 1 − Kη/(1−μ) rounds to 1, so its stability cannot be computed; give a larger η or K"
@@ -61,7 +62,7 @@ def _cmd_theory(args: argparse.Namespace) -> None:
         raise UsageError("theory: give both --noise and --group-size for the stationary variance")
     if args.noise is not None:
         out["stationary_variance"] = float(theory.stationary_variance(*osc, args.noise, args.group_size))
-        if out["damping"] > 0:  # else +inf by definition: no stationary distribution
+        if float(coef.damping) > 0:  # else +inf by definition: no stationary distribution
             check_normal("stationary variance D/(2GCK)", out["stationary_variance"], np.float64, " at these inputs")
     if args.json:
         print(json_text(out))

@@ -38,7 +38,7 @@ def _slope(t: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     if t.size < 5 or np.ptp(t) == 0:
         return float("nan"), float("nan")
     fit = scipy.stats.linregress(t, y)
-    return float(fit.slope), float(fit.stderr)
+    return float(fit.slope), float(fit.stderr)  # pyright: ignore[reportAttributeAccessIssue]  # scipy's stub hides them
 
 
 def coupling_ratio(
@@ -82,7 +82,7 @@ def coupling_ratio(
             raise PgrpoSimError(f"{name} must be finite and increasing")
     if window is None:
         spacing = np.median(np.diff(es)) if es.size > 1 else 1.0
-        window = max(0.1 * (max(ts[-1], es[-1]) - min(ts[0], es[0])), 8 * spacing)
+        window = float(max(0.1 * (max(ts[-1], es[-1]) - min(ts[0], es[0])), 8 * spacing))
     check_range("window", window, 0.0, low_open=True)
     out = np.full((4, es.size), np.nan)
     for i, t in enumerate(es):

@@ -69,7 +69,8 @@ REVERSALS = 3
 """Instability: this many reversals of the smoothed reward (a sustained oscillation)."""
 REVERSAL_NOISE = 8.0
 """Instability: a reversal must exceed this many noise standard errors of the averaged reward."""
-READOUTS = ("hacking", "degeneracy", "concentration", "instability")
+FAILURE_MODES = ("hacking", "degeneracy", "concentration", "instability")
+"""The failure modes `diagnose` reads from a log, in report order."""
 
 PROVOKED = {
     # the proxy pays 1 for a "hack" arm that is wrong, 0.8 for the truly correct arm: both gain at first, then
@@ -92,7 +93,7 @@ class Readout:
     which); `rule` states the firing condition; `detail` also names the indicator that fired.
 
     Attributes:
-        name: the read-out, one of `READOUTS`.
+        name: the read-out, one of `FAILURE_MODES`.
         steps: where the series is defined; shape (S,); optimiser steps (hacking: the eval steps; degeneracy and
             concentration: the steps with a finite metric; instability, or an unavailable read-out: every row).
         value: the read-out; shape (S,); dimensionless (hacking: ρ, eval-reward change per train-reward change;
@@ -139,8 +140,8 @@ class Diagnosis:
 
     @property
     def readouts(self) -> tuple[Readout, ...]:
-        """The four read-outs, in `READOUTS` order."""
-        return tuple(getattr(self, name) for name in READOUTS)
+        """The four read-outs, in `FAILURE_MODES` order."""
+        return tuple(getattr(self, name) for name in FAILURE_MODES)
 
     def flags(self) -> dict[str, bool]:
         """Read-out name → whether it fired."""
@@ -148,8 +149,8 @@ class Diagnosis:
 
     def first(self) -> str | None:
         """Name of the read-out that fires first (None if none fires; the earlier-listed one on a tie)."""
-        fired = [r for r in self.readouts if r.flag]
-        return min(fired, key=lambda r: r.first_step).name if fired else None
+        fired = {r.name: r.first_step for r in self.readouts if r.first_step is not None}  # set exactly when it fires
+        return min(fired, key=fired.__getitem__) if fired else None
 
     def as_dict(self) -> dict:
         """JSON-ready: the first read-out to fire (`first`) and each read-out's `Readout.as_dict`."""
@@ -296,7 +297,7 @@ def dynamical_instability(log: TrainingLog, window: int) -> Readout:
     if immediate and (out.first_step is None or min(immediate) < out.first_step):
         why = "non-finite reward or infinite gradient norm"
         return dataclasses.replace(out, flag=True, first_step=min(immediate), detail=why)
-    if out.flag:
+    if out.first_step is not None:  # it fired
         i = int(np.searchsorted(steps, out.first_step))
         best = max(indicators, key=lambda k: np.nan_to_num(indicators[k][i : i + PERSIST].min(), nan=-np.inf))
         return dataclasses.replace(out, detail=best)

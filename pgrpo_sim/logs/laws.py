@@ -295,7 +295,7 @@ class LawFit:
 
     def as_dict(self) -> dict:
         """JSON-ready: params by name as {value, stderr} (None for non-finite), goodness of fit."""
-        values = zip(self.names, self.params, self.stderr)
+        values = zip(self.names, self.params, self.stderr, strict=True)
         return dict(
             params={k: dict(value=finite_or_none(v), stderr=finite_or_none(s)) for k, v, s in values},
             origin=self.origin,

@@ -42,7 +42,7 @@ class StiffnessEstimates(NamedTuple):
 
 
 def _plateau(rewards: Array, fraction: float = 0.1) -> Array:
-    tail = max(1, int(round(fraction * rewards.shape[-1])))
+    tail = max(1, round(fraction * rewards.shape[-1]))
     return jnp.mean(rewards[..., -tail:], axis=-1)
 
 

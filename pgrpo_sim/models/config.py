@@ -13,6 +13,7 @@ import functools
 import inspect
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import cast, overload
 
 import equinox as eqx
 import jax
@@ -23,8 +24,8 @@ from jax.typing import ArrayLike
 
 from ..base.checks import Interval, as_float, check_choice, check_range, check_scalar, is_concrete
 from ..base.errors import PgrpoSimError
-from ..base.schedules import LR_SCHEDULES
-from .grpo import ADVANTAGES, advantage_code
+from .grpo import ADVANTAGES, KL_ESTIMATORS, advantage_code
+from .schedules import LR_SCHEDULES
 
 MODES = ("expected", "sampled")
 """How a run takes its groups: their exact expectation ("expected") or drawn ("sampled") (`models.bandit`)."""
@@ -32,7 +33,7 @@ LAG_MODELS = ("none", "refresh", "refresh_fresh", "stale")
 """none: on-policy; refresh: one rollout per refresh reused for every step until the next (TRL num_iterations,
 verl ppo_epochs); refresh_fresh: a fresh group from the stale π_old at every step (the infinite-batch limit of
 refresh); stale: gradient computed at θ_{n−lag}, applied at step n."""
-KL_KINDS = ("k1", "k2", "k3", "exact")
+KL_KINDS = (*KL_ESTIMATORS, "exact")
 """KL estimators of the loss's β term: k1, k2, k3 on the sampled arms (`grpo.kl_estimate`), or the exact KL(π‖π_ref)
 over the arms."""
 OPTIMIZERS = ("sgd", "nesterov", "adam")
@@ -44,10 +45,16 @@ MAX_GROUP_SIZE = 4096
 arithmetic overflows from G ≈ 46341 (G² > 2³¹)."""
 
 
-def _as_float(x):
+@overload
+def _as_float(x: None) -> None: ...
+@overload
+def _as_float(x: ArrayLike) -> Array: ...
+def _as_float(x: ArrayLike | None) -> Array | None:
     """Leaves become strongly typed float arrays, so Python scalars and arrays share one jit signature (None and
     text stay as they are, for `__check_init__` to refuse by name)."""
-    return x if x is None or isinstance(x, (str, bytes)) else as_float(x)
+    if x is None or isinstance(x, (str, bytes)):
+        return cast(Array | None, x)  # None or text: kept, for `__check_init__` to accept or refuse by name
+    return as_float(x)
 
 
 def _integral(x) -> bool:
@@ -56,29 +63,41 @@ def _integral(x) -> bool:
     return arr.dtype != bool and np.issubdtype(arr.dtype, np.number) and bool(np.all(arr == np.round(arr)))
 
 
-def _as_int(x):
+@overload
+def _as_int(x: None) -> None: ...
+@overload
+def _as_int(x: ArrayLike) -> Array: ...
+def _as_int(x: ArrayLike | None) -> Array | None:
     """Integer leaves become int32 arrays; a value that is not whole is kept, for `__check_init__` to refuse (not
     truncated)."""
     if isinstance(x, jax.Array) and x.dtype == jnp.int32:
         return x
     if not is_concrete(x):
         return jnp.asarray(x, dtype=jnp.int32)
-    return jax.device_put(np.asarray(x, np.int32)) if x is not None and _integral(x) else x
+    if x is not None and _integral(x):
+        return jax.device_put(np.asarray(x, np.int32))
+    return cast(Array | None, x)  # None or not whole: kept, for `__check_init__` to accept or refuse
 
 
-def _static_int(x):
+@overload
+def _static_int(x: None) -> None: ...
+@overload
+def _static_int(x: ArrayLike) -> int: ...
+def _static_int(x: ArrayLike | None) -> int | None:
     """Static integers (shapes, code paths) become Python ints, so 8.0 or np.int64(8) serve as 8; anything else is
     kept, for `__check_init__` to refuse."""
-    return int(x) if x is not None and is_concrete(x) and np.ndim(x) == 0 and _integral(x) else x
+    if x is not None and is_concrete(x) and np.ndim(x) == 0 and _integral(x):
+        return int(np.asarray(x))
+    return cast(int | None, x)  # None or not an integer: kept, for `__check_init__` to accept or refuse
 
 
-def _static_bool(x):
+def _static_bool(x: ArrayLike) -> bool:
     """True/False, also from 0/1 and 0-d boolean arrays; anything else is kept, for `__check_init__` to refuse."""
     if isinstance(x, (bool, np.bool_)):
         return bool(x)
     if x is not None and not isinstance(x, str) and is_concrete(x) and np.ndim(x) == 0 and np.asarray(x) in (0, 1):
         return bool(x)
-    return x
+    return cast(bool, x)  # not a truth value: kept, for `__check_init__` to refuse
 
 
 SCALARS = ("eta", "momentum", "beta", "clip_low", "clip_high", "ref_sync_alpha", "adv_eps", "lag", "advantage")
@@ -479,9 +498,8 @@ def bandit_config(
         from scipy.stats import beta as beta_distribution
 
         p_ref = beta_distribution.ppf((np.arange(n_prompts) + 0.5) / n_prompts, a, b)
-    if p_ref is not None and np.ndim(p_ref) == 1:
-        if len(p_ref) != n_prompts:
-            raise PgrpoSimError(f"p_ref must have one entry per prompt ({n_prompts}), got {len(p_ref)}")
+    if p_ref is not None and np.ndim(p_ref) == 1 and np.size(p_ref) != n_prompts:
+        raise PgrpoSimError(f"p_ref must have one entry per prompt ({n_prompts}), got {np.size(p_ref)}")
     if rewards is None:
         check_range("n_arms", n_arms, 2, integer=True)
         check_range("n_correct", n_correct, 1, n_arms - 1, integer=True)

@@ -7,6 +7,7 @@ Batch dimensions lead; a group is the last axis. Values are per sample: averagin
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import NamedTuple
 
 import jax
@@ -20,6 +21,15 @@ from ..base.errors import PgrpoSimError
 from ..base.small_axes import axis_sum
 
 ADVANTAGES = ("std", "mean", "rloo", "batch")
+"""Advantage kinds (`group_advantages`), verl's names; TRL's `scale_rewards` names three of them (`SCALE_REWARDS`)."""
+SCALE_REWARDS = MappingProxyType({"group": "std", "batch": "batch", "none": "mean"})
+"""TRL `scale_rewards` → the advantage kind."""
+TOKEN_AGGREGATIONS = ("grpo", "bnpo", "dr_grpo", "dapo")
+"""TRL loss types that differ only in how they average the clipped surrogate over tokens: on one-token completions
+(the bandit's) they coincide."""
+LOSS_TYPES = (*TOKEN_AGGREGATIONS, "luspo", "cispo")
+"""TRL `loss_type`s the language-model level implements (`models.lm.grpo_loss`): the token aggregations and two that
+change the surrogate (a loss type is traced as its index here, `loss_type_code`)."""
 KL_ESTIMATORS = ("k1", "k2", "k3")
 LOG_RATIO_CLAMP = 20.0
 """verl clamps the log importance ratio to [−20, 20] before exponentiating."""
@@ -53,7 +63,7 @@ def _sqrt_flat_at_zero(x: Array) -> Array:
     return jnp.where(zero, 0.0, jnp.sqrt(jnp.where(zero, 1.0, x)))
 
 
-def group_advantages(rewards: ArrayLike, kind: str | ArrayLike = "std", eps: float = 1e-6) -> Array:
+def group_advantages(rewards: ArrayLike, kind: str | ArrayLike = "std", eps: ArrayLike = 1e-6) -> Array:
     """Group-relative advantages over the last axis (the group of G samples); `kind` a name or its
     `advantage_code` (traced codes allowed: selects pick the formula).
 
@@ -183,7 +193,7 @@ def kl_estimate(logp: ArrayLike, logp_ref: ArrayLike, kind: str = "k3", clamp: A
     if kind == "k2":
         return 0.5 * d**2
     k3 = jnp.expm1(-d) + d
-    return k3 if clamp is None else jnp.clip(k3, -clamp, clamp)
+    return k3 if clamp is None else jnp.clip(k3, jnp.negative(clamp), clamp)
 
 
 def _p_log_ratio(logp: Array, log_ratio: Array) -> Array:

@@ -8,8 +8,9 @@ go through it).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -19,30 +20,35 @@ from ..base.errors import PgrpoSimError
 from .config import LEAF_RANGES, MAX_GROUP_SIZE, BanditConfig, check_config
 
 
-class Hyperparameter(NamedTuple):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Hyperparameter:
     """One row of the table.
 
     Attributes:
         name: the hyperparameter's name, its key in `HYPERPARAMETERS` (e.g. "eta").
+        domain: the allowed range (`base.checks.Interval`; the config leaf's own, `config.LEAF_RANGES`, where the
+            hyperparameter is one).
+        label: axis label with units.
+        field: the `BanditConfig` field it maps into (see `set_hyperparameters`); default: `name`.
         traced: a traced config leaf (one compilation serves every value; `vmap`/`grad` work), else static
             structure (each value compiles its own program).
         integer: takes integer values.
         differentiable: `sensitivities`, `outcomes` and `search` differentiate it.
         log_scale: log-spaced by default in grids, search boxes and figures.
-        domain: the allowed range (`base.checks.Interval`; the config leaf's own, `config.LEAF_RANGES`, where the
-            hyperparameter is one).
-        field: the `BanditConfig` field it maps into (see `set_hyperparameters`).
-        label: axis label with units.
     """
 
     name: str
-    traced: bool
-    integer: bool
-    differentiable: bool
-    log_scale: bool
     domain: Interval
-    field: str
     label: str
+    field: str = ""
+    traced: bool = True
+    integer: bool = False
+    differentiable: bool = False
+    log_scale: bool = False
+
+    def __post_init__(self):
+        if not self.field:
+            object.__setattr__(self, "field", self.name)
 
     def check(self, value: Any) -> None:
         """Raise `PgrpoSimError` naming this hyperparameter unless every concrete value is in range.
@@ -57,37 +63,49 @@ class Hyperparameter(NamedTuple):
 
 
 _ROWS = (
-    Hyperparameter("eta", True, False, True, True, LEAF_RANGES["eta"], "eta", "learning rate η (per step)"),
-    Hyperparameter("momentum", True, False, True, False, LEAF_RANGES["momentum"], "momentum", "momentum μ"),
-    Hyperparameter("beta", True, False, True, True, LEAF_RANGES["beta"], "beta", "KL coefficient β"),
     Hyperparameter(
-        "p_ref", True, False, True, False, Interval(0.0, 1.0, True, True), "init_logits", "initial correct mass p_ref"
+        name="eta", domain=LEAF_RANGES["eta"], label="learning rate η (per step)", differentiable=True, log_scale=True
     ),
-    Hyperparameter("clip", True, False, True, True, LEAF_RANGES["clip_low"], "clip_low", "clip range ε"),
+    Hyperparameter(name="momentum", domain=LEAF_RANGES["momentum"], label="momentum μ", differentiable=True),
     Hyperparameter(
-        "clip_high", True, False, False, True, LEAF_RANGES["clip_high"], "clip_high", "upper clip range ε_high"
-    ),
-    Hyperparameter("lag", True, True, False, False, Interval(0.0), "lag", "off-policy lag τ (optimiser steps)"),
-    Hyperparameter("group_size", False, True, False, True, Interval(2.0, MAX_GROUP_SIZE), "group_size", "group size G"),
-    Hyperparameter(
-        "minibatches",
-        False,
-        True,
-        False,
-        False,
-        Interval(1.0),
-        "minibatches",
-        "mini-batches per epoch m (TRL steps_per_generation)",
+        name="beta", domain=LEAF_RANGES["beta"], label="KL coefficient β", differentiable=True, log_scale=True
     ),
     Hyperparameter(
-        "ref_sync_alpha",
-        True,
-        False,
-        False,
-        False,
-        LEAF_RANGES["ref_sync_alpha"],
-        "ref_sync_alpha",
-        "reference sync mix-up α (TRL ref_model_mixup_alpha)",
+        name="p_ref",
+        domain=Interval(0.0, 1.0, True, True),
+        label="initial correct mass p_ref",
+        field="init_logits",
+        differentiable=True,
+    ),
+    Hyperparameter(
+        name="clip",
+        domain=LEAF_RANGES["clip_low"],
+        label="clip range ε",
+        field="clip_low",
+        differentiable=True,
+        log_scale=True,
+    ),
+    Hyperparameter(name="clip_high", domain=LEAF_RANGES["clip_high"], label="upper clip range ε_high", log_scale=True),
+    Hyperparameter(name="lag", domain=Interval(0.0), label="off-policy lag τ (optimiser steps)", integer=True),
+    Hyperparameter(
+        name="group_size",
+        domain=Interval(2.0, MAX_GROUP_SIZE),
+        label="group size G",
+        traced=False,
+        integer=True,
+        log_scale=True,
+    ),
+    Hyperparameter(
+        name="minibatches",
+        domain=Interval(1.0),
+        label="mini-batches per epoch m (TRL steps_per_generation)",
+        traced=False,
+        integer=True,
+    ),
+    Hyperparameter(
+        name="ref_sync_alpha",
+        domain=LEAF_RANGES["ref_sync_alpha"],
+        label="reference sync mix-up α (TRL ref_model_mixup_alpha)",
     ),
 )
 HYPERPARAMETERS: dict[str, Hyperparameter] = {row.name: row for row in _ROWS}

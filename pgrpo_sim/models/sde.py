@@ -77,6 +77,7 @@ def _times(ts: ArrayLike) -> Array:
 def _failed_as_nan(sol: diffrax.Solution) -> Array:
     """`sol.ys`, NaN where the solve failed (diverged to non-finite values, or ran out of `max_steps`): diffrax
     fills a failed solve with inf, from t0 on, and `throw=False` keeps the solve traceable."""
+    assert sol.ys is not None, "the solves here save at ts"
     return jnp.where(sol.result == diffrax.RESULTS.successful, sol.ys, jnp.nan)
 
 

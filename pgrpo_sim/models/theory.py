@@ -63,10 +63,10 @@ def _valid(eta, momentum, lag, stiffness):
     )
 
 
-def _float(*xs):
-    xs = [as_float(x) for x in xs]
-    dtype = jnp.result_type(*xs)
-    return [x.astype(dtype) for x in xs]
+def _float(*xs: ArrayLike) -> list[Array]:
+    arrays = [as_float(x) for x in xs]
+    dtype = jnp.result_type(*arrays)
+    return [a.astype(dtype) for a in arrays]
 
 
 def coefficients(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Coefficients:

@@ -12,6 +12,7 @@ import optimistix as optx
 from jax import Array
 
 from ..models.bandit import (
+    BanditState,
     collapse_branches,
     initial_state,
     make_optimizer,
@@ -66,24 +67,24 @@ def floquet_radius(config2: BanditConfig, x: Array) -> Array:
         outcomes = rollout_outcomes(config2, binary_rewards=True)
         size = outcomes[0].shape[0]
 
-        def advance(state):
+        def advance(state: BanditState) -> BanditState:
             branches = jax.tree.map(lambda v: jnp.broadcast_to(v, (size, *jnp.shape(v))), state)
             carry = (branches, jnp.full(size, 1.0 / size, x.dtype))
             carry = jax.lax.fori_loop(
-                0, length, lambda _, c: reuse_branch_step(config2, optimizer, *c, outcomes)[:2], carry
+                0, length, lambda _, c: reuse_branch_step(config2, optimizer, c[0], c[1], outcomes)[:2], carry
             )
             return collapse_branches(*carry)
     else:
         update = functools.partial(step, config2, optimizer, "expected")
         key = jax.random.key(0)  # unused in expected mode
 
-        def advance(state):
+        def advance(state: BanditState) -> BanditState:
             return jax.lax.fori_loop(0, length, lambda _, s: update(s, key)[0], state)
 
     def cycle(z):
         chunks = jnp.split(z, np.cumsum(sizes)[:-1])
-        half = [d.reshape(leaf.shape[:-1]) / 2 for leaf, d in zip(leaves, chunks)]
-        moved = [leaf + jnp.stack([h, -h], -1) for leaf, h in zip(leaves, half)]
+        half = [d.reshape(leaf.shape[:-1]) / 2 for leaf, d in zip(leaves, chunks, strict=True)]
+        moved = [leaf + jnp.stack([h, -h], -1) for leaf, h in zip(leaves, half, strict=True)]
         state = base._replace(**jax.tree.unflatten(treedef, moved))
         state = advance(state)
         out = jax.tree.leaves({f: getattr(state, f) for f in fields})

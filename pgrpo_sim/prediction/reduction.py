@@ -295,5 +295,5 @@ def constant_fixed_point(config2: BanditConfig) -> tuple[Array, Array] | None:
     if not is_concrete([getattr(config2, f) for f in _DRIVE_FIELDS]):
         return None
     # validated while the traced leaves are still tracers: a placeholder (μ = 1) need not be a valid value
-    placeholder = lambda v: np.ones(v.shape, v.dtype) if isinstance(v, jax.core.Tracer) else v
+    placeholder = lambda v: v if is_concrete(v) else np.ones(v.shape, v.dtype)
     return _fixed_point_stiffness(jax.tree.map(placeholder, _on_policy(config2)))[:2]

@@ -36,7 +36,7 @@ def marked(verdict: str, fit_check: GoodnessOfFit) -> str:
 def with_fit_check(result: dict, fit_check: GoodnessOfFit) -> dict:
     """forecast.json's or whatif.json's content with the calibration's `goodness_of_fit` and, per what-if entry,
     `calibration_failed`."""
-    out = dict(result, goodness_of_fit=fit_check.as_dict())
+    out: dict = dict(result, goodness_of_fit=fit_check.as_dict())
     if "baseline" in out:
         failed = not fit_check.passed
         out["baseline"] = dict(out["baseline"], calibration_failed=failed)

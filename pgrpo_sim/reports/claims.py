@@ -3,7 +3,9 @@ sections start from, the tolerance of a measured difference, and a verdict's for
 
 from __future__ import annotations
 
-BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
+from typing import Any
+
+BASE: dict[str, Any] = dict(p_ref=0.2, beta=0.5, group_size=8)
 """The bandit setting sections vary one knob of: start p = 0.2, β = 0.5, G = 8."""
 VERDICT_Z = 3.0
 """A measured difference counts when it exceeds VERDICT_Z standard errors (of the numbers compared)."""

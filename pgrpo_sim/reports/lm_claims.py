@@ -139,8 +139,8 @@ def _reuse_claim(res: LMResolution, best: dict, common: dict) -> dict:
     rows = _run_points(base, points, common)
     reuse = [summarize_setting(rows, **point) for point in points]
     first = reuse[0]
-    degrades = next((e * m for (e, m), s in zip(res.reuse, reuse) if significantly_worse(s, first)), None)
-    collapse_at = next((e * m for (e, m), s in zip(res.reuse, reuse) if s["collapses"]), None)
+    degrades = next((e * m for (e, m), s in zip(res.reuse, reuse, strict=True) if significantly_worse(s, first)), None)
+    collapse_at = next((e * m for (e, m), s in zip(res.reuse, reuse, strict=True) if s["collapses"]), None)
     holds = bool(not first["collapses"] and reuse[-1]["collapses"])
     return dict(reuse=reuse, degrades=degrades, collapse_at=collapse_at, holds=holds)
 
@@ -199,7 +199,8 @@ def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: di
     table = [HEADER]
     table += [_row(s, f"learning_rate={s['learning_rate']:g}") for s in rates]
     table += [
-        _row(s, f"lr {best['learning_rate']:g}, {e}×{m} = {e * m} steps/rollout") for (e, m), s in zip(res.reuse, reuse)
+        _row(s, f"lr {best['learning_rate']:g}, {e}×{m} = {e * m} steps/rollout")
+        for (e, m), s in zip(res.reuse, reuse, strict=True)
     ]
     table += [
         _row(s, f"lr {best['learning_rate']:g}, {e} epochs, " + ("no clip" if eps is None else f"clip {eps}"))
@@ -211,7 +212,7 @@ def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: di
                       [s["final_se"] for s in rates], [e * m for e, m in res.reuse], [s["final"] for s in reuse],
                       [s["final_se"] for s in reuse])  # fmt: skip
     none_collapse = "no learning rate collapsed in at least half its seeds"
-    out = dict(
+    out: dict = dict(
         z=VERDICT_Z,
         learning_rates=[_reported(s) for s in rates],
         best_learning_rate=best["learning_rate"],
@@ -248,7 +249,9 @@ MIN_FIT_STEPS = 20
 """Fewest GRPO steps for the oscillator fits (five parameters)."""
 
 
-def oscillator_claims(res: LMResolution, rates: list[dict], reward: np.ndarray, reuse: list[dict], common: dict):
+def oscillator_claims(
+    res: LMResolution, rates: list[dict], reward: np.ndarray, reuse: list[dict], common: dict
+) -> dict:
     """(e) The oscillator's claims on this level, as far as its runs can test them:
     - ζ from a fit: the damped-oscillator law fitted to each non-collapsing rate's seed-mean reward (weights: the
       seeds' standard error per step), its regime read as `fit` reads a log's; the oscillator has ζ ∝ 1/√(Kη), so
@@ -262,7 +265,7 @@ def oscillator_claims(res: LMResolution, rates: list[dict], reward: np.ndarray, 
     from ..logs.laws import fit_laws
 
     fits = []
-    for s, curves in zip(rates, reward):
+    for s, curves in zip(rates, reward, strict=True):
         if s["collapses"] or res.steps < MIN_FIT_STEPS:
             continue
         curves = np.asarray(curves, float)
@@ -283,7 +286,7 @@ def oscillator_claims(res: LMResolution, rates: list[dict], reward: np.ndarray, 
     if len(usable) >= 2:
         slow, fast = usable[0], usable[-1]
         zeta_holds = bool(slow["zeta"] - fast["zeta"] > ZETA_Z * math.hypot(slow["zeta_se"], fast["zeta_se"]))
-    collapsing = next(((e, m) for (e, m), s in zip(res.reuse, reuse) if s["collapses"]), None)
+    collapsing = next(((e, m) for (e, m), s in zip(res.reuse, reuse, strict=True) if s["collapses"]), None)
     slower, kref_holds = [], None
     if collapsing is not None:
         best = best_rate(rates)
@@ -304,7 +307,7 @@ def oscillator_claims(res: LMResolution, rates: list[dict], reward: np.ndarray, 
         + (
             f" ({collapsing[0] * collapsing[1]} steps/rollout at η/{SLOWER:g}: collapse share "
             f"{slower[0]['collapse_share']:.2f} ± {slower[0]['collapse_se']:.2f})"
-            if slower
+            if collapsing is not None
             else " (no reuse collapsed at the best rate)"
         )
         + "; fixed point under β and 1/G fluctuations: not run on this level"

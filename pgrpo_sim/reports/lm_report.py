@@ -35,7 +35,7 @@ def lm_calibration_markdown(cal: LMCalibration) -> list[str]:
         f"| log10 lr scale (level rate / run rate) | {mean:.2f} | {sd:.2f} |",
         f"| ceiling (log reward / level reward) | {cal.ceiling[0]:.2f} | {cal.ceiling[1]:.2f} |",
         "| start format (share of well-formed demonstrations) | "
-        + ", ".join(f"{f:g}: {w:.2f}" for f, w in zip(cal.formats, cal.format_weights))
+        + ", ".join(f"{f:g}: {w:.2f}" for f, w in zip(cal.formats, cal.format_weights, strict=True))
         + " (posterior) | |",
         "",
         f"Learning-rate scale {10**mean:.3g}"

@@ -19,7 +19,7 @@ from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none, json_text
 from ..base.progress import Progress
 from ..logs import coupling as couplings, law_regimes, laws
-from ..logs.diagnostics import Diagnosis, diagnose
+from ..logs.diagnostics import FAILURE_MODES, Diagnosis, diagnose
 from ..logs.readers import TrainingLog, check_log
 
 
@@ -57,7 +57,7 @@ def _summary(fits: dict[str, laws.LawFit], steps: np.ndarray, values: np.ndarray
         natural_frequency=finite_or_none(osc["omega_n"]),
         regime=regime,
         straight_line_bic=finite_or_none(simpler["straight line"]),
-        preferred_law=min(finite, key=finite.get) if len(finite) == len(fits) else None,
+        preferred_law=min(finite, key=finite.__getitem__) if len(finite) == len(fits) else None,
     )
     if why:
         out["regime_reason"] = why
@@ -101,7 +101,7 @@ def check_analysis(log: TrainingLog, *, metric: str = "reward", n_samples: int |
             the metric's finite series fails `laws.check_curve` or has too few points for the fits.
     """
     _check_metric(log, metric)
-    number = np.ndim(n_samples) == 0 and np.issubdtype(np.asarray(n_samples).dtype, np.number)
+    number = n_samples is not None and np.ndim(n_samples) == 0 and np.issubdtype(np.asarray(n_samples).dtype, np.number)
     if n_samples is not None and (isinstance(n_samples, (bool, np.bool_)) or not number):
         raise PgrpoSimError(f"samples per step must be a number, got {n_samples!r}")
     if n_samples is not None and not (np.isfinite(n_samples) and n_samples >= 1 and n_samples == int(n_samples)):
@@ -363,7 +363,7 @@ def _markdown(r: dict) -> str:
         "| read-out | available | flag | first step | rule | detail |",
         "|---|---|---|---|---|---|",
     ]
-    for name in ("hacking", "degeneracy", "concentration", "instability"):
+    for name in FAILURE_MODES:
         d = r["diagnostics"][name]
         lines.append(
             f"| {name} | {'yes' if d['available'] else 'no'} | {'**FIRES**' if d['flag'] else 'no'} | "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -174,7 +175,9 @@ def mean_field(res: RolloutResolution, plot: Callable | None) -> dict:
     ref_zeta, ref_se = ref["zeta"], float(ref.stderr[ref.names.index("zeta")])
     rows, curves = [], {"single prompt": (ref_curve, ref.curve(steps))}
     for kappa in res.spreads:
-        start = dict(p_ref=[0.2] * res.prompts) if kappa is None else dict(difficulty=(0.2 * kappa, 0.8 * kappa))
+        start: dict[str, Any] = (
+            dict(p_ref=[0.2] * res.prompts) if kappa is None else dict(difficulty=(0.2 * kappa, 0.8 * kappa))
+        )
         for shared in (False, True):
             run, reward, fit = fitted(**start, n_prompts=res.prompts, features=features if shared else None)
             zeta, zeta_se = fit["zeta"], float(fit.stderr[fit.names.index("zeta")])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 
@@ -10,9 +11,9 @@ from .figures import PALETTE
 
 SCENARIO_STYLES = ("--", "-.", ":", (0, (6, 2, 1, 2, 1, 2)))
 """Line styles of the scenarios (cycled with their colours), so that curves that coincide stay distinguishable."""
-EDGE_STYLE = dict(color="black", lw=0.8, ls=(0, (4, 2)), alpha=0.8)
+EDGE_STYLE: dict[str, Any] = dict(color="black", lw=0.8, ls=(0, (4, 2)), alpha=0.8)
 """The calibrated run's band edges (several bands): thin black dashes."""
-FIT_END_STYLE = dict(color="#7F7F7F", lw=1.4, ls="-", alpha=0.7)
+FIT_END_STYLE: dict[str, Any] = dict(color="#7F7F7F", lw=1.4, ls="-", alpha=0.7)
 """The end of the fit window: a solid grey vertical line, unlike any band edge or scenario."""
 
 

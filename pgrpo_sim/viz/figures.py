@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.patches import Rectangle
+from matplotlib.ticker import NullLocator
 
 from ..base.regimes import DISCRETE_REGIMES
 from ..models.hyperparameters import HYPERPARAMETERS
@@ -39,7 +43,7 @@ def reward_curve_figure(steps, mean, std, *, title: str = ""):
     return fig
 
 
-def plot_reward_curve(steps, mean, std, path: str, *, title: str = "") -> None:
+def plot_reward_curve(steps, mean, std, path: str | Path, *, title: str = "") -> None:
     """`reward_curve_figure`, saved to `path` (its suffix picks the format).
 
     Args:
@@ -106,6 +110,7 @@ def plot_phase_diagram(
     """
     import json
 
+    from matplotlib.artist import Artist
     from matplotlib.colors import ListedColormap
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -129,7 +134,7 @@ def plot_phase_diagram(
         (field(prediction.complex_root) - 0.5, PALETTE[0], ":", "discrete complex-root onset", None),
     ]
     traced = boundaries
-    handles = [Patch(color=REGIME_COLOURS[n], label=f"simulated: {n}") for n in DISCRETE_REGIMES]
+    handles: list[Artist] = [Patch(color=REGIME_COLOURS[n], label=f"simulated: {n}") for n in DISCRETE_REGIMES]
     for values, colour, style, label, kind in lines:
         if traced is not None and kind is not None:
             for curve in traced[kind]:
@@ -191,7 +196,7 @@ def make_validation_figure(name: str, *data):
 def _fig_group_size(curves_all, group_sizes):
     """curves_all: advantage kind → (expected curves (G, T), sampled seed-mean curves (G, T), their 95 % half-width)."""
     fig, axes = plt.subplots(1, len(curves_all), figsize=(11, 3.6), layout="constrained", sharey=True)
-    for ax, (kind, (expected, mean, half)) in zip(axes, curves_all.items()):
+    for ax, (kind, (expected, mean, half)) in zip(axes, curves_all.items(), strict=True):
         steps = np.arange(expected.shape[-1])
         for i, g in enumerate(group_sizes):
             ax.fill_between(steps, mean[i] - half[i], mean[i] + half[i], color=PALETTE[i], alpha=0.25, lw=0)
@@ -214,7 +219,7 @@ def _fig_fluctuations(g, var, se, pred_var, fitted, inverse, slope):
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(g, [f"{int(v)}" for v in g])
-    ax.xaxis.set_minor_locator(plt.NullLocator())
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("group size G")
     ax.set_ylabel("stationary Var(p)")
     ax.legend(fontsize=8)
@@ -331,7 +336,7 @@ def _fig_failure_modes(runs, readouts, first_steps, first):
             text = "—" if np.isnan(v) else f"{v:g}"
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="k" if np.isnan(v) else "w")
             if first_here:
-                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=PALETTE[3], lw=2.5))
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=PALETTE[3], lw=2.5))
     ax.set_xticks(range(len(readouts)), readouts)
     ax.set_yticks(range(len(runs)), [f"{r} run" for r in runs])
     ax.set_xlabel("read-out (flag); outlined: the run's first flag")
@@ -343,7 +348,7 @@ def _fig_rollout_reuse(cases, max_epochs):
     fig, axes = plt.subplots(1, len(clips), figsize=(4.2 * len(clips), 3.8), layout="constrained", sharey=True)
     axes = np.atleast_1d(axes)
     above = max_epochs + 1
-    for ax, clip in zip(axes, clips):
+    for ax, clip in zip(axes, clips, strict=True):
         mine = [c for c in cases if c["clip"] == clip]
         etas = np.array([c["eta"] for c in mine])
         for key, style, colour, label in (
@@ -392,7 +397,7 @@ def _fig_group_spread(points):
     ax.plot(g, measured, "o", color=PALETTE[0], label="sampled reward_std (late mean)")
     ax.set_xscale("log")
     ax.set_xticks(g, [f"{int(v)}" for v in g])
-    ax.xaxis.set_minor_locator(plt.NullLocator())
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("group size G")
     ax.set_ylabel("within-group reward std")
     ax.legend(fontsize=8)

@@ -28,7 +28,7 @@ def plot_fits(steps, values, fits: dict[str, LawFit], path: str | Path, *, ylabe
     top.plot(steps, values, ".", ms=2.5, color="0.6", label="data")
     top.plot(steps, smooth(values, window), color="0.2", lw=1.0, label=f"moving average ({window} points)")
     dense = np.linspace(steps[0], steps[-1], 600)
-    for colour, (law, f) in zip(PALETTE[1:], fits.items()):
+    for colour, (law, f) in zip(PALETTE[1:], fits.items(), strict=False):  # the palette is the longer
         top.plot(
             dense, f.curve(dense), color=colour, lw=1.6, label=f"{law} (R² {f.r2:.2f}, smoothed {f.r2_smoothed:.2f})"
         )
@@ -60,7 +60,7 @@ def plot_diagnostics(diagnosis: Diagnosis, path: str | Path) -> None:
         path: the image file (its suffix picks the format).
     """
     fig, axes = plt.subplots(2, 2, figsize=(9.0, 6.0), layout="constrained")
-    for ax, r, colour in zip(axes.ravel(), diagnosis.readouts, PALETTE):
+    for ax, r, colour in zip(axes.ravel(), diagnosis.readouts, PALETTE, strict=False):  # the palette is the longer
         ax.set_title(f"{r.name}: {'FIRES' if r.flag else 'no flag'}", fontsize=10)
         if not r.available:
             ax.text(

@@ -71,7 +71,7 @@ def test_bandit_slice_where_the_stiffness_moves():
     cfg = ps.bandit_config(p_ref=0.2, beta=0.5, group_size=8, momentum=0.9, lag_model="stale", lag=2)
     (curve,) = B.trace_boundary("damping_ratio", cfg, "eta", (1e-3, 0.1), "beta", (0.2, 2.0), grid=6, step=0.1)
     assert curve.residual <= TOL
-    for eta, beta in zip(curve.x[::4], curve.y[::4]):
+    for eta, beta in zip(curve.x[::4], curve.y[::4], strict=True):
         assert float(ps.predict(cfg.replace(eta=eta, beta=beta)).damping_ratio) == pytest.approx(1.0, abs=1e-8)
 
 

@@ -193,7 +193,7 @@ def test_write_error_keeps_finished_chunks(tmp_path, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(np, "savez", flaky)
-    with pytest.raises(SweepError, match="No space left on device.*kept"):
+    with pytest.raises(SweepError, match=r"No space left on device.*kept"):
         run_sweep(BASE, [parse_axis("eta=0.1,0.2,0.3")], steps=20, out_dir=tmp_path, chunk_size=1, progress=False)
     done = list((tmp_path / "chunks").glob("*.npz"))
     # a chunk is a whole number of points per device: 1 point here, 2 where the process runs 2 CPU devices (as the

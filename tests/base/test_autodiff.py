@@ -64,7 +64,7 @@ def test_checkpointed_scan_equals_scan(length):
 
         ref = jax.lax.scan(_recurrence, (jnp.float64(0.7), jnp.float64(0.21)), xs * 0.7)
         got = scan(_recurrence, (jnp.float64(0.7), jnp.float64(0.21)), xs * 0.7, length, checkpoint=True)
-        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(ref)):
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(ref), strict=True):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-13, atol=1e-15)
         plain = jax.grad(objective)(0.7, False)
         assert float(jax.grad(objective)(0.7, True)) == pytest.approx(float(plain), rel=1e-13)

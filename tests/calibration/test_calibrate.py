@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pgrpo_sim.calibration import PARAMETERS, VERDICTS, calibrate, forecast, horizon_limit, synthetic_log
+from pgrpo_sim.analysis import VERDICTS
+from pgrpo_sim.calibration import PARAMETERS, calibrate, forecast, horizon_limit, synthetic_log
 from pgrpo_sim.calibration.run_config import RunConfig
 
 pytestmark = pytest.mark.slow
@@ -31,7 +32,7 @@ def test_recovers_known_parameters(seed):
     log = synthetic_log(RUN, TRUTH, 200, seed=seed)
     cal = calibrate(log, RUN)
     z = (cal.theta - TRUTH) / cal.stderr
-    assert np.all(np.abs(z) < 4), dict(zip(PARAMETERS, np.round(z, 2)))
+    assert np.all(np.abs(z) < 4), dict(zip(PARAMETERS, np.round(z, 2), strict=True))
     assert cal.undetermined == () and cal.used == ("reward", "zero_std_frac", "reward_std")
     assert cal.stationary, cal.map_offset  # an on-policy (smooth) posterior: BFGS ends at its mode
 
@@ -78,7 +79,7 @@ def test_commands_end_to_end_on_a_real_log(tmp_path):
     held = f["heldout"]
     assert set(held) == {"mae", "coverage", "n", "baselines"} and 0 <= held["coverage"] <= 1
     assert set(held["baselines"]) == {"persistence", "saturation", "critical", "oscillator", "sigmoid"}
-    assert all(lo <= m <= hi for lo, m, hi in zip(f["lo"], f["mean"], f["hi"]))
+    assert all(lo <= m <= hi for lo, m, hi in zip(f["lo"], f["mean"], f["hi"], strict=True))
     out = tmp_path / "w"
     proc = cli("what-if", str(log), "--model", "bandit", "--scenario", "learning_rate=8e-5", "--scenario",
                "num_iterations=4", "--steps", "200", "--out", str(out))  # fmt: skip
@@ -88,7 +89,7 @@ def test_commands_end_to_end_on_a_real_log(tmp_path):
     for entry in [w["baseline"], *w["scenarios"]]:
         assert entry["verdict"] in VERDICTS and len(entry["steps"]) == 200  # --steps N: N logged steps
     lines = proc.stdout.splitlines()  # one per run; a share of diverged draws is said on its line
-    for line, entry in zip(lines, [w["baseline"], *w["scenarios"]]):
+    for line, entry in zip(lines, [w["baseline"], *w["scenarios"]], strict=False):  # notes follow the runs' lines
         said = entry["diverged_fraction"] > 0 and entry["verdict"] != "diverges"
         assert ("posterior draws diverge" in line) == said, line
     assert (out / "whatif.png").stat().st_size > 1000 and (out / "report.md").read_text().count("| ") > 10
@@ -147,6 +148,6 @@ def test_recovers_an_affine_reward_map():
     cal = calibrate(log, RUN, reward_map="auto")
     truth = np.append(TRUTH, [-1.0, math.log(3.0)])
     z = (cal.theta - truth) / cal.stderr
-    assert cal.affine and np.all(np.abs(z) < 4), dict(zip(cal.parameters, np.round(z, 2)))
+    assert cal.affine and np.all(np.abs(z) < 4), dict(zip(cal.parameters, np.round(z, 2), strict=True))
     with pytest.raises(ValueError, match="not \\[0, 1\\]"):
         calibrate(log, RUN)  # the library's default reads reward / reward_scale as the success rate

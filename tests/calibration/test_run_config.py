@@ -12,16 +12,8 @@ import yaml
 
 from pgrpo_sim.base.errors import PgrpoSimError
 from pgrpo_sim.calibration.inputs import kl_warning
-from pgrpo_sim.calibration.run_config import (
-    KEYS,
-    RunConfig,
-    load_run_config,
-    log_settings,
-    parse_scenario,
-    read_run_config,
-    resolve_run_config,
-    translate_run_config,
-)
+from pgrpo_sim.calibration.run_config import KEYS, RunConfig, log_settings, parse_scenario, resolve_run_config
+from pgrpo_sim.calibration.run_config_files import load_run_config, read_run_config, translate_run_config
 from pgrpo_sim.cli.common import cli_wording
 from pgrpo_sim.logs.readers import read_log, tidy
 

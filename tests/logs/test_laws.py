@@ -31,7 +31,7 @@ def test_recovers_known_parameters(law):
     """Each parameter within 4 standard errors of the truth (a Gaussian 4σ miss has probability 6e-5), and the
     standard errors are informative (< 10 % of the value for every parameter that is not zero)."""
     f = fit.fit_law(law, T, _noisy(law, TRUE[law]), sigma=NOISE)
-    for name, true, got, err in zip(f.names, TRUE[law], f.params, f.stderr):
+    for name, true, got, err in zip(f.names, TRUE[law], f.params, f.stderr, strict=True):
         assert abs(got - true) < 4 * err, (name, got, true, err)
         assert true == 0 or err < 0.1 * abs(true), (name, err)
     # σ is the true noise: χ²/(n−p) has standard deviation √(2/(n−p)) ≈ 0.1; allow 4 of them
@@ -48,7 +48,7 @@ def test_uneven_steps_and_residual_noise_estimate():
     true = (0.7, 0.1, 0.02)
     f = fit.fit_law("critical", steps, _noisy("critical", true, t=steps, seed=2))
     assert f.noise_source == "residuals" and abs(f.reduced_chi2 - 1) < 0.4
-    for got, want, err in zip(f.params, true, f.stderr):
+    for got, want, err in zip(f.params, true, f.stderr, strict=True):
         assert abs(got - want) < 4 * err
     assert f.origin == steps[0]
     np.testing.assert_allclose(f.curve(steps[:3]), fit.law_curve("critical", steps[:3] - steps[0], f.params))
@@ -62,7 +62,7 @@ def test_weighted_fit_uses_the_per_step_errors():
     y = clean + np.random.default_rng(3).normal(0, sigma)
     weighted = fit.fit_law("saturation", T, y, sigma=sigma)
     assert abs(weighted.reduced_chi2 - 1) < 0.4
-    for got, want, err in zip(weighted.params, TRUE["saturation"], weighted.stderr):
+    for got, want, err in zip(weighted.params, TRUE["saturation"], weighted.stderr, strict=True):
         assert abs(got - want) < 4 * err
 
 

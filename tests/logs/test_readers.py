@@ -64,7 +64,7 @@ def test_verl_jsonl_and_console_agree():
 
 
 def test_generic_csv_needs_a_column_map():
-    with pytest.raises(ValueError, match="no reward column .* map one with reward=NAME"):
+    with pytest.raises(ValueError, match=r"no reward column .* map one with reward=NAME"):
         logs.read_log(DATA / "generic.csv")
     log = logs.read_log(
         DATA / "generic.csv", columns=logs.parse_column_map(["reward=my_reward", "eval_reward = eval/acc"])
@@ -302,7 +302,7 @@ def test_plateaus_the_run_has_not_reached_are_called_extrapolations(tmp_path):
     def analysed(steps):
         t = np.arange(steps, dtype=float)
         reward = 0.3 * np.exp(-t / 150) + 0.003 * rng.standard_normal(steps)
-        records = [dict(step=s, reward=r) for s, r in zip(t, reward)]
+        records = [dict(step=s, reward=r) for s, r in zip(t, reward, strict=True)]
         return report.write_report(logs.tidy(records, format="jsonl", path=None), tmp_path / str(steps))
 
     short = analysed(200)
@@ -357,7 +357,7 @@ def test_trl_console_only_dicts_and_errors(tmp_path):
     _nan_equal(log["reward"], [0.25, 0.5, 0.75])
     _nan_equal(log["kl"], [NAN, math.inf, -math.inf])
     twice = "\n".join([*lines[:2], "{'train_runtime': 5.0, 'epoch': 1.0}", *lines[:1]]) + "\n"
-    with pytest.raises(ValueError, match="more than one run: .* summary at step 2"):
+    with pytest.raises(ValueError, match=r"more than one run: .* summary at step 2"):
         logs.read_log(_write(tmp_path, "twice.log", twice))
     with pytest.raises(ValueError, match="no TRL console dicts"):
         logs.read_log(_write(tmp_path, "none.log", "hello {'eos_token_id': 2}\n"), format="trl_console")
@@ -411,9 +411,9 @@ def test_typed_jsonl_settings_and_errors(tmp_path):
     text = "".join(json.dumps(r) + "\n" for r in rows)
     log = logs.read_log(_write(tmp_path, "noclip.jsonl", text))
     assert log.settings == dict(num_generations=8, beta=0.04, loss_type="grpo_no_clip")
-    with pytest.raises(ValueError, match="step 1 of resumed.jsonl has two rollout records"):
+    with pytest.raises(ValueError, match=re.escape("step 1 of resumed.jsonl has two rollout records")):
         logs.read_log(_write(tmp_path, "resumed.jsonl", text + json.dumps(rows[0]) + "\n"))
-    with pytest.raises(ValueError, match="record 2 of nostep.jsonl \\(rollout\\) has no grpo_step"):
+    with pytest.raises(ValueError, match=re.escape("record 2 of nostep.jsonl (rollout) has no grpo_step")):
         logs.read_log(_write(tmp_path, "nostep.jsonl", text[: text.index("\n") + 1] + '{"type": "rollout"}\n'))
     evals = "".join(json.dumps(dict(type="eval", grpo_step=s, reward=0.1 * s)) + "\n" for s in range(1, 4))
     assert logs.detect_format(_write(tmp_path, "eval.jsonl", evals)) == "typed_jsonl"
@@ -504,11 +504,11 @@ def test_tensorboard_event_file_and_folder(tmp_path):
     renamed = tmp_path / "copy.bin"  # recognised by its content, but TensorBoard reads only its own file names
     renamed.write_bytes(path.read_bytes())
     assert logs.detect_format(renamed) == "tensorboard"
-    with pytest.raises(ValueError, match="event file under another name; .*: rename it"):
+    with pytest.raises(ValueError, match=r"event file under another name; .*: rename it"):
         logs.read_log(renamed)
     text = tmp_path / "log.csv"
     text.write_text("step,reward\n1,0.5\n")
-    with pytest.raises(ValueError, match="log.csv is not a TensorBoard event file"):  # not "under another name"
+    with pytest.raises(ValueError, match=r"log.csv is not a TensorBoard event file"):  # not "under another name"
         logs.read_log(text, format="tensorboard")
 
 
@@ -520,7 +520,7 @@ def test_tensorboard_errors(tmp_path, monkeypatch):
     assert list(logs.read_log(tmp_path / "runs", run="b")["reward"]) == [0.5]  # --run picks a run's folder
     with pytest.raises(ValueError, match="no run 'c'; its runs: a, b"):
         logs.read_log(tmp_path / "runs", run="c")
-    with pytest.raises(ValueError, match="holds one run.s event files: pass run=None"):
+    with pytest.raises(ValueError, match=r"holds one run.s event files: pass run=None"):
         logs.read_log(tmp_path / "runs" / "a", run="a")
     with pytest.raises(ValueError, match="directory without TensorBoard event files"):
         logs.read_log(_empty_dir(tmp_path))
@@ -615,8 +615,8 @@ def test_every_anchor_log_parses(name):
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         rollout = {r["grpo_step"]: r["reward"] for r in records if r["type"] == "rollout"}
         evals = {r["grpo_step"]: r["reward"] for r in records if r["type"] == "eval"}
-        assert dict(zip(steps, reward)) == rollout
-        assert dict(zip(*log.series("eval_reward"))) == evals
+        assert dict(zip(steps, reward, strict=True)) == rollout
+        assert dict(zip(*log.series("eval_reward"), strict=True)) == evals
         assert log.settings["num_generations"] == 8 and log.settings["prompts_per_step"] == 32
         assert log.sources["n_samples"] == "num_rollouts" and np.all(log.series("n_samples")[1] == 256)
     if fmt == "trl_console":
@@ -665,7 +665,7 @@ def test_every_run_of_the_long_form_anchors_parses(name):
         assert log.format == "wandb_long" and len(log) == len({step for _, step, _ in rows})
         evals = {step: value for metric, step, value in rows if metric == "eval/reward"}
         steps, reward = log.series("reward")
-        assert dict(zip(steps, reward)) == evals
+        assert dict(zip(steps, reward, strict=True)) == evals
         for metric in {m for m, _, _ in rows} - {"eval/reward"}:
             at = {}
             for m, step, value in rows:
@@ -674,7 +674,7 @@ def test_every_run_of_the_long_form_anchors_parses(name):
             column = log.other.get(metric)
             if column is None:
                 column = log[next(k for k, v in log.sources.items() if v == metric)]
-            got = dict(zip(log["step"], column))
+            got = dict(zip(log["step"], column, strict=True))
             for step, values in at.items():
                 assert got[step] == pytest.approx(sum(values) / len(values), rel=1e-12), (run, metric, step)
 

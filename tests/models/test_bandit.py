@@ -95,7 +95,7 @@ def test_on_policy_fast_path_equals_general_expectation(advantage, kl, kl_clamp)
     g_fast, fast_stats = on_policy_grad(theta, config)
     g_slow, slow_stats = jax.grad(expected_loss, has_aux=True)(theta, theta, config)
     np.testing.assert_allclose(g_fast, g_slow, rtol=1e-12, atol=1e-15)
-    for a, b in zip(fast_stats, slow_stats):
+    for a, b in zip(fast_stats, slow_stats, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
 
 
@@ -123,7 +123,7 @@ def test_sampled_on_policy_fast_path_equals_autodiff(advantage, kl, kl_clamp, n_
     g_fast, fast_stats = sampled_on_policy_grad(theta, arms, rewards, config)
     g_slow, slow_stats = jax.grad(sampled_loss, has_aux=True)(theta, theta, arms, rewards, config)
     np.testing.assert_allclose(g_fast, g_slow, rtol=1e-12, atol=1e-15)
-    for a, b in zip(fast_stats, slow_stats):
+    for a, b in zip(fast_stats, slow_stats, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
 
 
@@ -261,7 +261,7 @@ def test_sampled_mean_tracks_expected_curve_at_small_step():
 def _late_drift(eta, group_size, seeds=4000):
     """Seed-mean minus expected-mode p over the last half of 60/η steps, with its standard error."""
     config = ps.bandit_config(p_ref=0.2, beta=0.5, group_size=group_size, eta=eta)
-    steps = int(round(60 / eta))
+    steps = round(60 / eta)
     expected = np.asarray(ps.simulate(config, steps).reward)[steps // 2 :]
     sampled = np.asarray(ps.simulate(config, steps, mode="sampled", seeds=seeds, key=jax.random.key(11)).reward)
     per_seed = (sampled[:, steps // 2 :] - expected).mean(1)
@@ -498,8 +498,8 @@ def test_checkpointed_run_equals_plain_run(mode, lag_model, steps):
         run = ps.simulate(cfg, steps, mode=mode, seeds=3, readouts=("reward",), checkpoint=checkpoint)
         return run.reward[..., -10:].mean(), run.reward
 
-    (plain, curve), grad = jax.value_and_grad(late, has_aux=True)(jnp.float64(0.4), False)
-    (blocks, curve_blocks), grad_blocks = jax.value_and_grad(late, has_aux=True)(jnp.float64(0.4), True)
+    (_plain, curve), grad = jax.value_and_grad(late, has_aux=True)(jnp.float64(0.4), False)
+    (_blocks, curve_blocks), grad_blocks = jax.value_and_grad(late, has_aux=True)(jnp.float64(0.4), True)
     np.testing.assert_allclose(curve_blocks, curve, rtol=1e-12, atol=1e-14)
     assert float(grad_blocks) == pytest.approx(float(grad), rel=1e-12, abs=1e-14)
 
@@ -559,10 +559,10 @@ def test_binomial_mean_equals_sum_over_pmf(n):
     with jax.enable_x64(True):
         got = np.asarray(binomial_mean(n, jnp.asarray(ps_), values))
         slope = np.asarray(jax.vmap(jax.jacfwd(lambda p: binomial_mean(n, p, values)))(jnp.asarray(ps_[1:-1])))
-    for p, row in zip(ps_, got):
+    for p, row in zip(ps_, got, strict=True):
         pmf = choose * p**j * (1 - p) ** (n - j)
         np.testing.assert_allclose(row, values @ pmf, rtol=1e-12, atol=1e-12)
-    for p, row in zip(ps_[1:-1], slope):  # d/dp B(j; n, p) = B(j; n, p)·(j/p − (n − j)/(1 − p))
+    for p, row in zip(ps_[1:-1], slope, strict=True):  # d/dp B(j; n, p) = B(j; n, p)·(j/p − (n − j)/(1 − p))
         dpmf = choose * p**j * (1 - p) ** (n - j) * (j / p - (n - j) / (1 - p))
         np.testing.assert_allclose(row, values @ dpmf, rtol=1e-10, atol=1e-10)
 

@@ -213,7 +213,7 @@ def test_closed_forms_agree_with_numpy_eig():
         np.testing.assert_allclose(np.asarray(L.spectral_radius(eta, mu, lag, 1.0, model)), ref, rtol=1e-12)
     # lag-0 roots themselves (closed form) against numpy roots, imag >= 0 convention
     ref_root = []
-    for e, m in zip(eta, mu):
+    for e, m in zip(eta, mu, strict=True):
         r = np.roots([1, -(1 + m - e), m])
         r = r[np.argmax(np.abs(r))]
         ref_root.append(complex(r.real, abs(r.imag)))

@@ -73,7 +73,7 @@ def test_regimes():
 
 def test_stationary_variance():
     d, g = 0.2, 8
-    m, c, k = ps.coefficients(*UNDER)
+    _m, c, k = ps.coefficients(*UNDER)
     assert np.isclose(ps.stationary_variance(*UNDER, d, g), d / (2 * g * c * k), rtol=1e-12)
     assert ps.stationary_variance(*UNDER, d, 2 * g) == pytest.approx(0.5 * ps.stationary_variance(*UNDER, d, g))
     assert ps.stationary_variance(*UNSTABLE, d, g) == np.inf

@@ -13,7 +13,7 @@ from pgrpo_sim.reports import lm_claims
 
 def _rows(lr, finals, verdicts):
     return [dict(learning_rate=lr, final_reward=f, peak_reward=f, final_mean_length=6.0, final_entropy=0.3,
-                 verdict=v) for f, v in zip(finals, verdicts)]  # fmt: skip
+                 verdict=v) for f, v in zip(finals, verdicts, strict=True)]  # fmt: skip
 
 
 def test_a_setting_counts_its_collapsed_and_diverged_seeds():
@@ -57,6 +57,6 @@ def test_oscillator_fits_read_zeta_falling_with_the_rate():
         rates.append(dict(learning_rate=lr, collapses=False, final=float(mean[-1])))
     res = lm_claims.LMResolution(steps=80, reuse=((1, 1),))
     out = lm_claims.oscillator_claims(res, rates, np.stack(curves), [dict(collapses=False)], common={})
-    for fit, zeta in zip(out["zeta_fits"], (1.6, 0.3)):
+    for fit, zeta in zip(out["zeta_fits"], (1.6, 0.3), strict=True):
         assert abs(fit["zeta"] - zeta) < 4 * fit["zeta_se"]
     assert out["zeta_falls"] is True and out["kref"] is None and "kref_missing_reason" in out

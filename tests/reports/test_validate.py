@@ -50,7 +50,7 @@ TINY = Resolution(
             eval_size=16,
             eval_every=2,
             start_accuracy=0.3,
-        ),  # fmt: skip
+        ),
     ),
 )
 

@@ -57,7 +57,6 @@ from .simulation import RUN_COLUMNS as RUN_COLUMNS, from_run as from_run
 from .source import Parsed as Parsed
 from .table import (
     CANONICAL as CANONICAL,
-    LOGGED_SCHEDULES as LOGGED_SCHEDULES,
     SCHEDULE_TOLERANCE as SCHEDULE_TOLERANCE,
     SETTINGS as SETTINGS,
     TrainingLog as TrainingLog,

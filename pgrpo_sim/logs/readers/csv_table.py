@@ -39,7 +39,7 @@ def csv_records(header: Sequence[str | None], rows: Sequence[Sequence[str]]) -> 
     records = []
     for row in rows:
         record = {}
-        for key, cell in zip(header, row):
+        for key, cell in zip(header, row, strict=True):
             if key is None or not cell.strip():
                 continue  # an empty cell: not logged at this step
             try:

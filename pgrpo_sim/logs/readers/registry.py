@@ -118,7 +118,7 @@ def read_log(
         format = _detect(log)
     reader = READERS[format]
     if run is not None and reader.one_run:
-        log.text  # a missing or unreadable file is the error to report first, as when the format is detected
+        _ = log.text  # a missing or unreadable file is the error to report first, as when the format is detected
         raise PgrpoSimError(
             f"{log_name(path)} is a {format} log of one run: a run is chosen only in a W&B long-form CSV "
             f"({','.join(wandb_long.HEADER)}) or a TensorBoard folder of several runs; pass run=None"

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ...base.errors import PgrpoSimError
-from ...base.schedules import LR_SCHEDULES, schedule_factor
+from ...models.schedules import LR_SCHEDULES, schedule_factor
 from .source import TEXT, log_name, show_names
 
 CANONICAL: dict[str, tuple[str, ...]] = {
@@ -225,9 +225,6 @@ def constant_learning_rate(values: Sequence[float] | np.ndarray) -> float | None
     return float(lr[0]) if lr.size >= 3 and lr[0] > 0 and np.all(lr == lr[0]) else None
 
 
-LOGGED_SCHEDULES = LR_SCHEDULES
-"""Hugging Face's learning-rate schedules (`lr_scheduler_type`), simplest first, that `logged_schedule` matches
-(`base.schedules.LR_SCHEDULES`)."""
 SCHEDULE_TOLERANCE = 0.01
 """A logged learning rate is read as a schedule (`logged_schedule`) when the best match's root-mean-square residual
 is at most this share of its peak: logs store the rate to 4 or more significant digits."""
@@ -235,14 +232,14 @@ is at most this share of its peak: logs store the rate to 4 or more significant 
 
 def logged_schedule(steps, values, first: float, length: int) -> dict[str, object]:
     """The run-config settings a logged learning-rate series shows: the best least-squares match of Hugging Face's
-    schedules (`LOGGED_SCHEDULES`) to it, its peak → `learning_rate`, its kind → `lr_scheduler_type` and its warm-up W →
+    schedules (`LR_SCHEDULES`) to it, its peak → `learning_rate`, its kind → `lr_scheduler_type` and its warm-up W →
     `warmup_ratio` = W / `length` (not for "constant"); {} when the series has fewer than 3 finite values, no positive
     one, or no match within `SCHEDULE_TOLERANCE`.
 
     The value logged at step s is the schedule at count s − `first` + o optimiser steps, o = 0 (the rate logged
     before the scheduler's step, as TRL 0.26) or 1 (after it, as Unsloth's TRL); the warm-up ends within a logged
     step of the first logged maximum. Every (o, kind, W) so allowed is fitted with its least-squares peak; the smallest
-    residual wins, ties going to the simpler kind (the order of `LOGGED_SCHEDULES`). The learning rate is the rate
+    residual wins, ties going to the simpler kind (the order of `LR_SCHEDULES`). The learning rate is the rate
     logged where the match is at its peak (their mean), else the fitted peak.
 
     Args:
@@ -267,7 +264,7 @@ def logged_schedule(steps, values, first: float, length: int) -> dict[str, objec
         top = int(np.argmax(values >= np.max(values) * (1 - 1e-9)))  # the first logged maximum
         low, high = count[max(top - 1, 0)] if top else 0.0, count[min(top + 1, count.size - 1)]
         warmups = [0, *range(max(int(np.ceil(low)), 1), min(int(high), length - 1) + 1)]
-        for kind in LOGGED_SCHEDULES:
+        for kind in LR_SCHEDULES:
             for warmup in [0] if kind == "constant" else warmups[kind == "constant_with_warmup" :]:
                 f = schedule_factor(kind, count, warmup, length)
                 norm = float(f @ f)
@@ -279,7 +276,8 @@ def logged_schedule(steps, values, first: float, length: int) -> dict[str, objec
     if best[1] is None or np.sqrt(best[0] / values.size) > SCHEDULE_TOLERANCE * best[1][2]:
         return {}
     kind, warmup, peak = best[1]
-    settings = {"learning_rate": float(f"{peak:.12g}"), "lr_scheduler_type": kind}  # 12 digits: no rounding noise
+    # 12 digits: no rounding noise
+    settings: dict[str, object] = {"learning_rate": float(f"{peak:.12g}"), "lr_scheduler_type": kind}
     return settings if kind == "constant" else settings | {"warmup_ratio": warmup / length}
 
 

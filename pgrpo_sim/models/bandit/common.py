@@ -18,7 +18,8 @@ from ..grpo import ADVANTAGES, kl_divergence, kl_estimate
 from ..readouts import UPDATE_READOUTS, attributes
 from .enumeration import rewards_are_binary, rollout_count
 
-UpdateStats = NamedTuple("UpdateStats", [(name, Array) for name in UPDATE_READOUTS])
+# fields computed from UPDATE_READOUTS: pyright reads only literal field lists
+UpdateStats = NamedTuple("UpdateStats", [(name, Array) for name in UPDATE_READOUTS])  # pyright: ignore[reportArgumentType]
 UpdateStats.__doc__ = (
     "Per-step read-outs of one GRPO update's rollout and surrogate (expectations in expected mode, group averages "
     "when sampled), under TRL's names where it logs them; scalars (fields from `models.readouts.UPDATE_READOUTS`).\n\n"
@@ -56,7 +57,7 @@ def check_mode(config: BanditConfig, mode: str) -> None:
         rollout_count(config, rewards_are_binary(config) or not is_concrete(config.rewards))
 
 
-def kl_term(config: BanditConfig, logits: Array, logp: Array, logp_ref: Array, weights: Array) -> Array:
+def kl_term(config: BanditConfig, logits: Array | None, logp: Array, logp_ref: Array, weights: Array) -> Array:
     """Per-prompt KL penalty: exact KL(π‖π_ref), or the estimator averaged with `weights` over samples.
 
     Args:
@@ -70,6 +71,7 @@ def kl_term(config: BanditConfig, logits: Array, logp: Array, logp_ref: Array, w
         (P,) the KL term of each prompt (nats).
     """
     if config.kl == "exact":
+        assert logits is not None, 'kl "exact" reads the logits'
         return kl_divergence(logits, config.init_logits)
     return jnp.sum(weights * kl_estimate(logp, logp_ref, config.kl, config.kl_clamp), axis=-1)
 

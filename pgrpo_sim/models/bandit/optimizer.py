@@ -8,12 +8,12 @@ import jax.numpy as jnp
 import optax
 from jax import Array
 
-from ...base.schedules import schedule_factor
 from ..config import BanditConfig, check_config
+from ..schedules import schedule_factor
 
 
 def learning_rate_factor(config: BanditConfig, count: Array) -> Array:
-    """The schedule's factor on η at optimiser step `count`: `base.schedules.schedule_factor` (Hugging Face's
+    """The schedule's factor on η at optimiser step `count`: `models.schedules.schedule_factor` (Hugging Face's
     linear warm-up from 0 over `warmup_steps`, then 1, linear decay or cosine decay to 0 at `decay_steps`); 1 for
     "constant".
 

@@ -6,8 +6,8 @@ or of rollout reuse's branches; `simulate`, the checked and jitted entry point, 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -29,8 +29,8 @@ from .state import BanditState, initial_state, step
 
 BanditRun = NamedTuple(
     "BanditRun",
-    [
-        *((name, Array | None if name == "true_reward" else Array) for name in STEP_READOUTS),
+    [  # the fields computed from STEP_READOUTS: pyright reads only literal field lists
+        *((name, Array | None if name == "true_reward" else Array) for name in STEP_READOUTS),  # pyright: ignore[reportArgumentType]
         ("final_logits", Array),
         ("final_opt_state", optax.OptState),
         ("diverged", Array),
@@ -123,7 +123,9 @@ def run(
     return _bandit_run(metrics, final_state(carry))
 
 
-def run_loop(config: BanditConfig, mode: str, *, binary_rewards: bool = False):
+def run_loop(
+    config: BanditConfig, mode: str, *, binary_rewards: bool = False
+) -> tuple[Any, Callable[[Any, Array], tuple[Any, dict[str, Array | None]]], Callable[[Any], BanditState]]:
     """(Low-level API) the loop of `run`: (carry, update, final_state), its carry before step 0, its step
     (carry, key) → (carry, the read-outs of the step) (the key unused in expected mode), and the `BanditState` of a
     carry. Pure and unchecked, as `run`; for a caller that runs the steps in pieces (`simulate_in_chunks`).
@@ -153,7 +155,7 @@ def run_loop(config: BanditConfig, mode: str, *, binary_rewards: bool = False):
         branches = jax.tree.map(lambda x: jnp.broadcast_to(x, (size, *jnp.shape(x))), state)
         weights = jnp.full(size, 1.0 / size, config.rewards.dtype)  # replaced at the first refresh (step 0)
 
-        def update(carry, _):
+        def update(carry: tuple[BanditState, Array], _):
             b, w, m = reuse_branch_step(config, optimizer, *carry, outcomes)
             return (b, w), m
 

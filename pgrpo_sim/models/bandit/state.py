@@ -5,7 +5,7 @@ given rollout; the prompts of a rollout, its mini-batches and the reference sync
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -134,7 +134,7 @@ def minibatch_weights(config: BanditConfig, phase: Array, order: Array) -> Array
     return chosen.astype(config.rewards.dtype) / size
 
 
-def policy_metrics(config: BanditConfig, theta: Array) -> dict[str, Array]:
+def policy_metrics(config: BanditConfig, theta: Array) -> dict[str, Array | None]:
     """The read-outs of the policy θ itself: reward, true reward, entropy and KL(π‖π_ref).
 
     Args:
@@ -163,7 +163,7 @@ def _apply(config: BanditConfig, optimizer, state: BanditState, grad: Array, sta
     params = state.params
     if config.features is None:  # the logits are the parameters
         updates, opt_state = optimizer.update(grad, state.opt_state, theta)
-        proposed = optax.apply_updates(theta, updates)
+        proposed = cast(Array, optax.apply_updates(theta, updates))  # optax types it as any pytree
     else:  # shared parameters W: θ = θ_0 + Φ W, so ∂L/∂W = Φᵀ ∂L/∂θ
         grad = config.features.T @ grad
         updates, opt_state = optimizer.update(grad, state.opt_state, params)
@@ -279,7 +279,7 @@ def rollout_step(
 def _next_batch(config: BanditConfig, state: BanditState, key: Array, boundary: Array):
     """At a rollout boundary, the next P prompts of the dataset epoch's order (a new permutation of the D
     prompts, from `key`, once the epoch cannot fill a batch): sampling without replacement through epochs."""
-    d, p = config.n_prompts, config.batch_prompts
+    d, p = config.n_prompts, config.prompts_per_rollout
     fresh = boundary & (state.cursor + p > d)
     shuffled = jax.random.permutation(jax.random.fold_in(key, 2), d).astype(jnp.int32)
     order = jnp.where(fresh, shuffled, state.dataset_order)

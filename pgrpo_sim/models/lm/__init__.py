@@ -1,15 +1,17 @@
 """The language-model level: a small causal transformer trained by GRPO on a synthetic verifiable task
 (`task`), started from a supervised (SFT) policy (`pretrain`)."""
 
+from ..grpo import (
+    LOSS_TYPES as LOSS_TYPES,
+    SCALE_REWARDS as SCALE_REWARDS,
+)
 from .config import (
     DEFAULT_LEARNING_RATE as DEFAULT_LEARNING_RATE,
-    SCALE_REWARDS as SCALE_REWARDS,
     LMConfig as LMConfig,
     lm_config as lm_config,
 )
 from .loss import (
     IMPORTANCE_SAMPLING_LEVELS as IMPORTANCE_SAMPLING_LEVELS,
-    LOSS_TYPES as LOSS_TYPES,
     LossStats as LossStats,
     grpo_loss as grpo_loss,
     loss_type_code as loss_type_code,

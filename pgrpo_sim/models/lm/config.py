@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import cast
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -21,15 +22,13 @@ from jax.typing import ArrayLike
 
 from ...base.checks import Interval, as_float, check_choice, check_range, check_scalar, is_concrete
 from ...base.errors import PgrpoSimError
-from ...base.schedules import LR_SCHEDULES
-from ..grpo import ADVANTAGES, advantage_code
-from .loss import IMPORTANCE_SAMPLING_LEVELS, LOSS_TYPES, loss_type_code
+from ..grpo import ADVANTAGES, LOSS_TYPES, SCALE_REWARDS, advantage_code
+from ..schedules import LR_SCHEDULES
+from .loss import IMPORTANCE_SAMPLING_LEVELS, loss_type_code
 from .policy import PolicyShape, task_policy_shape
 from .pretrain import DEFAULT_START_FORMAT, MAX_START_ACCURACY
 from .task import TaskSpec, check_sizes
 
-SCALE_REWARDS = MappingProxyType({"group": "std", "batch": "batch", "none": "mean"})
-"""TRL `scale_rewards` → the advantage kind of `models.grpo.group_advantages` (TRL's ε 1e-4)."""
 ADVANTAGE_EPS = 1e-4
 """TRL's advantage denominator ε: (r − mean)/(std + 1e-4)."""
 HYPERPARAMETERS: Mapping[str, Interval] = MappingProxyType(
@@ -60,15 +59,17 @@ DEFAULT_LEARNING_RATE = 1e-3
 learns at 1e-4 … 1e-3)."""
 
 
-def _float_leaf(x):
+def _float_leaf(x: ArrayLike) -> Array:
     """Real hyperparameters become float arrays (None and text are kept, for `__check_init__` to refuse by name)."""
-    return x if x is None or isinstance(x, (str, bytes)) else as_float(x)
+    if x is None or isinstance(x, (str, bytes)):
+        return cast(Array, x)  # not a number: kept, for `__check_init__` to refuse
+    return as_float(x)
 
 
-def _int_leaf(x):
+def _int_leaf(x: ArrayLike) -> Array:
     """Integer hyperparameters become int32 arrays once checked whole (a fraction is kept, for the check)."""
     if x is None or isinstance(x, (str, bytes)) or (is_concrete(x) and np.any(np.asarray(x) != np.round(x))):
-        return x
+        return cast(Array, x)  # not a whole number: kept, for `__check_init__` to refuse
     return jnp.asarray(x, jnp.int32)
 
 

@@ -34,10 +34,8 @@ from jax.typing import ArrayLike
 
 from ...base.checks import as_float, check_choice, check_range, check_shapes, is_concrete
 from ...base.errors import PgrpoSimError
-from ..grpo import kl_estimate
+from ..grpo import LOSS_TYPES, kl_estimate
 
-LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo", "cispo")
-"""TRL `loss_type`s implemented here; a loss type is traced as its index in this tuple (`loss_type_code`)."""
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
 
 
@@ -182,10 +180,8 @@ def _loss(
     cispo_term = -jax.lax.stop_gradient(jnp.minimum(ratio, eps_high)) * adv * logp
     cispo = code == LOSS_TYPES.index("cispo")
     per_token = jnp.where(cispo, cispo_term, clipped_term)
-    if ref_logp is None:
-        kl = jnp.full_like(logp, jnp.nan)  # no reference: no KL read-out, and a traced β > 0 gives a NaN loss
-    else:
-        kl = kl_estimate(logp, jax.lax.stop_gradient(ref_logp), "k3")
+    # no reference: no KL read-out, and a traced β > 0 gives a NaN loss
+    kl = jnp.full_like(logp, jnp.nan) if ref_logp is None else kl_estimate(logp, jax.lax.stop_gradient(ref_logp), "k3")
     per_token = per_token + jnp.where(beta == 0, 0.0, beta * kl)  # β = 0: TRL skips the term (and its NaN/∞)
 
     masked = per_token * mask

@@ -213,7 +213,7 @@ def _forward(params: Policy, tokens: Array, start, cache):
 
     new_cache = []
     for i, (keys, values) in enumerate(cache):  # unrolled: a rolled loop over 1–2 layers halved sampling's speed
-        x, keys_values = layer(x, jax.tree.map(lambda leaf: leaf[i], params.blocks), keys, values)
+        x, keys_values = layer(x, jax.tree.map(lambda leaf, i=i: leaf[i], params.blocks), keys, values)
         new_cache.append(keys_values)
     logits = _layer_norm(x, params.ln_scale, params.ln_bias) @ params.unembed
     return logits, tuple(new_cache)

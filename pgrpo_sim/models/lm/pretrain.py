@@ -335,7 +335,7 @@ def train_start(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed:
     def checked(params, steps):
         return SFTStart(params, float(eval_accuracy(spec, params, key_eval)), steps)
 
-    opt_state = SFT_OPTIMIZER.init(params)
+    opt_state = SFT_OPTIMIZER.init(params)  # pyright: ignore[reportArgumentType]  # optax types no eqx.Module pytrees
     below = checked(params, 0)
     for chunk in range(MAX_SFT_STEPS // CHECK_EVERY):
         chunk_key = jax.random.fold_in(key_data, chunk)
@@ -345,7 +345,8 @@ def train_start(spec: TaskSpec, shape: PolicyShape, start_accuracy: float, seed:
         if above.accuracy >= start_accuracy:
             while above.steps - below.steps > 1:
                 middle = (above.steps + below.steps) // 2
-                step = checked(jax.tree.map(lambda leaf: leaf[middle - chunk * CHECK_EVERY - 1], history), middle)
+                at = middle - chunk * CHECK_EVERY - 1
+                step = checked(jax.tree.map(lambda leaf, at=at: leaf[at], history), middle)
                 below, above = (below, step) if step.accuracy >= start_accuracy else (step, above)
             closer = abs(below.accuracy - start_accuracy) < abs(above.accuracy - start_accuracy)
             return below if closer and below.steps > 0 else above

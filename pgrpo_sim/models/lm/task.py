@@ -24,6 +24,7 @@ over the first k−1 operands and near uniform over the set.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 import equinox as eqx
 import jax
@@ -58,7 +59,7 @@ EVAL_SEED = 20260101
 """Fixed seed of the evaluation-set choice: the same spec gives the same evaluation prompts everywhere."""
 
 
-def check_sizes(module: eqx.Module, limits: dict[str, tuple[int, int]]) -> None:
+def check_sizes(module: eqx.Module, limits: Mapping[str, tuple[int, int]]) -> None:
     """Raise `PgrpoSimError` unless each named static field of `module` is an integer in its [low, high].
 
     Args:

@@ -11,6 +11,7 @@ take `num_iterations` passes over them, one AdamW step per mini-batch (`loss.grp
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 import jax
@@ -22,8 +23,8 @@ from jax.typing import ArrayLike
 from ...base.checks import as_key, check_seeds, check_steps
 from ...base.errors import PgrpoSimError
 from ...base.runtime import OPTIMISED_CODEGEN
-from ...base.schedules import schedule_factor
 from ..grpo import ADVANTAGES, group_advantages
+from ..schedules import schedule_factor
 from .config import ADVANTAGE_EPS, LMConfig
 from .loss import grpo_loss
 from .policy import Policy, completion_logps, sample
@@ -88,22 +89,22 @@ class LMRun(NamedTuple):
 
     Attributes:
         readouts: `READOUTS` name → float32 (steps,), one value per GRPO step (rewards and shares in [0, 1],
-            entropy and kl in nats, lengths in tokens).
-        params: the final policy (`Policy`); None in a sweep's saved runs.
+            entropy and kl in nats, lengths in tokens); device arrays, or NumPy in a run held on the host.
+        params: the final policy (`Policy`); None in a sweep's saved runs and a run held on the host.
         diverged: whether the run diverged; bool scalar.
         diverged_step: the GRPO step at which it diverged, −1 if never; int32 scalar.
     """
 
-    readouts: dict[str, Array]
-    params: Policy
-    diverged: Array
-    diverged_step: Array
+    readouts: Mapping[str, ArrayLike]
+    params: Policy | None
+    diverged: ArrayLike
+    diverged_step: ArrayLike
 
 
 def make_optimizer(config: LMConfig, run_steps: ArrayLike) -> optax.GradientTransformation:
     """HF Trainer's optimiser as optax: global-norm clipping at `max_grad_norm` (∞: off; optax divides by the norm,
     torch by norm + 1e-6), then AdamW (decoupled weight decay on matrices only, as HF excludes biases and LayerNorm)
-    at `learning_rate` × the HF schedule factor (`base.schedules.schedule_factor`) over `config.max_steps`
+    at `learning_rate` × the HF schedule factor (`models.schedules.schedule_factor`) over `config.max_steps`
     optimiser steps, or over the run's `run_steps` when `max_steps` is 0.
 
     Args:
@@ -262,7 +263,7 @@ def _update(config: LMConfig, hyper: LMConfig, optimizer, params: Policy, opt_st
     params, opt_state, sums, finite = jax.lax.fori_loop(
         0, hyper.steps_per_rollout, optimiser_step, (params, opt_state, zeros, jnp.asarray(True))
     )
-    readouts = {name: total / hyper.steps_per_rollout for name, total in zip(LOSS_READOUTS, sums)}
+    readouts = {name: total / hyper.steps_per_rollout for name, total in zip(LOSS_READOUTS, sums, strict=True)}
     return params, opt_state, readouts, finite
 
 
@@ -333,7 +334,8 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
             )
             return carry, readouts
 
-        init = (start, optimizer.init(start), jnp.asarray(False), jnp.asarray(-1, jnp.int32))
+        start_state = optimizer.init(start)  # pyright: ignore[reportArgumentType]  # optax types no eqx.Module pytrees
+        init = (start, start_state, jnp.asarray(False), jnp.asarray(-1, jnp.int32))
         xs = (jnp.arange(steps, dtype=jnp.int32), jax.random.split(key, steps))
         (params, _, diverged, diverged_step), readouts = jax.lax.scan(grpo_step, init, xs)
         return LMRun(readouts, params, diverged, diverged_step)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...logs.diagnostics import PROVOKED, READOUTS, diagnose
+from ...logs.diagnostics import FAILURE_MODES, PROVOKED, diagnose
 from ...logs.readers import RUN_COLUMNS
 from ...models.bandit import simulate
 from ...models.config import bandit_config
@@ -25,8 +25,10 @@ def failure_modes(res: Resolution, seed: int, plot: Callable | None) -> dict:
     text = "; ".join(f"{name} run → first flag {c['first'] or 'none'}" for name, c in cases.items())
     figure = None
     if plot:
-        first_steps = [[c["first_steps"][r] for r in READOUTS] for c in cases.values()]
-        figure = plot("failure_modes", list(cases), list(READOUTS), first_steps, [c["first"] for c in cases.values()])
+        first_steps = [[c["first_steps"][r] for r in FAILURE_MODES] for c in cases.values()]
+        figure = plot(
+            "failure_modes", list(cases), list(FAILURE_MODES), first_steps, [c["first"] for c in cases.values()]
+        )
     for c in cases.values():
         for mode, first_step in list(c["first_steps"].items()):
             if first_step is None:
@@ -37,8 +39,8 @@ def failure_modes(res: Resolution, seed: int, plot: Callable | None) -> dict:
     out = {
         "cases": cases,
         "verdict": verdict(separated, text),
-        "table": [["provoked run", *READOUTS, "first"]]
-        + [[name, *[step(c["first_steps"][r]) for r in READOUTS], c["first"] or "—"] for name, c in cases.items()],
+        "table": [["provoked run", *FAILURE_MODES, "first"]]
+        + [[name, *[step(c["first_steps"][r]) for r in FAILURE_MODES], c["first"] or "—"] for name, c in cases.items()],
     }
     if figure:
         out["figure"] = figure

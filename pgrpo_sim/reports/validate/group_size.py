@@ -58,10 +58,10 @@ def group_size_invariance(res: Resolution, seed: int, plot: Callable | None) -> 
         i, j = pairs[int(np.argmax(z))]
         out["kinds"][kind] = {
             "curve_spread": spread,
-            "p_star": dict(zip(names, p_star)),
+            "p_star": dict(zip(names, p_star, strict=True)),
             "p_star_spread": max(p_star) - min(p_star),
-            "sampled_late_mean": dict(zip(names, mean.tolist())),
-            "sampled_late_stderr": dict(zip(names, se.tolist())),
+            "sampled_late_mean": dict(zip(names, mean.tolist(), strict=True)),
+            "sampled_late_stderr": dict(zip(names, se.tolist(), strict=True)),
             "largest_difference": {
                 "group_sizes": [res.group_sizes[i], res.group_sizes[j]],
                 "difference": float(mean[j] - mean[i]),

@@ -4,6 +4,7 @@ for refresh with fresh samples, against the exact linear (Floquet) prediction.""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -25,11 +26,11 @@ def _critical_lags(res: Resolution) -> list[dict]:
     # rollout reuse (lag model "refresh") has its own section, 8 (`rollout_claims.rollout_reuse`)
     for model, pairs in (("stale", res.lag_pairs), ("refresh_fresh", res.refresh_pairs)):
         for eta, mu in pairs:
-            fixed = BASE | dict(eta=eta, momentum=mu, lag_model=model)
+            fixed: dict[str, Any] = BASE | dict(eta=eta, momentum=mu, lag_model=model)
             ds = run_sweep(fixed, [parse_axis(f"lag=0:{res.max_lag}")], steps=res.lag_steps, progress=False)
             unstable = ds["regime"].values == UNSTABLE
             base = bandit_config(**fixed, lag=0, max_lag=res.max_lag)
-            preds = jax.vmap(lambda g: predict(base.replace(lag=g)))(jnp.asarray(lags))  # one compilation
+            preds = jax.vmap(lambda g, base=base: predict(base.replace(lag=g)))(jnp.asarray(lags))  # one compilation
             radii = np.asarray(preds.spectral_radius)
             cases.append(
                 dict(

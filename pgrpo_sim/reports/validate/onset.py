@@ -35,7 +35,7 @@ def oscillation_onset(res: Resolution, seed: int, plot: Callable | None) -> dict
     curves = jax.vmap(lambda m: simulate(config.replace(momentum=m), steps, readouts=REWARD).reward)(jnp.asarray(mus))
     e = np.asarray(curves) - p_star
     significant = np.abs(e) > 1e-9 * np.abs(e[:, :1])  # float64 round-off is ~1e-16
-    changes = np.array([np.count_nonzero(np.diff(np.sign(row[s])) != 0) for row, s in zip(e, significant)])
+    changes = np.array([np.count_nonzero(np.diff(np.sign(row[s])) != 0) for row, s in zip(e, significant, strict=True)])
     oscillating = changes >= 2
     measured = float(mus[np.argmax(oscillating)]) if oscillating.any() else None  # None: no run oscillates
     continuous = _bisect(lambda m: float(theory.damping_ratio(eta_eff, m, 0.0, k)) < 1, 0.0, 0.999)

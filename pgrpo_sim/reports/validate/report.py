@@ -33,6 +33,7 @@ def report_markdown(results: dict, *, quick: bool, seed: int) -> str:
         if key not in results:
             continue
         r = results[key]
+        assert section.__doc__ is not None  # a section's docstring states its claim
         lines += ["", f"## {title}", "", _readable(" ".join(section.__doc__.split("\n\n")[0].split())), ""]
         if r.get("figure"):
             lines += [f"![{title}]({r['figure']})", ""]

@@ -49,6 +49,11 @@ def _host(value):
     return np.asarray(value) if isinstance(value, jax.Array) else value
 
 
+def _record(drawn: list, name: str, *data) -> None:
+    """A section's `plot` in a worker: records the figure's name and data (as NumPy) in `drawn`."""
+    drawn.append((name, _host(data)))
+
+
 def _run_job(keys: tuple[str, ...], res: Resolution, seed: int, figures: bool) -> list[tuple]:
     """Run the sections `keys` one after another in this process, in float64: per section (key, results,
     seconds, (figure name, data) or None). The figures are drawn by the caller: a section's `plot(name, *data)`
@@ -56,7 +61,7 @@ def _run_job(keys: tuple[str, ...], res: Resolution, seed: int, figures: bool) -
     done = []
     for key in keys:
         drawn = []
-        plot = (lambda name, *data: drawn.append((name, _host(data)))) if figures else None
+        plot = functools.partial(_record, drawn) if figures else None
         with jax.enable_x64(True):
             start = time.perf_counter()
             result = sections.SECTIONS[key][1](res, seed, plot)

@@ -38,7 +38,7 @@ def fluctuations(res: Resolution, seed: int, plot: Callable | None) -> dict:
                 float(pred.stationary_variance),
             )
         )
-    g, var, se, pred_var = (np.array(c) for c in zip(*rows))
+    g, var, se, pred_var = (np.array(c) for c in zip(*rows, strict=True))
     w = 1 / (se / var) ** 2  # weights on log Var: 1/(relative SE)²
     A = np.stack([np.ones_like(g), np.log(g)], 1)
     cov = np.linalg.inv(A.T @ (w[:, None] * A))
@@ -71,7 +71,7 @@ def fluctuations(res: Resolution, seed: int, plot: Callable | None) -> dict:
         "table": [["G", "Var(p) measured", "± s.e.", "predicted D/(2GCK)", "ratio", "difference / s.e."]]
         + [
             [int(a), f"{b:.3e}", f"{c:.1e}", f"{d:.3e}", f"{b / d:.3f}", f"{z:+.1f}"]
-            for (a, b, c, d), z in zip(rows, ratio_z)
+            for (a, b, c, d), z in zip(rows, ratio_z, strict=True)
         ],
     }
     if plot:

@@ -60,7 +60,7 @@ def stiffness(res: Resolution, seed: int, plot: Callable | None) -> dict:
         "z": VERDICT_Z,
         "verdict": verdict(holds, text),
         "table": [["η", "μ", "regime", "K exact (a)", "K early slope (b)", "K fit (c)", "(c − a) / s.e."]]
-        + [[*row, f"{c['fit_z']:.1f}"] for row, c in zip(rows, cases)],
+        + [[*row, f"{c['fit_z']:.1f}"] for row, c in zip(rows, cases, strict=True)],
     }
     if plot:
         out["figure"] = plot("stiffness", cases)

@@ -43,10 +43,8 @@ def trl_loss_and_grad(
     b, width = logp.shape
     lengths = np.maximum(mask.sum(1), 1)[:, None]
     a = adv[:, None]
-    if level == "token":
-        log_w = logp - old_logp
-    else:  # the masked mean of a sequence's log-ratios: one weight per sequence
-        log_w = ((logp - old_logp) * mask).sum(1, keepdims=True) / lengths
+    # per token, or the masked mean of a sequence's log-ratios: one weight per sequence
+    log_w = logp - old_logp if level == "token" else ((logp - old_logp) * mask).sum(1, keepdims=True) / lengths
     rho = np.exp(log_w)
     if loss_type == "cispo":
         cap = np.minimum(rho, eps_high)
@@ -81,8 +79,5 @@ def trl_loss_and_grad(
         low, high = np.zeros_like(rho, bool), (rho > eps_high) & (a > 0)
     else:
         low, high = (rho < 1 - eps_low) & (a < 0), (rho > 1 + eps_high) & (a > 0)
-    if level == "token":
-        read = lambda x: (x * mask).sum() / max(mask.sum(), 1)
-    else:
-        read = lambda x: x.mean()
+    read = (lambda x: (x * mask).sum() / max(mask.sum(), 1)) if level == "token" else (lambda x: x.mean())
     return loss, grad, (read(low), read(high), read(low | high))

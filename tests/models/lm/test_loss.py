@@ -99,7 +99,7 @@ def test_loss_and_gradient_match_numpy_reference(loss_type, clip, beta):
     logp, old_logp, ref_logp, adv, mask = ROLLOUT
     code = loss_type_code(loss_type)
     args = _f32(logp, old_logp, ref_logp, adv, mask, eps_low, eps_high, beta, np.inf)
-    for level, ((loss, stats), grad) in zip(("token", "sequence"), _jax_loss(*args[:5], code, *args[5:])):
+    for level, ((loss, stats), grad) in zip(("token", "sequence"), _jax_loss(*args[:5], code, *args[5:]), strict=True):
         want_loss, want_grad, want_clip = trl_loss_and_grad(
             logp, old_logp, ref_logp, adv, mask, loss_type=loss_type, eps_low=eps_low, eps_high=eps_high, beta=beta,
             level=level, items=ITEMS, steps_per_generation=STEPS_PER_GENERATION,

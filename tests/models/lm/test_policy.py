@@ -24,7 +24,7 @@ def _params(seed):
     params = lm.init_policy(SHAPE, jax.random.key(seed))
     leaves, tree = jax.tree.flatten(params)
     keys = jax.random.split(jax.random.key(seed + 100), len(leaves))
-    noisy = [leaf + 0.4 * jax.random.normal(k, leaf.shape, leaf.dtype) for leaf, k in zip(leaves, keys)]
+    noisy = [leaf + 0.4 * jax.random.normal(k, leaf.shape, leaf.dtype) for leaf, k in zip(leaves, keys, strict=True)]
     return jax.tree.unflatten(tree, noisy)
 
 
@@ -92,7 +92,7 @@ def test_vmap_over_runs_equals_each_run_alone():
     temperatures = jnp.asarray([1.0, 0.5], jnp.float32)
     tokens, logp = sample_runs(stack, PROMPTS, keys, temperatures, NEW)
     for run in range(2):
-        one = jax.tree.map(lambda leaf: leaf[run], stack)
+        one = jax.tree.map(lambda leaf, run=run: leaf[run], stack)
         alone = sample_batch(one, PROMPTS, keys[run], float(temperatures[run]), NEW)
         np.testing.assert_array_equal(tokens[run], alone[0])
         np.testing.assert_allclose(logp[run], alone[1], atol=LOGP_ATOL)

@@ -143,7 +143,7 @@ def test_high_starts_imitate_fuller_demonstrations():
     assert pretrain.full_share(0.625) == pytest.approx(0.5, abs=1e-3)  # halfway from 0.3 to 0.95
     low = pretrain.start_settings(SPEC, SHAPE, 0.3, 0, 0.9)
     assert "full_share" not in low["sft"] and pretrain.start_settings(SPEC, SHAPE, 0.8, 0, 0.9)["sft"]["full_share"] > 0
-    prompts, completions = pretrain.demonstrations(SPEC, jax.random.key(0), 400, 0.0, 1.0)
+    _prompts, completions = pretrain.demonstrations(SPEC, jax.random.key(0), 400, 0.0, 1.0)
     lengths = np.asarray(lm.response_mask(SPEC, completions)).sum(-1)
     assert np.all(lengths == SPEC.solution_len)  # every step written
     _, varied = pretrain.demonstrations(SPEC, jax.random.key(0), 400, 0.0, 0.0)

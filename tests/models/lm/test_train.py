@@ -128,7 +128,7 @@ def tiny_run():
 
 @pytest.mark.slow
 def test_run_read_outs(tiny_run):
-    config, start, result = tiny_run
+    _config, _start, result = tiny_run
     assert set(result.readouts) == set(READOUTS)
     for name, value in result.readouts.items():
         assert value.shape == (2, 4), name
@@ -158,7 +158,7 @@ def test_a_diverged_run_reads_nan_and_keeps_its_parameters():
     assert bool(result.diverged[0]) and int(result.diverged_step[0]) == 0
     for name, value in result.readouts.items():
         assert np.all(np.isnan(np.asarray(value)[0, 1:])), name
-    for got, want in zip(jax.tree.leaves(result.params), jax.tree.leaves(broken)):
+    for got, want in zip(jax.tree.leaves(result.params), jax.tree.leaves(broken), strict=True):
         np.testing.assert_array_equal(got[0], want)
 
 

@@ -10,12 +10,13 @@ are traced, as a calibration's and a sweep's are.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 LR_SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
 """The schedules, under Hugging Face's `lr_scheduler_type` names, simplest first ("constant" has no warm-up)."""
 
 
-def schedule_factor(kind: str, count, warmup, total, xp=np, dtype=float):
+def schedule_factor(kind: str, count, warmup, total, xp=np, dtype: DTypeLike = float):
     """The schedule's factor on the peak learning rate at optimiser step `count`.
 
     Args:
