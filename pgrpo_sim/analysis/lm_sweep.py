@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from ..base.checks import check_seed, check_seeds, check_steps
 from ..base.errors import PgrpoSimError
+from ..base.files import write_atomically
 from ..base.progress import duration_text
 from ..base.runtime import interruptible
 from ..models.lm import READOUTS, LMConfig, LMRun, lm_config, lm_simulate
@@ -466,10 +467,8 @@ def run_lm_sweep(
             run = interruptible(lambda config=config: _run_on_host(config, steps, seeds, seed))
             took.append(time.monotonic() - started)
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                temp = path.with_suffix(".tmp.npz")
-                np.savez(temp, diverged=run.diverged, diverged_step=run.diverged_step, **run.readouts)  # pyright: ignore[reportArgumentType]  # no read-out is named allow_pickle
-                temp.replace(path)
+                arrays = dict(run.readouts, diverged=run.diverged, diverged_step=run.diverged_step)
+                write_atomically(path, lambda handle, arrays=arrays: np.savez(handle, **arrays))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
         for s, summary in enumerate(summarize_lm_runs(run, config)):
             rows.append({**point, "seed": s, **summary})
         for name in READOUTS:

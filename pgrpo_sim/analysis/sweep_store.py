@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..base.files import write_atomically
 from ..base.outputs import grid_columns, staged_outputs, write_csv, write_netcdf3
 from ..base.progress import progress_bar
 from .sweep_grid import OtherSweepError, SweepError, SweepResult, SweepSpec
@@ -33,7 +34,7 @@ class ChunkStore:
             if (not manifest.exists() or manifest.read_text() != spec.to_json()) and self.chunks.exists():
                 shutil.rmtree(self.chunks)  # a partial delete must fail loudly: leftovers would load as new chunks
             self.chunks.mkdir(parents=True, exist_ok=True)
-            _write_atomically(manifest, spec.to_json().encode())
+            write_atomically(manifest, lambda handle: handle.write(spec.to_json().encode()))
         except OSError as exc:
             raise SweepError(f"cannot use output directory {self.dir}: {exc.strerror}") from None
 
@@ -46,9 +47,7 @@ class ChunkStore:
     def save(self, group: int, index: np.ndarray, chunk: dict) -> None:
         path = self.chunks / f"g{group}_{int(index[0]):09d}.npz"
         try:
-            with open(path.with_suffix(".tmp"), "wb") as fh:
-                np.savez(fh, index=index, **chunk)
-            os.replace(path.with_suffix(".tmp"), path)
+            write_atomically(path, lambda handle: np.savez(handle, index=index, **chunk))
         except OSError as exc:
             raise SweepError(
                 f"cannot write {path}: {exc.strerror}; the finished chunks in {self.chunks} are kept, rerun to resume"
@@ -80,13 +79,6 @@ class ChunkStore:
             raise SweepError(f"cannot write the dataset to {self.dir}: {exc.strerror}") from None
         finally:
             bar.close()
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file beside it, renamed into place (errors are raised)."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def load_sweep(out_dir: str | os.PathLike):

@@ -43,9 +43,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..base.cache import save_atomically
 from ..base.checks import check_range, check_seed
 from ..base.errors import PgrpoSimError
+from ..base.files import save_atomically
 from ..base.progress import report
 from ..logs.readers import TrainingLog
 from ..models.lm import lm_config, lm_simulate_each

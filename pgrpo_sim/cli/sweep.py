@@ -286,7 +286,7 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
     out = Path(args.out)
     with staged_outputs() as staged:
         results = claim(args, staged, LM_SWEEP, LM_OUTPUTS, resumable=True)
-        finished = lambda: sum(not p.name.endswith(".tmp.npz") for p in (out / "chunks").glob("point-*.npz"))
+        finished = lambda: len(list((out / "chunks").glob("point-*.npz")))  # temporary files are hidden
         args.interrupt_note = _KeptNote(out / "chunks", finished, "grid point")
         rows, curves = lm_sweep.run_lm_sweep(
             settings, grid, seeds=seeds, steps=steps, seed=args.seed, chunks=out / "chunks", progress=progress
