@@ -37,11 +37,11 @@ def measure_runs(runs: int, steps: int) -> dict:
 
     config = _config()
     start = time.perf_counter()
-    first = lm.lm_simulate(config, steps, runs, key=0)
+    first = lm.lm_simulate(config, steps, seeds=runs, key=0)
     jax.block_until_ready(first.readouts["reward"])
     first_s = time.perf_counter() - start
     start = time.perf_counter()
-    again = lm.lm_simulate(config, steps, runs, key=1)
+    again = lm.lm_simulate(config, steps, seeds=runs, key=1)
     jax.block_until_ready(again.readouts["reward"])
     run_s = time.perf_counter() - start
     return dict(runs=runs, steps=steps, first_s=first_s, run_s=run_s, compile_s=first_s - run_s)
@@ -67,7 +67,7 @@ def check() -> list[tuple[str, bool]]:
 
     config = lm.lm_config(prompts_per_step=4, num_generations=4, modulus=5, operands=2, max_completion_length=8,
                           width=16, layers=1, heads=2, eval_size=16, start_accuracy=0.3)  # fmt: skip
-    both = lm.lm_simulate(config, 3, 2, key=7)
+    both = lm.lm_simulate(config, 3, seeds=2, key=7)
     keys = jax.random.split(jax.random.key(7), 2)
     run = lm.make_lm_run(config, 3)
     alone = [np.asarray(run(config, k).readouts["reward"]) for k in keys]

@@ -478,7 +478,7 @@ def run_lm_sweep(
 
 def _run_on_host(config: LMConfig, steps: int, seeds: int, seed: int) -> LMRun:
     """`lm_simulate`, its read-outs and flags brought to the host (NumPy arrays; no parameters)."""
-    run = lm_simulate(config, steps, seeds, key=seed)
+    run = lm_simulate(config, steps, seeds=seeds, key=seed)
     return LMRun({k: np.asarray(v) for k, v in run.readouts.items()}, None, *map(np.asarray, run[2:]))
 
 

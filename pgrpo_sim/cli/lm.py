@@ -86,7 +86,7 @@ def simulate_lm(args: argparse.Namespace, image_suffixes: Sequence[str]) -> None
         check_output_file(args.plot, "--plot", image_suffixes, overwrite=args.overwrite)
     progress = stage_lines("simulate", enabled=not args.quiet)
     report(progress, f"SFT start (trained once, then cached), compiling and training {steps} steps × {seeds} seed(s)")
-    run = lm_simulate(config, steps, seeds, key=args.seed)
+    run = lm_simulate(config, steps, seeds=seeds, key=args.seed)
     report(progress, "writing")
     readouts = {name: np.asarray(value, float) for name, value in run.readouts.items()}
     with warnings.catch_warnings():

@@ -125,7 +125,7 @@ def sweep(tmp_path_factory):
 def test_a_sweep_row_is_the_run_of_its_setting(sweep):
     _grid, rows, curves = sweep
     assert [(r["learning_rate"], r["seed"]) for r in rows] == [(1e-3, 0), (1e-3, 1), (3e-3, 0), (3e-3, 1)]
-    alone = lm.lm_simulate(lm.lm_config(**TINY, learning_rate=3e-3), 4, 2, key=5)
+    alone = lm.lm_simulate(lm.lm_config(**TINY, learning_rate=3e-3), 4, seeds=2, key=5)
     np.testing.assert_array_equal(curves["reward"][1], np.asarray(alone.readouts["reward"]))
     strip = lambda row: {k: v for k, v in row.items() if k not in ("learning_rate", "seed")}
     assert lm_sweep.summarize_lm_runs(alone, lm.lm_config(**TINY, learning_rate=3e-3)) == [strip(r) for r in rows[2:]]

@@ -371,7 +371,7 @@ def _check_call(config, steps: int) -> None:
     check_steps(steps)
 
 
-def lm_simulate(config: LMConfig, steps: int, seeds: int = 1, key=0, start: Policy | None = None) -> LMRun:
+def lm_simulate(config: LMConfig, steps: int, *, seeds: int = 1, key=0, start: Policy | None = None) -> LMRun:
     """`steps` GRPO steps of `config` for `seeds` independent seeds (rollout randomness; one SFT start), vmapped
     in one compiled program: read-outs float32[seeds, steps]. `key` an int seed or a JAX key. With the SFT start
     (`start` None), a configuration that differs from an earlier one only in traced hyperparameters (learning rate,
