@@ -3,6 +3,9 @@ marker, written by a tool (`findings.py`, `anchor_study.py`, `lm_checks.py`, `be
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
 
 class MissingBlock(ValueError):
     """The file has no block between the two markers."""
@@ -25,3 +28,13 @@ def replace_block(text: str, begin: str, end: str, body: str) -> str:
     """`text` with its block replaced by `body`."""
     head, _, tail = split_block(text, begin, end)
     return f"{head}\n{body}\n{tail}"
+
+
+def anchor_parser(description: str) -> argparse.ArgumentParser:
+    """The arguments every anchor-study tool takes: the shared anchors folder, the page whose block it rewrites, and
+    where to save its numbers as JSON."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("anchors", type=Path, help="the shared anchors folder")
+    parser.add_argument("page", type=Path, help="the page whose block is rewritten (docs/anchor-study.md)")
+    parser.add_argument("--results", type=Path, default=None, help="also save the numbers as JSON here")
+    return parser

@@ -20,7 +20,6 @@ and a reliability table of every probability the level gave.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import tempfile
@@ -28,7 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from blocks import replace_block
+from blocks import anchor_parser, replace_block
 
 import pgrpo_sim as ps
 from pgrpo_sim.analysis.summaries import collapsed
@@ -215,11 +214,8 @@ def markdown(rows: list[dict], whatif: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="collapse probabilities scored against the labelled shared runs")
-    parser.add_argument("anchors", type=Path, help="the shared anchors folder")
-    parser.add_argument("page", type=Path, help="the page whose block is rewritten (docs/anchor-study.md)")
+    parser = anchor_parser("collapse probabilities scored against the labelled shared runs")
     parser.add_argument("--whatif", type=Path, default=None, help="tools/lm_checks.py --results file")
-    parser.add_argument("--results", type=Path, default=None, help="also save the numbers as JSON here")
     parser.add_argument("--only", nargs="*", default=None, help="only these runs' foresight (for a quick look)")
     parser.add_argument("--rows-from", type=Path, default=None, help="foresight rows from an earlier --results file")
     args = parser.parse_args(argv)

@@ -17,7 +17,6 @@ Each check's outcome is reported, passed or not. `--checks-from FILE` takes chec
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import subprocess
@@ -27,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from blocks import replace_block
+from blocks import anchor_parser, replace_block
 from scipy.stats import spearmanr
 
 import pgrpo_sim as ps
@@ -208,10 +207,7 @@ def markdown(checks: list[dict], forecasts: list[dict] | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="what-if --model lm and forecast checks on the shared real logs")
-    parser.add_argument("anchors", type=Path, help="the shared anchors folder")
-    parser.add_argument("page", type=Path, help="the page whose block is rewritten (docs/anchor-study.md)")
-    parser.add_argument("--results", type=Path, default=None, help="also save the numbers as JSON here")
+    parser = anchor_parser("what-if --model lm and forecast checks on the shared real logs")
     parser.add_argument("--skip-forecasts", action="store_true", help="only the three what-if checks")
     parser.add_argument("--checks-from", type=Path, default=None, help="checks 1-3 from an earlier --results file")
     args = parser.parse_args(argv)
