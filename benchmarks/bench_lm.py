@@ -1,6 +1,6 @@
 """Workload 8: the language-model level's GRPO loop (a `report`, no comparison-table cases).
 
-One configuration of `lm_config`'s defaults (32 prompts × G 8, responses ≤ 16 tokens, width 64, 2 layers) trained
+One configuration of `lm.config`'s defaults (32 prompts × G 8, responses ≤ 16 tokens, width 64, 2 layers) trained
 for `STEPS` GRPO steps, each measurement in a fresh process: the seconds of a run after its compilation (the
 second call of the compiled program; issue target ≤ 10 s on 2 cores for 100 steps), the compile seconds, the
 cost of R runs vmapped in one program (R seeds) against one run (target ≤ 8× at R = 32), and the same loop written
@@ -24,24 +24,24 @@ RUNS = (1, 8, 32)
 
 
 def _config():
-    from pgrpo_sim.models import lm
+    from pgrpo_sim import lm
 
-    return lm.lm_config()
+    return lm.config()
 
 
 def measure_runs(runs: int, steps: int) -> dict:
     """Compile and run `runs` vmapped seeds of `steps` GRPO steps, then run again (timed): seconds of each."""
     import jax
 
-    from pgrpo_sim.models import lm
+    from pgrpo_sim import lm
 
     config = _config()
     start = time.perf_counter()
-    first = lm.lm_simulate(config, steps, seeds=runs, key=0)
+    first = lm.simulate(config, steps, seeds=runs, key=0)
     jax.block_until_ready(first.readouts["reward"])
     first_s = time.perf_counter() - start
     start = time.perf_counter()
-    again = lm.lm_simulate(config, steps, seeds=runs, key=1)
+    again = lm.simulate(config, steps, seeds=runs, key=1)
     jax.block_until_ready(again.readouts["reward"])
     run_s = time.perf_counter() - start
     return dict(runs=runs, steps=steps, first_s=first_s, run_s=run_s, compile_s=first_s - run_s)
@@ -63,13 +63,13 @@ def check() -> list[tuple[str, bool]]:
     """Runs vmapped over seeds are each the run of that seed alone (same keys), to float32 rounding."""
     import jax
 
-    from pgrpo_sim.models import lm
+    from pgrpo_sim import lm
 
-    config = lm.lm_config(prompts_per_step=4, num_generations=4, modulus=5, operands=2, max_completion_length=8,
+    config = lm.config(prompts_per_step=4, num_generations=4, modulus=5, operands=2, max_completion_length=8,
                           width=16, layers=1, heads=2, eval_size=16, start_accuracy=0.3)  # fmt: skip
-    both = lm.lm_simulate(config, 3, seeds=2, key=7)
+    both = lm.simulate(config, 3, seeds=2, key=7)
     keys = jax.random.split(jax.random.key(7), 2)
-    run = lm.make_lm_run(config, 3)
+    run = lm.make_run(config, 3)
     alone = [np.asarray(run(config, k).readouts["reward"]) for k in keys]
     same = np.allclose(np.asarray(both.readouts["reward"]), np.stack(alone), atol=1e-6)
     return [("lm: vmapped seeds equal the runs alone", bool(same))]
@@ -100,7 +100,7 @@ def report(quick: bool, rounds: int, out_dir) -> str:
     lines = [
         "## The language-model level: one GRPO run and vmapped runs",
         "",
-        f"`lm_config()` defaults (32 prompts × G 8, ≤ 16 tokens, width 64, 2 layers), {steps} GRPO steps, "
+        f"`lm.config()` defaults (32 prompts × G 8, ≤ 16 tokens, width 64, 2 layers), {steps} GRPO steps, "
         f"{harness.cpu_cores()} cores; R runs = R seeds vmapped in one compiled program; each row a fresh process, "
         f"median of {rounds} (range in brackets). Seconds exclude compilation (the second call of the program).",
         "",

@@ -1,6 +1,6 @@
 """The language-model level's GRPO loop written in PyTorch, as a practitioner would: the baseline of `bench_lm`.
 
-Same work per GRPO step as `pgrpo_sim.models.lm.make_lm_run` with `lm_config()`'s defaults: the task's prompts
+Same work per GRPO step as `pgrpo_sim.models.lm.make_run` with `lm.config()`'s defaults: the task's prompts
 (k = 4 operand digits mod 10 and `=`), a pre-LN causal transformer (width 64, 2 layers, 4 heads, MLP 2×, learned
 positions), 32 prompts × G 8 completions of ≤ 16 tokens sampled with a key/value cache at T = 1, the verifier's
 reward (digits, `<ans>`, the answer, `</ans>`, EOS), group advantages (TRL's ε 1e-4), one teacher-forced pass with

@@ -238,17 +238,14 @@ def test_the_root_names_are_the_groups_front_door():
     import pgrpo_sim as ps
 
     groups = {g: getattr(ps, g) for g in GROUPS}
-    owner = {}
     for g, namespace in groups.items():
         public = sorted(n for n in dir(namespace) if not n.startswith("_"))
         assert sorted(namespace.__all__) == public and len(set(namespace.__all__)) == len(public), g
-        for name in namespace.__all__:
-            owner.setdefault(name, getattr(namespace, name))
     for name in ps.__all__:
         if name in GROUPS or name in ROOT_ONLY:
             continue
-        assert name in owner, f"ps.{name} is in no group"
-        assert getattr(ps, name) is owner[name], name
+        owners = [g for g, namespace in groups.items() if getattr(namespace, name, None) is getattr(ps, name)]
+        assert owners, f"ps.{name} is in no group"  # the levels share verbs: ps.simulate is ps.bandit.simulate
 
 
 MAX_MODULE_LINES = 600

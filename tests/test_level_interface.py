@@ -18,7 +18,7 @@ def test_both_levels_simulate_with_the_same_shared_parameters():
         "seeds": inspect.Parameter.KEYWORD_ONLY,
         "key": inspect.Parameter.KEYWORD_ONLY,
     }
-    for simulate in (ps.bandit.simulate, ps.lm.lm_simulate):
+    for simulate in (ps.bandit.simulate, ps.lm.simulate):
         parameters = _parameters(simulate)
         assert {name: parameters.get(name) for name in shared} == shared, simulate.__qualname__
         assert list(parameters)[:2] == ["config", "steps"], simulate.__qualname__

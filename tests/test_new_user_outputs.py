@@ -21,13 +21,13 @@ import jax
 import numpy as np
 import pytest
 
+from pgrpo_sim import lm
 from pgrpo_sim.analysis import lm_sweep, sweep as sweep_module
 from pgrpo_sim.analysis.sweep_grid import parse_axis
 from pgrpo_sim.base.errors import PgrpoSimError
 from pgrpo_sim.base.outputs import MARK, STAGE_PREFIX, staged_outputs
 from pgrpo_sim.cli import main
 from pgrpo_sim.cli.common import claim
-from pgrpo_sim.models import lm
 
 TINY = dict(
     prompts_per_step=4, num_generations=4, modulus=5, operands=2, max_completion_length=8, width=16, layers=1,
@@ -45,7 +45,7 @@ def _one_line(err: str) -> str:
 
 
 def _stand_in(base, grid, *, seeds, steps, seed=0, chunks=None, progress=None):
-    """`run_lm_sweep` without runs: rows with `VERDICTS` by learning rate, curves of zeros."""
+    """`lm.sweep` without runs: rows with `VERDICTS` by learning rate, curves of zeros."""
     rows = []
     for point in lm_sweep.grid_points(base, grid):
         for s in range(seeds):
@@ -58,7 +58,7 @@ def _stand_in(base, grid, *, seeds, steps, seed=0, chunks=None, progress=None):
 
 @pytest.fixture
 def stand_in(monkeypatch):
-    monkeypatch.setattr(lm_sweep, "run_lm_sweep", _stand_in)
+    monkeypatch.setattr(lm_sweep, "sweep", _stand_in)
     monkeypatch.setattr(jax, "default_backend", lambda: "cpu")  # the time estimate is of a CPU
 
 
@@ -79,7 +79,7 @@ def test_a_large_lm_sweep_needs_yes_and_is_told_its_size_and_time(tmp_path, stan
     assert main([*argv, "--yes"]) == 2
     assert "GB free in" in _one_line(capsys.readouterr().err) and not out.exists()
     monkeypatch.undo()
-    monkeypatch.setattr(lm_sweep, "run_lm_sweep", _stand_in)
+    monkeypatch.setattr(lm_sweep, "sweep", _stand_in)
     monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
     assert main([*argv, "--yes", "--quiet"]) == 0  # confirmed, it runs
     assert (out / "summary.csv").exists()
@@ -163,7 +163,7 @@ def test_an_empty_out_is_refused_by_name(argv, words, tmp_path, monkeypatch, cap
 
 def test_grid_values_are_short_and_read_back_exactly():
     """Spaced grid values to 6 significant digits (more only where 6 would merge two): what runs is what prints."""
-    lm_values = lm_sweep.parse_lm_grid(["learning_rate=log:1e-4:1e-2:5"])["learning_rate"]
+    lm_values = lm_sweep.parse_grid(["learning_rate=log:1e-4:1e-2:5"])["learning_rate"]
     assert lm_values == [1e-4, 0.000316228, 0.001, 0.00316228, 0.01]
     assert parse_axis("eta=log:1e-4:1e-2:5").values == tuple(lm_values)
     assert parse_axis("momentum=0:0.99:34").values[3] == 0.09  # not 0.09000000000000001
@@ -230,7 +230,7 @@ def test_interruptible_work_keeps_the_callers_jax_settings():
 def test_ctrl_c_stops_an_lm_sweep_within_two_seconds_keeping_finished_points(tmp_path, monkeypatch, capsys):
     """Ctrl-C while the second grid point runs (a compiled call of seconds): exit 130 within two seconds, one line
     naming the chunks folder, which exists and holds the first point."""
-    real, calls, sent = lm_sweep.lm_simulate, [], {}
+    real, calls, sent = lm_sweep.simulate, [], {}
 
     def simulate(*args, **kwargs):
         calls.append(1)
@@ -240,7 +240,7 @@ def test_ctrl_c_stops_an_lm_sweep_within_two_seconds_keeping_finished_points(tmp
             _interrupt_after(0.5)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(lm_sweep, "lm_simulate", simulate)
+    monkeypatch.setattr(lm_sweep.lm, "simulate", simulate)
     out = tmp_path / "s"
     argv = ["sweep", "--model", "lm", *TINY_FLAGS, "--grid", "learning_rate=1e-3,2e-3", "--steps", "8000"]
     assert main([*argv, "--seeds", "1", "--quiet", "--out", str(out)]) == 130

@@ -15,12 +15,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+from pgrpo_sim import lm
 from pgrpo_sim.analysis import lm_sweep, summaries
 from pgrpo_sim.calibration.forecast import GoodnessOfFit
 from pgrpo_sim.calibration.inference import Band
 from pgrpo_sim.calibration.run_config import RunConfig
 from pgrpo_sim.logs.readers import TrainingLog
-from pgrpo_sim.models import lm
 from pgrpo_sim.reports import calibration_report, lm_report
 from pgrpo_sim.reports.validate import SECTIONS, report_markdown
 from pgrpo_sim.viz.calibration_figures import bands_figure
@@ -35,12 +35,12 @@ def _close():
 
 
 def _lm_run(reward):
-    """An `LMRun` of the given rewards [seeds, steps], every completion well-formed."""
+    """An `lm.Run` of the given rewards [seeds, steps], every completion well-formed."""
     reward = np.atleast_2d(reward)
     readouts = {name: np.zeros(reward.shape) for name in lm.READOUTS}
     readouts.update(reward=reward, format_ok=np.ones(reward.shape), eval_accuracy=np.full(reward.shape, np.nan))
     seeds = reward.shape[0]
-    return lm.LMRun(readouts, None, np.zeros(seeds, bool), np.full(seeds, -1))
+    return lm.Run(readouts, None, np.zeros(seeds, bool), np.full(seeds, -1))
 
 
 def test_a_run_that_never_learned_is_flat_not_oscillating():
@@ -51,13 +51,13 @@ def test_a_run_that_never_learned_is_flat_not_oscillating():
     from pgrpo_sim.analysis import VERDICTS
 
     rng = np.random.default_rng(0)
-    config = lm.lm_config(prompts_per_step=16, num_generations=8, modulus=10)
+    config = lm.config(prompts_per_step=16, num_generations=8, modulus=10)
     flat = rng.binomial(128, 0.3, size=(20, 60)) / 128
-    verdicts = [row["verdict"] for row in lm_sweep.summarize_lm_runs(_lm_run(flat), config, starts=np.arange(20))]
+    verdicts = [row["verdict"] for row in lm_sweep.summarize_runs(_lm_run(flat), config, starts=np.arange(20))]
     assert verdicts.count("flat") >= 18 and "oscillates" not in verdicts, verdicts
     t = np.arange(60)
     rising = rng.binomial(128, 0.3 + 0.25 * (1 - np.exp(-t / 10)), size=(20, 60)) / 128
-    verdicts_rising = [row["verdict"] for row in lm_sweep.summarize_lm_runs(_lm_run(rising), config)]
+    verdicts_rising = [row["verdict"] for row in lm_sweep.summarize_runs(_lm_run(rising), config)]
     assert set(verdicts_rising) <= {"learns", "plateaus"}, verdicts_rising
     jitter = (0.3 + 1e-7 * rng.standard_normal(200)).astype(np.float32)  # an exact flat curve, rounded
     assert summaries.verdict(jitter, False) == "flat"
@@ -126,7 +126,7 @@ def test_a_clip_scenario_on_an_on_policy_run_says_the_clip_never_acts(tmp_path, 
 
 
 class _LMCal:
-    """What the language-model level's report writers read of an `LMCalibration`."""
+    """What the language-model level's report writers read of an `lm.Calibration`."""
 
     lr_scale, start_accuracy, ceiling, formats, format_weights = (-1.0, 0.1), 0.05, (0.7, 0.05), (0.1,), (1.0,)
     undetermined, overdispersion, poor_fit, notes, first_step, fit_until = None, 1.0, False, (), 1.0, 30.0

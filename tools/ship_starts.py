@@ -20,15 +20,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 SHIPPED = (dict(),)
-"""`lm_config` keyword arguments of the shipped starts: the default configuration's (`validate`, `lm run` and
+"""`lm.config` keyword arguments of the shipped starts: the default configuration's (`validate`, `lm run` and
 `sweep --model lm` without start settings; the batch does not change the start)."""
 
 
 def _config_start(settings: dict) -> tuple:
-    """`pretrain.pretrained_start`'s arguments for the start of `lm_config(**settings)`."""
-    from pgrpo_sim.models.lm import lm_config
+    """`pretrain.pretrained_start`'s arguments for the start of `lm.config(**settings)`."""
+    from pgrpo_sim import lm
 
-    config = lm_config(**settings)
+    config = lm.config(**settings)
     return config.task, config.policy, config.start_accuracy, config.sft_seed, config.start_format
 
 

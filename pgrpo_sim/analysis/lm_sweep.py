@@ -1,12 +1,12 @@
 """Runs and sweeps of the language-model level (`models.lm`): settings under TRL `GRPOConfig` names, a grid of
 them × seeds, each run's summary and verdict, finished work kept on disk so an interrupted sweep resumes.
 
-Settings are `lm_config`'s keyword arguments (`LM_KEYS`: TRL's names, plus the task and model sizes `modulus`,
+Settings are `lm.config`'s keyword arguments (`LM_KEYS`: TRL's names, plus the task and model sizes `modulus`,
 `operands`, `max_completion_length`, `width`, `layers`, `heads`, the SFT start's `start_accuracy` and `sft_seed`,
-and `eval_every`, `eval_size`). A grid point's seeds run in one vmapped program (`lm_simulate`); points that differ
+and `eval_every`, `eval_size`). A grid point's seeds run in one vmapped program (`lm.simulate`); points that differ
 only in traced hyperparameters (learning rate, ε, β, temperature, …) reuse its compilation.
 
-Per run (`summarize_lm_runs`), with the reward curve r_0 … r_{T−1} of the GRPO steps' rollouts (256 completions
+Per run (`summarize_runs`), with the reward curve r_0 … r_{T−1} of the GRPO steps' rollouts (256 completions
 each by default, so a single step's reward has a standard error of about 0.03):
 - `final_reward`, `final_entropy`, `final_mean_length`: means over the last 10 % of the steps (at least one);
 - `final_knowledge`: the chance-corrected reward (`knowledge`: what an LLM, whose chance is 0, would score) over the
@@ -40,14 +40,15 @@ from ..base.errors import PgrpoSimError
 from ..base.files import write_atomically
 from ..base.progress import duration_text
 from ..base.runtime import interruptible
-from ..models.lm import READOUTS, LMConfig, LMRun, lm_config, lm_simulate
+from ..models import lm
+from ..models.lm import READOUTS
 from ..models.lm.config import UNBOUNDED
 from ..models.lm.policy import MLP_RATIO
 from .summaries import collapsed, running_mean_stderr, verdict
 from .sweep_grid import short_values
 
-LM_KEYS = tuple(inspect.signature(lm_config).parameters)
-"""The settings of a language-model run (`lm_config`'s keyword arguments)."""
+LM_KEYS = tuple(inspect.signature(lm.config).parameters)
+"""The settings of a language-model run (`lm.config`'s keyword arguments)."""
 NULLABLE = (*UNBOUNDED, "kl_reference", "max_steps")
 """Settings that take `none` (ε, ε_high, δ, the gradient clip: off; kl_reference: from β; max_steps: the run's
 length)."""
@@ -67,7 +68,7 @@ SHARE_FIELDS = {"collapse_share": "collapses", "diverge_share": "diverges"}
 
 
 def _kind(key: str) -> type:
-    default = inspect.signature(lm_config).parameters[key].default
+    default = inspect.signature(lm.config).parameters[key].default
     if key == "kl_reference" or isinstance(default, bool):
         return bool
     if key in UNBOUNDED or isinstance(default, float):
@@ -83,7 +84,7 @@ def parse_lm_value(key: str, text: str):
         text: its value as text.
 
     Returns:
-        The value, typed as `lm_config`'s default for `key` (int, float, bool or str), or None.
+        The value, typed as `lm.config`'s default for `key` (int, float, bool or str), or None.
 
     Raises:
         PgrpoSimError: `key` is unknown, or `text` is not of its type.
@@ -119,7 +120,7 @@ def parse_settings(items: Sequence[str]) -> dict:
         items: `KEY=VALUE` strings, keys from `LM_KEYS`.
 
     Returns:
-        Setting → typed value (keyword arguments of `lm_config`).
+        Setting → typed value (keyword arguments of `lm.config`).
 
     Raises:
         PgrpoSimError: an item is not KEY=VALUE, a key is repeated or unknown, or a value is mistyped.
@@ -135,7 +136,7 @@ def parse_settings(items: Sequence[str]) -> dict:
     return settings
 
 
-def parse_lm_grid(items: Sequence[str]) -> dict[str, list]:
+def parse_grid(items: Sequence[str]) -> dict[str, list]:
     """`KEY=V1,V2,…` items (or `KEY=log:START:STOP:NUM` for a real setting) as grid axes.
 
     Args:
@@ -178,24 +179,24 @@ def parse_lm_grid(items: Sequence[str]) -> dict[str, list]:
 
 def grid_points(base: Mapping, grid: Mapping[str, Sequence]) -> list[dict]:
     """Every combination of the grid's values (the last axis varying fastest), each over `base`; each is checked
-    by building its `LMConfig` (a bad value: `PgrpoSimError` naming it).
+    by building its `lm.Config` (a bad value: `PgrpoSimError` naming it).
 
     Args:
-        base: settings shared by every point (`lm_config` keyword arguments).
-        grid: setting → its values (`parse_lm_grid`); no key of `base`.
+        base: settings shared by every point (`lm.config` keyword arguments).
+        grid: setting → its values (`parse_grid`); no key of `base`.
 
     Returns:
         The grid points, each a dict of the grid's settings (without `base`); [{}] for an empty grid.
 
     Raises:
-        PgrpoSimError: a key is both in `base` and a grid axis, or a point's `LMConfig` is invalid.
+        PgrpoSimError: a key is both in `base` and a grid axis, or a point's `lm.Config` is invalid.
     """
     overlap = sorted(set(base) & set(grid))
     if overlap:
         raise PgrpoSimError(f"{overlap[0]} is both set and a grid axis: give it once")
     points = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
     for point in points:
-        lm_config(**base, **point)
+        lm.config(**base, **point)
     return points
 
 
@@ -271,14 +272,14 @@ def _pooled_knowledge(reward: np.ndarray, format_ok: np.ndarray, modulus: int, b
     return float(knowledge(r, f, modulus)), float(knowledge_se(r, f, modulus, n))
 
 
-def summarize_lm_runs(run: LMRun, config: LMConfig, starts: np.ndarray | None = None) -> list[dict]:
+def summarize_runs(run: lm.Run, config: lm.Config, starts: np.ndarray | None = None) -> list[dict]:
     """One summary per seed of `run` (read-outs [seeds, steps]) of `config`'s task and batch (module docstring).
     `starts`: a label per seed, equal for seeds that share their SFT start (default: all do, as the seeds of one
     configuration); a collapse is measured from the start's chance-corrected reward pooled over them.
 
     Args:
-        run: the `LMRun` of `config`, read-outs (seeds, steps) (`params` unused).
-        config: its `LMConfig` (the task's modulus and the generation batch).
+        run: the `lm.Run` of `config`, read-outs (seeds, steps) (`params` unused).
+        config: its `lm.Config` (the task's modulus and the generation batch).
         starts: a label per seed; (seeds,); None: one shared start.
 
     Returns:
@@ -338,14 +339,14 @@ CSV_WIDTH = 12
 """Typical characters of a float32 read-out in a CSV file, with its comma (e.g. 0.20096147,)."""
 
 
-def step_flops(config: LMConfig) -> float:
+def step_flops(config: lm.Config) -> float:
     """About how many floating-point operations one GRPO step of one seed takes: 2 per weight of the policy's
     matrices (and its attention) per token pass — the rollout's sampling, π_old's and the reference's
     log-probabilities where the loss needs them, 3 passes (forward and backward) per epoch over the batch, and the
     greedy evaluation every `eval_every` steps. Compilation and the SFT start are not counted.
 
     Args:
-        config: the run's `LMConfig`.
+        config: the run's `lm.Config`.
 
     Returns:
         Floating-point operations per GRPO step and seed.
@@ -362,8 +363,8 @@ def sweep_flops(base: Mapping, grid: Mapping[str, Sequence], *, seeds: int, step
     """About how many floating-point operations the runs of a sweep take (`step_flops` of every grid point).
 
     Args:
-        base: settings shared by every point (`lm_config` keyword arguments).
-        grid: setting → its values (`parse_lm_grid`); checked already (`grid_points`).
+        base: settings shared by every point (`lm.config` keyword arguments).
+        grid: setting → its values (`parse_grid`); checked already (`grid_points`).
         seeds: runs per point; ≥ 1.
         steps: GRPO steps per run; ≥ 1.
 
@@ -376,7 +377,7 @@ def sweep_flops(base: Mapping, grid: Mapping[str, Sequence], *, seeds: int, step
     for values in itertools.product(*sized.values()):  # β matters only as zero or not (the reference's pass)
         key = tuple(bool(v) if k == "beta" else v for k, v in zip(sized, values, strict=True))
         counts[key] = counts.get(key, 0) + others
-    total = sum(step_flops(lm_config(**base, **dict(zip(sized, key, strict=True)))) * n for key, n in counts.items())
+    total = sum(step_flops(lm.config(**base, **dict(zip(sized, key, strict=True)))) * n for key, n in counts.items())
     return total * seeds * steps
 
 
@@ -385,7 +386,7 @@ def lm_output_bytes(grid: Mapping[str, Sequence], *, seeds: int, steps: int) -> 
     points.
 
     Args:
-        grid: setting → its values (`parse_lm_grid`).
+        grid: setting → its values (`parse_grid`).
         seeds: runs per point; ≥ 1.
         steps: GRPO steps per run; ≥ 1.
 
@@ -405,13 +406,13 @@ def lm_output_bytes(grid: Mapping[str, Sequence], *, seeds: int, steps: int) -> 
 def _point_file(chunks: Path, point: Mapping, base: Mapping, steps: int, seeds: int, seed: int) -> Path:
     """A finished grid point's file, named by a hash of everything that determines its runs: every setting (the
     defaults filled in, so one configuration written two ways is one file), steps, seeds and the seed."""
-    settings = inspect.signature(lm_config).bind(**base, **point)
+    settings = inspect.signature(lm.config).bind(**base, **point)
     settings.apply_defaults()
     spec = json.dumps(dict(settings=settings.arguments, steps=steps, seeds=seeds, seed=seed), sort_keys=True)
     return chunks / f"point-{hashlib.sha256(spec.encode()).hexdigest()[:16]}.npz"
 
 
-def run_lm_sweep(
+def sweep(
     base: Mapping,
     grid: Mapping[str, Sequence],
     *,
@@ -421,15 +422,15 @@ def run_lm_sweep(
     chunks: Path | None = None,
     progress: Callable[[str], object] | None = None,
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
-    """Every grid point (`grid_points`) × `seeds` runs of `steps` GRPO steps (`lm_simulate` with key `seed`), in
+    """Every grid point (`grid_points`) × `seeds` runs of `steps` GRPO steps (`lm.simulate` with key `seed`), in
     grid order. `chunks`: a folder where each finished point is saved (and found again on a rerun, so an
     interrupted sweep resumes). Each point runs in a worker thread (`base.runtime.interruptible`), so that Ctrl-C
     stops the sweep at once, losing at most the point under way. Returns (rows: the grid keys, `seed` and the
     `SUMMARY_FIELDS` per point and seed; curves: each read-out as float32[points, seeds, steps]).
 
     Args:
-        base: settings shared by every point (`lm_config` keyword arguments, `parse_settings`).
-        grid: setting → its values (`parse_lm_grid`).
+        base: settings shared by every point (`lm.config` keyword arguments, `parse_settings`).
+        grid: setting → its values (`parse_grid`).
         seeds: runs per point; integer in [1, 2²⁰].
         steps: GRPO steps per run; integer in [1, 10⁸].
         seed: the key of every point's runs; integer in [0, 2³² − 1].
@@ -451,10 +452,10 @@ def run_lm_sweep(
     todo, took = sum(path is None or not path.exists() for path in paths), []  # took: seconds of each point run
     rows, curves = [], {name: [] for name in READOUTS}
     for i, (point, path) in enumerate(zip(points, paths, strict=True)):
-        config = lm_config(**base, **point)
+        config = lm.config(**base, **point)
         if path is not None and path.exists():
-            with np.load(path) as saved:  # a host run: NumPy arrays, no parameters (LMRun is typed for a device run)
-                run = LMRun({name: saved[name] for name in READOUTS}, None, saved["diverged"], saved["diverged_step"])
+            with np.load(path) as saved:  # a host run: NumPy arrays, no parameters (lm.Run is typed for a device run)
+                run = lm.Run({name: saved[name] for name in READOUTS}, None, saved["diverged"], saved["diverged_step"])
         else:
             if progress is not None:  # the time left from the points run (the first one compiles: left out)
                 left = (
@@ -469,21 +470,21 @@ def run_lm_sweep(
             if path is not None:
                 arrays = dict(run.readouts, diverged=run.diverged, diverged_step=run.diverged_step)
                 write_atomically(path, lambda handle, arrays=arrays: np.savez(handle, **arrays))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
-        for s, summary in enumerate(summarize_lm_runs(run, config)):
+        for s, summary in enumerate(summarize_runs(run, config)):
             rows.append({**point, "seed": s, **summary})
         for name in READOUTS:
             curves[name].append(np.asarray(run.readouts[name], np.float32))
     return rows, {name: np.stack(values) for name, values in curves.items()}
 
 
-def _run_on_host(config: LMConfig, steps: int, seeds: int, seed: int) -> LMRun:
-    """`lm_simulate`, its read-outs and flags brought to the host (NumPy arrays; no parameters)."""
-    run = lm_simulate(config, steps, seeds=seeds, key=seed)
-    return LMRun({k: np.asarray(v) for k, v in run.readouts.items()}, None, *map(np.asarray, run[2:]))
+def _run_on_host(config: lm.Config, steps: int, seeds: int, seed: int) -> lm.Run:
+    """`lm.simulate`, its read-outs and flags brought to the host (NumPy arrays; no parameters)."""
+    run = lm.simulate(config, steps, seeds=seeds, key=seed)
+    return lm.Run({k: np.asarray(v) for k, v in run.readouts.items()}, None, *map(np.asarray, run[2:]))
 
 
 def verdict_shares(rows: Sequence[Mapping], keys: Sequence[str]) -> list[dict[str, float]]:
-    """Per row of a sweep (`run_lm_sweep`), the share of its grid point's seeds whose verdict is each of
+    """Per row of a sweep (`sweep`), the share of its grid point's seeds whose verdict is each of
     `SHARE_FIELDS`' (the same on every row of the point): verdicts may differ between the seeds of one setting.
 
     Args:

@@ -348,7 +348,7 @@ def verdict(
     first point and final = its plateau (`summarize_curve`: the mean of the last 10 %):
     - "diverges": `diverged`, or a non-finite point;
     - "collapses": `collapsed(mean)` (final below half its start or peak), or `collapse` when the caller judged it
-      on another curve or with a noise level (the language-model level: `analysis.lm_sweep.summarize_lm_runs`);
+      on another curve or with a noise level (the language-model level: `analysis.lm_sweep.summarize_runs`);
     - "flat": the curve never rises above r0 by more than its noise — `COLLAPSE_Z` standard errors of the difference
       between its peak and r0 (as a fall must to be a collapse), and at least `FLAT_RISE`: it does not learn, whether
       it stays level (noise about a flat level is no oscillation) or sinks by less than a collapse;

@@ -1,16 +1,16 @@
 """The language-model level (`models.lm`) calibrated on a training log: the level that can collapse where the bandit
 only plateaus. Its settings are `lm_level`'s; the what-if scenarios and forecasts answered on it, `lm_scenarios`'.
 
-What a log tells the level (`calibrate_lm`):
+What a log tells the level (`calibrate`):
 - `start_accuracy`: the log's first reward (the policy before GRPO), the SFT start's target;
 - `start_format`: the share of well-formed demonstrations behind that start (`models.lm.pretrain`), one of
-  `LMLevel.start_formats`: a base model at 3 % that knows the answers but not the format jumps within a few steps,
+  `Level.start_formats`: a base model at 3 % that knows the answers but not the format jumps within a few steps,
   one that knows neither climbs slowly, and the curve tells which;
 - `lr_scale`: the factor from the real run's learning rate to the level's (a 1.5B-parameter model at 3e-5 and a
   ~100k-parameter transformer at ~1e-3 take steps of like effect). Its posterior lies on a grid of level rates
-  (`LMLevel.lr_grid`, refined around its best rate by `LMLevel.refine`; a rate stands for its cell, halfway to its
+  (`Level.lr_grid`, refined around its best rate by `Level.refine`; a rate stands for its cell, halfway to its
   neighbours in log10, and the prior is flat in log10 rate, so a point weighs its likelihood × its cell's width):
-  each rate and start format is run for `LMLevel.seeds` seeds and its mean reward curve is compared with the log's
+  each rate and start format is run for `Level.seeds` seeds and its mean reward curve is compared with the log's
   at the logged steps, the variance per point being the level's across-seed variance plus
   the log's own sampling variance p(1 − p)/n (n: the rollout batch, or the eval set's size for an eval-only log),
   with the log-likelihood tempered by the overdispersion φ = max(1, χ²_min/points) (quasi-likelihood); flat prior
@@ -18,16 +18,16 @@ What a log tells the level (`calibrate_lm`):
   log10(lr_scale); "undetermined" when the s.d. exceeds
   `UNDETERMINED_DECADES` or the best rate is an end of the grid (the log's rate lies beyond the level's range).
 - `ceiling` c: the log's reward is c × the level's (a share 1 − c of real prompts that no completion solves gives
-  zero advantage and only scales the reward), profiled per grid point over `LMLevel.ceilings`; scenarios' curves
+  zero advantage and only scales the reward), profiled per grid point over `Level.ceilings`; scenarios' curves
   are in the log's units (× their draw's c); a collapse verdict does not depend on c.
 Everything else — G, epochs, mini-batches, clip, β, loss aggregation, `scale_rewards`, the gradient clip, the
 schedule — is the run config's, on the level's own task and sizes, with the run's prompts per step up to a cap
-(`LMLevel.prompts_for`).
+(`Level.prompts_for`).
 
 Reading the log: one logged step is one GRPO step, or one optimiser step for TRL's formats (as `population_model`
 reads it), so a logged step maps to the GRPO step whose rollout it reports. The level's observable is its rollouts'
 mean reward (sampled at the run's temperature, 1), also when the log's reward is a greedy eval accuracy (said in the
-notes). A scenario's runs (`lm_scenario`) draw `LMLevel.draws` (start format, level rate) pairs from the
+notes). A scenario's runs (`lm_scenarios.scenario`) draw `Level.draws` (start format, level rate) pairs from the
 posterior, each with its own seed; `collapse_probability` is the share of them whose verdict
 (`analysis.summaries.verdict`, per run) is "collapses" or "diverges", with its binomial standard error.
 """
@@ -48,9 +48,9 @@ from ..base.errors import PgrpoSimError
 from ..base.files import save_atomically
 from ..base.progress import report
 from ..logs.readers import TrainingLog
-from ..models.lm import lm_config, lm_simulate_each
+from ..models import lm
 from ..models.lm.pretrain import MAX_START_ACCURACY, StartNotReached, cache_dir
-from .lm_level import REFINE_SHARE, LMLevel, level_settings
+from .lm_level import REFINE_SHARE, Level, level_settings
 from .model import TRL_FORMATS
 from .run_config import RunConfig, check_run_config
 
@@ -66,7 +66,7 @@ VARIANCE_FLOOR = 1e-4
 
 
 @dataclasses.dataclass(frozen=True)
-class LMCalibration:
+class Calibration:
     """The level fitted to a log (module docstring). n below is the fit window's rewarded logged steps.
 
     Attributes:
@@ -85,7 +85,7 @@ class LMCalibration:
         start_accuracy: the SFT start's target: the log's first reward, clipped to [`MIN_START_ACCURACY`,
             `MAX_START_ACCURACY`]; in [0, 1].
         formats: the start formats tried, `level.formats(start_accuracy)`; shares in (0, 1].
-        rates: the level rates tried, `level.lr_grid` and its refinement (`LMLevel.refine`); increasing, each > 0.
+        rates: the level rates tried, `level.lr_grid` and its refinement (`Level.refine`); increasing, each > 0.
         weights: the posterior over (`formats` × `rates`); float [formats, rates], summing to 1 (0 where a pair was
             not run: a format the refinement left out).
         ceilings: each grid point's profiled best ceiling c (one of `level.ceilings`); float [formats, rates].
@@ -101,7 +101,7 @@ class LMCalibration:
     """
 
     run: RunConfig
-    level: LMLevel
+    level: Level
     first_step: float
     fit_until: float
     last_step: float
@@ -273,16 +273,16 @@ def _log_reward(log: TrainingLog, run: RunConfig, fit_until: float | None):
     return np.asarray(steps, float)[keep], values[keep], until, last
 
 
-def calibrate_lm(
+def calibrate(
     log: TrainingLog,
     run: RunConfig,
     *,
     fit_until: float | None = None,
     eval_size: int | None = None,
-    level: LMLevel | None = None,
+    level: Level | None = None,
     seed: int = 0,
     progress: Callable[[str], object] | None = None,
-) -> LMCalibration:
+) -> Calibration:
     """Fit the level's start accuracy and learning-rate scale to `log`'s reward up to `fit_until` (module
     docstring).
 
@@ -293,12 +293,12 @@ def calibrate_lm(
         fit_until: the fit window's last logged step, in [the first rewarded step, the last]; None: the last.
         eval_size: the eval set's size when the log's reward is an eval accuracy (its sampling noise); integer ≥ 1;
             None: a rollout batch's size (the run's prompts per step × num_generations).
-        level: how the level is run; None: `LMLevel()`.
+        level: how the level is run; None: `Level()`.
         seed: seed of the grid's runs; integer in [0, 2³² − 1].
         progress: told each start format's grid runs as they start (`base.progress`); None: silent.
 
     Returns:
-        The `LMCalibration`: its posterior over (start format, level learning rate) and the ceilings, and the grid's
+        The `Calibration`: its posterior over (start format, level learning rate) and the ceilings, and the grid's
         reward curves (`curves`, float [formats, rates, seeds, GRPO steps]).
 
     Raises:
@@ -308,7 +308,7 @@ def calibrate_lm(
     """
     check_run_config(run)
     check_seed(seed)
-    level = LMLevel() if level is None else level
+    level = Level() if level is None else level
     steps, reward, until, last = _log_reward(log, run, fit_until)
     source = log.sources.get("reward", "reward")
     eval_only = source.lower().startswith(("eval", "val", "test"))
@@ -328,7 +328,7 @@ def calibrate_lm(
         notes.append(f"optimizer {run.optimizer}: the level uses AdamW")
     per_logged = 1 if log.format in TRL_FORMATS else run.steps_per_rollout
     start = float(np.clip(reward[0], MIN_START_ACCURACY, MAX_START_ACCURACY))
-    cal = LMCalibration(
+    cal = Calibration(
         run=run,
         level=level,
         first_step=float(steps[0]),
@@ -370,7 +370,7 @@ def calibrate_lm(
     return _posterior(dataclasses.replace(cal, rates=tuple(float(r) for r in rates[order])), curves, ran)
 
 
-def _grid_curves(cal: LMCalibration, rates, which, horizon: int, seed: int, progress) -> np.ndarray:
+def _grid_curves(cal: Calibration, rates, which, horizon: int, seed: int, progress) -> np.ndarray:
     """The level's reward curves at the start formats `cal.formats[i]` for i in `which` × `rates` × seeds, over GRPO
     steps 0 … horizon − 1; float [len(which), len(rates), seeds, horizon]."""
     level, curves = cal.level, []
@@ -396,7 +396,7 @@ def _grid_curves(cal: LMCalibration, rates, which, horizon: int, seed: int, prog
     return np.stack(curves).reshape(len(curves), len(rates), level.seeds, horizon)
 
 
-def _posterior(cal: LMCalibration, curves: np.ndarray, ran: np.ndarray) -> LMCalibration:
+def _posterior(cal: Calibration, curves: np.ndarray, ran: np.ndarray) -> Calibration:
     """`cal` with `curves` (float [formats, rates, seeds, steps]) and the posterior over the (format, rate) points
     that were run (`ran`, bool [formats, rates]), each weighed by its cell's width (a flat prior in log10 rate)."""
     lower, upper = rate_cells(np.log10(cal.rates))
@@ -458,21 +458,21 @@ def grid_posterior(
 
 
 def cached_rewards(settings: list[dict], steps: int, seed: int) -> np.ndarray:
-    """The reward curves of `lm_simulate_each` over the configurations `settings`, kept in the SFT starts' cache
+    """The reward curves of `lm.simulate_each` over the configurations `settings`, kept in the SFT starts' cache
     folder (`models.lm.pretrain.cache_dir`) under a hash of the settings, steps, seed and the level's source code: a
     second what-if on a log of the same shape skips the grid.
 
     Args:
-        settings: one dict of `lm_config`'s keyword arguments per run; one static structure, at least one.
+        settings: one dict of `lm.config`'s keyword arguments per run; one static structure, at least one.
         steps: GRPO steps per run; integer ≥ 1.
-        seed: the runs' seed (`lm_simulate_each`'s `key`); integer in [0, 2³² − 1].
+        seed: the runs' seed (`lm.simulate_each`'s `key`); integer in [0, 2³² − 1].
 
     Returns:
         The level's rollout reward per run and GRPO step; float [len(settings), steps], in [0, 1], NaN where a run
         diverged.
 
     Raises:
-        PgrpoSimError: as `lm_config` and `lm_simulate_each` (an invalid setting, steps or seed; checked before any
+        PgrpoSimError: as `lm.config` and `lm.simulate_each` (an invalid setting, steps or seed; checked before any
             run).
     """
     spec = json.dumps(dict(settings=settings, steps=steps, seed=seed, code=_code()), sort_keys=True, default=str)
@@ -483,8 +483,8 @@ def cached_rewards(settings: list[dict], steps: int, seed: int) -> np.ndarray:
             return curves
     except (OSError, ValueError):
         pass  # absent or unreadable: run below
-    configs = [lm_config(**s) for s in settings]
-    curves = np.asarray(lm_simulate_each(configs, steps, key=seed).readouts["reward"], float)
+    configs = [lm.config(**s) for s in settings]
+    curves = np.asarray(lm.simulate_each(configs, steps, key=seed).readouts["reward"], float)
     save_atomically(path, lambda handle: np.save(handle, curves))
     return curves
 

@@ -1,6 +1,6 @@
-"""The language-model level as a calibration runs it: `LMLevel` (its learning-rate grid, start formats, ceilings,
+"""The language-model level as a calibration runs it: `Level` (its learning-rate grid, start formats, ceilings,
 seeds and sizes) and the run-config keys it takes from a real run (`LEVEL_KEYS`), mapped onto the level's
-`lm_config` settings (`level_settings`, `level_config`). `language_model` calibrates it on a log, `lm_scenarios`
+`lm.config` settings (`level_settings`, `level_config`). `language_model` calibrates it on a log, `lm_scenarios`
 answers what-ifs and forecasts on it (docs/lm.md)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
 from ..logs.monitors import grad_norm_spike
-from ..models.lm import LMConfig, lm_config
+from ..models import lm
 from .run_config import CS336_LOSS_TYPES, NO_CLIP_LOSSES, RunConfig
 
 LM_KEYS = (
@@ -33,7 +33,7 @@ LEVEL_KEYS = (*LM_KEYS, "scale_rewards", "max_grad_norm", "lr_scheduler_type", "
 
 
 MAX_LEVEL_PROMPTS = 32
-"""Most prompts per GRPO step the level takes from a run (`LMLevel.prompts_for`): a cost bound (a level step's time
+"""Most prompts per GRPO step the level takes from a run (`Level.prompts_for`): a cost bound (a level step's time
 grows with its batch). A run with more is simulated with a noisier batch than its own, so its reuse edge comes
 earlier on the level than in reality: a false alarm rather than a missed collapse."""
 
@@ -46,7 +46,7 @@ be told from the 0 a collapsed run ends at, so no collapse was called (docs/anch
 
 
 @dataclasses.dataclass(frozen=True)
-class LMLevel:
+class Level:
     """How the level is run for a log.
 
     Attributes:
@@ -68,9 +68,9 @@ class LMLevel:
             The coarse cells are half a decade wide: a rate drawn uniformly in one spans a factor 1.8 either way,
             wider than the log says, and a reuse or learning-rate edge inside that cell was called with probability
             ≈ ½ whatever the log (docs/anchor-study.md).
-        draws: runs per scenario (`lm_scenario`), one per posterior draw; integer ≥ 1 (12: a collapse probability
+        draws: runs per scenario (`scenario`), one per posterior draw; integer ≥ 1 (12: a collapse probability
             resolves steps of 1/12 < 0.1).
-        sizes: further `lm_config` settings (task and model sizes, `sft_seed`); default the modulus
+        sizes: further `lm.config` settings (task and model sizes, `sft_seed`); default the modulus
             `CALIBRATION_MODULUS`.
 
     Raises:
@@ -129,7 +129,7 @@ class LMLevel:
 
 
 REFINE_SHARE = 0.01
-"""Least coarse-posterior share of a start format for the refinement to run it (`LMLevel.refine`): the other formats
+"""Least coarse-posterior share of a start format for the refinement to run it (`Level.refine`): the other formats
 keep their coarse points, holding under 1 % of the posterior together per format."""
 
 EDGE_STEPS_PER_ROLLOUT = 8
@@ -163,31 +163,31 @@ def near_edge(run: RunConfig, log=None, fit_until: float | None = None) -> str |
     return None
 
 
-def level_config(*args, **kwargs) -> LMConfig:
-    """The level's validated `LMConfig`: `lm_config(**level_settings(...))`, for the same arguments.
+def level_config(*args, **kwargs) -> lm.Config:
+    """The level's validated `lm.Config`: `lm.config(**level_settings(...))`, for the same arguments.
 
     Args:
         *args: `level_settings`' positional arguments.
         **kwargs: its keyword arguments.
 
     Returns:
-        The validated `LMConfig`.
+        The validated `lm.Config`.
 
     Raises:
         PgrpoSimError: a setting the level cannot take, e.g. mini-batches that do not divide its batch.
     """
-    return lm_config(**level_settings(*args, **kwargs))
+    return lm.config(**level_settings(*args, **kwargs))
 
 
 def level_settings(
     run: RunConfig,
     level_lr: float,
     start_accuracy: float,
-    level: LMLevel,
+    level: Level,
     schedule_steps: int,
     start_format: float = 0.9,
 ) -> dict:
-    """`lm_config`'s keyword arguments for `run` at level learning rate `level_lr` from a start of `start_accuracy`
+    """`lm.config`'s keyword arguments for `run` at level learning rate `level_lr` from a start of `start_accuracy`
     and `start_format`, not yet validated (`level_config` validates them).
 
     Args:
@@ -197,13 +197,13 @@ def level_settings(
         start_accuracy: the SFT start's target accuracy; in (0, 0.95], ≤ `start_format`.
         level: how the level is run: its prompts per GRPO step and `sizes`.
         schedule_steps: the run's schedule length in the level's GRPO steps (the run's `max_steps`, or the log's
-            length, mapped by `LMCalibration.schedule_steps`): the level's `max_steps` is its optimiser steps
+            length, mapped by `Calibration.schedule_steps`): the level's `max_steps` is its optimiser steps
             (× `run.steps_per_rollout`) and its warm-up `run.warmup_ratio` of them, as TRL lays the schedule over
             the whole run whatever the simulated window; integer ≥ 1.
         start_format: the start's share of well-formed demonstrations; in (0, 1].
 
     Returns:
-        Setting → value: `lm_config`'s keyword arguments (`warmup_steps` and `max_steps` in optimiser steps),
+        Setting → value: `lm.config`'s keyword arguments (`warmup_steps` and `max_steps` in optimiser steps),
         `level.sizes` included.
     """
     check_range("schedule_steps", schedule_steps, 1, integer=True)

@@ -1,5 +1,5 @@
 """What-if scenarios and forecasts answered on the language-model level calibrated on a log
-(`language_model.calibrate_lm`): a scenario's runs draw (start format, level rate) pairs from the posterior, each with
+(`language_model.calibrate`): a scenario's runs draw (start format, level rate) pairs from the posterior, each with
 its own seed, and `collapse_probability` is the share of them whose verdict (`analysis.summaries.verdict`, per run) is
 "collapses" or "diverges", with its binomial standard error (docs/lm.md)."""
 
@@ -9,26 +9,27 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..analysis.lm_sweep import running_mean, smoothing_window, summarize_lm_runs
+from ..analysis.lm_sweep import running_mean, smoothing_window, summarize_runs
 from ..analysis.summaries import running_mean_stderr, verdict
 from ..base.checks import check_range, check_seed, check_steps
 from ..base.errors import PgrpoSimError
 from ..base.progress import Progress, report
 from ..logs.readers import TrainingLog
-from ..models.lm import READOUTS, LMRun, lm_simulate_each
+from ..models import lm
+from ..models.lm import READOUTS
 from .inference import Band
-from .language_model import LMCalibration
-from .lm_level import LEVEL_KEYS, LMLevel, level_config
+from .language_model import Calibration
+from .lm_level import LEVEL_KEYS, Level, level_config
 from .run_config import RunConfig
 
 
-def check_lm_scenario(run: RunConfig, changes: Mapping[str, object], level: LMLevel | None = None) -> RunConfig:
+def check_scenario(run: RunConfig, changes: Mapping[str, object], level: Level | None = None) -> RunConfig:
     """The run a scenario makes, if the level can run it.
 
     Args:
         run: the calibrated run's config.
         changes: run-config key → its value in the scenario; keys from `LEVEL_KEYS`.
-        level: how the level is run; None: `LMLevel()`.
+        level: how the level is run; None: `Level()`.
 
     Returns:
         `run` with `changes` applied.
@@ -44,13 +45,11 @@ def check_lm_scenario(run: RunConfig, changes: Mapping[str, object], level: LMLe
             "bandit level"
         )
     changed = run.replace(**changes)
-    level_config(changed, 1e-3, 0.5, LMLevel() if level is None else level, 1)
+    level_config(changed, 1e-3, 0.5, Level() if level is None else level, 1)
     return changed
 
 
-def lm_scenario(
-    cal: LMCalibration, changes: Mapping[str, object], *, steps: int, level: float = 0.8, seed: int = 0
-) -> dict:
+def scenario(cal: Calibration, changes: Mapping[str, object], *, steps: int, level: float = 0.8, seed: int = 0) -> dict:
     """A scenario's runs on the calibrated level: `cal.level.draws` runs of `steps` GRPO steps, each at a level rate
     drawn from the posterior × the scenario's rate / the run's, with its own seed. Rewards are in the log's units
     (each run's level reward × its draw's ceiling c: the log's reward / `reward_scale`, in [0, 1]).
@@ -74,11 +73,11 @@ def lm_scenario(
         (`lower`, `upper`), lists of length `steps`.
 
     Raises:
-        PgrpoSimError: a scenario the level cannot run (`check_lm_scenario`), or `steps`, `level` or `seed` out of
+        PgrpoSimError: a scenario the level cannot run (`check_scenario`), or `steps`, `level` or `seed` out of
             its range.
     """
     _check_band(steps, level, seed)
-    run = check_lm_scenario(cal.run, changes, cal.level)
+    run = check_scenario(cal.run, changes, cal.level)
     formats, rates, ceilings = cal.draw(cal.level.draws, np.random.default_rng(seed))
     rates = rates * run.learning_rate / cal.run.learning_rate
     result = _runs(run, cal, formats, rates, steps, seed)
@@ -87,7 +86,7 @@ def lm_scenario(
     first = level_config(
         run, float(rates[0]), cal.start_accuracy, cal.level, cal.schedule_steps(run), float(formats[0])
     )
-    rows = summarize_lm_runs(result, first, formats)  # the draws share the task and batch of the first
+    rows = summarize_runs(result, first, formats)  # the draws share the task and batch of the first
     broke = np.array([row["verdict"] in ("collapses", "diverges") for row in rows])
     share = float(np.mean(broke))
     reward = np.asarray(result.readouts["reward"], float)
@@ -123,7 +122,7 @@ def lm_scenario(
     )
 
 
-def _runs(run: RunConfig, cal: LMCalibration, formats, rates, steps: int, seed: int) -> LMRun:
+def _runs(run: RunConfig, cal: Calibration, formats, rates, steps: int, seed: int) -> lm.Run:
     """The runs of a scenario's draws, in draw order: one program per start format (a static setting)."""
     readouts = {name: np.zeros((len(rates), steps), np.float32) for name in READOUTS}
     diverged, diverged_step = np.zeros(len(rates), bool), np.zeros(len(rates), int)
@@ -134,11 +133,11 @@ def _runs(run: RunConfig, cal: LMCalibration, formats, rates, steps: int, seed: 
             level_config(run, float(rates[j]), cal.start_accuracy, cal.level, schedule, float(start_format))
             for j in which
         ]  # fmt: skip
-        result = lm_simulate_each(configs, steps, key=seed + i)
+        result = lm.simulate_each(configs, steps, key=seed + i)
         for name in READOUTS:
             readouts[name][which] = np.asarray(result.readouts[name])
         diverged[which], diverged_step[which] = np.asarray(result.diverged), np.asarray(result.diverged_step)
-    return LMRun(readouts, None, diverged, diverged_step)
+    return lm.Run(readouts, None, diverged, diverged_step)
 
 
 def _check_band(steps: int, level: float, seed: int) -> None:
@@ -153,8 +152,8 @@ def _nanmean(values) -> float | None:
     return None if np.all(np.isnan(values)) else float(np.nanmean(values))
 
 
-def lm_what_if(
-    cal: LMCalibration,
+def what_if(
+    cal: Calibration,
     scenarios: list[Mapping[str, object]],
     *,
     steps: int,
@@ -163,7 +162,7 @@ def lm_what_if(
     progress: Progress | None = None,
 ) -> dict:
     """whatif.json's content on the level: the calibrated run itself (`baseline`) and one entry per scenario
-    (`lm_scenario`), each over `steps` GRPO steps.
+    (`scenario`), each over `steps` GRPO steps.
 
     Args:
         cal: the calibrated level.
@@ -174,37 +173,37 @@ def lm_what_if(
         progress: told each scenario as it starts (`base.progress`); None: silent.
 
     Returns:
-        {"band": `level`, "model": "lm", "baseline": the calibrated run's `lm_scenario` summary, "scenarios": per
+        {"band": `level`, "model": "lm", "baseline": the calibrated run's `scenario` summary, "scenarios": per
         scenario its summary with its changes as `set`}; rewards in the log's units (reward / `reward_scale`).
 
     Raises:
-        PgrpoSimError: as `lm_scenario`, before any run: every scenario is checked first.
+        PgrpoSimError: as `scenario`, before any run: every scenario is checked first.
     """
     _check_band(steps, level, seed)
     for changes in scenarios:
-        check_lm_scenario(cal.run, changes, cal.level)
+        check_scenario(cal.run, changes, cal.level)
     total = len(scenarios) + 1
     report(progress, f"the calibrated run on the level (1/{total}, {cal.level.draws} runs)")
     out: dict[str, object] = dict(
-        band=level, model="lm", baseline=lm_scenario(cal, {}, steps=steps, level=level, seed=seed)
+        band=level, model="lm", baseline=scenario(cal, {}, steps=steps, level=level, seed=seed)
     )
     entries = []
     for i, changes in enumerate(scenarios):
         label = ", ".join(f"{k}={v}" for k, v in changes.items())
         report(progress, f"scenario {i + 1}, {label} ({i + 2}/{total}, {cal.level.draws} runs)")
-        entries.append(dict(set=dict(changes), **lm_scenario(cal, changes, steps=steps, level=level, seed=seed)))
+        entries.append(dict(set=dict(changes), **scenario(cal, changes, steps=steps, level=level, seed=seed)))
     out["scenarios"] = entries
     return out
 
 
-def lm_band(cal: LMCalibration, entry: Mapping) -> Band:
-    """The band of an `lm_scenario` entry, at the logged steps of its GRPO steps, as the what-if and forecast figures
+def band(cal: Calibration, entry: Mapping) -> Band:
+    """The band of an `scenario` entry, at the logged steps of its GRPO steps, as the what-if and forecast figures
     draw one (the bandit's `Band`: the level has no MAP run, so `diverged` says every run diverged, and the level's
     diverged runs, NaN, are left out of the band's mean and quantiles).
 
     Args:
         cal: the calibration the entry was run on (its logged-step mapping).
-        entry: an `lm_scenario` summary (or a `lm_what_if` entry, or its JSON).
+        entry: an `scenario` summary (or a `what_if` entry, or its JSON).
 
     Returns:
         The `Band`: T = the entry's GRPO steps; `steps` the logged step of each GRPO step's rollout, `mean`, `lo`,
@@ -218,7 +217,7 @@ def lm_band(cal: LMCalibration, entry: Mapping) -> Band:
     return Band(steps, mean, lo, hi, band["level"], bool(diverged.all()), float(diverged.mean()))
 
 
-def lm_forecast(log: TrainingLog, cal: LMCalibration, *, until: float, level: float = 0.8, seed: int = 0) -> dict:
+def forecast(log: TrainingLog, cal: Calibration, *, until: float, level: float = 0.8, seed: int = 0) -> dict:
     """forecast.json's content on the level: the calibrated run's band to the logged step `until` and its score on
     the log's rewards after the fit window.
 
@@ -232,17 +231,17 @@ def lm_forecast(log: TrainingLog, cal: LMCalibration, *, until: float, level: fl
     Returns:
         {"model": "lm", "band": `level`, "until", "fit_until" (logged steps), "collapse_probability" and
         "collapse_probability_stderr" (the share of the level's runs that collapse by `until`: the run's own
-        foresight), "verdict", "forecast": the calibrated run's `lm_scenario` summary over `cal.grpo_steps(until)`
+        foresight), "verdict", "forecast": the calibrated run's `scenario` summary over `cal.grpo_steps(until)`
         GRPO steps, "heldout"}: `heldout` scores the band on
         the log's rewards at the logged steps in (`fit_until`, `until`]: `n` (those steps), `mae` (mean absolute
         error of the band's mean, in the log's units: reward / `reward_scale`) and `coverage` (the share of
         held-out rewards inside the band, in [0, 1]); None without held-out steps.
 
     Raises:
-        PgrpoSimError: as `lm_scenario`, or `until` before the log's first step.
+        PgrpoSimError: as `scenario`, or `until` before the log's first step.
     """
     check_range("until", until, cal.first_step)
-    entry = lm_scenario(cal, {}, steps=cal.grpo_steps(until), level=level, seed=seed)
+    entry = scenario(cal, {}, steps=cal.grpo_steps(until), level=level, seed=seed)
     steps, values = log.series("reward")
     values = np.asarray(values, float) / cal.run.reward_scale
     held = (steps > cal.fit_until) & (steps <= until)

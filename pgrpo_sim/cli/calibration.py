@@ -1,5 +1,5 @@
 """`pgrpo-sim calibrate`, `forecast` and `what-if`: a real log's run configuration (file, log, TRL defaults), the
-bandit's calibration on it and its answers; `--model lm` hands forecast and what-if to `lm_forecast`."""
+bandit's calibration on it and its answers; `--model lm` hands forecast and what-if to `lm_scenarios.forecast`."""
 
 from __future__ import annotations
 

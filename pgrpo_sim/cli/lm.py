@@ -73,26 +73,26 @@ def run_size(args: argparse.Namespace) -> tuple[int, int]:
 def simulate_lm(args: argparse.Namespace, image_suffixes: Sequence[str]) -> None:
     """`simulate --model lm`: one setting, --seeds runs; --out gets one row per GRPO step (each read-out's mean over
     the seeds, and the reward's spread across them), --plot the reward curve."""
-    from ..analysis.lm_sweep import parse_settings, summarize_lm_runs
-    from ..models.lm import READOUTS, lm_config, lm_simulate
+    from ..analysis import lm_sweep
+    from ..models import lm
 
     refuse_bandit_flags(args, SIMULATE_FLAGS)
-    settings = parse_settings(args.set)
+    settings = lm_sweep.parse_settings(args.set)
     steps, seeds = run_size(args)
-    config = lm_config(**settings)
+    config = lm.config(**settings)
     check_distinct_outputs({"--out": args.out, "--plot": args.plot})
     check_output_file(args.out, "--out", overwrite=args.overwrite)
     if args.plot is not None:
         check_output_file(args.plot, "--plot", image_suffixes, overwrite=args.overwrite)
     progress = stage_lines("simulate", enabled=not args.quiet)
     report(progress, f"SFT start (trained once, then cached), compiling and training {steps} steps × {seeds} seed(s)")
-    run = lm_simulate(config, steps, seeds=seeds, key=args.seed)
+    run = lm.simulate(config, steps, seeds=seeds, key=args.seed)
     report(progress, "writing")
     readouts = {name: np.asarray(value, float) for name, value in run.readouts.items()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a read-out NaN for every seed (eval between evaluations)
         table = {"step": np.arange(steps)}
-        table.update({name: np.nanmean(readouts[name], axis=0) for name in READOUTS})
+        table.update({name: np.nanmean(readouts[name], axis=0) for name in lm.READOUTS})
         table["reward_seed_std"] = np.std(readouts["reward"], axis=0, ddof=1) if seeds > 1 else np.full(steps, np.nan)
     with staged_outputs() as staged:
         write_csv(table, staged.file(args.out))
@@ -102,7 +102,7 @@ def simulate_lm(args: argparse.Namespace, image_suffixes: Sequence[str]) -> None
             title = "language model: " + (", ".join(f"{k}={v}" for k, v in settings.items()) or "defaults")
             plot_reward_curve(table["step"], table["reward"], table["reward_seed_std"], staged.file(args.plot),
                               title=title)  # fmt: skip
-    for seed, summary in enumerate(summarize_lm_runs(run, config)):
+    for seed, summary in enumerate(lm_sweep.summarize_runs(run, config)):
         print(f"seed {seed}: {_summary_text(summary)}")
     print(f"wrote {args.out}" + (f" and {args.plot}" if args.plot else ""))
 

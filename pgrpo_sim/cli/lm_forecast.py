@@ -70,14 +70,16 @@ def lm_reason(args: argparse.Namespace, scenarios: Sequence[Mapping] = ()) -> st
 
 def _calibrate(args: argparse.Namespace, log, run, fit_until, progress, why: str):
     """The level's calibration, told first on `progress` with `why` the level answers and that it takes minutes."""
-    from ..calibration.language_model import calibrate_lm
+    from ..calibration import language_model
 
     report(
         progress,
         f"answered by the language-model level ({why}); its calibration trains a small language model at many "
         "learning rates and takes minutes (--model bandit answers in seconds where it can)",
     )
-    return calibrate_lm(log, run, fit_until=fit_until, eval_size=args.eval_size, seed=args.seed, progress=progress)
+    return language_model.calibrate(
+        log, run, fit_until=fit_until, eval_size=args.eval_size, seed=args.seed, progress=progress
+    )
 
 
 def _calibration_line(cal) -> str:
@@ -96,18 +98,20 @@ def lm_what_if_command(
 ) -> None:
     """what-if answered by the language-model level; `claim(staged, outputs)` the folder to write in; `why`: the
     reason it answers (`lm_reason`), told before its calibration starts."""
+    from ..calibration import lm_scenarios
     from ..calibration.forecast import check_scenario
-    from ..calibration.lm_scenarios import check_lm_scenario, lm_what_if
     from ..reports.calibration_report import WHATIF_OUTPUTS
     from ..reports.lm_report import write_lm_whatif
 
     for changes in scenarios:  # every scenario checked before the calibration starts
-        check_lm_scenario(check_scenario(run, {}), changes)
+        lm_scenarios.check_scenario(check_scenario(run, {}), changes)
     progress = stage_lines("what-if", enabled=not args.quiet)
     cal = _calibrate(args, log, run, fit_until, progress, why)
     steps = log.series("reward")[0]
     until = float(steps[-1]) if args.steps is None else float(steps[0]) + args.steps - 1
-    result = lm_what_if(cal, scenarios, steps=cal.grpo_steps(until), level=args.band, seed=args.seed, progress=progress)
+    result = lm_scenarios.what_if(
+        cal, scenarios, steps=cal.grpo_steps(until), level=args.band, seed=args.seed, progress=progress
+    )
     with staged_outputs() as staged:
         write_lm_whatif(log, cal, result, claim(staged, WHATIF_OUTPUTS))
     rows = [("calibrated run", result["baseline"])] + [
@@ -138,14 +142,14 @@ def forecast_end(log, run, fit_until: float) -> float:
 def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim, why: str = "--model lm") -> None:
     """forecast answered by the language-model level; `why`: the reason it answers, told before its calibration
     starts and printed after."""
-    from ..calibration.lm_scenarios import lm_forecast
+    from ..calibration import lm_scenarios
     from ..reports.calibration_report import FORECAST_OUTPUTS
     from ..reports.lm_report import write_lm_forecast
 
     progress = stage_lines("forecast", enabled=not args.quiet)
     cal = _calibrate(args, log, run, fit_until, progress, why)
     until = forecast_end(log, run, cal.fit_until) if args.until is None else float(args.until)
-    result = lm_forecast(log, cal, until=until, level=args.band, seed=args.seed)
+    result = lm_scenarios.forecast(log, cal, until=until, level=args.band, seed=args.seed)
     with staged_outputs() as staged:
         write_lm_forecast(log, cal, result, claim(staged, FORECAST_OUTPUTS))
     held = result["heldout"]

@@ -255,7 +255,7 @@ LM_OUTPUTS = ("summary.csv", "curves.csv", "sweep.json", "README.md", "chunks")
 
 
 def _cmd_sweep_lm(args: argparse.Namespace) -> None:
-    """`sweep --model lm`: every --grid point × --seeds runs (`analysis.lm_sweep.run_lm_sweep`); --out gets
+    """`sweep --model lm`: every --grid point × --seeds runs (`analysis.lm_sweep.sweep`); --out gets
     summary.csv, curves.csv, sweep.json and README.md (`analysis.sweep_store.write_lm_sweep`). Checked first as the
     bandit's sweep is (`_check_size`: the files, and the runs' estimated time on CPU); finished points are kept in
     --out/chunks as they finish, so a rerun of the same command resumes, and removed once the sweep ends."""
@@ -270,7 +270,7 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
 
     refuse_bandit_flags(args, SWEEP_FLAGS | {"yes"})
     settings = lm_sweep.parse_settings(args.set)
-    grid = lm_sweep.parse_lm_grid(args.grid)
+    grid = lm_sweep.parse_grid(args.grid)
     if not grid:
         raise UsageError("sweep --model lm: give at least one --grid KEY=V1,V2,…")
     steps, seeds = run_size(args)
@@ -288,7 +288,7 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
         results = claim(args, staged, LM_SWEEP, LM_OUTPUTS, resumable=True)
         finished = lambda: len(list((out / "chunks").glob("point-*.npz")))  # temporary files are hidden
         args.interrupt_note = _KeptNote(out / "chunks", finished, "grid point")
-        rows, curves = lm_sweep.run_lm_sweep(
+        rows, curves = lm_sweep.sweep(
             settings, grid, seeds=seeds, steps=steps, seed=args.seed, chunks=out / "chunks", progress=progress
         )
         report(progress, "writing")

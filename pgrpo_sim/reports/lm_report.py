@@ -7,10 +7,9 @@ import dataclasses
 from pathlib import Path
 
 from ..base.outputs import json_text
+from ..calibration import language_model, lm_scenarios
 from ..calibration.forecast import scenario_note
 from ..calibration.inference import Band
-from ..calibration.language_model import LMCalibration
-from ..calibration.lm_scenarios import lm_band
 from ..logs.readers import TrainingLog
 from ..viz.calibration_figures import plot_bands
 
@@ -19,7 +18,7 @@ def _fmt(x) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
-def lm_calibration_markdown(cal: LMCalibration) -> list[str]:
+def lm_calibration_markdown(cal: language_model.Calibration) -> list[str]:
     """The calibration's lines of a report: what was fitted, to what, and how well."""
     data = cal.as_dict()
     mean, sd = cal.lr_scale
@@ -59,7 +58,7 @@ def in_log_units(band: Band, reward_scale: float) -> Band:
     """A level's band (reward / `reward_scale`) in the log's units, as the bandit's figures and the logged points are.
 
     Args:
-        band: the band, in the log's reward / `reward_scale` (`lm_band`).
+        band: the band, in the log's reward / `reward_scale` (`lm_scenarios.band`).
         reward_scale: the run's `reward_scale`; > 0.
 
     Returns:
@@ -70,7 +69,7 @@ def in_log_units(band: Band, reward_scale: float) -> Band:
     )
 
 
-def _units_lines(cal: LMCalibration) -> list[str]:
+def _units_lines(cal: language_model.Calibration) -> list[str]:
     """The report's sentence on its units when the log's reward is not a share (`reward_scale` ≠ 1), or nothing."""
     scale = cal.run.reward_scale
     if scale == 1:
@@ -82,7 +81,7 @@ def _units_lines(cal: LMCalibration) -> list[str]:
     ]
 
 
-def write_lm_whatif(log: TrainingLog, cal: LMCalibration, result: dict, out: Path) -> None:
+def write_lm_whatif(log: TrainingLog, cal: language_model.Calibration, result: dict, out: Path) -> None:
     """calibration.json, whatif.json, report.md (one row per scenario: verdict, collapse probability, finals) and
     whatif.png (each scenario's mean curve and band over the log)."""
     (out / "calibration.json").write_text(json_text(cal.as_dict(), indent=2))
@@ -90,7 +89,7 @@ def write_lm_whatif(log: TrainingLog, cal: LMCalibration, result: dict, out: Pat
     labels = _labels(result)
     entries = {"baseline": result["baseline"]} | {f"scenario {i + 1}": s for i, s in enumerate(result["scenarios"])}
     steps, reward = log.series("reward")
-    bands = {labels[k]: in_log_units(lm_band(cal, e), cal.run.reward_scale) for k, e in entries.items()}
+    bands = {labels[k]: in_log_units(lm_scenarios.band(cal, e), cal.run.reward_scale) for k, e in entries.items()}
     plot_bands(steps, reward, bands, out / "whatif.png", fit_until=cal.fit_until)
     lines = [
         "# pgrpo-sim what-if (language-model level)",
@@ -130,12 +129,12 @@ def write_lm_whatif(log: TrainingLog, cal: LMCalibration, result: dict, out: Pat
     (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
-def write_lm_forecast(log: TrainingLog, cal: LMCalibration, result: dict, out: Path) -> None:
+def write_lm_forecast(log: TrainingLog, cal: language_model.Calibration, result: dict, out: Path) -> None:
     """calibration.json, forecast.json, report.md (the held-out score) and forecast.png."""
     (out / "calibration.json").write_text(json_text(cal.as_dict(), indent=2))
     (out / "forecast.json").write_text(json_text(result, indent=2))
     steps, reward = log.series("reward")
-    band = {"forecast": in_log_units(lm_band(cal, result["forecast"]), cal.run.reward_scale)}
+    band = {"forecast": in_log_units(lm_scenarios.band(cal, result["forecast"]), cal.run.reward_scale)}
     plot_bands(steps, reward, band, out / "forecast.png", fit_until=cal.fit_until)
     held = result["heldout"]
     score = (

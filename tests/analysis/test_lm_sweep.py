@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
+from pgrpo_sim import lm
 from pgrpo_sim.analysis import lm_sweep, summaries
 from pgrpo_sim.base.errors import PgrpoSimError
-from pgrpo_sim.models import lm
 
 TINY = dict(
     prompts_per_step=4, num_generations=4, modulus=5, operands=2, max_completion_length=8, width=16, layers=1,
@@ -24,7 +24,7 @@ def test_settings_and_grids_are_parsed_by_kind():
     assert lm_sweep.parse_settings(["learning_rate=3e-3", "epsilon=none", "loss_type=dr_grpo", "layers=2"]) == dict(
         learning_rate=3e-3, epsilon=None, loss_type="dr_grpo", layers=2
     )
-    grid = lm_sweep.parse_lm_grid(["learning_rate=log:1e-4:1e-2:3", "num_iterations=1,2"])
+    grid = lm_sweep.parse_grid(["learning_rate=log:1e-4:1e-2:3", "num_iterations=1,2"])
     np.testing.assert_allclose(grid["learning_rate"], [1e-4, 1e-3, 1e-2], rtol=1e-12)
     assert grid["num_iterations"] == [1, 2]
     for bad, match in [
@@ -38,11 +38,11 @@ def test_settings_and_grids_are_parsed_by_kind():
         with pytest.raises(PgrpoSimError, match=match):
             lm_sweep.parse_settings(bad)
     with pytest.raises(PgrpoSimError, match="needs a real setting"):
-        lm_sweep.parse_lm_grid(["layers=log:1:4:3"])
+        lm_sweep.parse_grid(["layers=log:1:4:3"])
     with pytest.raises(PgrpoSimError, match="unknown language-model setting 'foo'"):  # was a KeyError
-        lm_sweep.parse_lm_grid(["foo=log:1:2:3"])
+        lm_sweep.parse_grid(["foo=log:1:2:3"])
     with pytest.raises(PgrpoSimError, match=re.escape("needs an integer NUM, got '2.5'")):  # was named eval_every
-        lm_sweep.parse_lm_grid(["learning_rate=log:1e-4:1e-3:2.5"])
+        lm_sweep.parse_grid(["learning_rate=log:1e-4:1e-3:2.5"])
     with pytest.raises(PgrpoSimError, match="both set and a grid axis"):
         lm_sweep.grid_points(dict(beta=0.1), dict(beta=[0.0]))
     with pytest.raises(PgrpoSimError, match="epsilon must be >= 0"):
@@ -57,7 +57,7 @@ def test_running_mean_is_trailing():
     np.testing.assert_allclose(lm_sweep.running_mean(curve, 1), curve)
 
 
-CONFIG = lm.lm_config(**TINY)  # modulus 5: a guessed well-formed answer is right 1 time in 5
+CONFIG = lm.config(**TINY)  # modulus 5: a guessed well-formed answer is right 1 time in 5
 BATCH = TINY["prompts_per_step"] * TINY["num_generations"]
 
 
@@ -71,20 +71,20 @@ def _run(reward, diverged=False, entropy=0.5, length=6.0, format_ok=0.0):
     readouts["completions/mean_length"][:] = length
     readouts["eval_accuracy"][:] = np.nan
     readouts["eval_accuracy"][:, ::10] = np.linspace(0.2, 0.4, len(range(0, steps, 10)))
-    return lm.LMRun(readouts, None, np.full(seeds, diverged), np.full(seeds, 3 if diverged else -1))
+    return lm.Run(readouts, None, np.full(seeds, diverged), np.full(seeds, 3 if diverged else -1))
 
 
 def test_summaries_and_verdicts_of_known_curves():
     t = np.arange(100)
-    learns = lm_sweep.summarize_lm_runs(_run(0.2 + 0.6 * t / 99), CONFIG)[0]
+    learns = lm_sweep.summarize_runs(_run(0.2 + 0.6 * t / 99), CONFIG)[0]
     assert learns["verdict"] == "learns" and learns["final_reward"] == pytest.approx(np.mean(0.2 + 0.6 * t[90:] / 99))
     assert learns["final_eval_accuracy"] == pytest.approx(0.4) and learns["final_mean_length"] == 6.0
     # rises to 0.6 by step 30, then falls to 0.02: the running mean's peak (window 10) and a collapse
     rise_fall = np.where(t < 30, 0.2 + 0.4 * t / 30, np.maximum(0.6 - 0.04 * (t - 30), 0.02))
-    collapsed = lm_sweep.summarize_lm_runs(_run(rise_fall), CONFIG)[0]
+    collapsed = lm_sweep.summarize_runs(_run(rise_fall), CONFIG)[0]
     assert collapsed["verdict"] == "collapses"
     assert collapsed["peak_reward"] == pytest.approx(lm_sweep.running_mean(rise_fall[None], 10).max())
-    diverged = lm_sweep.summarize_lm_runs(_run(np.full(100, 0.3), diverged=True), CONFIG)[0]
+    diverged = lm_sweep.summarize_runs(_run(np.full(100, 0.3), diverged=True), CONFIG)[0]
     assert diverged["verdict"] == "diverges" and diverged["diverged_step"] == 3 and math.isnan(diverged["final_reward"])
 
 
@@ -97,17 +97,17 @@ def test_answers_at_chance_are_a_collapse_and_noise_is_not():
     within COLLAPSE_Z standard errors of the difference (the start pooled over the seeds that share it, the end
     over the last quarter) at most 5 % are called collapses (the peak is picked among ~10 windows, so the rate
     exceeds the one-sided 0.13 % of 3 s.e.; measured 1.5 %)."""
-    config = lm.lm_config(prompts_per_step=16, num_generations=8, modulus=10)
+    config = lm.config(prompts_per_step=16, num_generations=8, modulus=10)
     np.testing.assert_allclose(lm_sweep.knowledge([0.1, 0.1, 0.5], [1.0, 0.2, 1.0], 10), [0.0, 0.08 / 0.9, 4 / 9])
     t, batch = np.arange(41), 128
     fmt = np.tile(np.minimum(0.2 + t / 10, 1.0), (8, 1))
-    chance = lm_sweep.summarize_lm_runs(_run(np.maximum(0.1, fmt / 10), format_ok=fmt), config)
+    chance = lm_sweep.summarize_runs(_run(np.maximum(0.1, fmt / 10), format_ok=fmt), config)
     assert [row["verdict"] for row in chance] == ["collapses"] * 8
-    knows = lm_sweep.summarize_lm_runs(_run(0.5 * fmt, format_ok=fmt), config)
+    knows = lm_sweep.summarize_runs(_run(0.5 * fmt, format_ok=fmt), config)
     assert [row["verdict"] for row in knows] == ["plateaus"] * 8  # it rises for 8 steps, then holds
     noisy = np.random.default_rng(0).binomial(batch, 0.15, size=(200, 41)) / batch  # f = 1: k = 0.056
     fell = [
-        row["verdict"] for row in lm_sweep.summarize_lm_runs(_run(noisy, format_ok=1.0), config, starts=np.arange(200))
+        row["verdict"] for row in lm_sweep.summarize_runs(_run(noisy, format_ok=1.0), config, starts=np.arange(200))
     ]
     known = lm_sweep.knowledge(lm_sweep.running_mean(noisy, 4), 1.0, 10)
     naive = np.mean([summaries.collapsed(k) for k in known])  # no noise guard
@@ -118,17 +118,17 @@ def test_answers_at_chance_are_a_collapse_and_noise_is_not():
 def sweep(tmp_path_factory):
     """A 2-point sweep of 2 seeds, run straight through."""
     grid = dict(learning_rate=[1e-3, 3e-3])
-    rows, curves = lm_sweep.run_lm_sweep(TINY, grid, seeds=2, steps=4, seed=5)
+    rows, curves = lm_sweep.sweep(TINY, grid, seeds=2, steps=4, seed=5)
     return grid, rows, curves
 
 
 def test_a_sweep_row_is_the_run_of_its_setting(sweep):
     _grid, rows, curves = sweep
     assert [(r["learning_rate"], r["seed"]) for r in rows] == [(1e-3, 0), (1e-3, 1), (3e-3, 0), (3e-3, 1)]
-    alone = lm.lm_simulate(lm.lm_config(**TINY, learning_rate=3e-3), 4, seeds=2, key=5)
+    alone = lm.simulate(lm.config(**TINY, learning_rate=3e-3), 4, seeds=2, key=5)
     np.testing.assert_array_equal(curves["reward"][1], np.asarray(alone.readouts["reward"]))
     strip = lambda row: {k: v for k, v in row.items() if k not in ("learning_rate", "seed")}
-    assert lm_sweep.summarize_lm_runs(alone, lm.lm_config(**TINY, learning_rate=3e-3)) == [strip(r) for r in rows[2:]]
+    assert lm_sweep.summarize_runs(alone, lm.config(**TINY, learning_rate=3e-3)) == [strip(r) for r in rows[2:]]
 
 
 def test_an_interrupted_sweep_resumes_with_the_same_results(sweep, tmp_path):
@@ -140,12 +140,10 @@ def test_an_interrupted_sweep_resumes_with_the_same_results(sweep, tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        lm_sweep.run_lm_sweep(TINY, grid, seeds=2, steps=4, seed=5, chunks=chunks, progress=stop_at_second)
+        lm_sweep.sweep(TINY, grid, seeds=2, steps=4, seed=5, chunks=chunks, progress=stop_at_second)
     assert len(list(chunks.glob("point-*.npz"))) == 1
     ran = []
-    again, curves_again = lm_sweep.run_lm_sweep(
-        TINY, grid, seeds=2, steps=4, seed=5, chunks=chunks, progress=ran.append
-    )
+    again, curves_again = lm_sweep.sweep(TINY, grid, seeds=2, steps=4, seed=5, chunks=chunks, progress=ran.append)
     assert len(ran) == 1 and ran[0].startswith("grid point 2/")  # the first point was found, not run again
     assert again == rows
     for name in lm.READOUTS:

@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
+from pgrpo_sim import lm
 from pgrpo_sim.base.errors import PgrpoSimError
 from pgrpo_sim.calibration import language_model as lmcal, lm_level as lmlevel, lm_scenarios as lmscen
 from pgrpo_sim.calibration.run_config import RunConfig
 from pgrpo_sim.cli import main
 from pgrpo_sim.logs.readers import TrainingLog
-from pgrpo_sim.models.lm import LMRun
 
 TINY_SIZES = dict(
     modulus=5, operands=2, max_completion_length=8, width=16, layers=1, heads=2, eval_size=16, eval_every=4
@@ -69,8 +69,8 @@ def test_a_diverged_run_counts_as_reward_zero():
 
 
 def _calibration(weights, grid=(1e-4, 1e-3, 1e-2)):
-    level = lmcal.LMLevel(lr_grid=tuple(grid), seeds=2)
-    return lmcal.LMCalibration(
+    level = lmcal.Level(lr_grid=tuple(grid), seeds=2)
+    return lmcal.Calibration(
         run=RunConfig(learning_rate=1e-5), level=level, first_step=0.0, fit_until=10.0, last_step=10.0,
         logged_steps=np.arange(11.0), index=np.arange(11), reward=np.full(11, 0.3), observed_n=64, eval_only=False,
         start_accuracy=0.3, formats=(0.9,), rates=tuple(grid), weights=np.asarray(weights, float)[None, :],
@@ -102,10 +102,10 @@ def test_rate_cells_reach_halfway_to_each_neighbour():
 
 
 def test_the_refinement_splits_the_best_rates_neighbouring_cells():
-    level = lmcal.LMLevel(lr_grid=(1e-4, 1e-3, 1e-2), refine=4)
+    level = lmcal.Level(lr_grid=(1e-4, 1e-3, 1e-2), refine=4)
     np.testing.assert_allclose(np.log10(level.refined_rates(1)), [-3.75, -3.5, -3.25, -2.75, -2.5, -2.25])
     np.testing.assert_allclose(np.log10(level.refined_rates(0)), [-3.75, -3.5, -3.25])  # none past the grid's end
-    assert lmcal.LMLevel(lr_grid=(1e-4, 1e-3), refine=1).refined_rates(0) == ()
+    assert lmcal.Level(lr_grid=(1e-4, 1e-3), refine=1).refined_rates(0) == ()
 
 
 @pytest.mark.parametrize(
@@ -114,10 +114,10 @@ def test_the_refinement_splits_the_best_rates_neighbouring_cells():
 )
 def test_the_level_takes_the_runs_prompts_up_to_its_cap(prompts, steps_per_generation, want):
     """The run's own batch (its noise is what reuse overfits), capped and kept divisible by its mini-batches; the
-    level's `lm_config` accepts each."""
+    level's `lm.config` accepts each."""
     run = RunConfig(prompts_per_step=prompts, steps_per_generation=steps_per_generation)
-    level = lmcal.LMLevel()
-    assert level.prompts_for(run) == want and lmcal.LMLevel(prompts_per_step=16).prompts_for(run) == 16
+    level = lmcal.Level()
+    assert level.prompts_for(run) == want and lmcal.Level(prompts_per_step=16).prompts_for(run) == 16
     assert lmlevel.level_config(run, 1e-3, 0.3, level, 10).prompts_per_step == want
 
 
@@ -144,8 +144,8 @@ def test_the_refined_posterior_finds_the_rate_inside_its_coarse_cell(tmp_path, m
         format="jsonl", path=None, skipped_steps=np.zeros(0),
     )  # fmt: skip
     run = RunConfig(learning_rate=1e-5, lr_scheduler_type="constant")
-    coarse = lmcal.calibrate_lm(log, run, level=lmcal.LMLevel(refine=1))
-    fine = lmcal.calibrate_lm(log, run, level=lmcal.LMLevel())
+    coarse = lmcal.calibrate(log, run, level=lmcal.Level(refine=1))
+    fine = lmcal.calibrate(log, run, level=lmcal.Level())
     want = math.log10(truth / 1e-5)
     assert coarse.lr_scale[1] >= 0.505 / math.sqrt(12) - 1e-3
     assert abs(fine.lr_scale[0] - want) < 0.126 / 2 and fine.lr_scale[1] < 0.08
@@ -179,15 +179,15 @@ def test_the_schedule_spans_the_runs_max_steps_not_the_simulated_window():
 def test_scenarios_the_level_cannot_run_are_refused_by_name():
     run = RunConfig(num_generations=8)
     with pytest.raises(ValueError, match="cannot change prompts_per_step"):
-        lmscen.check_lm_scenario(run, dict(prompts_per_step=64))
+        lmscen.check_scenario(run, dict(prompts_per_step=64))
     with pytest.raises(ValueError, match="steps_per_generation"):
-        lmscen.check_lm_scenario(run, dict(steps_per_generation=3))  # 16 prompts × G 8 = 128 is not split in 3
-    assert lmscen.check_lm_scenario(run, dict(epsilon=None, num_iterations=4)).num_iterations == 4
+        lmscen.check_scenario(run, dict(steps_per_generation=3))  # 16 prompts × G 8 = 128 is not split in 3
+    assert lmscen.check_scenario(run, dict(epsilon=None, num_iterations=4)).num_iterations == 4
 
 
 def test_no_clip_losses_run_without_a_clip():
     config = lmlevel.level_config(
-        RunConfig(loss_type="reinforce_with_baseline", epsilon=None), 1e-3, 0.3, lmcal.LMLevel(), 10
+        RunConfig(loss_type="reinforce_with_baseline", epsilon=None), 1e-3, 0.3, lmcal.Level(), 10
     )
     assert math.isinf(float(config.epsilon)) and config.loss_type_name == "grpo"
 
@@ -223,7 +223,7 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
     the grid's collapsing rate: this small a model learns little in 30 steps at the other two, whose curves differ
     by less than their noise (under other XLA flags the posterior's choice between them flipped), and 343 prompts
     (not TINY_SIZES' 25, which it memorises) keep its rollout reward at the SFT start's held-out accuracy."""
-    level = lmcal.LMLevel(
+    level = lmcal.Level(
         prompts_per_step=4,
         lr_grid=(3e-4, 3e-3, 3e-2),
         start_formats=(0.9,),
@@ -234,16 +234,16 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
     )  # the log is made at c = 1 (the ceiling's profile has its own test): the rate alone is recovered
     run = RunConfig(learning_rate=1e-5, num_generations=4, prompts_per_step=4, lr_scheduler_type="constant")
     truth = lmlevel.level_config(run, 3e-2, 0.3, level, 30)
-    made = lmcal.lm_simulate_each([truth] * 4, 30, key=99)
+    made = lmcal.simulate_each([truth] * 4, 30, key=99)
     reward = np.asarray(made.readouts["reward"]).mean(0)
     log = TrainingLog(
         data={"step": np.arange(30.0), "reward": reward}, sources={"reward": "reward"}, other={}, format="jsonl",
         path=None, skipped_steps=np.zeros(0),
     )  # fmt: skip
-    cal = lmcal.calibrate_lm(log, run, level=level, seed=1)
+    cal = lmcal.calibrate(log, run, level=level, seed=1)
     assert abs(math.log10(cal.rates[int(np.argmax(cal.rate_weights))] / 3e-2)) <= 0.5  # within the truth's cell
     assert cal.start_accuracy == pytest.approx(float(reward[0]))
-    result = lmscen.lm_what_if(cal, [dict(learning_rate=3e-4)], steps=30, seed=2)
+    result = lmscen.what_if(cal, [dict(learning_rate=3e-4)], steps=30, seed=2)
     for entry in (result["baseline"], *result["scenarios"]):
         broke = [v in ("collapses", "diverges") for v in entry["verdicts"]]
         assert entry["collapse_probability"] == pytest.approx(np.mean(broke))
@@ -260,9 +260,9 @@ def test_grid_runs_are_cached_by_their_settings(tmp_path, monkeypatch):
 
     def simulate(configs, steps, key):
         calls.append(len(configs))
-        return LMRun({"reward": fake}, None, None, None)
+        return lm.Run({"reward": fake}, None, None, None)
 
-    monkeypatch.setattr(lmcal, "lm_simulate_each", simulate)
+    monkeypatch.setattr(lmcal.lm, "simulate_each", simulate)
     settings = [dict(learning_rate=1e-3, **TINY_SIZES), dict(learning_rate=2e-3, **TINY_SIZES)]
     first = lmcal.cached_rewards(settings, 3, seed=0)
     again = lmcal.cached_rewards(settings, 3, seed=0)
@@ -279,10 +279,10 @@ def test_what_if_and_forecast_with_the_level_write_their_files(tmp_path, monkeyp
     `collapse_probability` per scenario, and the report and figure are written; forecast scores held-out steps and
     reaches the run's `max_steps` (beyond the log) with the run's own collapse probability."""
     tiny = functools.partial(
-        lmcal.LMLevel, prompts_per_step=4, lr_grid=(1e-3, 1e-2), start_formats=(0.9,), seeds=2, draws=2,
+        lmcal.Level, prompts_per_step=4, lr_grid=(1e-3, 1e-2), start_formats=(0.9,), seeds=2, draws=2,
         sizes=TINY_SIZES,
     )  # fmt: skip
-    monkeypatch.setattr(lmcal, "LMLevel", tiny)
+    monkeypatch.setattr(lmcal, "Level", tiny)
     log = tmp_path / "log.jsonl"
     log.write_text("".join(f'{{"step": {i}, "reward": {0.3 + 0.01 * i}}}\n' for i in range(12)))
     config = tmp_path / "run.yaml"
@@ -348,18 +348,18 @@ def test_scenario_arguments_are_checked_before_any_run():
     """level, seed and steps are refused in one line before the level runs (they failed in NumPy after the runs), and
     every scenario of a what-if before its baseline runs."""
     for call, words in [
-        (lambda: lmscen.lm_scenario(None, {}, steps=10, level=1.5), "level must be in"),
-        (lambda: lmscen.lm_scenario(None, {}, steps=10, seed=-1), "seed must be"),
-        (lambda: lmscen.lm_what_if(None, [{}], steps=0), "steps must be"),
+        (lambda: lmscen.scenario(None, {}, steps=10, level=1.5), "level must be in"),
+        (lambda: lmscen.scenario(None, {}, steps=10, seed=-1), "seed must be"),
+        (lambda: lmscen.what_if(None, [{}], steps=0), "steps must be"),
     ]:
         with pytest.raises(PgrpoSimError, match=words):
             call()
 
-    class Calibrated:  # what lm_what_if reads before it runs anything
-        run, level = RunConfig(), lmcal.LMLevel()
+    class Calibrated:  # what lm.what_if reads before it runs anything
+        run, level = RunConfig(), lmcal.Level()
 
     with pytest.raises(PgrpoSimError, match="cannot change max_grad_norms"):
-        lmscen.lm_what_if(Calibrated(), [dict(learning_rate=1e-5), dict(max_grad_norms=1.0)], steps=10)
+        lmscen.what_if(Calibrated(), [dict(learning_rate=1e-5), dict(max_grad_norms=1.0)], steps=10)
 
 
 def test_a_band_whose_runs_all_diverged_is_marked_diverged():
@@ -368,8 +368,8 @@ def test_a_band_whose_runs_all_diverged_is_marked_diverged():
             return steps
 
     band = dict(steps=[0, 1], mean=[np.nan] * 2, lower=[np.nan] * 2, upper=[np.nan] * 2, level=0.8)
-    assert lmscen.lm_band(Calibrated(), dict(band=band, verdicts=["diverges", "diverges"])).diverged
-    assert not lmscen.lm_band(Calibrated(), dict(band=band, verdicts=["diverges", "learns"])).diverged
+    assert lmscen.band(Calibrated(), dict(band=band, verdicts=["diverges", "diverges"])).diverged
+    assert not lmscen.band(Calibrated(), dict(band=band, verdicts=["diverges", "learns"])).diverged
 
 
 @pytest.mark.parametrize(
@@ -385,7 +385,7 @@ def test_a_band_whose_runs_all_diverged_is_marked_diverged():
 )
 def test_a_level_refuses_grids_it_cannot_run(settings, words):
     with pytest.raises(PgrpoSimError, match=words):
-        lmcal.LMLevel(**settings)
+        lmcal.Level(**settings)
 
 
 @pytest.mark.parametrize("modulus, called", [(10, False), (lmlevel.CALIBRATION_MODULUS, True)])
@@ -395,16 +395,15 @@ def test_the_calibration_modulus_puts_the_chance_floor_below_a_real_start(modulu
     At m = 10 the start's chance-corrected reward, (0.03 − 0.2/10)/0.9 ≈ 0.011, is within 3 standard errors of the
     collapsed runs' 0 (12 × 128 completions at the start: s.e. ≈ 0.0046), so no collapse can be called, and the
     runs' reward rises from 0.03 to 0.1; at m = 50 the start keeps (0.03 − 0.004)/0.98 ≈ 0.027, and they collapse."""
-    from pgrpo_sim.analysis.lm_sweep import summarize_lm_runs
-    from pgrpo_sim.models.lm import READOUTS, LMRun, lm_config
+    from pgrpo_sim.models.lm import READOUTS
 
-    config = lm_config(modulus=modulus, prompts_per_step=16, num_generations=8)
+    config = lm.config(modulus=modulus, prompts_per_step=16, num_generations=8)
     seeds, steps = 12, 40
     reward, formed = np.full((seeds, steps), 1 / modulus), np.ones((seeds, steps))
     reward[:, 0], formed[:, 0] = 0.03, 0.2
     readouts = {name: np.full((seeds, steps), 0.5) for name in READOUTS} | dict(reward=reward, format_ok=formed)
-    run = LMRun(readouts, None, np.zeros(seeds, bool), np.full(seeds, -1))
-    verdicts = {row["verdict"] for row in summarize_lm_runs(run, config)}
+    run = lm.Run(readouts, None, np.zeros(seeds, bool), np.full(seeds, -1))
+    verdicts = {row["verdict"] for row in lm.summarize_runs(run, config)}
     assert verdicts == ({"collapses"} if called else verdicts - {"collapses"})
 
 

@@ -7,8 +7,8 @@ from ..grpo import (
 )
 from .config import (
     DEFAULT_LEARNING_RATE as DEFAULT_LEARNING_RATE,
-    LMConfig as LMConfig,
-    lm_config as lm_config,
+    Config as Config,
+    config as config,
 )
 from .loss import (
     IMPORTANCE_SAMPLING_LEVELS as IMPORTANCE_SAMPLING_LEVELS,
@@ -51,10 +51,10 @@ from .task import (
 )
 from .train import (
     READOUTS as READOUTS,
-    LMRun as LMRun,
-    lm_simulate as lm_simulate,
-    lm_simulate_each as lm_simulate_each,
-    make_lm_run as make_lm_run,
+    Run as Run,
     make_optimizer as make_optimizer,
+    make_run as make_run,
     reward_spread as reward_spread,
+    simulate as simulate,
+    simulate_each as simulate_each,
 )

@@ -1,10 +1,10 @@
 """Configuration of a GRPO run on the language-model level, under TRL `GRPOConfig`'s names.
 
-`LMConfig` is an `equinox.Module`: sizes and code paths (task, policy shape, G, prompts per step, epochs,
+`Config` is an `equinox.Module`: sizes and code paths (task, policy shape, G, prompts per step, epochs,
 mini-batches, schedule, ratio level, …) are static; every hyperparameter a sweep varies (learning rate, ε, β,
 temperature, gradient clip, AdamW's settings, warm-up, epochs, and the loss type and advantage kind as int32 codes)
 is a traced array leaf, so `jax.vmap` over stacked configurations trains many networks in one program and a second
-value does not recompile. Build it with `lm_config`.
+value does not recompile. Build it with `config` (`ps.lm.config`).
 """
 
 from __future__ import annotations
@@ -73,11 +73,11 @@ def _int_leaf(x: ArrayLike) -> Array:
     return jnp.asarray(x, jnp.int32)
 
 
-class LMConfig(eqx.Module):
-    """A GRPO run on the language-model level (docs: `lm_config`). Build it with `lm_config`, not directly.
+class Config(eqx.Module):
+    """A GRPO run on the language-model level (docs: `config`). Build it with `config`, not directly.
 
     Traced leaves are scalars, or carry a leading axis when configurations are stacked for `vmap`
-    (`lm_simulate_each`); the rest is static. Steps are optimiser steps unless said otherwise.
+    (`lm.simulate_each`); the rest is static. Steps are optimiser steps unless said otherwise.
 
     Attributes:
         learning_rate: peak AdamW learning rate; float scalar; > 0.
@@ -159,7 +159,7 @@ class LMConfig(eqx.Module):
         check_range("max_steps", self.max_steps, 0, MAX_SCHEDULE_STEPS, integer=True)
         check_range("num_iterations", self.num_iterations, 1, MAX_ITERATIONS, integer=True)
         if not isinstance(self.task, TaskSpec) or not isinstance(self.policy, PolicyShape):
-            raise PgrpoSimError("task must be a TaskSpec and policy a PolicyShape (build the config with lm_config)")
+            raise PgrpoSimError("task must be a TaskSpec and policy a PolicyShape (build the config with ps.lm.config)")
         limits = dict(num_generations=(2, 4096), prompts_per_step=(1, 2**16))
         check_sizes(
             self, limits | dict(steps_per_generation=(1, 2**20), eval_every=(1, 2**30), sft_seed=(0, 2**32 - 1))
@@ -210,19 +210,19 @@ class LMConfig(eqx.Module):
         kind = ADVANTAGES[int(self.advantage)]
         return next(name for name, k in SCALE_REWARDS.items() if k == kind)
 
-    def replace(self, **changes) -> LMConfig:
+    def replace(self, **changes) -> Config:
         """A copy with fields changed (validated when the new values are concrete).
 
         Args:
             **changes: field name → new value, as the field holds it (codes for `loss_type` and `advantage`).
 
         Returns:
-            The changed `LMConfig`.
+            The changed `Config`.
         """
         return dataclasses.replace(self, **changes)
 
 
-def lm_config(
+def config(
     *,
     learning_rate: ArrayLike = DEFAULT_LEARNING_RATE,
     num_generations: int = 8,
@@ -258,8 +258,8 @@ def lm_config(
     sft_seed: int = 0,
     eval_every: int = 10,
     eval_size: int = 256,
-) -> LMConfig:
-    """Build and validate an `LMConfig`; names and defaults are TRL `GRPOConfig`'s, except where noted.
+) -> Config:
+    """Build and validate a `Config`; names and defaults are TRL `GRPOConfig`'s, except where noted.
 
     Batch: each GRPO step draws `prompts_per_step` prompts and `num_generations` (G) completions of each (TRL's
     generation batch), then takes `num_iterations` × `steps_per_generation` AdamW steps over it, in
@@ -311,7 +311,7 @@ def lm_config(
         eval_size: held-out evaluation prompts; integer in [1, 65536].
 
     Returns:
-        The validated `LMConfig`.
+        The validated `Config`.
 
     Raises:
         PgrpoSimError: a name is unknown, a concrete value is out of its range, or the sizes do not fit together
@@ -323,7 +323,7 @@ def lm_config(
     task = TaskSpec(modulus=modulus, operands=operands, max_response_len=max_completion_length, eval_size=eval_size)
     if kl_reference is None:
         kl_reference = not is_concrete(beta) or bool(np.any(np.asarray(beta) != 0))
-    return LMConfig(
+    return Config(
         learning_rate=learning_rate,
         epsilon=np.inf if epsilon is None else epsilon,
         epsilon_high=(np.inf if epsilon is None else epsilon) if epsilon_high is None else epsilon_high,

@@ -25,7 +25,7 @@ from ...base.errors import PgrpoSimError
 from ...base.runtime import OPTIMISED_CODEGEN
 from ..grpo import ADVANTAGES, group_advantages
 from ..schedules import schedule_factor
-from .config import ADVANTAGE_EPS, LMConfig
+from .config import ADVANTAGE_EPS, Config
 from .loss import grpo_loss
 from .policy import Policy, completion_logps, sample
 from .pretrain import pretrained_policy
@@ -79,12 +79,12 @@ def reward_spread(groups: Array, advantage: Array) -> tuple[Array, Array]:
     return spread, jnp.mean(equal.astype(jnp.float32))
 
 
-class LMRun(NamedTuple):
+class Run(NamedTuple):
     """A run's read-outs (`READOUTS` → float32[steps], leading axes for vmapped runs), final parameters, and
     whether it diverged (non-finite parameters or loss) and at which GRPO step (−1 if never). From its divergence
     on, a run's read-outs are NaN and its parameters stay those before the divergence.
 
-    Shapes are one run's; `lm_simulate` adds a leading (seeds,) axis to every array, `lm_simulate_each` a
+    Shapes are one run's; `simulate` adds a leading (seeds,) axis to every array, `simulate_each` a
     (configurations,) one.
 
     Attributes:
@@ -101,14 +101,14 @@ class LMRun(NamedTuple):
     diverged_step: ArrayLike
 
 
-def make_optimizer(config: LMConfig, run_steps: ArrayLike) -> optax.GradientTransformation:
+def make_optimizer(config: Config, run_steps: ArrayLike) -> optax.GradientTransformation:
     """HF Trainer's optimiser as optax: global-norm clipping at `max_grad_norm` (∞: off; optax divides by the norm,
     torch by norm + 1e-6), then AdamW (decoupled weight decay on matrices only, as HF excludes biases and LayerNorm)
     at `learning_rate` × the HF schedule factor (`models.schedules.schedule_factor`) over `config.max_steps`
     optimiser steps, or over the run's `run_steps` when `max_steps` is 0.
 
     Args:
-        config: the run's `LMConfig` (in `make_lm_run`, the `hyper` one, whose hyperparameters may be traced).
+        config: the run's `Config` (in `make_run`, the `hyper` one, whose hyperparameters may be traced).
         run_steps: the simulated run's length, in optimiser steps (GRPO steps × `steps_per_rollout`); ≥ 1; may be
             traced.
 
@@ -163,14 +163,14 @@ _logps = jax.vmap(completion_logps, in_axes=(None, 0, 0, None))
 """`completion_logps` for a batch of (prompt, completion) pairs."""
 
 
-def _eval_accuracy(config: LMConfig, params: Policy, held_out: tuple[Array, Array], key: Array) -> Array:
+def _eval_accuracy(config: Config, params: Policy, held_out: tuple[Array, Array], key: Array) -> Array:
     """Greedy (temperature 0) accuracy of `params` on the task's held-out prompts (`eval_prompts`)."""
     prompts, answers = held_out
     greedy, _ = _draw(params, prompts, jax.random.split(key, prompts.shape[0]), 0.0, config.task.max_response_len)
     return jnp.mean(task_reward(config.task, greedy, answers))
 
 
-def _old_logps(config: LMConfig, hyper: LMConfig, params: Policy, prompts: Array, completions: Array) -> Array:
+def _old_logps(config: Config, hyper: Config, params: Policy, prompts: Array, completions: Array) -> Array:
     """π_old's log-probabilities of the rollout, (n, L): a teacher-forced pass at the rollout's parameters when a
     rollout takes more than one optimiser step; zeros (unread: the loss takes the current ones, detached, as TRL
     does) when it takes one. With one mini-batch per pass the epochs are traced, so the pass runs under `lax.cond`
@@ -184,7 +184,7 @@ def _old_logps(config: LMConfig, hyper: LMConfig, params: Policy, prompts: Array
     )
 
 
-def _rollout(config: LMConfig, hyper: LMConfig, params: Policy, start: Policy, key: Array) -> tuple[dict, dict]:
+def _rollout(config: Config, hyper: Config, params: Policy, start: Policy, key: Array) -> tuple[dict, dict]:
     """One generation batch, as TRL makes it: `prompts_per_step` prompts, G completions each (consecutive), their
     rewards and group advantages, π_old's and the reference's log-probabilities where the loss needs them, shuffled
     and split into `steps_per_generation` mini-batches. Returns (the batch, arrays with a leading mini-batch axis; the
@@ -221,7 +221,7 @@ def _rollout(config: LMConfig, hyper: LMConfig, params: Policy, start: Policy, k
     return batch, readouts
 
 
-def _update(config: LMConfig, hyper: LMConfig, optimizer, params: Policy, opt_state, batch: dict):
+def _update(config: Config, hyper: Config, optimizer, params: Policy, opt_state, batch: dict):
     """`num_iterations` passes over the batch's mini-batches, one optimiser step each (`grpo_loss`), in a loop whose
     length is traced. Returns the new parameters and optimiser state, the loss-side read-outs (means over the
     steps) and whether every loss was finite."""
@@ -267,27 +267,27 @@ def _update(config: LMConfig, hyper: LMConfig, optimizer, params: Policy, opt_st
     return params, opt_state, readouts, finite
 
 
-def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
-    """`run(hyper, key) -> LMRun`: `steps` GRPO steps from the start policy, pure and jit/vmap-able. `hyper` is an
-    `LMConfig` with `config`'s static structure (its traced hyperparameters may be vmapped); `start` the initial
+def make_run(config: Config, steps: int, start: Policy | None = None):
+    """`run(hyper, key) -> Run`: `steps` GRPO steps from the start policy, pure and jit/vmap-able. `hyper` is an
+    `Config` with `config`'s static structure (its traced hyperparameters may be vmapped); `start` the initial
     (and reference) parameters, by default the SFT start `pretrained_policy(config.task, config.policy,
     config.start_accuracy, config.sft_seed, config.start_format)`.
 
     Args:
-        config: the run's `LMConfig` (its static structure is the program's).
+        config: the run's `Config` (its static structure is the program's).
         steps: GRPO steps; integer in [1, 10⁸].
         start: the initial and reference `Policy` (of `config.policy`'s shape); None: the SFT start (trained or
             read from the cache now).
 
     Returns:
-        `run(hyper, key) -> LMRun`, `key` a JAX PRNG key or an int seed; read-outs float32 (steps,). `run` raises
+        `run(hyper, key) -> Run`, `key` a JAX PRNG key or an int seed; read-outs float32 (steps,). `run` raises
         `PgrpoSimError` when `hyper`'s static structure is not `config`'s.
 
     Raises:
-        PgrpoSimError: `config` is not an `LMConfig` or `steps` is out of range; or as `pretrained_policy`.
+        PgrpoSimError: `config` is not a `Config` or `steps` is out of range; or as `pretrained_policy`.
     """
-    if not isinstance(config, LMConfig):
-        raise PgrpoSimError(f"config must be an LMConfig (build it with lm_config), got {type(config).__name__}")
+    if not isinstance(config, Config):
+        raise PgrpoSimError(f"config must be a ps.lm.Config (build it with ps.lm.config), got {type(config).__name__}")
     check_steps(steps)
     if start is None:
         start = pretrained_policy(
@@ -296,7 +296,7 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
     structure = jax.tree.structure(config)
     held_out = eval_prompts(config.task)
 
-    def run(hyper: LMConfig, key) -> LMRun:
+    def run(hyper: Config, key) -> Run:
         key = as_key(key)
         if jax.tree.structure(hyper) != structure:
             raise PgrpoSimError("hyper must have the static structure (sizes, code paths) of the run's config")
@@ -338,25 +338,25 @@ def make_lm_run(config: LMConfig, steps: int, start: Policy | None = None):
         init = (start, start_state, jnp.asarray(False), jnp.asarray(-1, jnp.int32))
         xs = (jnp.arange(steps, dtype=jnp.int32), jax.random.split(key, steps))
         (params, _, diverged, diverged_step), readouts = jax.lax.scan(grpo_step, init, xs)
-        return LMRun(readouts, params, diverged, diverged_step)
+        return Run(readouts, params, diverged, diverged_step)
 
     return run
 
 
 PROGRAM_CACHE_SIZE = 8
-"""Compiled `lm_simulate` programs kept, by static structure and steps (oldest dropped first)."""
+"""Compiled `simulate` programs kept, by static structure and steps (oldest dropped first)."""
 _programs: dict = {}
 
 
-def _program(config: LMConfig, steps: int, start: Policy | None, hyper_axis: int | None):
-    """`make_lm_run` vmapped over keys (and over the hyperparameters' leading axis when `hyper_axis` is 0) and
+def _program(config: Config, steps: int, start: Policy | None, hyper_axis: int | None):
+    """`make_run` vmapped over keys (and over the hyperparameters' leading axis when `hyper_axis` is 0) and
     jitted with optimised machine code (a run takes seconds; `base.runtime.OPTIMISED_CODEGEN`); for the SFT start,
     one program per static structure, `steps` and vmap layout, so configurations that differ only in traced
     hyperparameters share its compilation."""
     cache_key = (jax.tree.structure(config), steps, hyper_axis)
     if start is None and cache_key in _programs:
         return _programs[cache_key]
-    run = jax.vmap(make_lm_run(config, steps, start), in_axes=(hyper_axis, 0))
+    run = jax.vmap(make_run(config, steps, start), in_axes=(hyper_axis, 0))
     program = jax.jit(run, compiler_options=dict(OPTIMISED_CODEGEN))
     if start is None:
         while len(_programs) >= PROGRAM_CACHE_SIZE:
@@ -366,29 +366,29 @@ def _program(config: LMConfig, steps: int, start: Policy | None, hyper_axis: int
 
 
 def _check_call(config, steps: int) -> None:
-    if not isinstance(config, LMConfig):
-        raise PgrpoSimError(f"config must be an LMConfig (build it with lm_config), got {type(config).__name__}")
+    if not isinstance(config, Config):
+        raise PgrpoSimError(f"config must be a ps.lm.Config (build it with ps.lm.config), got {type(config).__name__}")
     check_steps(steps)
 
 
-def lm_simulate(config: LMConfig, steps: int, *, seeds: int = 1, key=0, start: Policy | None = None) -> LMRun:
+def simulate(config: Config, steps: int, *, seeds: int = 1, key=0, start: Policy | None = None) -> Run:
     """`steps` GRPO steps of `config` for `seeds` independent seeds (rollout randomness; one SFT start), vmapped
     in one compiled program: read-outs float32[seeds, steps]. `key` an int seed or a JAX key. With the SFT start
     (`start` None), a configuration that differs from an earlier one only in traced hyperparameters (learning rate,
     ε, β, temperature, …) reuses its compilation.
 
     Args:
-        config: the run's `LMConfig`.
+        config: the run's `Config`.
         steps: GRPO steps; integer in [1, 10⁸].
         seeds: independent seeds; integer in [1, 2²⁰].
         key: an int seed in [0, 2³² − 1] or a JAX PRNG key; split into one key per seed.
         start: the initial and reference `Policy`; None: the SFT start of `config` (`pretrained_policy`).
 
     Returns:
-        The `LMRun`, every array with a leading (seeds,) axis: read-outs float32 (seeds, steps).
+        The `Run`, every array with a leading (seeds,) axis: read-outs float32 (seeds, steps).
 
     Raises:
-        PgrpoSimError: `config` is not an `LMConfig`, or `steps`, `seeds` or `key` is invalid; or as
+        PgrpoSimError: `config` is not a `Config`, or `steps`, `seeds` or `key` is invalid; or as
             `pretrained_policy`.
     """
     _check_call(config, steps)
@@ -397,25 +397,25 @@ def lm_simulate(config: LMConfig, steps: int, *, seeds: int = 1, key=0, start: P
     return _program(config, steps, start, None)(config, keys)
 
 
-def lm_simulate_each(configs: list[LMConfig], steps: int, key=0) -> LMRun:
+def simulate_each(configs: list[Config], steps: int, key=0) -> Run:
     """`steps` GRPO steps of each configuration in `configs` (one static structure, traced hyperparameters free:
     e.g. one learning rate per run), each with its own seed drawn from `key`, vmapped in one compiled program from
     their shared SFT start: read-outs float32[len(configs), steps].
 
     Args:
-        configs: `LMConfig`s of one static structure; at least one.
+        configs: `Config`s of one static structure; at least one.
         steps: GRPO steps; integer in [1, 10⁸].
         key: an int seed in [0, 2³² − 1] or a JAX PRNG key; split into one key per configuration.
 
     Returns:
-        The `LMRun`, every array with a leading (len(configs),) axis: read-outs float32 (len(configs), steps).
+        The `Run`, every array with a leading (len(configs),) axis: read-outs float32 (len(configs), steps).
 
     Raises:
-        PgrpoSimError: `configs` is empty, holds a non-`LMConfig` or two static structures, or `steps` or `key` is
+        PgrpoSimError: `configs` is empty, holds a non-`Config` or two static structures, or `steps` or `key` is
             invalid; or as `pretrained_policy`.
     """
     if not configs:
-        raise PgrpoSimError("configs must hold at least one LMConfig")
+        raise PgrpoSimError("configs must hold at least one Config")
     for config in configs:
         _check_call(config, steps)
     structure = jax.tree.structure(configs[0])

@@ -8,14 +8,12 @@ import numpy as np
 import optax
 import pytest
 
+from pgrpo_sim import lm
 from pgrpo_sim.base.errors import PgrpoSimError
 from pgrpo_sim.models.lm import (
     READOUTS,
     completion_logps,
     init_policy,
-    lm_config,
-    lm_simulate,
-    make_lm_run,
     make_optimizer,
     response_mask,
     reward_spread,
@@ -30,12 +28,12 @@ TINY = dict(
 
 
 def test_config_names_and_codes_read_back():
-    config = lm_config(loss_type="bnpo", scale_rewards="none", num_iterations=2, steps_per_generation=4)
+    config = lm.config(loss_type="bnpo", scale_rewards="none", num_iterations=2, steps_per_generation=4)
     assert (config.loss_type_name, config.scale_rewards, config.steps_per_rollout) == ("bnpo", "none", 8)
     assert config.generation_batch == 256 and not config.kl_reference
-    assert lm_config(beta=0.04).kl_reference
-    assert np.isinf(lm_config(epsilon=None).epsilon_high)  # no clip: both sides
-    assert lm_config(epsilon=0.2, epsilon_high=0.28).epsilon_high == 0.28
+    assert lm.config(beta=0.04).kl_reference
+    assert np.isinf(lm.config(epsilon=None).epsilon_high)  # no clip: both sides
+    assert lm.config(epsilon=0.2, epsilon_high=0.28).epsilon_high == 0.28
 
 
 @pytest.mark.parametrize(
@@ -57,7 +55,7 @@ def test_config_names_and_codes_read_back():
 )
 def test_bad_settings_raise_one_line(kwargs, match):
     with pytest.raises(PgrpoSimError, match=match):
-        lm_config(**kwargs)
+        lm.config(**kwargs)
 
 
 @pytest.mark.parametrize("max_steps, run_steps", [(None, 4), (4, 100)])
@@ -66,7 +64,7 @@ def test_optimizer_is_hf_adamw_with_clipping_and_schedule(max_steps, run_steps):
     bias-corrected Adam, decoupled weight decay on matrices only, a linear schedule with one warm-up step (HF's
     factor 0 at step 0) decaying to 0 at optimiser step 4: the run's own length, or `max_steps` (TRL's) when the
     simulated run is longer. float64 both: 1e-12."""
-    config = lm_config(
+    config = lm.config(
         learning_rate=0.1, weight_decay=0.1, max_grad_norm=0.5, lr_scheduler_type="linear", warmup_steps=1,
         adam_beta1=0.8, adam_beta2=0.9, adam_epsilon=1e-3, max_steps=max_steps,
     )  # fmt: skip
@@ -121,9 +119,9 @@ def _demonstrated(config, steps=60):
 
 @pytest.fixture(scope="module")
 def tiny_run():
-    config = lm_config(**TINY, num_iterations=2, steps_per_generation=2, beta=0.04, learning_rate=1e-2)
+    config = lm.config(**TINY, num_iterations=2, steps_per_generation=2, beta=0.04, learning_rate=1e-2)
     start = _demonstrated(config)
-    return config, start, lm_simulate(config, 4, seeds=2, key=1, start=start)
+    return config, start, lm.simulate(config, 4, seeds=2, key=1, start=start)
 
 
 @pytest.mark.slow
@@ -151,10 +149,10 @@ def test_run_read_outs(tiny_run):
 @pytest.mark.slow
 def test_a_diverged_run_reads_nan_and_keeps_its_parameters():
     """A start with a NaN weight diverges at step 0: read-outs NaN from step 1 on, parameters frozen there."""
-    config = lm_config(**TINY)
+    config = lm.config(**TINY)
     start = init_policy(config.policy, jax.random.key(0))
     broken = eqx.tree_at(lambda p: p.unembed, start, start.unembed.at[0, 0].set(jnp.nan))
-    result = lm_simulate(config, 3, seeds=1, start=broken)
+    result = lm.simulate(config, 3, seeds=1, start=broken)
     assert bool(result.diverged[0]) and int(result.diverged_step[0]) == 0
     for name, value in result.readouts.items():
         assert np.all(np.isnan(np.asarray(value)[0, 1:])), name
@@ -166,8 +164,8 @@ def test_a_diverged_run_reads_nan_and_keeps_its_parameters():
 def test_vmap_over_hyperparameters_equals_separate_runs():
     """Two learning rates in one vmapped program equal each run alone (same key), to float32 rounding of
     differently batched matrix products (1e-5 on rewards in [0, 1] after 3 steps)."""
-    config = lm_config(**TINY)
-    run = make_lm_run(config, 3, _demonstrated(config))
+    config = lm.config(**TINY)
+    run = lm.make_run(config, 3, _demonstrated(config))
     rates = jnp.asarray([1e-3, 3e-2], jnp.float32)
     stacked = jax.vmap(lambda lr: config.replace(learning_rate=lr))(rates)
     both = jax.jit(jax.vmap(run, in_axes=(0, None)))(stacked, jax.random.key(3))
@@ -183,8 +181,8 @@ def test_epochs_are_traced_one_program_equals_separate_runs(backend_compiles):
     each run alone, to float32 rounding of differently batched matrix products grown by a few AdamW steps (whose
     normalised updates amplify tiny gradient differences): 1e-3 relative, far below the O(1) change one epoch more or
     less makes; and the three configurations share one compiled program."""
-    config = lm_config(**TINY, learning_rate=1e-2)
-    run = make_lm_run(config, 3, _demonstrated(config))
+    config = lm.config(**TINY, learning_rate=1e-2)
+    run = lm.make_run(config, 3, _demonstrated(config))
     epochs = jnp.asarray([1, 2, 3], jnp.int32)
     stacked = jax.vmap(lambda e: config.replace(num_iterations=e))(epochs)
     together = jax.jit(jax.vmap(run, in_axes=(0, None)))(stacked, jax.random.key(3))
@@ -217,9 +215,9 @@ def test_reward_spread_is_what_trl_logs():
 
 def test_a_derivative_through_a_run_is_refused_in_one_line():
     """Rewards count sampled tokens: jax.grad would be a silent 0. Refused while tracing, before any run."""
-    config = lm_config(width=8, heads=2, layers=1, operands=2, max_completion_length=8, prompts_per_step=2)
+    config = lm.config(width=8, heads=2, layers=1, operands=2, max_completion_length=8, prompts_per_step=2)
     start = init_policy(config.policy, jax.random.key(0))
-    mean_reward = lambda lr: lm_simulate(config.replace(learning_rate=lr), 2, start=start).readouts["reward"].mean()
+    mean_reward = lambda lr: lm.simulate(config.replace(learning_rate=lr), 2, start=start).readouts["reward"].mean()
     with pytest.raises(PgrpoSimError, match="no derivative in its hyperparameters"):
         jax.grad(mean_reward)(1e-3)
     assert np.isfinite(float(mean_reward(1e-3)))  # the run itself is untouched
