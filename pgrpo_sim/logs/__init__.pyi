@@ -2,6 +2,7 @@
 
 from .coupling import Coupling as Coupling, coupling_ratio as coupling_ratio
 from .diagnostics import Diagnosis as Diagnosis, Readout as Readout, diagnose as diagnose
+from .follow import follow_log as follow_log
 from .law_regimes import RegimeReading as RegimeReading, fitted_regime as fitted_regime, read_regime as read_regime
 from .laws import (
     KNOWN_LAWS as KNOWN_LAWS,
