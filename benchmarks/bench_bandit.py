@@ -86,7 +86,7 @@ def pgrpo_rewards(case: dict, eta, momentum, beta, key_seed: int = 0):
     """The pgrpo-sim sweep of `case` compiled ahead of time: returns (run, compile seconds), where
     `run()` gives the reward curves, (C, steps+1) or (C, seeds, steps+1), ready. JAX is imported
     here, not at the top, so that the NumPy side's process (and its peak RSS) never loads it. A case of
-    another workload may name its `mode` (default: its workload) and `config`, further `bandit_config`
+    another workload may name its `mode` (default: its workload) and `config`, further `bandit.config`
     arguments (bench_rollouts: the lag model)."""
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
@@ -96,7 +96,7 @@ def pgrpo_rewards(case: dict, eta, momentum, beta, key_seed: int = 0):
     mode, steps, seeds, configs = case.get("mode", case["workload"]), case["steps"], case["seeds"], len(eta)
     with jax.enable_x64(case["dtype"] == "float64"):
         structure = {k: case[k] for k in ("n_arms", "n_correct", "p_ref", "group_size")}
-        config = ps.bandit_config(**structure, **case.get("config", {}))
+        config = ps.bandit.config(**structure, **case.get("config", {}))
 
         def one(args):
             eta, momentum, beta, key = args

@@ -160,7 +160,7 @@ FUSION_CASES = (
     ("sampled, 64 seeds", dict(group_size=8), 64),
     ("sampled, 64 seeds, N = 16", dict(group_size=8, n_arms=16), 64),
 )
-"""(label, bandit_config arguments, seeds) of the fusion-emitter comparison: 300 steps, float32."""
+"""(label, bandit.config arguments, seeds) of the fusion-emitter comparison: 300 steps, float32."""
 
 
 def measure_fusion(steps: int = 300, reps: int = 5) -> dict:
@@ -174,7 +174,7 @@ def measure_fusion(steps: int = 300, reps: int = 5) -> dict:
     for label, kwargs, seeds in FUSION_CASES:
         mode = "expected" if seeds == 1 else "sampled"
         fn = jax.jit(lambda c: ps.simulate(c, steps, mode=mode, seeds=seeds).reward)  # noqa: B023
-        config = ps.bandit_config(eta=0.1, **kwargs)
+        config = ps.bandit.config(eta=0.1, **kwargs)
         out[label] = _compile_and_time(fn.lower(config), (config,), reps)
     out.update(_measure_sweep_chunks(reps))
     return out
@@ -207,7 +207,7 @@ def measure_readouts(steps: int = 300, reps: int = 3) -> dict:
     import pgrpo_sim as ps
 
     out = {}
-    config = ps.bandit_config(eta=0.1)
+    config = ps.bandit.config(eta=0.1)
     for label, seeds in READOUT_CASES:
         mode = "expected" if seeds == 1 else "sampled"
         for kept, readouts in (("all", None), ("reward", ("reward",))):
@@ -264,7 +264,7 @@ def _measure_sweep_chunks(reps: int) -> dict:
     out = {}
     for label, n, steps, seeds in SWEEP_CHUNK_CASES:
         mode = "expected" if seeds == 1 else "sampled"
-        config = ps.bandit_config(group_size=8)
+        config = ps.bandit.config(group_size=8)
         rng = np.random.default_rng(0)
         params = {"eta": 10 ** rng.uniform(-3, 0, n), "momentum": rng.uniform(0, 0.9, n)}
         params = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
@@ -307,7 +307,7 @@ def check() -> list[tuple[str, bool]]:
     worst = 0.0
     for eta in axes[0].values:
         for lag in axes[1].values:
-            config = ps.bandit_config(**PHASE_BASE, eta=eta, lag=lag, max_lag=2)
+            config = ps.bandit.config(**PHASE_BASE, eta=eta, lag=lag, max_lag=2)
             direct = float(ps.simulate(config, 300).reward[-1])
             swept = float(ds["final_reward"].sel(eta=eta, lag=lag))
             worst = max(worst, abs(swept - direct) / abs(direct))
@@ -328,7 +328,7 @@ def check() -> list[tuple[str, bool]]:
         with open(out) as fh:
             rows = list(csv.DictReader(fh))
     cli = np.array([float(r["reward"]) for r in rows])
-    direct = np.asarray(ps.simulate(ps.bandit_config(eta=0.3, momentum=0.5), 100).reward)
+    direct = np.asarray(ps.simulate(ps.bandit.config(eta=0.3, momentum=0.5), 100).reward)
     err = float(np.max(np.abs(cli - direct))) if code == 0 and cli.shape == direct.shape else float("inf")
     results.append(
         (

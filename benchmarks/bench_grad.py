@@ -40,7 +40,7 @@ def objective(steps: int = STEPS, checkpoint: bool = False):
     """(η, μ, β) ↦ mean reward over the last quarter of a `steps`-step expected-mode run (default bandit)."""
     import pgrpo_sim as ps
 
-    config = ps.bandit_config()
+    config = ps.bandit.config()
 
     def late_reward(eta, momentum, beta):
         reward = ps.simulate(config.replace(eta=eta, momentum=momentum, beta=beta), steps, checkpoint=checkpoint).reward

@@ -46,7 +46,7 @@ def _runner(variant: dict, configs: int, seeds: int, steps: int):
 
     import pgrpo_sim as ps
 
-    base = ps.bandit_config(p_ref=0.2, group_size=8, clip=0.2, **variant)
+    base = ps.bandit.config(p_ref=0.2, group_size=8, clip=0.2, **variant)
     etas = jnp.asarray(10 ** np.linspace(-2, 0, configs), jnp.float32)
 
     def one(eta):
@@ -124,7 +124,7 @@ def check_gradient(points: int = 64, seed: int = 1) -> tuple[str, bool]:
     rng = np.random.default_rng(seed)
     case = make_case(points, 1, dtype="float64")
     with jax.enable_x64(True):
-        config = ps.bandit_config(**_structure(case), **REUSE)
+        config = ps.bandit.config(**_structure(case), **REUSE)
         theta_ref, r = np.asarray(config.init_logits), np.asarray(config.rewards)[0]
         theta_old = theta_ref + rng.normal(0, 1, (points, *theta_ref.shape))
         theta = theta_old + rng.normal(0, 0.5, theta_old.shape)
@@ -174,7 +174,7 @@ def check_replay(seeds: int = 32, steps: int = 40) -> tuple[str, bool]:
 
     case = make_case(len(bench_bandit.CHECK_SWEEP[0]), steps, seeds=seeds, dtype="float64")
     with jax.enable_x64(True):
-        base = ps.bandit_config(**_structure(case), **REUSE)
+        base = ps.bandit.config(**_structure(case), **REUSE)
 
         def one(eta, momentum, beta, key):
             config = base.replace(eta=eta, momentum=momentum, beta=beta)
@@ -233,7 +233,7 @@ def check() -> list[tuple[str, bool]]:
     import pgrpo_sim as ps
 
     runs = [
-        ps.simulate(ps.bandit_config(p_ref=0.2, eta=0.5, lag_model=m, lag=1), 20, mode="sampled", seeds=8)
+        ps.simulate(ps.bandit.config(p_ref=0.2, eta=0.5, lag_model=m, lag=1), 20, mode="sampled", seeds=8)
         for m in ("refresh", "refresh_fresh")
     ]
     diff = float(np.max(np.abs(np.asarray(runs[0].reward) - np.asarray(runs[1].reward))))

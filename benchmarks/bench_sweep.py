@@ -130,7 +130,7 @@ def inprocess(n_eta: int, n_mu: int, steps: int, rounds: int) -> dict:
     from pgrpo_sim.analysis.sweep import parse_axis, run_sweep
 
     eta, mu = grid_values(n_eta, n_mu)
-    config = ps.bandit_config(**BASE)
+    config = ps.bandit.config(**BASE)
     mesh = jax.make_mesh((jax.device_count(),), ("c",))
     spec = PartitionSpec("c")
     pad = -eta.size % jax.device_count()

@@ -81,7 +81,7 @@ def main(configs: int = 2**15, steps: int = 200) -> None:
     case = bench_bandit.make_case("expected", configs, steps)
     structure = {k: case[k] for k in ("n_arms", "n_correct", "p_ref", "group_size")}
     sweep = tuple(np.asarray(x, np.float32) for x in bench_bandit.sweep(configs))
-    config = ps.bandit_config(**structure)
+    config = ps.bandit.config(**structure)
 
     def simulate(eta, momentum, beta):
         return ps.simulate(config.replace(eta=eta, momentum=momentum, beta=beta), steps).reward

@@ -125,7 +125,6 @@ from .logs.stiffness import (
 from .models.bandit import (
     MODES as MODES,
     STEP_READOUTS as STEP_READOUTS,
-    BanditRun as BanditRun,
     UpdateStats as UpdateStats,
     simulate as simulate,
 )
@@ -136,8 +135,6 @@ from .models.config import (
     LR_SCHEDULES as LR_SCHEDULES,
     MAX_GROUP_SIZE as MAX_GROUP_SIZE,
     OPTIMIZERS as OPTIMIZERS,
-    BanditConfig as BanditConfig,
-    bandit_config as bandit_config,
     class_symmetric_logits as class_symmetric_logits,
 )
 from .models.grpo import (

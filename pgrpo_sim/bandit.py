@@ -1,16 +1,23 @@
 """`ps.bandit`: the exact softmax-bandit GRPO environment and its bridge to the oscillator.
 
-Configuration (`bandit_config` and its tables), runs (`simulate`, `BanditRun`, the read-out registry), the GRPO
+Configuration (`config`, `Config` and their tables), runs (`simulate`, `Run`, the read-out registry), the GRPO
 pieces as verl and TRL compute them (advantages, clipped surrogate, KL estimators), the hyperparameter table,
 `predict` (the two-arm reduction, fixed point, K, D and the lag the oscillator sees), and the low-level API of one
 run (`run`, `run_loop`, `step`, rollout reuse's branches) for callers who vmap or scan it themselves
-(docs/guide/models.md, docs/guide/rollouts.md, docs/guide/oscillator.md).
+(docs/guide/models.md, docs/guide/rollouts.md, docs/guide/oscillator.md), and the level's calibration on a real
+log (`calibrate`, `forecast`, `what_if`, also in `ps.calibration`): the verbs `ps.lm` has, under the same names.
 """
 
+from .calibration import (
+    Calibration as Calibration,
+    calibrate as calibrate,
+    forecast as forecast,
+    what_if as what_if,
+)
 from .models.bandit import (
     MAX_OUTCOMES as MAX_OUTCOMES,
-    BanditRun as BanditRun,
-    BanditState as BanditState,
+    Run as Run,
+    State as State,
     UpdateStats as UpdateStats,
     check_mode as check_mode,
     collapse_branches as collapse_branches,
@@ -35,8 +42,8 @@ from .models.bandit import (
     valid_hyperparameters as valid_hyperparameters,
 )
 from .models.config import (
-    BANDIT_DEFAULTS as BANDIT_DEFAULTS,
     DEFAULT_P_REF as DEFAULT_P_REF,
+    DEFAULTS as DEFAULTS,
     KL_KINDS as KL_KINDS,
     LAG_MODELS as LAG_MODELS,
     LEAF_RANGES as LEAF_RANGES,
@@ -44,9 +51,9 @@ from .models.config import (
     MAX_GROUP_SIZE as MAX_GROUP_SIZE,
     MODES as MODES,
     OPTIMIZERS as OPTIMIZERS,
-    BanditConfig as BanditConfig,
-    bandit_config as bandit_config,
+    Config as Config,
     class_symmetric_logits as class_symmetric_logits,
+    config as config,
 )
 from .models.grpo import (
     ADVANTAGES as ADVANTAGES,

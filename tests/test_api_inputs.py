@@ -11,7 +11,7 @@ import pytest
 
 import pgrpo_sim as ps
 
-CONFIG = ps.bandit_config()
+CONFIG = ps.bandit.config()
 
 
 def _bad_calls():
@@ -20,18 +20,18 @@ def _bad_calls():
     run = ps.resolve_run_config({})
     return [
         # an object of the wrong type where a config, log, run config or calibration is expected
-        ("simulate a dict", lambda: ps.simulate({"eta": 0.1}, 10), "config must be a BanditConfig"),
-        ("predict an int", lambda: ps.predict(2), "config must be a BanditConfig"),
-        ("rollout_count", lambda: ps.bandit.rollout_count(2, 4), "config must be a BanditConfig"),
-        ("outcomes", lambda: ps.outcomes(None, 10), "config must be a BanditConfig"),
-        ("make_optimizer", lambda: ps.bandit.make_optimizer({}), "config must be a BanditConfig"),
-        ("with_hyperparameters", lambda: ps.with_hyperparameters(3, eta=0.1), "config must be a BanditConfig"),
+        ("simulate a dict", lambda: ps.simulate({"eta": 0.1}, 10), "config must be a ps.bandit.Config"),
+        ("predict an int", lambda: ps.predict(2), "config must be a ps.bandit.Config"),
+        ("rollout_count", lambda: ps.bandit.rollout_count(2, 4), "config must be a ps.bandit.Config"),
+        ("outcomes", lambda: ps.outcomes(None, 10), "config must be a ps.bandit.Config"),
+        ("make_optimizer", lambda: ps.bandit.make_optimizer({}), "config must be a ps.bandit.Config"),
+        ("with_hyperparameters", lambda: ps.with_hyperparameters(3, eta=0.1), "config must be a ps.bandit.Config"),
         ("set_hyperparameters None", lambda: ps.set_hyperparameters(CONFIG, None), "values must be a mapping"),
         ("diagnose a path", lambda: ps.diagnose("train.jsonl"), "read_log"),
         ("calibrate a path", lambda: ps.calibrate("train.jsonl", run), "log must be a TrainingLog"),
         ("calibrate a dict run", lambda: ps.calibrate(log, {}), "run must be a RunConfig"),
         ("log_settings", lambda: ps.log_settings("train.jsonl"), "log must be a TrainingLog"),
-        ("from_run", lambda: ps.from_run(log), "run must be a BanditRun"),
+        ("from_run", lambda: ps.from_run(log), "run must be a ps.bandit.Run"),
         ("population_model", lambda: ps.population_model({}, 10), "run must be a RunConfig"),
         ("population_model format", lambda: ps.population_model(run, 10, log_format="jsnl"), "log_format"),
         ("synthetic_log theta", lambda: ps.synthetic_log(run, [0.0, 0.0], 10), "theta must hold 4"),
@@ -48,22 +48,22 @@ def _bad_calls():
         ("simulate key text", lambda: ps.simulate(CONFIG, 5, mode="sampled", key="abc"), "key must be"),
         ("simulate key -1", lambda: ps.simulate(CONFIG, 5, mode="sampled", key=-1), "seed"),
         # None, text, arrays and fractions where one number is expected: refused, not trained on
-        ("eta None", lambda: ps.bandit_config(eta=None), "eta must be a number, got None"),
-        ("beta None", lambda: ps.bandit_config(beta=None), "beta must be a number"),
-        ("clip None", lambda: ps.bandit_config(clip=None), "clip_low must be a number"),
-        ("lag None", lambda: ps.bandit_config(lag=None), "lag must be a number"),
-        ("group_size None", lambda: ps.bandit_config(group_size=None), "group_size must be a number"),
-        ("advantage None", lambda: ps.bandit_config(advantage=None), "advantage must be one of"),
-        ("eta text", lambda: ps.bandit_config(eta="0.1"), "eta must be a number"),
-        ("eta a list", lambda: ps.bandit_config(eta=[0.1, 0.2]), "eta must be a single number"),
+        ("eta None", lambda: ps.bandit.config(eta=None), "eta must be a number, got None"),
+        ("beta None", lambda: ps.bandit.config(beta=None), "beta must be a number"),
+        ("clip None", lambda: ps.bandit.config(clip=None), "clip_low must be a number"),
+        ("lag None", lambda: ps.bandit.config(lag=None), "lag must be a number"),
+        ("group_size None", lambda: ps.bandit.config(group_size=None), "group_size must be a number"),
+        ("advantage None", lambda: ps.bandit.config(advantage=None), "advantage must be one of"),
+        ("eta text", lambda: ps.bandit.config(eta="0.1"), "eta must be a number"),
+        ("eta a list", lambda: ps.bandit.config(eta=[0.1, 0.2]), "eta must be a single number"),
         ("replace eta None", lambda: CONFIG.replace(eta=None), "eta must be a number"),
         ("with_hyperparameters None", lambda: ps.with_hyperparameters(CONFIG, group_size=None), "group_size"),
-        ("warmup_steps 5.5", lambda: ps.bandit_config(warmup_steps=5.5), "warmup_steps must be an integer"),
-        ("max_lag 2.5", lambda: ps.bandit_config(lag_model="stale", lag=2, max_lag=2.5), "max_lag must be an integer"),
-        ("dynamic_sampling text", lambda: ps.bandit_config(dynamic_sampling="no"), "dynamic_sampling must be True"),
+        ("warmup_steps 5.5", lambda: ps.bandit.config(warmup_steps=5.5), "warmup_steps must be an integer"),
+        ("max_lag 2.5", lambda: ps.bandit.config(lag_model="stale", lag=2, max_lag=2.5), "max_lag must be an integer"),
+        ("dynamic_sampling text", lambda: ps.bandit.config(dynamic_sampling="no"), "dynamic_sampling must be True"),
         (
             "difficulty one number",
-            lambda: ps.bandit_config(n_prompts=4, difficulty=(1.0,)),
+            lambda: ps.bandit.config(n_prompts=4, difficulty=(1.0,)),
             "difficulty must be a pair",
         ),
         ("eps -1", lambda: ps.group_advantages([1.0, 0.0], eps=-1), "eps must be >= 0"),
@@ -77,7 +77,7 @@ def _bad_calls():
         ("predict_cells axis", lambda: ps.predict_cells({"beta": 0.1}, {"etaa": [0.1]}), "unknown hyperparameter"),
         (
             "search bounds",
-            lambda: ps.search("damping-ratio", ps.bandit_config(beta=0.1), target=1.0, bounds={"eta": 0.1}),
+            lambda: ps.search("damping-ratio", ps.bandit.config(beta=0.1), target=1.0, bounds={"eta": 0.1}),
             "must be a pair",
         ),
         (
@@ -107,15 +107,15 @@ def _bad_calls():
         ("euler tolerance", lambda: ps.euler_step_limit(0.1, 0.0, 1.0, 0.2, 100.0, tolerance=-1), "tolerance"),
         (
             "predict no correct arm",
-            lambda: ps.predict(ps.bandit_config(rewards=[0.0, 0.0, 0.0])),
+            lambda: ps.predict(ps.bandit.config(rewards=[0.0, 0.0, 0.0])),
             "correct and incorrect",
         ),
-        ("eta_scale all correct", lambda: ps.eta_scale(ps.bandit_config(rewards=[1.0, 1.0])), "got 2 correct of 2"),
+        ("eta_scale all correct", lambda: ps.eta_scale(ps.bandit.config(rewards=[1.0, 1.0])), "got 2 correct of 2"),
         ("continuous_lag model", lambda: ps.continuous_lag(2.0, "sometimes"), "lag_model must be one of"),
         # settings the theory does not describe
         (
             "predict a schedule",
-            lambda: ps.predict(ps.bandit_config(beta=0.1, lr_schedule="cosine", decay_steps=100)),
+            lambda: ps.predict(ps.bandit.config(beta=0.1, lr_schedule="cosine", decay_steps=100)),
             "constant learning rate",
         ),
         ("rtol", lambda: ps.solve_deterministic(np.arange(3.0), 0.1, 0.0, 0.1, 0.0, 1.0, 0.2, rtol=-1), "rtol"),
@@ -155,10 +155,10 @@ def test_convenient_forms_mean_what_they_say():
         ps.simulate(CONFIG, 6, key=np.array(3), **sampled).reward, ps.simulate(CONFIG, 6, key=3, **sampled).reward
     )
     assert ps.parse_column_map("reward=r") == {"reward": "r"}
-    assert ps.bandit_config(dynamic_sampling=0).dynamic_sampling is False
+    assert ps.bandit.config(dynamic_sampling=0).dynamic_sampling is False
     run = ps.resolve_run_config({"learning_rate": 1e-6})
     assert ps.resolve_run_config(run.as_dict()) == run  # a RunConfig's dict (with its sources) reads back
-    assert ps.bandit_config(group_size=8.0).group_size == 8 and type(ps.bandit_config(group_size=8.0).group_size) is int
+    assert ps.bandit.config(group_size=8.0).group_size == 8 and type(ps.bandit.config(group_size=8.0).group_size) is int
     assert float(ps.clipped_surrogate([0.0], [0.0], [1.0]).loss[0]) == -1.0  # −min(ρA, clip(ρ)A) at ρ = 1, A = 1
     assert float(ps.kl_estimate([-1.0], [-1.0])[0]) == 0.0
 
@@ -172,11 +172,11 @@ def test_adv_eps_zero_gives_zero_advantage_to_an_all_equal_group():
         assert np.array_equal(ps.group_advantages(jnp.ones(3), eps=0.0), np.zeros(3))
         assert np.all(np.isnan(ps.group_advantages(jnp.asarray([0.0, np.nan, 1.0]), eps=0.0)))  # NaN not hidden
         base = dict(p_ref=0.2, beta=0.1, group_size=4, eta=0.5)
-        exact = ps.simulate(ps.bandit_config(**base, adv_eps=0.0), 30)
-        limit = ps.simulate(ps.bandit_config(**base, adv_eps=1e-30), 30)
+        exact = ps.simulate(ps.bandit.config(**base, adv_eps=0.0), 30)
+        limit = ps.simulate(ps.bandit.config(**base, adv_eps=1e-30), 30)
         assert not bool(exact.diverged)
         np.testing.assert_allclose(exact.reward, limit.reward, rtol=1e-12)
-        sampled = ps.simulate(ps.bandit_config(**base, adv_eps=0.0), 30, mode="sampled", seeds=4)
+        sampled = ps.simulate(ps.bandit.config(**base, adv_eps=0.0), 30, mode="sampled", seeds=4)
         assert not np.any(sampled.diverged) and np.all(np.isfinite(sampled.reward))
 
 
@@ -185,7 +185,7 @@ def test_traced_hyperparameters_out_of_range_make_the_run_diverge():
     """Under a caller's vmap the eager checks cannot see the values: a run with η < 0, μ ≥ 1 or a stale lag beyond
     the buffer (`max_lag` 2, which would wrap around it) is NaN from its first update, reported as diverged at
     step 0; the valid runs of the same batch are those of `simulate`."""
-    config = ps.bandit_config(eta=0.3, lag_model="stale", lag=2)
+    config = ps.bandit.config(eta=0.3, lag_model="stale", lag=2)
 
     def late(eta, momentum, lag):
         return ps.bandit.run(config.replace(eta=eta, momentum=momentum, lag=lag), jax.random.key(0), 12, "expected")
@@ -205,8 +205,8 @@ def test_traced_hyperparameters_out_of_range_make_the_run_diverge():
 def test_traced_step_counts_and_codes_out_of_range_make_the_run_diverge():
     """The integer leaves too: a reference sync every 0 steps (n % 0), an advantage code past `ADVANTAGES`, a negative
     warm-up or a decay before the warm-up ends ran to their end with numbers; they are marked invalid as
-    `bandit_config` would refuse them, and a run from them is diverged at step 0."""
-    config = ps.bandit_config(beta=0.1, ref_sync_steps=4, lr_schedule="linear", warmup_steps=2, decay_steps=20)
+    `bandit.config` would refuse them, and a run from them is diverged at step 0."""
+    config = ps.bandit.config(beta=0.1, ref_sync_steps=4, lr_schedule="linear", warmup_steps=2, decay_steps=20)
     assert bool(ps.bandit.valid_hyperparameters(config))
     for name, value in [
         ("ref_sync_steps", 0),
@@ -231,10 +231,10 @@ def test_shape_checks_read_lists_of_tracers():
 
 
 def test_eager_checks_and_the_in_jit_mask_refuse_the_same_values():
-    """Each real-valued leaf's range (`LEAF_RANGES`), at its ends and just beyond them: `bandit_config` refuses a
+    """Each real-valued leaf's range (`LEAF_RANGES`), at its ends and just beyond them: `bandit.config` refuses a
     value, naming the leaf, exactly when `valid_hyperparameters` masks it (a config built around the eager
     checks with `eqx.tree_at`)."""
-    base = ps.bandit_config(dual_clip=3.0, kl="k3", kl_clamp=10.0, grad_clip=1.0)
+    base = ps.bandit.config(dual_clip=3.0, kl="k3", kl_clamp=10.0, grad_clip=1.0)
     for name, interval in ps.LEAF_RANGES.items():
         ends = [x for x in (interval.low, interval.high) if x is not None]
         for value in [x + d for x in ends for d in (-1e-3, 0.0, 1e-3)] + [np.inf, np.nan]:
@@ -254,6 +254,6 @@ def test_predict_checks_the_reduction_it_predicts():
     """A population of 4 prompts with rollout reuse reduces to one 2-arm prompt (mean field), which expected mode
     enumerates: predicted, no longer refused for its N-prompt form; the lag does not move p* (the on-policy drive's
     fixed point), so p* is the on-policy population's."""
-    reuse = ps.predict(ps.bandit_config(beta=0.1, n_prompts=4, lag_model="refresh", lag=2))
-    on_policy = ps.predict(ps.bandit_config(beta=0.1, n_prompts=4))
+    reuse = ps.predict(ps.bandit.config(beta=0.1, n_prompts=4, lag_model="refresh", lag=2))
+    on_policy = ps.predict(ps.bandit.config(beta=0.1, n_prompts=4))
     assert float(reuse.p_star) == pytest.approx(float(on_policy.p_star), rel=1e-6)

@@ -70,7 +70,7 @@ def test_simulate_writes_csv_and_plot(tmp_path, capsys):
     rows = _csv_rows(out)
     assert tuple(rows[0]) == SIMULATE_COLUMNS and len(rows) == 31
     assert float(rows[0]["reward"]) == pytest.approx(0.2, abs=1e-6)
-    config = ps.bandit_config(beta=0.5)
+    config = ps.bandit.config(beta=0.5)
     run = ps.simulate(config, 30, mode="sampled", seeds=4, key=jax.random.key(0))
     spread = np.std(np.asarray(run.reward), 0, ddof=1)  # the sample std across seeds, as `from_run` reports it
     np.testing.assert_allclose([float(r["reward_std"]) for r in rows], spread, rtol=1e-6, atol=1e-9)
@@ -136,7 +136,7 @@ def test_predict_json_matches_python(capsys):
     argv = ["predict", "--eta", "0.1", "--momentum", "0.5", "--beta", "0.5", "--group-size", "8", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    pred = ps.predict(ps.bandit_config(eta=0.1, momentum=0.5, beta=0.5, group_size=8)).as_dict()
+    pred = ps.predict(ps.bandit.config(eta=0.1, momentum=0.5, beta=0.5, group_size=8)).as_dict()
     for key in (
         "p_star",
         "stiffness",

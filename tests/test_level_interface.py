@@ -1,4 +1,5 @@
-"""The two levels answer the same calls the same way (issue 48, "one model interface"; what is aligned so far)."""
+"""The two levels answer the same calls the same way (issue 48, "one model interface"; what is aligned so far: the
+verbs and their shared parameters; the result types are not one yet)."""
 
 import inspect
 
@@ -22,3 +23,35 @@ def test_both_levels_simulate_with_the_same_shared_parameters():
         parameters = _parameters(simulate)
         assert {name: parameters.get(name) for name in shared} == shared, simulate.__qualname__
         assert list(parameters)[:2] == ["config", "steps"], simulate.__qualname__
+
+
+LEVELS = ("bandit", "lm")
+VERBS = ("Config", "config", "simulate", "Run", "calibrate", "Calibration", "forecast", "what_if")
+
+
+def test_both_levels_expose_the_same_verbs_under_names_without_the_group_s():
+    for group in LEVELS:
+        namespace = getattr(ps, group)
+        missing = [verb for verb in VERBS if verb not in namespace.__all__]
+        assert not missing, f"ps.{group} lacks {missing}"
+        prefixed = [n for n in namespace.__all__ if n.lower().startswith(group)]
+        assert not prefixed, f"ps.{group} names repeat the group: {prefixed}"
+
+
+SHARED = {
+    "calibrate": ("log", "run", "*fit_until", "*progress"),
+    "forecast": ("log", "calibration", "*until", "*level", "*seed"),
+    "what_if": ("calibration", "scenarios", "*until", "*level", "*seed", "*progress"),
+}
+"""Each calibration verb's parameters on both levels, in order for the positional ones, "*": keyword-only."""
+
+
+def test_both_levels_calibrate_forecast_and_ask_what_if_with_the_same_parameters():
+    for verb, names in SHARED.items():
+        for group in LEVELS:
+            function = getattr(getattr(ps, group), verb)
+            parameters = _parameters(function)
+            positional = [n for n in names if not n.startswith("*")]
+            assert list(parameters)[: len(positional)] == positional, f"ps.{group}.{verb}"
+            for name in (n[1:] for n in names if n.startswith("*")):
+                assert parameters.get(name) == inspect.Parameter.KEYWORD_ONLY, f"ps.{group}.{verb}: {name}"

@@ -230,7 +230,7 @@ def test_interruptible_work_keeps_the_callers_jax_settings():
 def test_ctrl_c_stops_an_lm_sweep_within_two_seconds_keeping_finished_points(tmp_path, monkeypatch, capsys):
     """Ctrl-C while the second grid point runs (a compiled call of seconds): exit 130 within two seconds, one line
     naming the chunks folder, which exists and holds the first point."""
-    real, calls, sent = lm_sweep.simulate, [], {}
+    real, calls, sent = lm_sweep.lm.simulate, [], {}
 
     def simulate(*args, **kwargs):
         calls.append(1)

@@ -20,19 +20,19 @@ def _closed_form_p_star(beta, p_ref):
 
 @pytest.mark.slow
 def test_fixed_point_is_a_zero_of_the_expected_update_and_is_reached():
-    config = ps.bandit_config(**BASE, eta=0.2)
+    config = ps.bandit.config(**BASE, eta=0.2)
     pred = ps.predict(config)
     assert pred.stable and pred.unique and ps.REASONS[int(pred.reason)] == "stable"
     run = ps.simulate(config, 400)
     assert abs(float(run.reward[-1]) - float(pred.p_star)) < 1e-10
     # large G: the closed form (root of p − √(p(1−p))/β = p_ref), to the 1/G gap measured in test_bandit
-    big = ps.predict(ps.bandit_config(**(BASE | dict(group_size=4096)), eta=0.2))
+    big = ps.predict(ps.bandit.config(**(BASE | dict(group_size=4096)), eta=0.2))
     assert abs(float(big.p_star) - _closed_form_p_star(0.5, 0.2)) < 1e-4
 
 
 def test_stiffness_is_the_decay_rate_of_the_n_arm_simulator():
     """Near p* an SGD run decays as e_{n+1}/e_n = 1 − η_eff·K: an independent reading of K (N = 5, c = 2)."""
-    config = ps.bandit_config(n_arms=5, n_correct=2, **BASE, eta=0.3)
+    config = ps.bandit.config(n_arms=5, n_correct=2, **BASE, eta=0.3)
     pred = ps.predict(config)
     assert float(pred.eta_eff) == pytest.approx(0.3 * 5 / (2 * 3))
     e = np.asarray(ps.simulate(config, 300).reward) - float(pred.p_star)
@@ -47,7 +47,7 @@ def test_stiffness_is_the_decay_rate_of_the_n_arm_simulator():
     [("none", 0, "sgd"), pytest.param("stale", 3, "sgd", marks=pytest.mark.slow), ("none", 0, "nesterov")],  # ~7 s
 )
 def test_floquet_radius_matches_linear_map(lag_model, lag, optimizer):
-    config = ps.bandit_config(**BASE, eta=0.1, momentum=0.6, lag_model=lag_model, lag=lag, optimizer=optimizer)
+    config = ps.bandit.config(**BASE, eta=0.1, momentum=0.6, lag_model=lag_model, lag=lag, optimizer=optimizer)
     pred = ps.predict(config)
     if optimizer == "sgd":
         linear = ps.spectral_radius(pred.eta_eff, 0.6, lag, pred.stiffness, lag_model="stale")
@@ -63,8 +63,8 @@ def test_floquet_radius_matches_linear_map(lag_model, lag, optimizer):
 def test_floquet_radius_predicts_refresh_instability(lag_model):
     """Refresh lag (rollout reuse: the rollout-averaged cycle; fresh samples): the one-cycle multiplier from
     jacfwd decides growth; check against a long expected run."""
-    stable_cfg = ps.bandit_config(**BASE, eta=0.5, lag_model=lag_model, lag=4)
-    unstable_cfg = ps.bandit_config(**BASE, eta=3.0, lag_model=lag_model, lag=4)
+    stable_cfg = ps.bandit.config(**BASE, eta=0.5, lag_model=lag_model, lag=4)
+    unstable_cfg = ps.bandit.config(**BASE, eta=3.0, lag_model=lag_model, lag=4)
     for cfg in (stable_cfg, unstable_cfg):
         pred = ps.predict(cfg)
         run = ps.simulate(cfg, 400)
@@ -79,7 +79,7 @@ def test_refresh_critical_lag_is_on_the_lag_axis():
     """For refresh lag `critical_lag` counts optimiser steps per rollout, like the configuration's `lag`: the
     continuous damping C (with τ = (K_ref − 1)/2) changes sign between the two periods either side of it (τ* = 2.2
     steps of staleness here, K_ref* = 2τ* + 1 = 5.4)."""
-    base = ps.bandit_config(**BASE, eta=1.0, lag_model="refresh_fresh", lag=1, max_lag=6)
+    base = ps.bandit.config(**BASE, eta=1.0, lag_model="refresh_fresh", lag=1, max_lag=6)
     preds = jax.vmap(lambda g: ps.predict(base.replace(lag=g)))(jnp.asarray([5, 6]))
     critical = float(preds.critical_lag[0])
     assert 5 < critical < 6 and float(preds.critical_lag[1]) == critical
@@ -93,7 +93,7 @@ def test_a_reuse_cycle_without_fixed_point_is_undetermined_not_damping():
     """η 1, clip 0.1, 8 steps per rollout: the rollout-averaged cycle has no fixed point (its iteration locks onto
     a 3-cycle), so the radius is NaN and the reason says so, though C <= 0 too; the expected run, read once per
     rollout, keeps cycling."""
-    config = ps.bandit_config(**BASE, eta=1.0, clip=0.1, lag_model="refresh", lag=8)
+    config = ps.bandit.config(**BASE, eta=1.0, clip=0.1, lag_model="refresh", lag=8)
     d = ps.predict(config).as_dict()
     assert d["spectral_radius"] is None and not d["stable"] and d["damping"] <= 0
     assert d["reason"].startswith("spectral radius undetermined")
@@ -102,7 +102,7 @@ def test_a_reuse_cycle_without_fixed_point_is_undetermined_not_damping():
 
 
 def test_no_interior_fixed_point_is_flagged_not_numbered():
-    pred = ps.predict(ps.bandit_config(**(BASE | dict(beta=0.0)), eta=0.1))
+    pred = ps.predict(ps.bandit.config(**(BASE | dict(beta=0.0)), eta=0.1))
     d = pred.as_dict()
     assert not d["stable"] and d["reason"] == "no interior fixed point" and d["regime"] == "unstable"
     assert d["p_star"] is None and d["stiffness"] is None
@@ -110,18 +110,18 @@ def test_no_interior_fixed_point_is_flagged_not_numbered():
 
 @pytest.mark.slow
 def test_lag_beyond_critical_is_unstable_with_reason():
-    pred = ps.predict(ps.bandit_config(**BASE, eta=0.5, momentum=0.9, lag_model="stale", lag=8))
+    pred = ps.predict(ps.bandit.config(**BASE, eta=0.5, momentum=0.9, lag_model="stale", lag=8))
     d = pred.as_dict()
     assert not d["stable"] and d["regime"] == "unstable" and d["reason"].startswith("damping C <= 0")
     assert d["critical_lag"] < 8
     assert d["stationary_variance"] is None  # an unstable run has no stationary state
-    wild = ps.predict(ps.bandit_config(**BASE, eta=10.0, momentum=0.9)).as_dict()  # C > 0, exact map unstable
+    wild = ps.predict(ps.bandit.config(**BASE, eta=10.0, momentum=0.9)).as_dict()  # C > 0, exact map unstable
     assert wild["reason"].startswith("exact discrete map unstable") and wild["stationary_variance"] is None
 
 
 @pytest.mark.slow
 def test_predict_vmaps_over_hyperparameters():
-    config = ps.bandit_config(**BASE, momentum=0.5)
+    config = ps.bandit.config(**BASE, momentum=0.5)
     etas = jnp.array([0.05, 0.1, 0.4])
     preds = jax.vmap(lambda e: ps.predict(config.replace(eta=e)))(etas)
     assert preds.damping_ratio.shape == (3,) and np.all(np.diff(preds.damping_ratio) < 0)
@@ -130,11 +130,11 @@ def test_predict_vmaps_over_hyperparameters():
 
 def test_predict_rejects_what_it_cannot_reduce():
     with pytest.raises(ValueError, match="class-symmetric"):
-        ps.predict(ps.bandit_config(rewards=[1, 0, 0], init_logits=[0.0, 0.1, 0.0]))
+        ps.predict(ps.bandit.config(rewards=[1, 0, 0], init_logits=[0.0, 0.1, 0.0]))
     with pytest.raises(ValueError, match="binary"):
-        ps.predict(ps.bandit_config(rewards=[0.7, 0.0], init_logits=[0.0, 0.0]))
+        ps.predict(ps.bandit.config(rewards=[0.7, 0.0], init_logits=[0.0, 0.0]))
     with pytest.raises(ValueError, match="optimizer"):
-        ps.predict(ps.bandit_config(optimizer="adam"))
+        ps.predict(ps.bandit.config(optimizer="adam"))
 
 
 def _linear_range_start(e, fraction=0.05):
@@ -154,7 +154,7 @@ def _linear_range_start(e, fraction=0.05):
 )
 def test_bridge_expected_bandit_follows_the_oscillator(kwargs):
     """e(t) of the exact bandit vs theory.trajectory from the same (e, ė) once |e| < 5 % of |e(0)|: R² ≥ 0.95."""
-    config = ps.bandit_config(**(BASE | kwargs))
+    config = ps.bandit.config(**(BASE | kwargs))
     pred = ps.predict(config)
     mu, a = kwargs.get("momentum", 0.0), float(pred.eta_eff * pred.stiffness)
     assert (float(pred.damping_ratio) > 1) == (kwargs in OVERDAMPED)
@@ -176,7 +176,7 @@ def test_bridge_expected_bandit_follows_the_oscillator(kwargs):
 def test_bridge_sampled_stationary_variance(group_size):
     """At η_eff·K ≤ 0.05, late-time Var(p) over 500 seeds matches predict's D/(2GCK) within 20 %
     (sampling error of the variance ≈ √(2/500) = 6 % per step, less averaged over the late window)."""
-    config = ps.bandit_config(**(BASE | dict(group_size=group_size)), eta=0.05)
+    config = ps.bandit.config(**(BASE | dict(group_size=group_size)), eta=0.05)
     pred = ps.predict(config)
     a = float(pred.eta_eff * pred.stiffness)
     assert a <= 0.05
@@ -195,7 +195,7 @@ def test_stiffness_three_ways():
     """(a) exact and (c) fit agree within 5 % near p* in the overdamped regime; (b) is reported, biased."""
     rows = []
     for kwargs in OVERDAMPED:
-        config = ps.bandit_config(**(BASE | kwargs))
+        config = ps.bandit.config(**(BASE | kwargs))
         pred = ps.predict(config)
         p = np.asarray(ps.simulate(config, 500).reward)
         n0 = _linear_range_start(p - float(pred.p_star))
@@ -219,7 +219,7 @@ def test_stiffness_three_ways():
 @pytest.mark.slow  # moved out of the default suite's 5-minute budget (~10 s on 2 cores)
 def test_fixed_point_and_stiffness_are_differentiable_in_beta():
     """d p*/dβ and dK/dβ by jax.grad (implicit function through one Newton step) against central differences."""
-    config = ps.bandit_config(**BASE, eta=0.1)
+    config = ps.bandit.config(**BASE, eta=0.1)
     h = 1e-5
     for field in ("p_star", "stiffness"):
         f = lambda b, field=field: getattr(ps.predict(config.replace(beta=b)), field)
@@ -232,16 +232,16 @@ def test_fixed_point_and_stiffness_are_differentiable_in_beta():
 def test_population_mean_field_is_exact_for_identical_prompts():
     """D prompts that start alike share the mean loss: each moves with η/D, so the population's prediction is
     the single prompt's at η/D, and its expected mean reward is that prompt's curve."""
-    pop = ps.bandit_config(**BASE, eta=0.8, momentum=0.5, n_prompts=4)
-    one = ps.bandit_config(**BASE, eta=0.2, momentum=0.5)
+    pop = ps.bandit.config(**BASE, eta=0.8, momentum=0.5, n_prompts=4)
+    one = ps.bandit.config(**BASE, eta=0.2, momentum=0.5)
     a, b = ps.predict(pop).as_dict(), ps.predict(one).as_dict()
     for key in ("p_star", "stiffness", "damping_ratio", "spectral_radius", "eta_eff"):
         np.testing.assert_allclose(a[key], b[key], rtol=1e-12)
     np.testing.assert_allclose(ps.simulate(pop, 200).reward, ps.simulate(one, 200).reward, rtol=1e-12)
-    spread = ps.predict(ps.bandit_config(**(BASE | dict(p_ref=None)), n_prompts=4, difficulty=(1.0, 4.0), eta=0.8))
+    spread = ps.predict(ps.bandit.config(**(BASE | dict(p_ref=None)), n_prompts=4, difficulty=(1.0, 4.0), eta=0.8))
     assert np.isfinite(float(spread.damping_ratio))  # the mean-field oscillator of a spread population
     with pytest.raises(ps.PgrpoSimError, match="one class structure"):
-        ps.predict(ps.bandit_config(rewards=[[1, 0, 0], [1, 1, 0]], beta=0.5))
+        ps.predict(ps.bandit.config(rewards=[[1, 0, 0], [1, 1, 0]], beta=0.5))
 
 
 @pytest.mark.slow
@@ -250,7 +250,7 @@ def test_a_radius_within_rounding_of_one_is_undetermined_not_unstable():
     refuses the verdict (|r − 1| ≤ 4 eps) rather than calling the run unstable, float64 proves it stable."""
     config = dict(eta=1e-7, beta=0.1)
     with jax.enable_x64(False):  # the suite runs in float64 (conftest)
-        d = ps.predict(ps.bandit_config(**config)).as_dict()
+        d = ps.predict(ps.bandit.config(**config)).as_dict()
     assert not d["stable"] and d["reason"].startswith("spectral radius undetermined at this precision")
-    d64 = ps.predict(ps.bandit_config(**config)).as_dict()
+    d64 = ps.predict(ps.bandit.config(**config)).as_dict()
     assert d64["stable"] and 0 < 1 - d64["spectral_radius"] < 4 * np.finfo(np.float32).eps

@@ -36,8 +36,8 @@ import numpy as np
 
 from ..base.checks import check_choice, check_range
 from ..base.errors import PgrpoSimError
-from ..models import linear, theory
-from ..models.config import LAG_MODELS, BanditConfig, bandit_config
+from ..models import bandit, linear, theory
+from ..models.config import LAG_MODELS
 from ..models.hyperparameters import HYPERPARAMETERS, reference_mass
 from ..prediction import (
     continuous_lag,
@@ -339,7 +339,7 @@ def _integer_lag_curves(spec, ctx, grid: int, xtol: float) -> list[tuple[np.ndar
 
 def trace_boundary(
     kind: str,
-    point: Mapping[str, float] | BanditConfig,
+    point: Mapping[str, float] | bandit.Config,
     x: str,
     x_range: tuple[float, float],
     y: str,
@@ -356,7 +356,7 @@ def trace_boundary(
     """Trace the boundary `kind` (`KINDS`) in the (x, y) slice through `point` (see the module docstring).
 
     `point`: a mapping of oscillator parameters {eta, momentum, lag, stiffness} (axes among those; `lag_model`
-    says how the lag enters), or a `BanditConfig` (η in the bandit's units, η_eff = η·N/(c(N−c)); K from its
+    says how the lag enters), or a `bandit.Config` (η in the bandit's units, η_eff = η·N/(c(N−c)); K from its
     exact fixed point; its lag model, "none" read as stale lag 0 by the exact map; axes among eta, momentum,
     lag, beta, p_ref). `x_range`/`y_range`: the box; log coordinates by default for η, K and β (`log_x`/`log_y`
     override). `grid` lines per axis seed the tracing; `step` (largest continuation step) and `xtol`
@@ -366,13 +366,13 @@ def trace_boundary(
     Args:
         kind: the boundary, one of `KINDS`.
         point: the slice's fixed values: a mapping with eta (per step), momentum, lag (optimiser steps) and
-            stiffness (per unit η) for those not on an axis, or a `BanditConfig`.
-        x: the x axis, among `OSCILLATOR_AXES` (a mapping `point`) or `BANDIT_AXES` (a `BanditConfig`).
+            stiffness (per unit η) for those not on an axis, or a `bandit.Config`.
+        x: the x axis, among `OSCILLATOR_AXES` (a mapping `point`) or `BANDIT_AXES` (a `bandit.Config`).
         x_range: (low, high) of x in its units, low < high, low > 0 on a log scale, within the hyperparameter's
             domain.
         y: the y axis, as `x`; not `x`.
         y_range: (low, high) of y, as `x_range`.
-        lag_model: "none", "stale", "refresh" or "refresh_fresh" (a mapping `point`; a `BanditConfig` uses its
+        lag_model: "none", "stale", "refresh" or "refresh_fresh" (a mapping `point`; a `bandit.Config` uses its
             own).
         log_x: trace x in log coordinates; None: log for `LOG_AXES`.
         log_y: trace y in log coordinates; None: log for `LOG_AXES`.
@@ -426,7 +426,7 @@ def _slice(point, x, x_range, y, y_range, lag_model, log_x, log_y) -> tuple[_Spe
         if row is not None:  # the hyperparameter's own domain (μ < 1, p_ref in (0, 1), …)
             row.domain.check(f"{name} range", [a, b])
     scale = None
-    if isinstance(point, BanditConfig):
+    if isinstance(point, bandit.Config):
         for name in (x, y):
             if name not in BANDIT_AXES:
                 raise PgrpoSimError(f"axis {name!r} is not supported for a bandit (use {', '.join(BANDIT_AXES)})")
@@ -492,7 +492,7 @@ def phase_boundaries(dataset, x: str, y: str) -> dict[str, list[Curve]] | None:
         momentum and lag.
 
     Raises:
-        PgrpoSimError: as `trace_boundary`, or a sweep base that `bandit_config` refuses.
+        PgrpoSimError: as `trace_boundary`, or a sweep base that `bandit.config` refuses.
     """
     if not {x, y} <= {"eta", "momentum", "lag"}:
         return None
@@ -502,7 +502,7 @@ def phase_boundaries(dataset, x: str, y: str) -> dict[str, list[Curve]] | None:
     ranges = {n: (float(dataset[n].values.min()), float(dataset[n].values.max())) for n in (x, y)}
     if "lag" in (x, y):
         base["max_lag"] = int(ranges["lag"][1])
-    config = bandit_config(**base)
+    config = bandit.config(**base)
     logs = {n: spacing.get(n) == "log" for n in (x, y)}
     box = (x, ranges[x], y, ranges[y])
     return {kind: trace_boundary(kind, config, *box, log_x=logs[x], log_y=logs[y]) for kind in KINDS}

@@ -15,8 +15,8 @@ import jax.numpy as jnp
 from jax import Array
 
 from ..base.checks import check_range, check_steps
+from ..models import bandit
 from ..models.bandit import simulate
-from ..models.config import BanditConfig
 from ..prediction import constant_fixed_point, continuous_lag, oscillator, two_arm_reduction
 
 
@@ -106,7 +106,7 @@ def _outcomes_kernel(cfg2, fixed, fraction, smoothing, steps, checkpoint):
 
 
 def outcomes(
-    config: BanditConfig, steps: int, *, fraction: float = 0.9, smoothing: float = 0.02, checkpoint: bool = False
+    config: bandit.Config, steps: int, *, fraction: float = 0.9, smoothing: float = 0.02, checkpoint: bool = False
 ) -> Outcomes:
     """Differentiable outcomes (`Outcomes`) of `steps` expected-mode steps of `config` (its exact two-arm
     reduction, the same reward curve); `jax.grad` / `jax.jacfwd` work with respect to config's float leaves

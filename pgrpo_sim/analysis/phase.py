@@ -21,8 +21,8 @@ import numpy as np
 
 from ..base.errors import PgrpoSimError
 from ..base.regimes import DAMPING_TO_REGIME, Regime
-from ..models import linear, theory
-from ..models.config import bandit_config, check_settings
+from ..models import bandit, linear, theory
+from ..models.config import check_settings
 from ..models.hyperparameters import HYPERPARAMETERS, hyperparameter, set_hyperparameters
 from ..prediction import continuous_lag, discrete_lag, effective_eta, fixed_point_stiffness, two_arm_reduction
 
@@ -78,11 +78,11 @@ def predict_grid(dataset) -> PhasePrediction:
 
 def predict_cells(base: Mapping, coords: Mapping[str, np.ndarray]) -> PhasePrediction:
     """Predicted regimes at every cell of the grid `coords` (name → values, in dimension order) around the
-    `bandit_config` keyword arguments `base`; arrays shaped (len of each axis). Raises `PgrpoSimError` for a
+    `bandit.config` keyword arguments `base`; arrays shaped (len of each axis). Raises `PgrpoSimError` for a
     configuration the theory does not describe (e.g. Adam), before any sweep needs to run.
 
     Args:
-        base: `bandit_config` keyword arguments, the values fixed over the grid.
+        base: `bandit.config` keyword arguments, the values fixed over the grid.
         coords: hyperparameter name (`HYPERPARAMETERS`) → its 1-D grid values in that hyperparameter's units (η per
             step, lag in optimiser steps), in dimension order; at least one.
 
@@ -103,7 +103,7 @@ def predict_cells(base: Mapping, coords: Mapping[str, np.ndarray]) -> PhasePredi
     base = dict(base)
     if "lag" in dims:
         base["max_lag"] = int(np.max(coords["lag"]))
-    config = bandit_config(**base)
+    config = bandit.config(**base)
     fields = {k: [] for k in PhasePrediction._fields}
     for cell in cells:
         values = {d: int(v) if HYPERPARAMETERS[d].integer else float(v) for d, v in zip(dims, cell, strict=True)}

@@ -28,9 +28,8 @@ from ..base.checks import check_choice, check_range, check_seed, check_steps
 from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none
 from ..base.progress import Progress, report
-from ..models import linear
+from ..models import bandit, linear
 from ..models.bandit import simulate
-from ..models.config import BanditConfig
 from ..models.hyperparameters import DIFFERENTIABLE, HYPERPARAMETERS, INTEGER
 from ..prediction import (
     continuous_lag,
@@ -84,7 +83,7 @@ def _values_from_unit(problem: _Problem, u: Array, numeric) -> Array:
     return jnp.stack(out)
 
 
-def _evaluate(problem: _Problem, cfg2: BanditConfig, numeric, values: Array) -> dict[str, Array]:
+def _evaluate(problem: _Problem, cfg2: bandit.Config, numeric, values: Array) -> dict[str, Array]:
     """Penalised loss and read-outs at one point (hyperparameter values in config units)."""
     cfg = substitute(cfg2, dict(zip(problem.names, values, strict=True)), problem.scale)
     fixed = (numeric["x_star"], numeric["found"]) if "x_star" in numeric else None
@@ -302,7 +301,7 @@ def _setup(objective: str, settings: SearchSettings):
     return search_names, numeric
 
 
-def _outer_grid(config: BanditConfig, lags, group_sizes) -> list[tuple[dict[str, int], BanditConfig]]:
+def _outer_grid(config: bandit.Config, lags, group_sizes) -> list[tuple[dict[str, int], bandit.Config]]:
     """One configuration per combination of the integer outer grid (or just `config`)."""
     if lags is not None and config.lag_model == "none":
         raise PgrpoSimError("an outer grid of lags needs lag_model 'stale' or 'refresh'")
@@ -410,7 +409,7 @@ def _constraint_report(aux_at_best: dict, numeric) -> dict[str, Any]:
 
 def search(
     objective: str,
-    config: BanditConfig,
+    config: bandit.Config,
     *,
     restarts: int = OPTIMISER_DEFAULTS["restarts"],
     iterations: int = OPTIMISER_DEFAULTS["iterations"],
@@ -494,7 +493,7 @@ MAX_GRID_POINTS = 2**20
 
 def grid_search(
     objective: str,
-    config: BanditConfig,
+    config: bandit.Config,
     *,
     num: int = 64,
     **settings,
@@ -534,7 +533,7 @@ def grid_search(
     return result._replace(history={})
 
 
-def _numeric_arrays(numeric: dict, cfg2: BanditConfig, names: Sequence[str]) -> dict[str, Array]:
+def _numeric_arrays(numeric: dict, cfg2: bandit.Config, names: Sequence[str]) -> dict[str, Array]:
     """The numbers of a search as arrays, plus p* computed once when no searched name moves it (β, p_ref)."""
     out = {k: jnp.asarray(v, cfg2.eta.dtype) for k, v in numeric.items()}
     if not {"beta", "p_ref"} & set(names):

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from ..base.errors import PgrpoSimError
-from ..models.config import BanditConfig
+from ..models import bandit
 from ..models.hyperparameters import DIFFERENTIABLE, reference_mass
 from ..prediction import QUANTITIES, continuous_lag, eta_scale, oscillator, substitute, two_arm_reduction
 
@@ -91,7 +91,7 @@ def _sensitivity_kernel(cfg2, point, scale):
     return f(point), jax.jacfwd(f)(point)
 
 
-def sensitivities(config: BanditConfig, wrt: Sequence[str] = PARAMETERS) -> Sensitivities:
+def sensitivities(config: bandit.Config, wrt: Sequence[str] = PARAMETERS) -> Sensitivities:
     """Exact partial derivatives (`jax.jacfwd`) of p*, K, D, ζ, ω_n, τ* and the stationary variance D/(2GCK)
     with respect to η, μ, β, p_ref, clip and the continuous lag τ, at `config` (see `Sensitivities`).
 

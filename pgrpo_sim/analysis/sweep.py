@@ -29,8 +29,9 @@ from ..base.errors import PgrpoSimError
 from ..base.progress import progress_bar
 from ..base.runtime import RUN_BOUND_OPTIONS, interruptible
 from ..base.sharding import shard_batch
+from ..models import bandit
 from ..models.bandit import check_mode, initial_state, make_optimizer, rewards_are_binary, rollout_count, run, step
-from ..models.config import BanditConfig, bandit_config, check_settings
+from ..models.config import check_settings
 from ..models.hyperparameters import hyperparameter, set_hyperparameters
 from .summaries import summarize_curves
 from .sweep_grid import (
@@ -84,7 +85,7 @@ def _summarize_batch(curves, diverged, diverged_step, mode: str, decimate: int):
     return summary
 
 
-def _batch_curves(base: BanditConfig, params: dict, keys: jax.Array, steps: int, mode: str, binary: bool):
+def _batch_curves(base: bandit.Config, params: dict, keys: jax.Array, steps: int, mode: str, binary: bool):
     """Reward curves of a batch of configurations (`params`: (B,) per traced name), time-major, (T+1, B) or
     (T+1, B, seeds), with each run's divergence flag and step: the loop of `models.bandit.run` with the
     batch inside it, so each step writes one row of the curves in place (vmapping `run` itself writes them
@@ -130,7 +131,7 @@ def chunk_summaries(base, params, seed, steps, mode, decimate, batch, seeds, bin
     `seeds` runs of each from the PRNG seed `seed` (split here: eager key ops would compile apart).
 
     Args:
-        base: the static group's `BanditConfig`; `params` replace its traced hyperparameters.
+        base: the static group's `bandit.Config`; `params` replace its traced hyperparameters.
         params: traced hyperparameter name → its value per configuration, config units; (configurations,), the
             configurations a multiple of `jax.device_count()` × `batch`.
         seed: the sweep's PRNG seed; uint32 scalar (every configuration runs on the same keys).
@@ -169,7 +170,7 @@ run_chunk = jax.jit(
 the hook a test or benchmark wraps to interrupt or time the chunks."""
 
 
-def _reuse_rollouts(config: BanditConfig, mode: str) -> tuple[bool, int]:
+def _reuse_rollouts(config: bandit.Config, mode: str) -> tuple[bool, int]:
     """(binary, branches): expected-mode rollout reuse runs one branch per distinct rollout of its prompt
     (`models.bandit.rollout_count`), fewer when every reward is 0 or 1; every other run is one branch."""
     if mode != "expected" or config.lag_model != "refresh":
@@ -178,7 +179,7 @@ def _reuse_rollouts(config: BanditConfig, mode: str) -> tuple[bool, int]:
     return binary, rollout_count(config, binary)
 
 
-def _bytes_per_run(config: BanditConfig, steps: int, seeds: int, branches: int) -> int:
+def _bytes_per_run(config: bandit.Config, steps: int, seeds: int, branches: int) -> int:
     """Peak memory of one configuration while its batch runs (bytes): its reward curves (all seeds) and
     their summaries' temporaries, plus its state (one per seed, or per branch of expected-mode reuse)."""
     itemsize = np.dtype(config.rewards.dtype).itemsize
@@ -186,7 +187,7 @@ def _bytes_per_run(config: BanditConfig, steps: int, seeds: int, branches: int) 
     return int((steps + 1) * seeds * itemsize * 4 + state)
 
 
-def _chunk_shape(n: int, config: BanditConfig, settings: SweepSettings, branches: int):
+def _chunk_shape(n: int, config: bandit.Config, settings: SweepSettings, branches: int):
     """(configurations per chunk, configurations per vmapped batch) for a static group of n configurations.
     A chunk is a whole number of batches on every device; both depend on n, not on what is left to do, so a
     resumed sweep computes every chunk exactly as an uninterrupted one. Memory: a batch's curves and a chunk's
@@ -215,7 +216,7 @@ def run_sweep(base: dict, axes: Sequence[Axis], **options) -> xarray.Dataset:
     """Run the bandit at every grid point: `compute_sweep`, labelled.
 
     Args:
-        base: `bandit_config` keyword arguments of the fixed parameters.
+        base: `bandit.config` keyword arguments of the fixed parameters.
         axes: the grid, one `Axis` per swept parameter.
         **options: the keyword arguments of `compute_sweep` (out_dir, overwrite, … and the `SweepSettings`).
 
@@ -245,7 +246,7 @@ def compute_sweep(
     chunks are removed.
 
     Args:
-        base: `bandit_config` keyword arguments of the fixed parameters.
+        base: `bandit.config` keyword arguments of the fixed parameters.
         axes: the grid, one `Axis` per swept parameter (`parse_axis` reads "eta=log:0.001:1:50").
         out_dir: folder of the chunks and results; None: nothing is written.
         results_dir: write the results there instead (a caller's `StagedOutputs` folder, which moves them into
@@ -336,7 +337,7 @@ def check_sweep(
     without running or creating anything.
 
     Args:
-        base: `bandit_config` keyword arguments of the fixed parameters.
+        base: `bandit.config` keyword arguments of the fixed parameters.
         axes: the grid, one `Axis` per swept parameter.
         **settings: the fields of `SweepSettings`.
 
@@ -361,7 +362,7 @@ def output_bytes(
     from its values).
 
     Args:
-        base: `bandit_config` keyword arguments of the fixed parameters.
+        base: `bandit.config` keyword arguments of the fixed parameters.
         axes: the grid, one `Axis` per swept parameter.
         **settings: the fields of `SweepSettings`.
 
@@ -430,8 +431,8 @@ def _plan(base: dict, axes: Sequence[Axis], settings: SweepSettings):
     return spec, traced, static, configs
 
 
-def _group_configs(base: dict, traced: Sequence[Axis], static: Sequence[Axis]) -> list[BanditConfig]:
-    """One validated `BanditConfig` per combination of static axis values (every grid value range-checked)."""
+def _group_configs(base: dict, traced: Sequence[Axis], static: Sequence[Axis]) -> list[bandit.Config]:
+    """One validated `bandit.Config` per combination of static axis values (every grid value range-checked)."""
     for a in static:
         try:
             hyperparameter(a.name).check(np.asarray(a.values))
@@ -445,7 +446,7 @@ def _group_configs(base: dict, traced: Sequence[Axis], static: Sequence[Axis]) -
         if lag_axis is not None:
             fixed["max_lag"] = max(max(lag_axis.values), 0)
         try:
-            config = bandit_config(**fixed)
+            config = bandit.config(**fixed)
         except ValueError as exc:
             raise SweepError(str(exc)) from None
         _check_grid_values(traced, config)
@@ -468,7 +469,7 @@ class _Results:
         self.filled[index] = True
 
 
-def _check_grid_values(traced: Sequence[Axis], config: BanditConfig) -> None:
+def _check_grid_values(traced: Sequence[Axis], config: bandit.Config) -> None:
     """Validate every grid value eagerly: its range from the hyperparameter table (all values at once), and
     the configuration's cross-field rules (e.g. lag 0 without a lag model) at each float axis's extremes and at
     every value of an integer axis (a lag must be a multiple of the mini-batches)."""
@@ -483,7 +484,7 @@ def _check_grid_values(traced: Sequence[Axis], config: BanditConfig) -> None:
             raise SweepError(f"grid axis {a.spec!r}: {exc}") from None
 
 
-def _dtype(name: str, config: BanditConfig) -> np.dtype:
+def _dtype(name: str, config: bandit.Config) -> np.dtype:
     """The NumPy dtype of a traced axis's values (converted on the host: on the device each conversion compiles)."""
     return np.dtype(np.int32 if name == "lag" else config.rewards.dtype)
 

@@ -175,7 +175,7 @@ class SweepSpec:
     """Everything that determines a sweep's numbers (what a resumed run must match).
 
     Attributes:
-        base: `bandit_config` keyword arguments of the fixed parameters.
+        base: `bandit.config` keyword arguments of the fixed parameters.
         axes: each grid axis's spec text (`Axis.spec`), in the order given.
         steps: optimiser steps per run.
         mode: "expected" or "sampled".

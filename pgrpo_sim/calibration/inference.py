@@ -33,7 +33,7 @@ from ..base.errors import PgrpoSimError
 from ..base.progress import Progress, report
 from ..base.sharding import pad_to_devices, shard_batch
 from ..logs.readers import TrainingLog, check_log
-from ..models.config import BanditConfig
+from ..models import bandit
 from .model import (
     AFFINE_PARAMETERS,
     OBSERVABLES,
@@ -309,7 +309,7 @@ def fit_data(log: TrainingLog, run: RunConfig, fit_until: float | None, *, affin
     return first, until, used, skipped
 
 
-def _chi2_terms(theta, config: BanditConfig, reading: LogReading, data: dict) -> dict:
+def _chi2_terms(theta, config: bandit.Config, reading: LogReading, data: dict) -> dict:
     """Per observable: (weighted squared standardised residuals, weighted log variances); weight 0 is padding."""
     obs = population_observables(config, reading, theta)
     out = {}
@@ -320,7 +320,7 @@ def _chi2_terms(theta, config: BanditConfig, reading: LogReading, data: dict) ->
 
 
 @functools.partial(jax.jit, static_argnames="reading")
-def _neg_log_post(theta, config: BanditConfig, reading: LogReading, data: dict, prior: tuple) -> jax.Array:
+def _neg_log_post(theta, config: bandit.Config, reading: LogReading, data: dict, prior: tuple) -> jax.Array:
     """−log posterior of θ (up to a constant); jitted, so `_fit`'s uses (grid, BFGS, optima, Hessian) transform
     one trace of the population run instead of tracing it again each."""
     nll = sum(0.5 * jnp.sum(c + lv) for c, lv in _chi2_terms(theta, config, reading, data).values())
@@ -328,7 +328,7 @@ def _neg_log_post(theta, config: BanditConfig, reading: LogReading, data: dict, 
 
 
 @functools.partial(jax.jit, static_argnames="reading")
-def _fit(grid, config: BanditConfig, reading: LogReading, data: dict, prior: tuple):
+def _fit(grid, config: bandit.Config, reading: LogReading, data: dict, prior: tuple):
     """Score the grid by forward runs, run BFGS from its best `STARTS` points; (MAP, Hessian and gradient there,
     χ² per observable, whether every grid point diverged). The bandit is traced: runs that differ only in float keys
     (learning rate, β, ε, schedule lengths) share a compilation."""
@@ -507,7 +507,7 @@ class Band:
 
 
 @functools.partial(jax.jit, static_argnames="reading")
-def _observables(thetas, config: BanditConfig, reading: LogReading):
+def _observables(thetas, config: bandit.Config, reading: LogReading):
     """`population_observables` of each θ; the bandit is traced, so scenarios that change only its float leaves
     (learning rate, β, clip) share one compilation."""
     return jax.vmap(lambda theta: population_observables(config, reading, theta))(thetas)

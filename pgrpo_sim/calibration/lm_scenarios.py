@@ -76,7 +76,8 @@ def scenario(cal: Calibration, changes: Mapping[str, object], *, steps: int, lev
         PgrpoSimError: a scenario the level cannot run (`check_scenario`), or `steps`, `level` or `seed` out of
             its range.
     """
-    _check_band(steps, level, seed)
+    check_steps(steps)
+    _check_band(level, seed)
     run = check_scenario(cal.run, changes, cal.level)
     formats, rates, ceilings = cal.draw(cal.level.draws, np.random.default_rng(seed))
     rates = rates * run.learning_rate / cal.run.learning_rate
@@ -140,9 +141,8 @@ def _runs(run: RunConfig, cal: Calibration, formats, rates, steps: int, seed: in
     return lm.Run(readouts, None, diverged, diverged_step)
 
 
-def _check_band(steps: int, level: float, seed: int) -> None:
-    """A scenario's run length, band and seed, checked before any run."""
-    check_steps(steps)
+def _check_band(level: float, seed: int) -> None:
+    """A scenario's band and seed, checked before any run."""
     check_range("level", level, 0.0, 1.0, low_open=True, high_open=True)
     check_seed(seed)
 
@@ -153,21 +153,21 @@ def _nanmean(values) -> float | None:
 
 
 def what_if(
-    cal: Calibration,
+    calibration: Calibration,
     scenarios: list[Mapping[str, object]],
     *,
-    steps: int,
+    until: float,
     level: float = 0.8,
     seed: int = 0,
     progress: Progress | None = None,
 ) -> dict:
     """whatif.json's content on the level: the calibrated run itself (`baseline`) and one entry per scenario
-    (`scenario`), each over `steps` GRPO steps.
+    (`scenario`), each to the logged step `until` (`Calibration.grpo_steps` GRPO steps).
 
     Args:
-        cal: the calibrated level.
+        calibration: the calibrated level.
         scenarios: one mapping of run-config changes per scenario (keys from `LEVEL_KEYS`).
-        steps: GRPO steps per run; integer ≥ 1.
+        until: the last logged step simulated; ≥ `calibration.first_step`.
         level: the bands' central probability; in (0, 1).
         seed: seed of every scenario's posterior draws and runs (the same draws for each); integer ≥ 0.
         progress: told each scenario as it starts (`base.progress`); None: silent.
@@ -177,21 +177,24 @@ def what_if(
         scenario its summary with its changes as `set`}; rewards in the log's units (reward / `reward_scale`).
 
     Raises:
-        PgrpoSimError: as `scenario`, before any run: every scenario is checked first.
+        PgrpoSimError: as `scenario`, or `until` before the log's first step; before any run: every scenario
+            is checked first.
     """
-    _check_band(steps, level, seed)
+    _check_band(level, seed)
     for changes in scenarios:
-        check_scenario(cal.run, changes, cal.level)
+        check_scenario(calibration.run, changes, calibration.level)
+    check_range("until", until, calibration.first_step)
+    steps = calibration.grpo_steps(until)
     total = len(scenarios) + 1
-    report(progress, f"the calibrated run on the level (1/{total}, {cal.level.draws} runs)")
+    report(progress, f"the calibrated run on the level (1/{total}, {calibration.level.draws} runs)")
     out: dict[str, object] = dict(
-        band=level, model="lm", baseline=scenario(cal, {}, steps=steps, level=level, seed=seed)
+        band=level, model="lm", baseline=scenario(calibration, {}, steps=steps, level=level, seed=seed)
     )
     entries = []
     for i, changes in enumerate(scenarios):
         label = ", ".join(f"{k}={v}" for k, v in changes.items())
-        report(progress, f"scenario {i + 1}, {label} ({i + 2}/{total}, {cal.level.draws} runs)")
-        entries.append(dict(set=dict(changes), **scenario(cal, changes, steps=steps, level=level, seed=seed)))
+        report(progress, f"scenario {i + 1}, {label} ({i + 2}/{total}, {calibration.level.draws} runs)")
+        entries.append(dict(set=dict(changes), **scenario(calibration, changes, steps=steps, level=level, seed=seed)))
     out["scenarios"] = entries
     return out
 
@@ -217,21 +220,21 @@ def band(cal: Calibration, entry: Mapping) -> Band:
     return Band(steps, mean, lo, hi, band["level"], bool(diverged.all()), float(diverged.mean()))
 
 
-def forecast(log: TrainingLog, cal: Calibration, *, until: float, level: float = 0.8, seed: int = 0) -> dict:
+def forecast(log: TrainingLog, calibration: Calibration, *, until: float, level: float = 0.8, seed: int = 0) -> dict:
     """forecast.json's content on the level: the calibrated run's band to the logged step `until` and its score on
     the log's rewards after the fit window.
 
     Args:
-        log: the training log `cal` was fitted on (its rewards after `cal.fit_until` are held out).
-        cal: the calibrated level.
-        until: the last logged step forecast; ≥ `cal.first_step`.
+        log: the training log `calibration` was fitted on (its rewards after `calibration.fit_until` are held out).
+        calibration: the calibrated level.
+        until: the last logged step forecast; ≥ `calibration.first_step`.
         level: the band's central probability; in (0, 1).
         seed: seed of the posterior draws and the runs; integer ≥ 0.
 
     Returns:
         {"model": "lm", "band": `level`, "until", "fit_until" (logged steps), "collapse_probability" and
         "collapse_probability_stderr" (the share of the level's runs that collapse by `until`: the run's own
-        foresight), "verdict", "forecast": the calibrated run's `scenario` summary over `cal.grpo_steps(until)`
+        foresight), "verdict", "forecast": the calibrated run's `scenario` summary over `calibration.grpo_steps(until)`
         GRPO steps, "heldout"}: `heldout` scores the band on
         the log's rewards at the logged steps in (`fit_until`, `until`]: `n` (those steps), `mae` (mean absolute
         error of the band's mean, in the log's units: reward / `reward_scale`) and `coverage` (the share of
@@ -240,14 +243,14 @@ def forecast(log: TrainingLog, cal: Calibration, *, until: float, level: float =
     Raises:
         PgrpoSimError: as `scenario`, or `until` before the log's first step.
     """
-    check_range("until", until, cal.first_step)
-    entry = scenario(cal, {}, steps=cal.grpo_steps(until), level=level, seed=seed)
+    check_range("until", until, calibration.first_step)
+    entry = scenario(calibration, {}, steps=calibration.grpo_steps(until), level=level, seed=seed)
     steps, values = log.series("reward")
-    values = np.asarray(values, float) / cal.run.reward_scale
-    held = (steps > cal.fit_until) & (steps <= until)
+    values = np.asarray(values, float) / calibration.run.reward_scale
+    held = (steps > calibration.fit_until) & (steps <= until)
     heldout = None
     if np.any(held):
-        index = cal.grpo_index(steps[held])
+        index = calibration.grpo_index(steps[held])
         mean, lo, hi = (np.asarray(entry["band"][k])[index] for k in ("mean", "lower", "upper"))
         inside = (values[held] >= lo) & (values[held] <= hi)
         mae = float(np.mean(np.abs(values[held] - mean)))
@@ -256,7 +259,7 @@ def forecast(log: TrainingLog, cal: Calibration, *, until: float, level: float =
         model="lm",
         band=level,
         until=until,
-        fit_until=cal.fit_until,
+        fit_until=calibration.fit_until,
         collapse_probability=entry["collapse_probability"],
         collapse_probability_stderr=entry["collapse_probability_stderr"],
         verdict=entry["verdict"],

@@ -37,8 +37,8 @@ from jax import Array
 from ..base.checks import check_choice, check_range, check_seed, check_steps
 from ..base.errors import PgrpoSimError
 from ..logs.readers import FORMATS, TrainingLog, tidy
+from ..models import bandit
 from ..models.bandit import simulate
-from ..models.config import BanditConfig, bandit_config
 from ..models.grpo import SCALE_REWARDS
 from .run_config import RunConfig, check_run_config
 
@@ -156,17 +156,17 @@ class PopulationModel:
         rollout = np.arange(self.steps + 1) * self.optimizer_steps_per_logged // self.run.steps_per_rollout
         return rollout * self.epochs
 
-    def config(self) -> BanditConfig:
+    def config(self) -> bandit.Config:
         """One prompt's bandit at p_0 = ½ and s = 1 (`population_observables` sets both from θ).
 
         Returns:
-            A `BanditConfig` with η = learning_rate × steps_per_generation per model step, and warm-up and decay
+            A `bandit.Config` with η = learning_rate × steps_per_generation per model step, and warm-up and decay
             lengths in model steps.
         """
         run, epochs = self.run, self.epochs
         clip = run.clip or NO_CLIP
         rollouts = lambda logged: logged * self.optimizer_steps_per_logged / run.steps_per_rollout
-        return bandit_config(
+        return bandit.config(
             p_ref=0.5,
             eta=run.learning_rate * run.steps_per_generation,
             beta=run.beta,
@@ -223,7 +223,7 @@ def prompt_starts(prompts: int, theta: Array) -> Array:
     return jnp.stack([jax.nn.log_sigmoid(x), jax.nn.log_sigmoid(-x)], -1)[:, None, :]
 
 
-def population_observables(config: BanditConfig, reading: LogReading, theta: Array) -> Observables:
+def population_observables(config: bandit.Config, reading: LogReading, theta: Array) -> Observables:
     """`PopulationModel.observables` from its parts: `config` (`PopulationModel.config()`, whose float leaves —
     learning rate, β, clip, schedule lengths — may be traced, so run configs that differ only there share a
     compilation) and `reading`.
@@ -335,7 +335,7 @@ def synthetic_log(run: RunConfig, theta, steps: int, *, seed: int = 0, scale: fl
     rewards = np.zeros((dataset, 2))
     rewards[:learnable, 0] = 1.0
     one = model.config()
-    config = bandit_config(
+    config = bandit.config(
         n_prompts=dataset,
         rewards=rewards,
         init_logits=np.stack([-np.logaddexp(0, -x), -np.logaddexp(0, x)], -1),

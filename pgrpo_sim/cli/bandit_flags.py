@@ -1,6 +1,6 @@
 """The bandit's flags, shared by `simulate`, `sweep`, `phase-diagram`, `predict` and `tune` (short names and TRL
-`GRPOConfig` names), and the `BanditConfig` they describe. Defaults and choices come from the model layer's tables
-(`BANDIT_DEFAULTS`, `LAG_MODELS`, `ADVANTAGES`, `KL_KINDS`, `OPTIMIZERS`), help texts and ranges of the
+`GRPOConfig` names), and the `bandit.Config` they describe. Defaults and choices come from the model layer's tables
+(`bandit.DEFAULTS`, `LAG_MODELS`, `ADVANTAGES`, `KL_KINDS`, `OPTIMIZERS`), help texts and ranges of the
 hyperparameters from `models.hyperparameters.HYPERPARAMETERS`."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import argparse
 
 import numpy as np
 
-from ..models.config import BANDIT_DEFAULTS, KL_KINDS, LAG_MODELS, OPTIMIZERS
+from ..models import bandit
+from ..models.config import KL_KINDS, LAG_MODELS, OPTIMIZERS
 from ..models.grpo import ADVANTAGES, SCALE_REWARDS, TOKEN_AGGREGATIONS
 from ..models.hyperparameters import HYPERPARAMETERS
 from .common import UsageError, finite_float, integer
@@ -31,8 +32,8 @@ def _help(name: str, note: str = "") -> str:
 
 
 def add_bandit_args(p: argparse.ArgumentParser) -> None:
-    """The bandit's flags under their short and TRL names (the defaults are `bandit_config`'s)."""
-    a, D = p.add_argument, BANDIT_DEFAULTS
+    """The bandit's flags under their short and TRL names (the defaults are `bandit.config`'s)."""
+    a, D = p.add_argument, bandit.DEFAULTS
     a("--arms", type=integer, default=D["n_arms"], help="number of arms N (>= 2)")
     a("--correct", type=integer, default=D["n_correct"], help="number of correct arms c in [1, N-1]")
     a("--p-ref", type=finite_float, default=D["p_ref"], help=_help("p_ref", "(= KL reference)"))
@@ -162,7 +163,7 @@ def _loss_type(text: str) -> str:
 
 def population_args(args: argparse.Namespace) -> dict:
     """Advantage kind, the start (p_ref or a difficulty distribution), batch size and dynamic sampling."""
-    advantage = args.advantage or BANDIT_DEFAULTS["advantage"]
+    advantage = args.advantage or bandit.DEFAULTS["advantage"]
     if args.scale_rewards is not None:
         advantage = SCALE_REWARDS[args.scale_rewards]
         if args.advantage not in (None, advantage):
@@ -230,11 +231,11 @@ def refuse_unused_seeds(args: argparse.Namespace) -> None:
 
 
 def config_from_flags(args: argparse.Namespace):
-    """The `BanditConfig` the bandit flags describe (checked as `models.config.bandit_config` checks it)."""
-    from ..models.config import bandit_config
+    """The `bandit.Config` the bandit flags describe (checked as `models.config.config` checks it)."""
+    from ..models import bandit
 
     check_clip_order(args.clip, args.clip_high)
-    return bandit_config(
+    return bandit.config(
         n_arms=args.arms,
         n_correct=args.correct,
         n_prompts=args.prompts,

@@ -128,12 +128,12 @@ LIBRARY_PATTERNS = ((re.compile(r": reward=(\S+) reads it"), r": --column reward
 """The same for a keyword with a value the message names (`re.sub` pattern → replacement)."""
 
 PARAMETER_FLAGS = {"n_arms": "--arms", "n_correct": "--correct", "n_prompts": "--prompts"}
-"""`bandit_config` parameters whose flag is not their name."""
+"""`bandit.config` parameters whose flag is not their name."""
 
 
 def cli_wording(message: str) -> str:
     """A library message (an error, a note) as the command line shows it: the Python keywords of `LIBRARY_WORDING`
-    replaced by their flags, and a leading `bandit_config` parameter whose flag is not its name followed by the flag
+    replaced by their flags, and a leading `bandit.config` parameter whose flag is not its name followed by the flag
     ("n_arms (--arms) must be ...")."""
     for library, flag in LIBRARY_WORDING:
         message = message.replace(library, flag)

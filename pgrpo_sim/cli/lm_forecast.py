@@ -109,9 +109,7 @@ def lm_what_if_command(
     cal = _calibrate(args, log, run, fit_until, progress, why)
     steps = log.series("reward")[0]
     until = float(steps[-1]) if args.steps is None else float(steps[0]) + args.steps - 1
-    result = lm_scenarios.what_if(
-        cal, scenarios, steps=cal.grpo_steps(until), level=args.band, seed=args.seed, progress=progress
-    )
+    result = lm_scenarios.what_if(cal, scenarios, until=until, level=args.band, seed=args.seed, progress=progress)
     with staged_outputs() as staged:
         write_lm_whatif(log, cal, result, claim(staged, WHATIF_OUTPUTS))
     rows = [("calibrated run", result["baseline"])] + [

@@ -51,7 +51,7 @@ def refuse_flags_setting(args: argparse.Namespace, name: str, role: str) -> None
 
 
 def _sweep_base(args: argparse.Namespace, axes) -> dict:
-    """bandit_config keyword arguments for the parameters that are not grid axes (explicit flags only for
+    """bandit.config keyword arguments for the parameters that are not grid axes (explicit flags only for
     optional ones)."""
     base = {
         "n_arms": args.arms,

@@ -1,4 +1,4 @@
-"""Four failure-mode read-outs of a GRPO run, from a real log (`TrainingLog`) or a simulation (`BanditRun`).
+"""Four failure-mode read-outs of a GRPO run, from a real log (`TrainingLog`) or a simulation (`bandit.Run`).
 
 Each read-out is a time series with a threshold and a flag; a flag fires when its condition holds on
 `PERSIST` consecutive points (its `first_step` is the first of them), except a non-finite value, which
@@ -49,7 +49,7 @@ from .laws import smooth, smoothing_window
 from .readers import TrainingLog, from_run
 
 if TYPE_CHECKING:  # a run is converted by `from_run`, which reads it by name: no need to load the bandit (optax)
-    from ..models.bandit import BanditRun
+    from ..models import bandit
 
 PERSIST = 3
 """Consecutive points a condition must hold for to fire."""
@@ -83,7 +83,7 @@ PROVOKED = {
     # τ = 4 beyond the critical lag τ* = 2.13 (predict: C = −0.40, Floquet radius 1.05): a large limit cycle
     "instability": dict(n_arms=10, n_correct=1, p_ref=0.1, eta=2.0, beta=0.5, lag_model="stale", lag=4, group_size=16),
 }
-"""`bandit_config` arguments of one bandit run that provokes each failure mode (600 steps)."""
+"""`bandit.config` arguments of one bandit run that provokes each failure mode (600 steps)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,25 +157,25 @@ class Diagnosis:
         return dict(first=self.first(), **{r.name: r.as_dict() for r in self.readouts})
 
 
-def diagnose(source: TrainingLog | BanditRun, *, window: int | None = None) -> Diagnosis:
-    """All four read-outs of a `TrainingLog` or a `BanditRun` (converted by `logs.from_run`), smoothing over
+def diagnose(source: TrainingLog | bandit.Run, *, window: int | None = None) -> Diagnosis:
+    """All four read-outs of a `TrainingLog` or a `bandit.Run` (converted by `logs.from_run`), smoothing over
     `window` points (default `laws.smoothing_window` of the number of rows).
 
     Args:
-        source: a `TrainingLog`, or a `BanditRun` (expected or sampled; a sampled run is averaged over seeds).
+        source: a `TrainingLog`, or a `bandit.Run` (expected or sampled; a sampled run is averaged over seeds).
         window: smoothing window; points (rows of the log); integer ≥ 1; None: `laws.smoothing_window(rows)`.
 
     Returns:
         `Diagnosis`.
 
     Raises:
-        PgrpoSimError: `window` is not an integer ≥ 1, or `source` is neither a `TrainingLog` nor a `BanditRun`
+        PgrpoSimError: `window` is not an integer ≥ 1, or `source` is neither a `TrainingLog` nor a `bandit.Run`
             (e.g. a path).
     """
     check_range("window", window, 1, integer=True)
     if isinstance(source, (str, Path)) or source is None:
         raise PgrpoSimError(
-            "source must be a TrainingLog or a BanditRun (read a file with read_log(path)), got "
+            "source must be a TrainingLog or a ps.bandit.Run (read a file with read_log(path)), got "
             f"{type(source).__name__}"
         )
     log = source if isinstance(source, TrainingLog) else from_run(source)

@@ -128,7 +128,7 @@ def identify_stiffness(
 ) -> StiffnessEstimates:
     """K three ways from one reward curve (η = η_eff for a bandit; see `pgrpo_sim.prediction`).
 
-    `config` (a `BanditConfig`) enables (a), the exact Jacobian via `predict`. (b) and (c) use only the
+    `config` (a `bandit.Config`) enables (a), the exact Jacobian via `predict`. (b) and (c) use only the
     curve; (c) starts the fit at step `fit_start` (skip the nonlinear start to fit near p*).
 
     Args:
@@ -136,7 +136,7 @@ def identify_stiffness(
         eta: learning rate η (η_eff for a bandit); per step, > 0.
         momentum: heavy-ball momentum μ; in [0, 1).
         lag: continuous off-policy lag τ of the fit (c); optimiser steps, ≥ 0.
-        config: the `BanditConfig` that produced the curve, for (a); None: `exact` is NaN.
+        config: the `bandit.Config` that produced the curve, for (a); None: `exact` is NaN.
         early_steps: points of the early slope (b); integer in [2, T].
         fit_start: first step fitted by (c); integer in [0, T − 3].
 

@@ -1,6 +1,6 @@
 """Bandit configuration: static structure plus hyperparameters as traced pytree leaves.
 
-`BanditConfig` is an `equinox.Module`. Fields that set array shapes or code paths (group size, lag
+`Config` is an `equinox.Module`. Fields that set array shapes or code paths (group size, lag
 model, buffer length, KL estimator, optimiser) are static; everything else (η, μ, β, clip ranges, lag,
 rewards, initial logits, and the advantage kind as its int32 `advantage_code`) is a JAX array leaf, so
 `jax.vmap` sweeps it and a second `simulate` call with other values does not recompile.
@@ -39,7 +39,7 @@ over the arms."""
 OPTIMIZERS = ("sgd", "nesterov", "adam")
 """optax optimisers on the logits: heavy-ball SGD, Nesterov, Adam (`models.bandit.make_optimizer`)."""
 DEFAULT_P_REF = 0.2
-"""The class-symmetric start's correct mass where `bandit_config` is given no start (p_ref, init_logits, difficulty)."""
+"""The class-symmetric start's correct mass where `config` is given no start (p_ref, init_logits, difficulty)."""
 MAX_GROUP_SIZE = 4096
 """Largest group G: real GRPO groups hold a few to a few hundred completions, and the enumerations' int32 index
 arithmetic overflows from G ≈ 46341 (G² > 2³¹)."""
@@ -118,21 +118,21 @@ LEAF_RANGES: Mapping[str, Interval] = MappingProxyType(
         "adv_eps": Interval(0.0),
     }
 )
-"""Allowed range of each real-valued hyperparameter leaf: checked eagerly by `BanditConfig.__check_init__`, masked
+"""Allowed range of each real-valued hyperparameter leaf: checked eagerly by `Config.__check_init__`, masked
 in-jit by `bandit.valid_hyperparameters`, and read by `hyperparameters.HYPERPARAMETERS`. (The lag's range depends
 on the lag model, the advantage code's on `ADVANTAGES`: both are checked where they are set.) Read-only: one
 table serves all three, so changing it would change what each accepts."""
 
 
-class BanditConfig(eqx.Module):
-    """A softmax-bandit GRPO run (docs/design.md §3). Build it with `bandit_config`, not directly.
+class Config(eqx.Module):
+    """A softmax-bandit GRPO run (docs/design.md §3). Build it with `config`, not directly.
 
     D prompts (independent bandits sharing the hyperparameters) of N arms each. Static fields (marked "static"
     below) set array shapes or code paths and are part of the pytree structure, as is whether an optional leaf is
     None (off); every other field is a traced JAX array leaf, so `jax.vmap` sweeps it (a leading axis per leaf
     under a sweep; the shapes below are one configuration's) and a run with other values reuses the compiled
     code. Scalar leaves are 0-d (the real-valued ones in the float dtype of `rewards` when built by
-    `bandit_config`, the integer ones int32). Ranges are checked eagerly by `__check_init__` (on construction and
+    `config`, the integer ones int32). Ranges are checked eagerly by `__check_init__` (on construction and
     `replace`, for concrete values; `LEAF_RANGES` for the real-valued ones) and masked in jit by
     `bandit.valid_hyperparameters`.
 
@@ -140,7 +140,7 @@ class BanditConfig(eqx.Module):
         rewards: leaf, (D, N) float in [0, 1]: the Bernoulli success probability of each prompt's arms (0/1 for
             binary rewards).
         init_logits: leaf, (D, N) float, finite (nats): θ_0, the start and the KL reference π_ref = softmax(θ_0)
-            (reference sync moves the run's copy, `BanditState.ref_logits`, not this field).
+            (reference sync moves the run's copy, `State.ref_logits`, not this field).
         true_rewards: leaf, (D, N) float in [0, 1]: a second reward table, read out as `true_reward` and not
             trained on (reward-hacking studies); None: no such read-out.
         eta: leaf, 0-d float > 0: learning rate η, the optimiser's step size (times the schedule's factor).
@@ -285,41 +285,43 @@ class BanditConfig(eqx.Module):
         """Arms per prompt, N (columns of `rewards`)."""
         return self.rewards.shape[1]
 
-    def replace(self, **changes) -> BanditConfig:
+    def replace(self, **changes) -> Config:
         """A copy with fields changed (validated when the new values are concrete)."""
         return dataclasses.replace(self, **changes)
 
 
 def check_config(config, name: str = "config") -> None:
-    """Raise `PgrpoSimError` unless `config` is a `BanditConfig` (a dict or a number is a common slip).
+    """Raise `PgrpoSimError` unless `config` is a `Config` (a dict or a number is a common slip).
 
     Args:
         config: the value to check.
         name: how the message names it (default "config").
 
     Raises:
-        PgrpoSimError: if `config` is not a `BanditConfig`.
+        PgrpoSimError: if `config` is not a `Config`.
     """
-    if not isinstance(config, BanditConfig):
-        raise PgrpoSimError(f"{name} must be a BanditConfig (build it with bandit_config), got {type(config).__name__}")
+    if not isinstance(config, Config):
+        raise PgrpoSimError(
+            f"{name} must be a ps.bandit.Config (build it with ps.bandit.config), got {type(config).__name__}"
+        )
 
 
 def check_settings(settings, name: str = "base") -> None:
-    """Raise `PgrpoSimError` unless `settings` is a mapping of `bandit_config`'s keyword arguments.
+    """Raise `PgrpoSimError` unless `settings` is a mapping of `config`'s keyword arguments.
 
     Args:
         settings: the value to check, a mapping of keyword → value (values are not checked here).
         name: how the message names it (default "base").
 
     Raises:
-        PgrpoSimError: if `settings` is not a mapping or names a keyword `bandit_config` does not take.
+        PgrpoSimError: if `settings` is not a mapping or names a keyword `config` does not take.
     """
     if not isinstance(settings, Mapping):
-        raise PgrpoSimError(f"{name} must be a mapping of bandit_config settings, got {type(settings).__name__}")
-    known = inspect.signature(bandit_config).parameters
+        raise PgrpoSimError(f"{name} must be a mapping of ps.bandit.config settings, got {type(settings).__name__}")
+    known = inspect.signature(config).parameters
     unknown = sorted(set(settings) - set(known))
     if unknown:
-        raise PgrpoSimError(f"unknown bandit_config setting {unknown[0]!r} in {name} (known: {', '.join(known)})")
+        raise PgrpoSimError(f"unknown ps.bandit.config setting {unknown[0]!r} in {name} (known: {', '.join(known)})")
 
 
 def class_symmetric_logits(n_arms: int, n_correct: int, p_ref: ArrayLike) -> Array:
@@ -352,7 +354,7 @@ def _symmetric_start(n_arms: int, n_correct: int, p_ref: Array) -> Array:
     return jnp.where(correct, jnp.log(p_ref / n_correct), jnp.log((1 - p_ref) / (n_arms - n_correct)))
 
 
-def bandit_config(
+def config(
     *,
     n_arms: int = 2,
     n_correct: int = 1,
@@ -387,8 +389,8 @@ def bandit_config(
     lr_schedule: str = "constant",
     warmup_steps: ArrayLike = 0,
     decay_steps: ArrayLike | None = None,
-) -> BanditConfig:
-    """Build and validate a `BanditConfig`.
+) -> Config:
+    """Build and validate a `Config`.
 
     Rewards and start: either `n_correct` binary-correct arms out of `n_arms` (the first ones), with a
     class-symmetric start of correct mass `p_ref` or the start `init_logits`, or explicit `rewards` with
@@ -465,7 +467,7 @@ def bandit_config(
             >= 1 and >= `warmup_steps`; required by those two, unused by the others (None: stored as 1).
 
     Returns:
-        The validated `BanditConfig`: rewards, init_logits and true_rewards of shape (D, N), scalar leaves 0-d, in
+        The validated `Config`: rewards, init_logits and true_rewards of shape (D, N), scalar leaves 0-d, in
         the float dtype of rewards and init_logits (float32 unless x64).
 
     Raises:
@@ -473,7 +475,7 @@ def bandit_config(
             where one number is needed, shapes that disagree (n_prompts and the rows of rewards, p_ref's length,
             arms), or arguments that exclude each other (p_ref with difficulty, init_logits or explicit rewards;
             "linear" or "cosine" without decay_steps, or warmup_steps > decay_steps), and for every check of
-            `BanditConfig`.
+            `Config`.
     """
     if rewards is not None and np.ndim(rewards) == 2:  # one row of rewards per prompt
         if n_prompts not in (None, np.shape(rewards)[0]):
@@ -529,7 +531,7 @@ def bandit_config(
             return jnp.broadcast_to(x, shape)
         return jax.device_put(np.broadcast_to(np.asarray(x), shape))  # on the host: eagerly, broadcasting compiles
 
-    def scalar(x):  # None and text go through, for `BanditConfig` to refuse or accept by name
+    def scalar(x):  # None and text go through, for `Config` to refuse or accept by name
         x = _as_float(x)
         return x.astype(dtype) if isinstance(x, jax.Array) else x
 
@@ -537,7 +539,7 @@ def bandit_config(
     check_range("lag", lag, 0, integer=True)
     if max_lag is None:
         max_lag = int(np.max(lag)) if is_concrete(lag) else 0
-    return BanditConfig(
+    return Config(
         rewards=per_prompt(rewards, "rewards"),
         init_logits=per_prompt(init_logits, "init_logits"),
         true_rewards=None if true_rewards is None else per_prompt(true_rewards, "true_rewards"),
@@ -569,9 +571,9 @@ def bandit_config(
     )
 
 
-BANDIT_DEFAULTS: Mapping[str, object] = MappingProxyType(
-    {name: p.default for name, p in inspect.signature(bandit_config).parameters.items()}
+DEFAULTS: Mapping[str, object] = MappingProxyType(
+    {name: p.default for name, p in inspect.signature(config).parameters.items()}
     | {"p_ref": DEFAULT_P_REF, "n_prompts": 1}
 )
-"""`bandit_config`'s defaults by keyword, with the two it computes from other arguments as they are on their own: the
+"""`config`'s defaults by keyword, with the two it computes from other arguments as they are on their own: the
 class-symmetric start's p_ref and one prompt (the command line's flags take their defaults from here)."""

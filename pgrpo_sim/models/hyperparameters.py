@@ -1,4 +1,4 @@
-"""The one table of the bandit's hyperparameters, and the one way a value enters a `BanditConfig`.
+"""The one table of the bandit's hyperparameters, and the one way a value enters a `Config`.
 
 Every consumer — sweeps and phase diagrams, sensitivities and search, boundaries, figures and the command
 line — reads names, allowed ranges, scales and labels from `HYPERPARAMETERS` and substitutes values with
@@ -17,7 +17,7 @@ import numpy as np
 
 from ..base.checks import Interval, check_scalar, is_concrete
 from ..base.errors import PgrpoSimError
-from .config import LEAF_RANGES, MAX_GROUP_SIZE, BanditConfig, check_config
+from .config import LEAF_RANGES, MAX_GROUP_SIZE, Config, check_config
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -29,7 +29,7 @@ class Hyperparameter:
         domain: the allowed range (`base.checks.Interval`; the config leaf's own, `config.LEAF_RANGES`, where the
             hyperparameter is one).
         label: axis label with units.
-        field: the `BanditConfig` field it maps into (see `set_hyperparameters`); default: `name`.
+        field: the `Config` field it maps into (see `set_hyperparameters`); default: `name`.
         traced: a traced config leaf (one compilation serves every value; `vmap`/`grad` work), else static
             structure (each value compiles its own program).
         integer: takes integer values.
@@ -133,18 +133,18 @@ def hyperparameter(name: str) -> Hyperparameter:
     return HYPERPARAMETERS[name]
 
 
-def reference_mass(config: BanditConfig):
+def reference_mass(config: Config):
     """p_ref: the correct mass of the start θ_0 (which is also the KL reference), averaged over prompts; arms
     with reward 1 count as correct. Works on tracers.
 
     Args:
-        config: the configuration (`BanditConfig`; rewards and init_logits of shape (P, N)).
+        config: the configuration (`Config`; rewards and init_logits of shape (P, N)).
 
     Returns:
         p_ref, a probability in [0, 1]: 0-d float array.
 
     Raises:
-        PgrpoSimError: if `config` is not a `BanditConfig`.
+        PgrpoSimError: if `config` is not a `Config`.
     """
     check_config(config)
     pi = jnp.exp(config.init_logits - jnp.max(config.init_logits, axis=-1, keepdims=True))
@@ -171,7 +171,7 @@ def symmetric_logits(rewards, p_ref):
     return jnp.where(correct, jnp.log(p / c), jnp.log((1 - p) / (n - c)))
 
 
-def set_hyperparameters(config: BanditConfig, values: Mapping[str, Any]) -> BanditConfig:
+def set_hyperparameters(config: Config, values: Mapping[str, Any]) -> Config:
     """`config` with hyperparameters replaced by name (`HYPERPARAMETERS`); traced values allowed.
 
     `clip` sets ε_low, and ε_high too where the configuration has ε_high = ε_low (a `clip_high` value, if
@@ -180,15 +180,15 @@ def set_hyperparameters(config: BanditConfig, values: Mapping[str, Any]) -> Band
     concrete integer. Concrete values are range-checked (`Hyperparameter.check`).
 
     Args:
-        config: the configuration to change (`BanditConfig`); it is not modified.
+        config: the configuration to change (`Config`); it is not modified.
         values: mapping of hyperparameter names (`HYPERPARAMETERS`) to single numbers, concrete or traced, in the
             units of each row's `label` (η per optimiser step, lag in optimiser steps, p_ref a probability, ...).
 
     Returns:
-        A new `BanditConfig`, validated where the new values are concrete.
+        A new `Config`, validated where the new values are concrete.
 
     Raises:
-        PgrpoSimError: if `config` is not a `BanditConfig`, `values` is not a mapping, a name is unknown, a value is
+        PgrpoSimError: if `config` is not a `Config`, `values` is not a mapping, a name is unknown, a value is
             not a single number or (concretely) out of range, p_ref is given with concrete rewards that are not 0/1,
             or the changed configuration is invalid (e.g. a stale lag above max_lag).
     """
@@ -218,16 +218,16 @@ def set_hyperparameters(config: BanditConfig, values: Mapping[str, Any]) -> Band
     return config.replace(**changes)
 
 
-def with_hyperparameters(config: BanditConfig, **values: Any) -> BanditConfig:
+def with_hyperparameters(config: Config, **values: Any) -> Config:
     """`set_hyperparameters` with keyword arguments, e.g. to differentiate with respect to p_ref:
     `jax.grad(lambda p: outcomes(with_hyperparameters(cfg, p_ref=p), 500).final_reward)(0.2)`.
 
     Args:
-        config: the configuration to change (`BanditConfig`); it is not modified.
+        config: the configuration to change (`Config`); it is not modified.
         **values: hyperparameter names (`HYPERPARAMETERS`) as keywords, values as in `set_hyperparameters`.
 
     Returns:
-        A new `BanditConfig`, as `set_hyperparameters`.
+        A new `Config`, as `set_hyperparameters`.
 
     Raises:
         PgrpoSimError: as `set_hyperparameters`.

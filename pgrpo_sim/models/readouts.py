@@ -2,7 +2,7 @@
 
 Each `StepReadout` says what it measures and in which unit, which part of a step computes it, and where it is written:
 a column of `pgrpo-sim simulate`'s table and a canonical column of the log `logs.from_run` makes of a run. The
-result types (`models.bandit.UpdateStats`, `models.bandit.BanditRun`), the table's columns and the log's columns
+result types (`models.bandit.UpdateStats`, `models.bandit.Run`), the table's columns and the log's columns
 (`logs.RUN_COLUMNS`) are derived from `READOUTS`, so a new read-out is one line here (and its computation).
 Pure Python: reading logs needs no JAX.
 """
@@ -20,7 +20,7 @@ class StepReadout(NamedTuple):
     """One per-step read-out of a bandit run.
 
     Attributes:
-        name: the field of `BanditRun` (and of `UpdateStats` for an "update" read-out).
+        name: the field of `Run` (and of `UpdateStats` for an "update" read-out).
         source: one of `SOURCES`.
         meaning: what it measures, with its unit.
         in_table: a column of `pgrpo-sim simulate`'s table (averaged over seeds).
@@ -59,10 +59,10 @@ READOUTS = (
     StepReadout("kl", "update", "mean KL estimator on the samples, or the exact KL (TRL: kl); nats"),
     StepReadout("prompt_spread", "policy", "std over the dataset's prompts of their success probabilities (0 for one)"),
 )  # fmt: skip
-"""Every per-step read-out, in `BanditRun`'s field order."""
+"""Every per-step read-out, in `Run`'s field order."""
 
 STEP_READOUTS = tuple(r.name for r in READOUTS)
-"""The per-step read-outs' names (reward … prompt_spread): `BanditRun`'s first fields, what `simulate(readouts=…)`
+"""The per-step read-outs' names (reward … prompt_spread): `Run`'s first fields, what `simulate(readouts=…)`
 takes."""
 
 UPDATE_READOUTS = tuple(r.name for r in READOUTS if r.source == "update")
@@ -72,7 +72,7 @@ TABLE_READOUTS = tuple(r.name for r in READOUTS if r.in_table)
 """The read-outs in `pgrpo-sim simulate`'s table, in its column order."""
 
 RUN_COLUMNS = {r.log_column: r.name for r in READOUTS if r.log_column is not None}
-"""Log column → the `BanditRun` read-out `logs.from_run` takes it from."""
+"""Log column → the `Run` read-out `logs.from_run` takes it from."""
 
 
 def attributes(names: tuple[str, ...]) -> str:

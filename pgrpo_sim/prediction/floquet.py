@@ -11,20 +11,12 @@ import numpy as np
 import optimistix as optx
 from jax import Array
 
-from ..models.bandit import (
-    BanditState,
-    collapse_branches,
-    initial_state,
-    make_optimizer,
-    reuse_branch_step,
-    rollout_outcomes,
-    step,
-)
-from ..models.config import BanditConfig
+from ..models import bandit
+from ..models.bandit import collapse_branches, initial_state, make_optimizer, reuse_branch_step, rollout_outcomes, step
 from .reduction import two_arm_logits
 
 
-def _cycle_length(config: BanditConfig):
+def _cycle_length(config: bandit.Config):
     if config.lag_model in ("refresh", "refresh_fresh"):
         return jnp.maximum(config.lag, 1)
     if config.lag_model == "stale":
@@ -32,7 +24,7 @@ def _cycle_length(config: BanditConfig):
     return 1
 
 
-def floquet_radius(config2: BanditConfig, x: Array) -> Array:
+def floquet_radius(config2: bandit.Config, x: Array) -> Array:
     """Per-step spectral radius of the one-cycle map of the expected update of a 2-arm configuration at the
     fixed point x (docs/design.md §2: Floquet analysis).
 
@@ -44,7 +36,7 @@ def floquet_radius(config2: BanditConfig, x: Array) -> Array:
     (arm, reward), the same map (radii equal to ~1e-16), 6× faster.
 
     Args:
-        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `bandit.Config`).
         x: logit of the fixed point, x* = logit p* (`fixed_point`); a 0-d float.
 
     Returns:
@@ -67,7 +59,7 @@ def floquet_radius(config2: BanditConfig, x: Array) -> Array:
         outcomes = rollout_outcomes(config2, binary_rewards=True)
         size = outcomes[0].shape[0]
 
-        def advance(state: BanditState) -> BanditState:
+        def advance(state: bandit.State) -> bandit.State:
             branches = jax.tree.map(lambda v: jnp.broadcast_to(v, (size, *jnp.shape(v))), state)
             carry = (branches, jnp.full(size, 1.0 / size, x.dtype))
             carry = jax.lax.fori_loop(
@@ -78,7 +70,7 @@ def floquet_radius(config2: BanditConfig, x: Array) -> Array:
         update = functools.partial(step, config2, optimizer, "expected")
         key = jax.random.key(0)  # unused in expected mode
 
-        def advance(state: BanditState) -> BanditState:
+        def advance(state: bandit.State) -> bandit.State:
             return jax.lax.fori_loop(0, length, lambda _, s: update(s, key)[0], state)
 
     def cycle(z):

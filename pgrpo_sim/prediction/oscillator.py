@@ -13,11 +13,11 @@ from jax import Array
 from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
 from ..base.regimes import REGIMES, Damping
-from ..models import linear, theory
+from ..models import bandit, linear, theory
 from ..models.bandit import (
     check_mode,
 )
-from ..models.config import BanditConfig, check_config
+from ..models.config import check_config
 from .floquet import floquet_radius
 from .lags import config_lag, continuous_lag
 from .reduction import (
@@ -118,13 +118,13 @@ class Prediction(NamedTuple):
         return out
 
 
-def oscillator(config2: BanditConfig, tau, fixed: tuple[Array, Array] | None = None) -> dict[str, Array]:
+def oscillator(config2: bandit.Config, tau, fixed: tuple[Array, Array] | None = None) -> dict[str, Array]:
     """`QUANTITIES` of a 2-arm configuration with continuous lag τ = `tau`, NaN without an interior p*
     (`critical_lag` is τ*, in the continuous lag's units: `predict` reports it on the configuration's axis);
     differentiable in every float leaf. `fixed`: (x*, found) when p* is known not to move (skips the search).
 
     Args:
-        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `bandit.Config`).
         tau: continuous lag τ (optimiser steps, `continuous_lag`); a 0-d float; may be traced.
         fixed: (x*, found) from `constant_fixed_point` or `fixed_point`; None: search for it.
 
@@ -151,7 +151,7 @@ def oscillator(config2: BanditConfig, tau, fixed: tuple[Array, Array] | None = N
 
 
 @jax.jit
-def _predict(config2: BanditConfig) -> Prediction:
+def _predict(config2: bandit.Config) -> Prediction:
     eta_eff = effective_eta(config2)
     x, found, unique = fixed_point(config2)
     lag_eff = continuous_lag(config2.lag, config2.lag_model).astype(eta_eff.dtype)
@@ -185,13 +185,13 @@ def _predict(config2: BanditConfig) -> Prediction:
     )
 
 
-def predict(config: BanditConfig) -> Prediction:
+def predict(config: bandit.Config) -> Prediction:
     """Fixed point p*, stiffness K, noise D, the oscillator (M, C, ζ, ω_n, regime, τ*, stationary variance)
     and the exact per-step spectral radius of a class-symmetric, binary-reward, single-prompt bandit
     configuration (SGD or Nesterov); vmappable over its hyperparameter leaves. See the module docstring.
 
     Args:
-        config: the configuration (`BanditConfig`): binary rewards, a class-symmetric start, SGD or Nesterov, a
+        config: the configuration (`bandit.Config`): binary rewards, a class-symmetric start, SGD or Nesterov, a
             constant learning rate; several prompts with one class structure reduce to their mean field
             (`two_arm_reduction`). Hyperparameter leaves may be traced; rewards must be concrete.
 

@@ -14,18 +14,19 @@ from jax import Array
 
 from ..base.checks import is_concrete
 from ..base.errors import PgrpoSimError
+from ..models import bandit
 from ..models.bandit import (
     binomial_pmf,
     on_policy_grad,
     sampled_loss,
 )
-from ..models.config import BanditConfig, check_config
+from ..models.config import check_config
 from ..models.hyperparameters import set_hyperparameters
 
 _X_MAX, _N_GRID, _MAX_BISECT = 30.0, 1201, 128  # the fixed point's bracket |logit p| ≤ 30, its grid, bisections
 
 
-def _classes(config: BanditConfig) -> tuple[np.ndarray, int, int]:
+def _classes(config: bandit.Config) -> tuple[np.ndarray, int, int]:
     """(correct mask, N, c) of a concrete binary-reward configuration whose prompts share one class structure;
     refuses the others."""
     check_config(config)
@@ -55,7 +56,7 @@ def _classes(config: BanditConfig) -> tuple[np.ndarray, int, int]:
     return correct, correct.size, int(correct.sum())
 
 
-def eta_scale(config: BanditConfig) -> float:
+def eta_scale(config: bandit.Config) -> float:
     """η₂/η = N/(2c(N−c))/D: the two-arm reduction's step per unit of the configuration's η (η_eff = 2η₂); a
     population of D prompts shares the mean loss, so each prompt moves with η/D.
 
@@ -73,7 +74,7 @@ def eta_scale(config: BanditConfig) -> float:
     return n / (2 * c * (n - c)) / config.n_prompts
 
 
-def two_arm_reduction(config: BanditConfig) -> BanditConfig:
+def two_arm_reduction(config: bandit.Config) -> bandit.Config:
     """The 2-arm configuration whose expected p-curve equals `config`'s (class-symmetric, binary, one prompt).
 
     Its step is η·N/(2c(N−c)), so its η_eff = 2η₂ equals η·N/(c(N−c)); everything else is shared. A population
@@ -85,15 +86,15 @@ def two_arm_reduction(config: BanditConfig) -> BanditConfig:
     rewards must be concrete).
 
     Args:
-        config: the N-arm configuration (`BanditConfig`): binary rewards shared by its prompts, a class-symmetric
+        config: the N-arm configuration (`bandit.Config`): binary rewards shared by its prompts, a class-symmetric
             start, SGD or Nesterov, no features.
 
     Returns:
-        A `BanditConfig` with rewards [[1, 0]], init_logits (1, 2) (the log masses of the two classes, or log p̄,
+        A `bandit.Config` with rewards [[1, 0]], init_logits (1, 2) (the log masses of the two classes, or log p̄,
             log(1 − p̄)), η scaled by `eta_scale(config)`, one mini-batch, no true_rewards or batch_prompts.
 
     Raises:
-        PgrpoSimError: in the cases above, for traced rewards, or if `config` is not a `BanditConfig`.
+        PgrpoSimError: in the cases above, for traced rewards, or if `config` is not a `bandit.Config`.
     """
     correct, n, c = _classes(config)
     if is_concrete(config.init_logits):
@@ -117,12 +118,12 @@ def two_arm_reduction(config: BanditConfig) -> BanditConfig:
     )
 
 
-def effective_eta(config2: BanditConfig) -> Array:
+def effective_eta(config2: bandit.Config) -> Array:
     """η_eff = 2η of a 2-arm configuration: the step that logit(p) takes per unit of the drive X (its two
     logits move by ∓η·∂L/∂θ, and X is half their difference's gradient).
 
     Args:
-        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `bandit.Config`).
 
     Returns:
         η_eff (per optimiser step), 0-d, in the dtype of its η (traced if η is).
@@ -135,11 +136,11 @@ def two_arm_logits(x: Array) -> Array:
     return jnp.stack([x, jnp.zeros_like(x)])[None]
 
 
-def expected_drive(config2: BanditConfig, x: Array) -> Array:
+def expected_drive(config2: bandit.Config, x: Array) -> Array:
     """X(x): expected on-policy change of logit(p) per unit η_eff, for a 2-arm configuration.
 
     Args:
-        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `bandit.Config`).
         x: logit x = logit(p) of the correct arm's probability p; a 0-d float (may be traced; vmap for several).
 
     Returns:
@@ -149,14 +150,14 @@ def expected_drive(config2: BanditConfig, x: Array) -> Array:
     return -(g[0] - g[1]) / 2
 
 
-def fixed_point(config2: BanditConfig) -> tuple[Array, Array, Array]:
+def fixed_point(config2: bandit.Config) -> tuple[Array, Array, Array]:
     """(x* = logit p*, found, unique) of a 2-arm configuration: the first + → − crossing of X on a grid of
     logit(p) in ±30, solved in its grid cell by `optimistix.Bisection`; x* is differentiable in every float
     leaf of `config2` (implicit function theorem, `optimistix.ImplicitAdjoint`). Without a crossing x* = 0
     (with zero derivative) and found is False.
 
     Args:
-        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `bandit.Config`).
 
     Returns:
         (x*, found, unique): x* = logit p*, 0-d float; found, 0-d bool; unique, 0-d bool (X changes sign exactly once
@@ -190,11 +191,11 @@ def fixed_point(config2: BanditConfig) -> tuple[Array, Array, Array]:
     return sol.value, found, jnp.sum(down) + jnp.sum(up) == 1
 
 
-def stiffness(config2: BanditConfig, x: Array) -> Array:
+def stiffness(config2: bandit.Config, x: Array) -> Array:
     """K = −X'(x) at logit x of a 2-arm configuration (per unit η_eff).
 
     Args:
-        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `bandit.Config`).
         x: logit x = logit(p) of the correct arm's probability p; a 0-d float (may be traced; vmap for several).
 
     Returns:
@@ -203,12 +204,12 @@ def stiffness(config2: BanditConfig, x: Array) -> Array:
     return -jax.grad(functools.partial(expected_drive, config2))(x)
 
 
-def noise_scale(config2: BanditConfig, x: Array) -> Array:
+def noise_scale(config2: bandit.Config, x: Array) -> Array:
     """The oscillator's diffusion D = G·Var(Δp/η_eff) over k ~ Binomial(G, p) successes in a sampled group at
     logit x of a 2-arm configuration.
 
     Args:
-        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `bandit.Config`).
         x: logit x = logit(p) of the correct arm's probability p; a 0-d float (may be traced; vmap for several).
 
     Returns:
@@ -231,22 +232,22 @@ def noise_scale(config2: BanditConfig, x: Array) -> Array:
 
 
 @jax.jit
-def _fixed_point_stiffness(config2: BanditConfig) -> tuple[Array, Array, Array]:
+def _fixed_point_stiffness(config2: bandit.Config) -> tuple[Array, Array, Array]:
     x, found, _ = fixed_point(config2)
     return x, found, stiffness(config2, x)
 
 
-def _on_policy(config2: BanditConfig) -> BanditConfig:
+def _on_policy(config2: bandit.Config) -> bandit.Config:
     """The configuration without lag: the on-policy drive reads neither lag model nor buffer length."""
     return config2.replace(lag_model="none", lag=0, max_lag=0)
 
 
-def fixed_point_stiffness(config2: BanditConfig) -> tuple[Array, Array, Array]:
+def fixed_point_stiffness(config2: bandit.Config) -> tuple[Array, Array, Array]:
     """(x*, found, K) of a 2-arm configuration, compiled once for every lag model and buffer length (the
     on-policy drive reads neither); for concrete configurations outside a trace.
 
     Args:
-        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `bandit.Config`).
 
     Returns:
         (x*, found, K): x* = logit p*, 0-d float; found, 0-d bool; K (per unit η_eff), 0-d float.
@@ -254,18 +255,18 @@ def fixed_point_stiffness(config2: BanditConfig) -> tuple[Array, Array, Array]:
     return _fixed_point_stiffness(_on_policy(config2))
 
 
-def substitute(config2: BanditConfig, values, scale) -> BanditConfig:
+def substitute(config2: bandit.Config, values, scale) -> bandit.Config:
     """The 2-arm configuration with hyperparameters replaced by name, given in the N-arm configuration's units
     (η is multiplied by `scale` = `eta_scale(config)`); traced values allowed (`set_hyperparameters`).
 
     Args:
-        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `bandit.Config`).
         values: mapping of hyperparameter names (`HYPERPARAMETERS`) to single numbers, in the N-arm configuration's
             units (η per optimiser step of that configuration).
         scale: η₂/η, `eta_scale` of the N-arm configuration; a positive number.
 
     Returns:
-        The changed 2-arm `BanditConfig`.
+        The changed 2-arm `bandit.Config`.
 
     Raises:
         PgrpoSimError: as `set_hyperparameters` (unknown name, a value out of range, ...).
@@ -280,14 +281,14 @@ _DRIVE_FIELDS = ("rewards", "init_logits", "beta", "kl_clamp", "adv_eps")
 """The leaves the on-policy drive (`bandit.on_policy_grad`) reads: η, μ, clip and lag do not move p*."""
 
 
-def constant_fixed_point(config2: BanditConfig) -> tuple[Array, Array] | None:
+def constant_fixed_point(config2: bandit.Config) -> tuple[Array, Array] | None:
     """(x*, found) computed once, eagerly, when no leaf the drive reads is traced (so p* cannot move); else None.
 
     Keeps the fixed-point search (a 1201-point grid and a bisection) out of the traced programs of gradients
     with respect to η, μ and clip.
 
     Args:
-        config2: a 2-arm configuration (`two_arm_reduction`'s; `BanditConfig`).
+        config2: a 2-arm configuration (`two_arm_reduction`'s; `bandit.Config`).
 
     Returns:
         (x*, found), a 0-d float and a 0-d bool, or None when a leaf the drive reads is traced.

@@ -20,8 +20,8 @@ import numpy as np
 
 from ..analysis.summaries import UNSTABLE, summarize_curves
 from ..logs.laws import fit_law
+from ..models import bandit
 from ..models.bandit import simulate
-from ..models.config import bandit_config
 from ..models.hyperparameters import set_hyperparameters
 from ..prediction import config_lag, effective_eta, fixed_point_stiffness, predict, two_arm_reduction
 from .claims import BASE, verdict
@@ -88,13 +88,13 @@ def rollout_reuse(res: RolloutResolution, plot: Callable | None) -> dict:
         for clip in res.reuse_clips:
             row = dict(eta=eta, clip=clip)
             for model in ("refresh", "refresh_fresh"):
-                config = bandit_config(**BASE, eta=eta, clip=clip, lag_model=model, lag=1)
+                config = bandit.config(**BASE, eta=eta, clip=clip, lag_model=model, lag=1)
                 row[model] = _first_unstable(config, epochs, res.cycles)
-            reduced = two_arm_reduction(bandit_config(**BASE, eta=eta, clip=clip))
+            reduced = two_arm_reduction(bandit.config(**BASE, eta=eta, clip=clip))
             _, found, stiffness = fixed_point_stiffness(reduced)  # K alone: no Floquet map to compile
             row["paper"] = float(1.0 / (effective_eta(reduced) * stiffness)) if found else float("nan")
             row["continuous"] = float(config_lag(row["paper"], "refresh"))  # μ = 0: τ* is the paper's K_ref*
-            reuse = bandit_config(**BASE, eta=eta, clip=clip, lag_model="refresh", lag=1)
+            reuse = bandit.config(**BASE, eta=eta, clip=clip, lag_model="refresh", lag=1)
             row["floquet"], row["floquet_undetermined"] = _floquet_onset(reuse, epochs)
             for key in ("refresh", "refresh_fresh", "floquet"):
                 if row[key] is None:
@@ -163,7 +163,7 @@ def mean_field(res: RolloutResolution, plot: Callable | None) -> dict:
     others = {k: v for k, v in BASE.items() if k != "p_ref"}
 
     def fitted(step=eta, **kwargs):
-        config = bandit_config(**others, eta=step, momentum=momentum, **kwargs)
+        config = bandit.config(**others, eta=step, momentum=momentum, **kwargs)
         run = simulate(config, res.population_steps, readouts=("reward", "prompt_spread"))
         reward = np.asarray(run.reward)
         fit = fit_law("oscillator", steps, reward)

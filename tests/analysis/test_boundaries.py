@@ -68,7 +68,7 @@ def test_padded_stale_radius_and_its_derivative_equal_the_exact_map():
 @pytest.mark.slow  # ~8 s: the traced field solves for the fixed point at every evaluation (compile-bound)
 def test_bandit_slice_where_the_stiffness_moves():
     """(η, β) slice of a bandit: K(β) from the exact fixed point inside the traced field."""
-    cfg = ps.bandit_config(p_ref=0.2, beta=0.5, group_size=8, momentum=0.9, lag_model="stale", lag=2)
+    cfg = ps.bandit.config(p_ref=0.2, beta=0.5, group_size=8, momentum=0.9, lag_model="stale", lag=2)
     (curve,) = B.trace_boundary("damping_ratio", cfg, "eta", (1e-3, 0.1), "beta", (0.2, 2.0), grid=6, step=0.1)
     assert curve.residual <= TOL
     for eta, beta in zip(curve.x[::4], curve.y[::4], strict=True):

@@ -24,7 +24,7 @@ def test_predicted_regimes_match_theory_cell_by_cell():
     base = dict(p_ref=0.2, beta=0.5, group_size=8, momentum=0.9, lag_model="stale")
     ds = run_sweep(base, [parse_axis("eta=log:0.003:1:5"), parse_axis("lag=0,4")], steps=400, progress=False)
     pred = predict_grid(ds)
-    k = float(ps.predict(ps.bandit_config(**base, eta=0.1)).stiffness)  # K does not depend on η or τ
+    k = float(ps.predict(ps.bandit.config(**base, eta=0.1)).stiffness)  # K does not depend on η or τ
     for i, eta in enumerate(ds.eta.values):
         for j, lag in enumerate(ds.lag.values):
             eta_eff = 2 * eta

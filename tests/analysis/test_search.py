@@ -26,14 +26,14 @@ def _within_one_grid_step(found: dict, grid_best: dict, bounds: dict, num: int) 
 
 @pytest.mark.slow  # moved out of the default suite's 5-minute budget (~10 s on 2 cores)
 def test_search_solves_for_critical_damping_like_the_grid():
-    cfg = ps.bandit_config(**BASE, lag_model="stale", lag=2)
+    cfg = ps.bandit.config(**BASE, lag_model="stale", lag=2)
     kw = dict(target=1.0, search=["eta"], steps=100)  # steps: the length of the returned trajectory only
     found = ps.analysis.search("damping-ratio", cfg, restarts=4, iterations=50, **kw)
     grid = ps.analysis.grid_search("damping-ratio", cfg, num=400, **kw)
     assert found.evaluations == 200 < grid.evaluations == 400
     _within_one_grid_step(found.best, grid.best, {"eta": ps.analysis.DEFAULT_BOUNDS["eta"]}, 400)
     # and against the closed form: ζ = 1 ⇔ a²τ² + 2a((1−μ)τ + 1+μ) − (1−μ)² = 0, a = η_eff K
-    k = ps.sensitivities(ps.bandit_config(**BASE)).values["stiffness"]  # K does not depend on the lag
+    k = ps.sensitivities(ps.bandit.config(**BASE)).values["stiffness"]  # K does not depend on the lag
     mu, tau = 0.9, 2.0
     b = (1 - mu) * tau + (1 + mu)
     a = (-b + math.sqrt(b * b + tau * tau * (1 - mu) ** 2)) / tau**2
@@ -46,7 +46,7 @@ FINAL_REWARD = dict(steps=100, search="momentum", radius_margin=None)  # one nam
 
 @pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_search_maximises_final_reward_like_the_grid():
-    cfg = ps.bandit_config(**(BASE | dict(eta=0.05)))
+    cfg = ps.bandit.config(**(BASE | dict(eta=0.05)))
     found = ps.analysis.search("final-reward", cfg, **FINAL_REWARD)
     grid = ps.analysis.grid_search("final-reward", cfg, num=1000, **FINAL_REWARD)
     assert found.evaluations == 800 < grid.evaluations == 1000
@@ -58,7 +58,7 @@ def test_search_maximises_final_reward_like_the_grid():
 def test_constrained_time_to_threshold_is_as_good_as_the_grid():
     """ζ ≥ 0.5 with stale lag 8: the optimum lies on the constraint, which a grid resolves only to a cell;
     the search meets the constraint and is at least as fast as the best grid point (within 1 %)."""
-    cfg = ps.bandit_config(**BASE, lag_model="stale", lag=8)
+    cfg = ps.bandit.config(**BASE, lag_model="stale", lag=8)
     kw = dict(target=0.9, steps=100, min_damping_ratio=0.5)
     found = ps.analysis.search("time-to-threshold", cfg, restarts=8, iterations=100, **kw)
     grid = ps.analysis.grid_search("time-to-threshold", cfg, num=64, **kw)
@@ -85,7 +85,7 @@ def test_constrained_time_to_threshold_is_as_good_as_the_grid():
 )
 def test_search_refuses_bad_input_with_a_clear_message(kwargs, words):
     kwargs = dict(kwargs)
-    cfg = ps.bandit_config(**(BASE | kwargs.pop("config", {})), lag_model="stale", lag=2)
+    cfg = ps.bandit.config(**(BASE | kwargs.pop("config", {})), lag_model="stale", lag=2)
     args = dict(target=1.0, restarts=4, iterations=50) | kwargs
     with pytest.raises(ValueError, match=words):
         ps.analysis.search("damping-ratio", cfg, **args)
@@ -93,7 +93,7 @@ def test_search_refuses_bad_input_with_a_clear_message(kwargs, words):
 
 def test_grid_search_refuses_a_grid_beyond_max_grid_points():
     """64 points for each of 5 hyperparameters is 1.1e9 evaluations: refused before anything is built."""
-    cfg = ps.bandit_config(**BASE, lag_model="stale", lag=2)
+    cfg = ps.bandit.config(**BASE, lag_model="stale", lag=2)
     names = ("eta", "momentum", "beta", "clip", "p_ref")
     with pytest.raises(ValueError, match=re.escape("1.07e+09 grid points over 5 hyperparameters")):
         ps.analysis.grid_search("damping-ratio", cfg, target=1.0, search=names, num=64)
@@ -103,7 +103,7 @@ def test_grid_search_refuses_a_grid_beyond_max_grid_points():
 def test_all_nan_objective_is_an_error_not_a_number():
     # without KL a one-hot policy feels no force, so in 100 steps the logits coast to η·g·(1 − μ¹⁰⁰)/(1 − μ),
     # ≥ 1e307 · 0.3 · 79 for every μ in the box: past the float64 maximum, so every final reward is NaN
-    cfg = ps.bandit_config(**(BASE | dict(eta=1e307, beta=0.0)))
+    cfg = ps.bandit.config(**(BASE | dict(eta=1e307, beta=0.0)))
     with pytest.raises(ValueError, match="NaN at every evaluated point"):
         ps.analysis.search("final-reward", cfg, bounds={"momentum": (0.995, 0.999)}, **FINAL_REWARD)
 

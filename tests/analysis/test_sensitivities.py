@@ -9,7 +9,7 @@ BASE = dict(p_ref=0.2, beta=0.5, group_size=8, eta=0.1, momentum=0.9)
 
 @pytest.mark.slow
 def test_sensitivities_match_finite_differences():
-    cfg = ps.bandit_config(**BASE)
+    cfg = ps.bandit.config(**BASE)
     sens = ps.sensitivities(cfg)
     pred = ps.predict(cfg).as_dict()
     for q in ps.QUANTITIES:  # the values are predict's (both from prediction.fixed_point)
@@ -18,7 +18,7 @@ def test_sensitivities_match_finite_differences():
         "eta": lambda h: cfg.replace(eta=0.1 + h),
         "momentum": lambda h: cfg.replace(momentum=0.9 + h),
         "beta": lambda h: cfg.replace(beta=0.5 + h),
-        "p_ref": lambda h: ps.bandit_config(**(BASE | dict(p_ref=0.2 + h))),
+        "p_ref": lambda h: ps.bandit.config(**(BASE | dict(p_ref=0.2 + h))),
         "clip": lambda h: cfg.replace(clip_low=0.2 + h, clip_high=0.2 + h),
     }
     h = 1e-6

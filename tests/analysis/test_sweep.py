@@ -77,7 +77,7 @@ def test_sweep_equals_direct_runs(tmp_path):
     ds = run_sweep(BASE, axes, steps=300, out_dir=tmp_path, progress=False)
     for eta in (0.01, 0.3):
         for lag in (0, 3):
-            run = ps.simulate(ps.bandit_config(**BASE, eta=eta, lag=lag, max_lag=3), 300)
+            run = ps.simulate(ps.bandit.config(**BASE, eta=eta, lag=lag, max_lag=3), 300)
             cell = ds.sel(eta=eta, lag=lag)
             assert float(cell.final_reward) == pytest.approx(float(run.reward[-1]), rel=1e-6)
             assert int(cell.regime) == int(summarize_curve(run.reward).regime)
@@ -95,7 +95,7 @@ def test_expected_reuse_sweep_enumerates_arms_only_and_equals_direct_runs():
     ds = run_sweep(base, [parse_axis("eta=0.2,1.0"), parse_axis("lag=1,3")], steps=60, progress=False)
     for eta in (0.2, 1.0):
         for lag in (1, 3):
-            config = ps.bandit_config(**base, eta=eta, lag=lag, max_lag=3)
+            config = ps.bandit.config(**base, eta=eta, lag=lag, max_lag=3)
             assert (ps.bandit.rollout_count(config, True), ps.bandit.rollout_count(config, False)) == (5, 35)
             run = ps.simulate(config, 60, binary_rewards=False)
             assert float(ds.sel(eta=eta, lag=lag).final_reward) == pytest.approx(float(run.reward[-1]), rel=1e-10)
@@ -133,7 +133,7 @@ def test_saved_files_are_what_xarray_and_pandas_write(tmp_path):
     pd.testing.assert_frame_equal(
         table, ds.drop_vars(["trajectory", "step"]).to_dataframe().reset_index(), check_dtype=False
     )
-    run = ps.simulate(ps.bandit_config(**base, eta=0.4, group_size=2, lag=2, max_lag=2), 40)
+    run = ps.simulate(ps.bandit.config(**base, eta=0.4, group_size=2, lag=2, max_lag=2), 40)
     np.testing.assert_array_equal(ds.trajectory.sel(eta=0.4, group_size=2, lag=2).values, run.reward[::10])
 
 
@@ -145,7 +145,7 @@ def test_sampled_sweep_equals_direct_runs():
     base = dict(p_ref=0.3, beta=0.5, group_size=4, lag_model="stale", lag=2, max_lag=2)
     ds = run_sweep(base, [parse_axis("eta=0.1,0.5")], steps=60, mode="sampled", seeds=8, progress=False)
     for eta in (0.1, 0.5):
-        run = ps.simulate(ps.bandit_config(**base, eta=eta), 60, mode="sampled", seeds=8, key=jax.random.key(0))
+        run = ps.simulate(ps.bandit.config(**base, eta=eta), 60, mode="sampled", seeds=8, key=jax.random.key(0))
         reward = np.asarray(run.reward)
         cell = ds.sel(eta=eta)
         assert float(cell.final_reward) == pytest.approx(reward[:, -1].mean(), rel=1e-12)

@@ -113,7 +113,7 @@ def test_checkpointed_bandit_gradient_memory_grows_as_square_root():
         return _temp_bytes(jax.grad(final_reward), jnp.float64(0.01))
 
     with jax.enable_x64(True):
-        config = ps.bandit_config().replace(eta=jnp.float64(0.01))
+        config = ps.bandit.config().replace(eta=jnp.float64(0.01))
         tape = [temp(s, False) for s in (400, 6400)]
         blocks = [temp(s, True) for s in (400, 6400)]
     assert tape[1] / tape[0] > 12, tape

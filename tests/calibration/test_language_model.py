@@ -234,7 +234,7 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
     )  # the log is made at c = 1 (the ceiling's profile has its own test): the rate alone is recovered
     run = RunConfig(learning_rate=1e-5, num_generations=4, prompts_per_step=4, lr_scheduler_type="constant")
     truth = lmlevel.level_config(run, 3e-2, 0.3, level, 30)
-    made = lmcal.simulate_each([truth] * 4, 30, key=99)
+    made = lm.simulate_each([truth] * 4, 30, key=99)
     reward = np.asarray(made.readouts["reward"]).mean(0)
     log = TrainingLog(
         data={"step": np.arange(30.0), "reward": reward}, sources={"reward": "reward"}, other={}, format="jsonl",
@@ -243,7 +243,7 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
     cal = lmcal.calibrate(log, run, level=level, seed=1)
     assert abs(math.log10(cal.rates[int(np.argmax(cal.rate_weights))] / 3e-2)) <= 0.5  # within the truth's cell
     assert cal.start_accuracy == pytest.approx(float(reward[0]))
-    result = lmscen.what_if(cal, [dict(learning_rate=3e-4)], steps=30, seed=2)
+    result = lmscen.what_if(cal, [dict(learning_rate=3e-4)], until=29, seed=2)
     for entry in (result["baseline"], *result["scenarios"]):
         broke = [v in ("collapses", "diverges") for v in entry["verdicts"]]
         assert entry["collapse_probability"] == pytest.approx(np.mean(broke))
@@ -350,16 +350,18 @@ def test_scenario_arguments_are_checked_before_any_run():
     for call, words in [
         (lambda: lmscen.scenario(None, {}, steps=10, level=1.5), "level must be in"),
         (lambda: lmscen.scenario(None, {}, steps=10, seed=-1), "seed must be"),
-        (lambda: lmscen.what_if(None, [{}], steps=0), "steps must be"),
+        (lambda: lmscen.what_if(None, [{}], until=0, level=0.0), "level must be in"),
     ]:
         with pytest.raises(PgrpoSimError, match=words):
             call()
 
     class Calibrated:  # what lm.what_if reads before it runs anything
-        run, level = RunConfig(), lmcal.Level()
+        run, level, first_step = RunConfig(), lmcal.Level(), 5.0
 
     with pytest.raises(PgrpoSimError, match="cannot change max_grad_norms"):
-        lmscen.what_if(Calibrated(), [dict(learning_rate=1e-5), dict(max_grad_norms=1.0)], steps=10)
+        lmscen.what_if(Calibrated(), [dict(learning_rate=1e-5), dict(max_grad_norms=1.0)], until=10)
+    with pytest.raises(PgrpoSimError, match="until must be"):
+        lmscen.what_if(Calibrated(), [dict(learning_rate=1e-5)], until=4)
 
 
 def test_a_band_whose_runs_all_diverged_is_marked_diverged():

@@ -23,7 +23,7 @@ def _order(d: diag.Diagnosis) -> dict:
 @pytest.mark.parametrize("mode", list(SCENARIOS))
 def test_each_failure_mode_fires_first_and_alone_first(mode):
     """Expected-mode bandit (exact, deterministic): the provoked read-out fires, strictly before any other."""
-    d = diag.diagnose(ps.simulate(ps.bandit_config(**SCENARIOS[mode]), STEPS))
+    d = diag.diagnose(ps.simulate(ps.bandit.config(**SCENARIOS[mode]), STEPS))
     order = _order(d)
     print(f"\n{mode}: first steps {order}")
     assert d.first() == mode
@@ -37,21 +37,21 @@ def test_sampled_seed_mean_gives_the_same_first_flag(mode):
     reversals of the noisy reward: the same read-out fires first. Measured: so for keys 0–4 in all four
     scenarios. A single seed of a one-prompt bandit logs a 0/1 zero-std fraction per step; there degeneracy
     fired first in 1 of 6 seeds of the concentration and instability scenarios."""
-    run = ps.simulate(ps.bandit_config(**SCENARIOS[mode]), STEPS, mode="sampled", seeds=4, key=jax.random.key(1))
+    run = ps.simulate(ps.bandit.config(**SCENARIOS[mode]), STEPS, mode="sampled", seeds=4, key=jax.random.key(1))
     d = diag.diagnose(run)
     assert d.first() == mode, _order(d)
 
 
 def test_healthy_run_raises_no_flag():
     """Overdamped, KL-regularised, on-policy: p rises from 0.2 to p* = 0.81 and no read-out fires."""
-    d = diag.diagnose(ps.simulate(ps.bandit_config(p_ref=0.2, eta=0.1, beta=0.5, group_size=8), STEPS))
+    d = diag.diagnose(ps.simulate(ps.bandit.config(p_ref=0.2, eta=0.1, beta=0.5, group_size=8), STEPS))
     assert d.first() is None and not any(d.flags().values())
     assert d.hacking.available is False and d.instability.available
 
 
 def test_same_functions_on_a_log_file(tmp_path):
     """A run written as CSV (the `simulate` columns) and read back gives the flags of the run itself."""
-    run = ps.simulate(ps.bandit_config(**SCENARIOS["concentration"]), STEPS)
+    run = ps.simulate(ps.bandit.config(**SCENARIOS["concentration"]), STEPS)
     names = ("reward", "entropy", "kl_ref", "grad_norm", "zero_adv_frac")
     table = np.column_stack([np.arange(STEPS + 1)] + [np.asarray(getattr(run, name)) for name in names])
     path = tmp_path / "run.csv"
@@ -116,6 +116,6 @@ def test_countdown_anchor_degeneracy():
 @pytest.mark.parametrize("window", [0, -3, 2.5])
 def test_diagnose_refuses_a_window_that_is_not_a_positive_integer(window):
     """A negative window used to return flags from all-NaN medians; 2.5 a TypeError."""
-    log = logs.from_run(ps.simulate(ps.bandit_config(p_ref=0.2, eta=0.1, group_size=4), 40))
+    log = logs.from_run(ps.simulate(ps.bandit.config(p_ref=0.2, eta=0.1, group_size=4), 40))
     with pytest.raises(ValueError, match="window must be"):
         diag.diagnose(log, window=window)

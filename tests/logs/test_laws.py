@@ -167,7 +167,7 @@ BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
 def test_bandit_oscillator_fit_agrees_with_predict(kwargs):
     """Underdamped expected-mode bandit, fitted from where |e| < 1 % of |e(0)| (the drive is linear there to
     ~1 %): ζ within 2 % and K = ω_n²(1+μ)/(2η_eff) within 1 % of `predict`. Measured: ζ 0.3–0.8 %, K < 0.3 %."""
-    config = ps.bandit_config(**(BASE | kwargs))
+    config = ps.bandit.config(**(BASE | kwargs))
     pred = ps.predict(config)
     p = np.asarray(ps.simulate(config, 1200).reward)
     n0 = _linear_start(p - float(pred.p_star), 0.01)
@@ -185,7 +185,7 @@ def test_bandit_overdamped_decay_rate_agrees_with_predict():
     """Without momentum the expected bandit relaxes as one exponential: only its rate is identified, not ζ and
     ω_n separately (the continuous model's fast mode, at ~2 per step, is invisible in per-step data). The fitted
     slow rate ω_n(ζ − √(ζ²−1)) matches predict's within 1 % (measured 0.1 %)."""
-    config = ps.bandit_config(**BASE, eta=0.2)
+    config = ps.bandit.config(**BASE, eta=0.2)
     pred = ps.predict(config)
     p = np.asarray(ps.simulate(config, 1200).reward)
     n0 = _linear_start(p - float(pred.p_star), 0.01)

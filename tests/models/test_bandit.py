@@ -62,7 +62,7 @@ ENUMERATED = [(3, a, k) for a in ("std", "mean", "rloo") for k in ("k1", "k2", "
 @pytest.mark.parametrize("group_size, advantage, kl", ENUMERATED)
 def test_expected_mode_equals_average_over_every_group(group_size, advantage, kl):
     """Bernoulli rewards, off-policy ratios with asymmetric clipping and dual clip: float64 agreement."""
-    config = ps.bandit_config(
+    config = ps.bandit.config(
         rewards=[0.9, 0.3, 0.0],
         init_logits=REF[0],
         beta=0.3,
@@ -81,7 +81,7 @@ def test_expected_mode_equals_average_over_every_group(group_size, advantage, kl
 @pytest.mark.parametrize("advantage", ["std", "mean", "rloo"])
 @pytest.mark.parametrize("kl,kl_clamp", [("k2", None), ("k3", None), ("k3", 0.05), ("exact", None)])
 def test_on_policy_fast_path_equals_general_expectation(advantage, kl, kl_clamp):
-    config = ps.bandit_config(
+    config = ps.bandit.config(
         rewards=[[0.9, 0.3, 0.0], [1.0, 0.0, 0.5]],
         init_logits=REF[0],
         beta=0.3,
@@ -108,7 +108,7 @@ def test_sampled_on_policy_fast_path_equals_autodiff(advantage, kl, kl_clamp, n_
     from pgrpo_sim.models.bandit import draw_rollout, sampled_on_policy_grad
 
     rng = np.random.default_rng(n_arms)
-    config = ps.bandit_config(
+    config = ps.bandit.config(
         rewards=rng.uniform(0, 1, (2, n_arms)),
         init_logits=rng.normal(size=(2, n_arms)),
         beta=0.3,
@@ -129,7 +129,7 @@ def test_sampled_on_policy_fast_path_equals_autodiff(advantage, kl, kl_clamp, n_
 
 def test_one_expected_update_with_momentum_matches_enumeration():
     """Two heavy-ball steps of `simulate` equal two steps built by hand from enumerated gradients."""
-    config = ps.bandit_config(
+    config = ps.bandit.config(
         rewards=[1.0, 0.0, 0.0], init_logits=REF[0], eta=0.4, momentum=0.8, beta=0.2, group_size=3
     )
     run = ps.simulate(config, 2)
@@ -157,7 +157,7 @@ def _scalar_logit_map(p, p_ref, beta, group_size, eps=1e-6):
 @pytest.mark.parametrize("momentum", [0.0, 0.7])
 def test_class_symmetric_reduction_to_scalar_logit(momentum):
     n, c, p_ref, eta, beta, g = 5, 2, 0.3, 0.2, 0.4, 6
-    config = ps.bandit_config(n_arms=n, n_correct=c, p_ref=p_ref, eta=eta, momentum=momentum, beta=beta, group_size=g)
+    config = ps.bandit.config(n_arms=n, n_correct=c, p_ref=p_ref, eta=eta, momentum=momentum, beta=beta, group_size=g)
     p_n_arm = np.asarray(ps.simulate(config, 60).reward)
     eta_eff = eta * n / (c * (n - c))
     x = np.log(p_ref / (1 - p_ref))
@@ -174,15 +174,15 @@ def test_class_symmetric_reduction_to_scalar_logit(momentum):
 def test_class_symmetric_reduction_holds_off_policy():
     """With refresh lag and clipping the N-arm dynamics still equal the 2-arm ones at η·N/(2c(N−c))."""
     common = dict(p_ref=0.25, momentum=0.5, beta=0.2, group_size=5, lag_model="refresh_fresh", lag=3, clip=0.05)
-    many = ps.simulate(ps.bandit_config(n_arms=7, n_correct=3, eta=0.3, **common), 40)
-    two = ps.simulate(ps.bandit_config(n_arms=2, n_correct=1, eta=0.3 * 7 / (2 * 3 * 4), **common), 40)
+    many = ps.simulate(ps.bandit.config(n_arms=7, n_correct=3, eta=0.3, **common), 40)
+    two = ps.simulate(ps.bandit.config(n_arms=2, n_correct=1, eta=0.3 * 7 / (2 * 3 * 4), **common), 40)
     np.testing.assert_allclose(many.reward, two.reward, rtol=1e-11)
     assert np.max(many.clip_frac) > 0  # clipping was active
     # from an asymmetric start the reduction does not hold: richer arms of a class grow faster
-    asym = ps.bandit_config(
+    asym = ps.bandit.config(
         rewards=[1, 1, 0, 0], init_logits=[np.log(1.5), np.log(0.5), 0.0, 0.0], eta=0.3, beta=0.2, group_size=5
     )
-    sym = ps.bandit_config(rewards=[1, 1, 0, 0], init_logits=[0.0, 0.0, 0.0, 0.0], eta=0.3, beta=0.2, group_size=5)
+    sym = ps.bandit.config(rewards=[1, 1, 0, 0], init_logits=[0.0, 0.0, 0.0, 0.0], eta=0.3, beta=0.2, group_size=5)
     assert np.isclose(ps.simulate(asym, 1).reward[0], ps.simulate(sym, 1).reward[0])
     assert abs(ps.simulate(asym, 30).reward[-1] - ps.simulate(sym, 30).reward[-1]) > 1e-3
 
@@ -212,7 +212,7 @@ def _reference_run(config, steps):
 
 @pytest.mark.parametrize("lag_model, optimizer", [("refresh_fresh", "sgd"), ("stale", "nesterov"), ("stale", "adam")])
 def test_lag_models_match_python_loop_reference(lag_model, optimizer):
-    config = ps.bandit_config(
+    config = ps.bandit.config(
         n_arms=3,
         p_ref=0.3,
         eta=0.3,
@@ -232,7 +232,7 @@ def test_lag_models_match_python_loop_reference(lag_model, optimizer):
 
 @pytest.mark.slow
 def test_sampled_one_step_update_is_unbiased():
-    config = ps.bandit_config(
+    config = ps.bandit.config(
         rewards=[0.9, 0.3, 0.0], init_logits=[0.0, 0.2, 0.4], eta=0.5, beta=0.2, group_size=4, advantage="rloo"
     )
     s = 20000
@@ -249,7 +249,7 @@ def test_sampled_one_step_update_is_unbiased():
 @pytest.mark.slow
 def test_sampled_mean_tracks_expected_curve_at_small_step():
     """η = 0.03, G = 4, 1000 seeds: seed-mean p_t within 4 standard errors of the expected curve."""
-    config = ps.bandit_config(p_ref=0.2, beta=0.5, group_size=4, eta=0.03)
+    config = ps.bandit.config(p_ref=0.2, beta=0.5, group_size=4, eta=0.03)
     expected = np.asarray(ps.simulate(config, 1000).reward)
     sampled = np.asarray(ps.simulate(config, 1000, mode="sampled", seeds=1000, key=jax.random.key(3)).reward)
     t = np.array([300, 500, 700, 1000])
@@ -260,7 +260,7 @@ def test_sampled_mean_tracks_expected_curve_at_small_step():
 
 def _late_drift(eta, group_size, seeds=4000):
     """Seed-mean minus expected-mode p over the last half of 60/η steps, with its standard error."""
-    config = ps.bandit_config(p_ref=0.2, beta=0.5, group_size=group_size, eta=eta)
+    config = ps.bandit.config(p_ref=0.2, beta=0.5, group_size=group_size, eta=eta)
     steps = round(60 / eta)
     expected = np.asarray(ps.simulate(config, steps).reward)[steps // 2 :]
     sampled = np.asarray(ps.simulate(config, steps, mode="sampled", seeds=seeds, key=jax.random.key(11)).reward)
@@ -282,7 +282,7 @@ def test_noise_induced_drift_shrinks_with_step_and_group_size():
 
 def _fixed_point(group_size, beta=0.5, p_ref=0.2):
     """p* of the expected 2-arm dynamics: bisection on the sign of the expected logit drive."""
-    config = ps.bandit_config(p_ref=p_ref, beta=beta, group_size=group_size)
+    config = ps.bandit.config(p_ref=p_ref, beta=beta, group_size=group_size)
 
     @jax.jit
     def drive(x):
@@ -314,7 +314,7 @@ def test_grad_of_late_reward_matches_finite_differences():
     base = dict(eta=0.15, momentum=0.5, beta=0.3)
 
     def outcome(eta, momentum, beta):
-        config = ps.bandit_config(n_arms=3, p_ref=0.2, group_size=4, eta=eta, momentum=momentum, beta=beta)
+        config = ps.bandit.config(n_arms=3, p_ref=0.2, group_size=4, eta=eta, momentum=momentum, beta=beta)
         return jnp.mean(ps.simulate(config, 300).reward[-100:])
 
     grads = jax.grad(outcome, argnums=(0, 1, 2))(*base.values())
@@ -332,7 +332,7 @@ def test_grad_of_late_reward_matches_finite_differences():
 @pytest.mark.parametrize("advantage", ["std", "mean", "rloo"])
 @pytest.mark.parametrize("kl", ["k1", "k2", "k3", "exact"])
 def test_loss_gradients_match_finite_differences(advantage, kl):
-    config = ps.bandit_config(
+    config = ps.bandit.config(
         rewards=[0.9, 0.3, 0.0],
         init_logits=REF[0],
         beta=0.3,
@@ -359,11 +359,11 @@ def test_loss_gradients_match_finite_differences(advantage, kl):
 
 
 def test_second_call_does_not_recompile(backend_compiles):
-    config = ps.bandit_config(p_ref=0.3, eta=0.2, group_size=5)
+    config = ps.bandit.config(p_ref=0.3, eta=0.2, group_size=5)
     ps.simulate(config, 50)
     backend_compiles.clear()
     ps.simulate(config.replace(eta=0.05, momentum=0.9, beta=0.4), 50)
-    ps.simulate(ps.bandit_config(p_ref=0.6, eta=0.7, group_size=5, clip=0.3), 50)
+    ps.simulate(ps.bandit.config(p_ref=0.6, eta=0.7, group_size=5, clip=0.3), 50)
     assert not [name for name in backend_compiles if "_simulate" in name], backend_compiles
 
 
@@ -371,7 +371,7 @@ def test_second_call_does_not_recompile(backend_compiles):
 def test_vmap_over_hyperparameters_and_divergence_flag():
     """A configuration whose logits blow up is flagged and NaN-masked; its neighbours run on."""
     # without KL a one-hot policy feels no force: θ coasts to η·g/(1 − μ), past the float64 maximum at η = 1e308
-    config = ps.bandit_config(p_ref=0.2, momentum=0.9, group_size=4)
+    config = ps.bandit.config(p_ref=0.2, momentum=0.9, group_size=4)
     etas = jnp.array([0.1, 1e308])
     runs = jax.vmap(lambda e: ps.simulate(config.replace(eta=e), 30))(etas)
     assert not runs.diverged[0] and runs.diverged[1]
@@ -384,13 +384,13 @@ def test_vmap_over_hyperparameters_and_divergence_flag():
 
 @pytest.mark.slow
 def test_true_reward_and_output_shapes():
-    config = ps.bandit_config(rewards=[1.0, 1.0, 0.0], true_rewards=[1.0, 0.0, 0.0], n_prompts=2, eta=0.3, group_size=4)
+    config = ps.bandit.config(rewards=[1.0, 1.0, 0.0], true_rewards=[1.0, 0.0, 0.0], n_prompts=2, eta=0.3, group_size=4)
     run = ps.simulate(config, 20, mode="sampled", seeds=3)
     assert run.reward.shape == run.true_reward.shape == (3, 21) and run.final_logits.shape == (3, 2, 3)
     assert np.all(run.true_reward <= run.reward + 1e-12)
     exp = ps.simulate(config, 20)
     assert exp.reward.shape == (21,) and exp.diverged.shape == ()
-    assert ps.simulate(ps.bandit_config(), 5).true_reward is None
+    assert ps.simulate(ps.bandit.config(), 5).true_reward is None
 
 
 @pytest.mark.parametrize(
@@ -421,7 +421,7 @@ def test_true_reward_and_output_shapes():
 )
 def test_bad_config_raises(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        ps.bandit_config(**kwargs)
+        ps.bandit.config(**kwargs)
 
 
 @pytest.mark.slow
@@ -434,12 +434,12 @@ def test_advantage_kinds_share_one_program_and_rloo_is_rescaled_mean(mode, backe
     c = 8 / 7
     base = dict(eta=0.3, momentum=0.5, beta=0.2, clip=0.1, lag_model="refresh_fresh", lag=3)
     runs = {
-        kind: ps.simulate(ps.bandit_config(advantage=kind, **base), 60, mode=mode, seeds=3)
+        kind: ps.simulate(ps.bandit.config(advantage=kind, **base), 60, mode=mode, seeds=3)
         for kind in ("std", "mean", "rloo")
     }
     assert sum("simulate" in name for name in backend_compiles) == 1, backend_compiles
     scaled = ps.simulate(
-        ps.bandit_config(**base | dict(advantage="mean", eta=0.3 * c, beta=0.2 / c)), 60, mode=mode, seeds=3
+        ps.bandit.config(**base | dict(advantage="mean", eta=0.3 * c, beta=0.2 / c)), 60, mode=mode, seeds=3
     )
     np.testing.assert_allclose(runs["rloo"].reward, scaled.reward, rtol=1e-12)
     assert all(np.isfinite(run.reward).all() for run in runs.values())
@@ -449,7 +449,7 @@ def test_advantage_kinds_share_one_program_and_rloo_is_rescaled_mean(mode, backe
 def test_expected_mode_refuses_batch_advantages_and_reports_a_traced_one_as_diverged():
     """Batch-scaled advantages have no expected-mode form: refused by name when the kind is concrete; a traced
     code (inside a caller's jit) cannot be refused, so its run is NaN from the first update: diverged."""
-    config = ps.bandit_config(advantage="batch")
+    config = ps.bandit.config(advantage="batch")
     with pytest.raises(ps.PgrpoSimError, match="expected mode has no"):
         ps.simulate(config, 3)
     with pytest.raises(ps.PgrpoSimError, match="expected mode has no"):
@@ -463,7 +463,7 @@ def test_expected_mode_refuses_batch_advantages_and_reports_a_traced_one_as_dive
 def test_readouts_keep_only_what_is_asked(mode):
     """`readouts` drops the other per-step read-outs (None) without moving the kept ones: another compiled program,
     so XLA may fuse differently (1e-13 over 40 steps); the final state and divergence flags are always there."""
-    config = ps.bandit_config(eta=0.4, momentum=0.6, beta=0.1, clip=0.1, lag_model="refresh_fresh", lag=2)
+    config = ps.bandit.config(eta=0.4, momentum=0.6, beta=0.1, clip=0.1, lag_model="refresh_fresh", lag=2)
     full = ps.simulate(config, 40, mode=mode, seeds=3)
     kept = ps.simulate(config, 40, mode=mode, seeds=3, readouts=("group_reward_std", "reward"))
     for name in ps.STEP_READOUTS:
@@ -491,7 +491,7 @@ def test_checkpointed_run_equals_plain_run(mode, lag_model, steps):
     by branches): the same rewards and reverse-mode derivative in η (1e-12: another compiled program, XLA may
     fuse differently). The reward alone keeps the four compilations short."""
     lag = 0 if lag_model == "none" else 2
-    config = ps.bandit_config(eta=0.4, momentum=0.6, beta=0.1, clip=0.1, lag_model=lag_model, lag=lag)
+    config = ps.bandit.config(eta=0.4, momentum=0.6, beta=0.1, clip=0.1, lag_model=lag_model, lag=lag)
 
     def late(eta, checkpoint):
         cfg = config.replace(eta=eta)
@@ -505,7 +505,7 @@ def test_checkpointed_run_equals_plain_run(mode, lag_model, steps):
 
 
 def test_bad_simulate_arguments():
-    config = ps.bandit_config()
+    config = ps.bandit.config()
     for kwargs, name in [
         (dict(steps=0), "steps"),
         (dict(steps=5, seeds=0), "seeds"),
@@ -523,7 +523,7 @@ def test_draw_frequencies_match_policy_and_reward_means(means):
     from pgrpo_sim.models.bandit import draw_rollout
 
     n = len(means)
-    config = ps.bandit_config(rewards=means, init_logits=np.linspace(0.5, -1.0, n), group_size=ps.MAX_GROUP_SIZE)
+    config = ps.bandit.config(rewards=means, init_logits=np.linspace(0.5, -1.0, n), group_size=ps.MAX_GROUP_SIZE)
     keys = jax.random.split(jax.random.key(5), 12)
     arms, rewards = jax.vmap(lambda k: draw_rollout(config, config.init_logits, k))(keys)
     arms, rewards = np.asarray(arms).ravel(), np.asarray(rewards).ravel()
@@ -604,7 +604,7 @@ def test_learning_rate_schedule_matches_hugging_face(kind):
         progress = (step - warmup) / max(1, total - warmup)
         return max(0.0, 1.0 - progress) if kind == "linear" else max(0.0, 0.5 * (1.0 + math.cos(math.pi * progress)))
 
-    config = ps.bandit_config(lr_schedule=kind, warmup_steps=warmup, decay_steps=total)
+    config = ps.bandit.config(lr_schedule=kind, warmup_steps=warmup, decay_steps=total)
     with jax.enable_x64(True):
         got = [float(learning_rate_factor(config.replace(eta=jnp.float64(0.1)), n)) for n in range(total + 1)]
     np.testing.assert_allclose(got, [hf(n) for n in range(total + 1)], atol=1e-12)  # HF cosine rises again after
@@ -612,8 +612,8 @@ def test_learning_rate_schedule_matches_hugging_face(kind):
 
 def test_scheduled_run_takes_scaled_steps():
     """One on-policy SGD step at factor f moves the logits by f·η·∇ (the first warm-up step moves nothing)."""
-    config = ps.bandit_config(eta=0.3, lr_schedule="linear", warmup_steps=2, decay_steps=10)
-    plain = ps.bandit_config(eta=0.3)
+    config = ps.bandit.config(eta=0.3, lr_schedule="linear", warmup_steps=2, decay_steps=10)
+    plain = ps.bandit.config(eta=0.3)
     run, ref = ps.simulate(config, 3), ps.simulate(plain, 1)
     assert float(run.reward[1]) == float(run.reward[0])  # factor 0 at step 0
     # step 1 at factor 1/2 from the unchanged start is half the plain first step in logit space
@@ -626,7 +626,7 @@ def test_scheduled_run_takes_scaled_steps():
 def test_kl_readout_is_finite_when_an_arm_probability_underflows(kl):
     """E_π[k1] = E_π[k3] = KL(π‖π_ref): the on-policy read-out equals the exact KL of the policy (`kl_ref`) even when
     a huge step sends an arm's probability to 0 (summed as π·k3 that gave 0·∞ = NaN in a run not diverged)."""
-    config = ps.bandit_config(eta=1e6, momentum=0.99, beta=0.5, kl=kl)
+    config = ps.bandit.config(eta=1e6, momentum=0.99, beta=0.5, kl=kl)
     run = ps.simulate(config, 20)
     assert not bool(run.diverged) and float(np.min(run.entropy)) == 0.0  # a probability did underflow
     np.testing.assert_allclose(run.kl, run.kl_ref, rtol=1e-12, atol=0)

@@ -17,7 +17,7 @@ from pgrpo_sim.models.readouts import READOUTS, RUN_COLUMNS, STEP_READOUTS, TABL
 )
 def test_every_path_of_a_step_computes_the_registry(mode, lag_model):
     """The per-step dict of `run_loop`'s update (plain step, reuse branches, drawn rollouts) has the registry's keys."""
-    config = ps.bandit_config(lag_model=lag_model, lag=2 if lag_model != "none" else 0, true_rewards=[1.0, 0.0])
+    config = ps.bandit.config(lag_model=lag_model, lag=2 if lag_model != "none" else 0, true_rewards=[1.0, 0.0])
     carry, update, _ = bandit.run_loop(config, mode)
     _, metrics = jax.eval_shape(update, carry, jax.random.key(0))
     assert set(metrics) == set(STEP_READOUTS)
@@ -25,16 +25,16 @@ def test_every_path_of_a_step_computes_the_registry(mode, lag_model):
 
 
 def test_derived_tables_follow_the_registry():
-    assert ps.BanditRun._fields[: len(STEP_READOUTS)] == STEP_READOUTS
+    assert ps.bandit.Run._fields[: len(STEP_READOUTS)] == STEP_READOUTS
     assert ps.UpdateStats._fields == UPDATE_READOUTS == tuple(r.name for r in READOUTS if r.source == "update")
     assert ("step", "reward", "reward_std", *TABLE_READOUTS[1:]) == SIMULATE_COLUMNS
     assert set(RUN_COLUMNS.values()) <= set(STEP_READOUTS)
     for name in STEP_READOUTS:  # every read-out documented on the result type
-        assert f"    {name}: " in ps.BanditRun.__doc__
+        assert f"    {name}: " in ps.bandit.Run.__doc__
 
 
 def test_from_run_writes_the_registry_columns():
-    run = ps.simulate(ps.bandit_config(true_rewards=[1.0, 0.0]), 3)
+    run = ps.simulate(ps.bandit.config(true_rewards=[1.0, 0.0]), 3)
     log = ps.from_run(run)
     for column, name in RUN_COLUMNS.items():
         np.testing.assert_allclose(log.data[column], np.asarray(getattr(run, name), float), rtol=1e-12)

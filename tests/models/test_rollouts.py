@@ -17,7 +17,7 @@ BASE = dict(p_ref=0.2, eta=0.5, clip=0.2, group_size=4, lag_model="refresh")
 @pytest.mark.slow
 def test_reuse_equals_a_hand_written_loop_over_one_rollout():
     """Each refresh draws one rollout (with that step's key) and every inner step uses those same samples."""
-    config = ps.bandit_config(**BASE, beta=0.1, momentum=0.5, n_prompts=3, lag=3)
+    config = ps.bandit.config(**BASE, beta=0.1, momentum=0.5, n_prompts=3, lag=3)
     steps, key = 7, jax.random.key(3)
     run = ps.bandit.run(config, key, steps, "sampled")
     keys = jax.random.split(key, steps + 1)
@@ -53,7 +53,7 @@ def test_reuse_equals_a_hand_written_loop_over_one_rollout():
 @pytest.mark.slow
 def test_clipping_stops_samples_that_left_the_trust_region():
     """Within a rollout the ratio drifts from 1 and clipping switches on; at every refresh it is exactly 1."""
-    config = ps.bandit_config(**(BASE | dict(eta=2.0)), n_prompts=8, lag=8)
+    config = ps.bandit.config(**(BASE | dict(eta=2.0)), n_prompts=8, lag=8)
     run = ps.simulate(config, 32, mode="sampled", seeds=16, key=jax.random.key(0))
     assert np.all(np.asarray(run.ratio_max)[:, ::8] == 1.0) and np.all(np.asarray(run.clip_frac)[:, ::8] == 0.0)
     assert np.asarray(run.clip_frac)[:, 4::8].mean() > 0.05
@@ -62,7 +62,7 @@ def test_clipping_stops_samples_that_left_the_trust_region():
 def test_minibatches_partition_the_prompts_once_per_epoch():
     """m = 3 mini-batches of a 6-prompt rollout, 2 epochs: each epoch's 3 steps touch every prompt exactly once,
     with a new random order per epoch; prompts outside the step's mini-batch do not move (SGD, no KL)."""
-    config = ps.bandit_config(**BASE, n_prompts=6, lag=6, minibatches=3)
+    config = ps.bandit.config(**BASE, n_prompts=6, lag=6, minibatches=3)
     opt = ps.bandit.make_optimizer(config)
     state = ps.bandit.initial_state(config, opt, config.init_logits)
     keys = jax.random.split(jax.random.key(1), 12)
@@ -89,7 +89,7 @@ def test_minibatches_partition_the_prompts_once_per_epoch():
 @pytest.mark.parametrize("advantage", ["std", pytest.param("rloo", marks=pytest.mark.slow)])
 def test_expected_cycle_equals_the_mean_of_sampled_reuse(advantage):
     """Within a cycle expected mode is the exact mean over rollouts: sampled seed means agree within 4 s.e."""
-    config = ps.bandit_config(**BASE, lag=6, momentum=0.3, beta=0.2, advantage=advantage)
+    config = ps.bandit.config(**BASE, lag=6, momentum=0.3, beta=0.2, advantage=advantage)
     seeds = 4000
     sampled = ps.simulate(config, 6, mode="sampled", seeds=seeds, key=jax.random.key(7))
     expected = ps.simulate(config, 6)
@@ -99,21 +99,21 @@ def test_expected_cycle_equals_the_mean_of_sampled_reuse(advantage):
         z = np.abs(mean - np.asarray(getattr(expected, name))) / np.maximum(se, 1e-12)
         assert np.all(z[1:] < 4), (name, z)
     assert ps.bandit.rollout_outcomes(config)[0].shape == (35, 4)  # C(4 + 4 − 1, 3) rollouts of 2 arms × 2 rewards
-    assert ps.bandit.rollout_outcomes(ps.bandit_config(**(BASE | dict(group_size=8)), lag=2))[0].shape[0] == 165
+    assert ps.bandit.rollout_outcomes(ps.bandit.config(**(BASE | dict(group_size=8)), lag=2))[0].shape[0] == 165
 
 
 def test_expected_reuse_refuses_what_it_cannot_enumerate():
     with pytest.raises(ps.PgrpoSimError, match="prompts"):
-        ps.simulate(ps.bandit_config(**BASE, lag=2, n_prompts=2), 4)
+        ps.simulate(ps.bandit.config(**BASE, lag=2, n_prompts=2), 4)
     with pytest.raises(ps.PgrpoSimError, match="more than"):
-        ps.simulate(ps.bandit_config(**(BASE | dict(group_size=16)), n_arms=8, lag=2), 4)  # C(23, 7) arm multisets
+        ps.simulate(ps.bandit.config(**(BASE | dict(group_size=16)), n_arms=8, lag=2), 4)  # C(23, 7) arm multisets
 
 
 @pytest.mark.slow  # 2 × 4000 seeds
 def test_reuse_learns_less_than_fresh_samples():
     """The issue's case: 2 arms, p_ref 0.2, β 0, G 4, η 0.5, clip 0.2, refresh every 8 steps, reward at step 40.
     An independent NumPy loop gave 0.746 ± 0.002 with reuse; fresh samples give about 0.871."""
-    config = ps.bandit_config(**BASE, lag=8)
+    config = ps.bandit.config(**BASE, lag=8)
     reuse = np.asarray(ps.simulate(config, 40, mode="sampled", seeds=4000, key=jax.random.key(0)).reward[:, 40])
     fresh = ps.simulate(config.replace(lag_model="refresh_fresh"), 40, mode="sampled", seeds=4000)
     se = reuse.std() / np.sqrt(reuse.size)
@@ -124,7 +124,7 @@ def test_reuse_learns_less_than_fresh_samples():
 @pytest.mark.slow
 def test_reference_sync_equals_a_hand_loop():
     """Every S steps π_ref ← α·π + (1 − α)·π_ref on the logits, before the step's update."""
-    config = ps.bandit_config(p_ref=0.3, eta=0.4, beta=0.5, group_size=6, ref_sync_steps=3, ref_sync_alpha=0.25)
+    config = ps.bandit.config(p_ref=0.3, eta=0.4, beta=0.5, group_size=6, ref_sync_steps=3, ref_sync_alpha=0.25)
     run = ps.simulate(config, 10)
     theta = ref = np.asarray(config.init_logits)
     kls = []
@@ -167,12 +167,12 @@ def test_cli_refresh_lag_means_rollout_reuse(tmp_path):
         "12",
     ]
     assert main(["simulate", *common, "--lag-model", "refresh", "--lag", "4", "--out", str(tmp_path / "a.csv")]) == 0
-    config = ps.bandit_config(**BASE, lag=4)
+    config = ps.bandit.config(**BASE, lag=4)
     run = ps.simulate(config, 12, mode="sampled", seeds=8, key=jax.random.key(0))
     np.testing.assert_allclose(_csv_reward(tmp_path / "a.csv"), np.asarray(run.reward).mean(0), rtol=1e-6)
     argv = [*common, "--prompts", "4", "--num-iterations", "2", "--steps-per-generation", "2"]
     assert main(["simulate", *argv, "--out", str(tmp_path / "b.csv")]) == 0
-    config = ps.bandit_config(**BASE, lag=4, n_prompts=4, minibatches=2)
+    config = ps.bandit.config(**BASE, lag=4, n_prompts=4, minibatches=2)
     run = ps.simulate(config, 12, mode="sampled", seeds=8, key=jax.random.key(0))
     np.testing.assert_allclose(_csv_reward(tmp_path / "b.csv"), np.asarray(run.reward).mean(0), rtol=1e-6)
 
@@ -206,7 +206,7 @@ def test_binary_rewards_enumerate_fewer_rollouts_with_the_same_result(n_arms, gr
     from pgrpo_sim.models.bandit import rollout_outcomes
 
     kw = dict(n_arms=n_arms, p_ref=0.3, eta=0.8, beta=0.1, group_size=group_size, lag_model="refresh", lag=3)
-    config = ps.bandit_config(**kw)
+    config = ps.bandit.config(**kw)
     arms, _, counts = rollout_outcomes(config, binary_rewards=True)
     assert arms.shape[0] == math.comb(group_size + n_arms - 1, n_arms - 1)
     assert np.all(np.asarray(counts).sum(1) == group_size)
@@ -224,7 +224,7 @@ def test_binary_rewards_are_refused_for_other_rewards():
     from pgrpo_sim.models.bandit import rollout_outcomes
     from pgrpo_sim.prediction import floquet_radius
 
-    config = ps.bandit_config(rewards=[1.0, 0.5], group_size=4, lag_model="refresh", lag=3)
+    config = ps.bandit.config(rewards=[1.0, 0.5], group_size=4, lag_model="refresh", lag=3)
     for call in (
         lambda: ps.simulate(config, 5, binary_rewards=True),
         lambda: rollout_outcomes(config, binary_rewards=True),

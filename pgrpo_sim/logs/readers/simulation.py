@@ -1,4 +1,4 @@
-"""A simulated run as a log: `from_run` turns a `BanditRun` into a `TrainingLog` (format "simulation"), its
+"""A simulated run as a log: `from_run` turns a `bandit.Run` into a `TrainingLog` (format "simulation"), its
 read-outs under the log's canonical names (`RUN_COLUMNS`, from `models.readouts`; a run may leave any but the
 reward out: `simulate(readouts=tuple(RUN_COLUMNS.values()))` computes exactly these), sampled runs averaged
 over seeds."""
@@ -15,11 +15,11 @@ from ...models.readouts import RUN_COLUMNS
 from .table import TrainingLog, tidy
 
 if TYPE_CHECKING:  # the bandit (and JAX) are not needed to read logs
-    from ...models.bandit import BanditRun
+    from ...models import bandit
 
 
-def from_run(run: BanditRun, *, index: int | None = None) -> TrainingLog:
-    """A `TrainingLog` from a `BanditRun` (step n = θ_n). Sampled runs are averaged over seeds, with
+def from_run(run: bandit.Run, *, index: int | None = None) -> TrainingLog:
+    """A `TrainingLog` from a `bandit.Run` (step n = θ_n). Sampled runs are averaged over seeds, with
     `reward_std` the spread across seeds and `n_samples` the number of seeds (so the per-step error of the
     mean is reward_std/√seeds); `index` picks a single seed instead. Steps after a divergence are NaN and
     therefore skipped (see `TrainingLog.skipped_steps`).
@@ -35,10 +35,10 @@ def from_run(run: BanditRun, *, index: int | None = None) -> TrainingLog:
         under `RUN_COLUMNS`' canonical names, plus `reward_std` and `n_samples` for a seed mean.
 
     Raises:
-        PgrpoSimError: `run` is not a `BanditRun`, or `index` is not an integer seed of the run.
+        PgrpoSimError: `run` is not a `bandit.Run`, or `index` is not an integer seed of the run.
     """
     if not all(hasattr(run, v) for v in RUN_COLUMNS.values()):
-        raise PgrpoSimError(f"run must be a BanditRun (from simulate), got {type(run).__name__}")
+        raise PgrpoSimError(f"run must be a ps.bandit.Run (from ps.bandit.simulate), got {type(run).__name__}")
     arrays = {k: np.asarray(getattr(run, v), float) for k, v in RUN_COLUMNS.items() if getattr(run, v) is not None}
     if index is not None:
         seeds = np.atleast_2d(arrays["reward"]).shape[0]

@@ -23,7 +23,7 @@ modes share: `check_mode`, `UpdateStats`, the KL terms), `enumeration` (the dist
 run's state and one step), `simulation` (`run`, `simulate`, `simulate_in_chunks`, the read-outs).
 """
 
-from ..config import MODES as MODES
+from ..config import DEFAULTS as DEFAULTS, MODES as MODES, Config as Config, config as config
 from .common import UpdateStats as UpdateStats, check_mode as check_mode
 from .enumeration import (
     MAX_OUTCOMES as MAX_OUTCOMES,
@@ -49,7 +49,7 @@ from .sampled import (
 from .simulation import (
     CHUNK_WORK as CHUNK_WORK,
     STEP_READOUTS as STEP_READOUTS,
-    BanditRun as BanditRun,
+    Run as Run,
     run as run,
     run_loop as run_loop,
     simulate as simulate,
@@ -57,7 +57,7 @@ from .simulation import (
     valid_hyperparameters as valid_hyperparameters,
 )
 from .state import (
-    BanditState as BanditState,
+    State as State,
     batch_config as batch_config,
     initial_state as initial_state,
     minibatch_weights as minibatch_weights,

@@ -13,7 +13,7 @@ from jax import Array
 
 from ...base.checks import check_choice, is_concrete
 from ...base.errors import PgrpoSimError
-from ..config import MODES, BanditConfig, check_config
+from ..config import MODES, Config, check_config
 from ..grpo import ADVANTAGES, kl_divergence, kl_estimate
 from ..readouts import UPDATE_READOUTS, attributes
 from .enumeration import rewards_are_binary, rollout_count
@@ -27,7 +27,7 @@ UpdateStats.__doc__ = (
 )
 
 
-def check_mode(config: BanditConfig, mode: str) -> None:
+def check_mode(config: Config, mode: str) -> None:
     """Raise `PgrpoSimError` if `mode` has no exact form for `config`: expected mode refuses dynamic sampling and
     batch-scaled advantages, which couple the groups of a batch, and rollout reuse (lag model "refresh") of
     several prompts or of more than `MAX_OUTCOMES` distinct rollouts, which it would enumerate. Entry points call
@@ -35,11 +35,11 @@ def check_mode(config: BanditConfig, mode: str) -> None:
     its expected run NaN (and traced rewards are counted as binary, the smaller enumeration).
 
     Args:
-        config: the configuration (`BanditConfig`).
+        config: the configuration (`Config`).
         mode: "expected" or "sampled" (`MODES`); sampled mode has a form for every configuration.
 
     Raises:
-        PgrpoSimError: if `config` is not a `BanditConfig` or `mode` is unknown; in expected mode, for dynamic
+        PgrpoSimError: if `config` is not a `Config` or `mode` is unknown; in expected mode, for dynamic
             sampling, a concrete "batch" advantage code, or lag model "refresh" with several prompts or more
             than `MAX_OUTCOMES` distinct rollouts (`rollout_count`).
     """
@@ -57,11 +57,11 @@ def check_mode(config: BanditConfig, mode: str) -> None:
         rollout_count(config, rewards_are_binary(config) or not is_concrete(config.rewards))
 
 
-def kl_term(config: BanditConfig, logits: Array | None, logp: Array, logp_ref: Array, weights: Array) -> Array:
+def kl_term(config: Config, logits: Array | None, logp: Array, logp_ref: Array, weights: Array) -> Array:
     """Per-prompt KL penalty: exact KL(π‖π_ref), or the estimator averaged with `weights` over samples.
 
     Args:
-        config: the configuration (`BanditConfig`): `kl`, `kl_clamp` and the reference `init_logits` (P, N).
+        config: the configuration (`Config`): `kl`, `kl_clamp` and the reference `init_logits` (P, N).
         logits: θ, (P, N); read by "exact" only (may be None otherwise).
         logp: log π of the samples (nats), (P, ...) broadcasting with `logp_ref` and `weights`.
         logp_ref: log π_ref of the same samples (nats).
@@ -76,12 +76,12 @@ def kl_term(config: BanditConfig, logits: Array | None, logp: Array, logp_ref: A
     return jnp.sum(weights * kl_estimate(logp, logp_ref, config.kl, config.kl_clamp), axis=-1)
 
 
-def kl_slope(d: Array, config: BanditConfig) -> Array:
+def kl_slope(d: Array, config: Config) -> Array:
     """∂k/∂log π of the KL estimator at d = log π − log π_ref, elementwise.
 
     Args:
         d: log π − log π_ref (nats), any shape.
-        config: the configuration (`BanditConfig`): its estimator `kl` ("k1", "k2" or "k3") and `kl_clamp`.
+        config: the configuration (`Config`): its estimator `kl` ("k1", "k2" or "k3") and `kl_clamp`.
 
     Returns:
         The slope, of the shape of `d`.

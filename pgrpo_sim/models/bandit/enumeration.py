@@ -14,27 +14,27 @@ from jax import Array
 
 from ...base.checks import is_concrete
 from ...base.errors import PgrpoSimError
-from ..config import BanditConfig, check_config
+from ..config import Config, check_config
 
 MAX_OUTCOMES = 4096
 """Largest number of distinct rollouts that expected mode enumerates for rollout reuse."""
 
 
-def rewards_are_binary(config: BanditConfig, binary_rewards: bool | None = None) -> bool:
+def rewards_are_binary(config: Config, binary_rewards: bool | None = None) -> bool:
     """Whether expected-mode rollout reuse may enumerate multisets of arms alone: every reward exactly 0 or 1.
 
     None detects it from concrete rewards (False while they are traced); True asserts it, checked against
     concrete rewards (`PgrpoSimError` if one is not 0 or 1); False enumerates every (arm, reward) multiset.
 
     Args:
-        config: the configuration (`BanditConfig`); its rewards (D, N), concrete or traced.
+        config: the configuration (`Config`); its rewards (D, N), concrete or traced.
         binary_rewards: None: detect; True: assert; False: not binary, whatever the rewards (default None).
 
     Returns:
         A Python bool: True if every reward is 0 or 1 (detected or asserted), False otherwise.
 
     Raises:
-        PgrpoSimError: if `config` is not a `BanditConfig`, or `binary_rewards` is True and a concrete reward is
+        PgrpoSimError: if `config` is not a `Config`, or `binary_rewards` is True and a concrete reward is
             not 0 or 1.
     """
     check_config(config)
@@ -47,13 +47,13 @@ def rewards_are_binary(config: BanditConfig, binary_rewards: bool | None = None)
     return binary if binary_rewards is None else bool(binary_rewards)
 
 
-def rollout_count(config: BanditConfig, binary_rewards: bool) -> int:
+def rollout_count(config: Config, binary_rewards: bool) -> int:
     """The number of distinct rollouts of one prompt that expected-mode reuse enumerates (`rollout_outcomes`),
     C(G + k − 1, k − 1) with k = N kinds of sample for binary rewards, else 2N; `PgrpoSimError` for several
     prompts or more than `MAX_OUTCOMES`.
 
     Args:
-        config: the configuration (`BanditConfig`): group size G, N arms, one prompt.
+        config: the configuration (`Config`): group size G, N arms, one prompt.
         binary_rewards: count multisets of arms alone (k = N; `rewards_are_binary`), else of (arm, reward)
             outcomes (k = 2N). Not checked against the rewards.
 
@@ -62,7 +62,7 @@ def rollout_count(config: BanditConfig, binary_rewards: bool) -> int:
         G = 8.
 
     Raises:
-        PgrpoSimError: if `config` is not a `BanditConfig`, has more than one prompt, or O > `MAX_OUTCOMES`.
+        PgrpoSimError: if `config` is not a `Config`, has more than one prompt, or O > `MAX_OUTCOMES`.
     """
     check_config(config)
     g, n = config.group_size, config.n_arms
@@ -81,7 +81,7 @@ def rollout_count(config: BanditConfig, binary_rewards: bool) -> int:
     return count
 
 
-def rollout_outcomes(config: BanditConfig, *, binary_rewards: bool = False) -> tuple[Array, Array, Array]:
+def rollout_outcomes(config: Config, *, binary_rewards: bool = False) -> tuple[Array, Array, Array]:
     """Every distinct rollout of one prompt: multisets of G samples over the 2N outcomes (arm a, reward 0/1).
 
     O = C(G + 2N − 1, 2N − 1), e.g. 165 for N = 2, G = 8. With `binary_rewards` (every arm's reward is exactly 0
@@ -89,7 +89,7 @@ def rollout_outcomes(config: BanditConfig, *, binary_rewards: bool = False) -> t
     N = 2, G = 8. Samples are sorted within the group (the GRPO loss does not depend on the order).
 
     Args:
-        config: the configuration (`BanditConfig`) of one prompt: group size G, rewards (1, N).
+        config: the configuration (`Config`) of one prompt: group size G, rewards (1, N).
         binary_rewards: enumerate multisets of arms alone, each arm's reward its (0/1) reward; checked against
             concrete rewards (traced ones cannot be checked). Keyword only (default False).
 

@@ -15,17 +15,17 @@ from jax.custom_derivatives import SymbolicZero
 from jax.scipy.special import gammaln, xlog1py, xlogy
 
 from ...base.small_axes import axis_sum, softmax
-from ..config import BanditConfig
+from ..config import Config
 from ..grpo import ADVANTAGES, clipped_surrogate, group_advantages, kl_divergence, kl_estimate
 from .common import UpdateStats, check_mode, kl_slope, kl_term
 
 
-def advantage_table(config: BanditConfig) -> Array:
+def advantage_table(config: Config) -> Array:
     """(2, G) advantages of one sample: row 0 if it succeeded and j of the others did (A(1, j+1 successes)),
     row 1 if it failed and j others succeeded; built by `group_advantages` on canonical 0/1 groups.
 
     Args:
-        config: the configuration (`BanditConfig`): G, the advantage code and adv_eps.
+        config: the configuration (`Config`): G, the advantage code and adv_eps.
 
     Returns:
         (2, G) advantages in the rewards' float dtype; NaN for a (traced) "batch" code.
@@ -120,7 +120,7 @@ def _binomial_mean_jvp(n: int, primals, tangents):
 binomial_mean.defjvp(_binomial_mean_jvp, symbolic_zeros=True)
 
 
-def expected_loss(logits: Array, behaviour_logits: Array, config: BanditConfig) -> tuple[Array, UpdateStats]:
+def expected_loss(logits: Array, behaviour_logits: Array, config: Config) -> tuple[Array, UpdateStats]:
     """Exact expectation over the group of the GRPO loss at θ = `logits`, samples from softmax(`behaviour_logits`).
 
     Differentiate with respect to the first argument only: π_old is the sampling distribution, not
@@ -129,7 +129,7 @@ def expected_loss(logits: Array, behaviour_logits: Array, config: BanditConfig) 
     Args:
         logits: θ, the policy whose loss it is; (P, N) logits (nats), the rows of `config.rewards`.
         behaviour_logits: π_old's logits, the groups' sampling distribution; (P, N).
-        config: the configuration (`BanditConfig`): rewards (P, N), the KL reference `init_logits` (P, N), G and
+        config: the configuration (`Config`): rewards (P, N), the KL reference `init_logits` (P, N), G and
             the loss's hyperparameters.
 
     Returns:
@@ -189,7 +189,7 @@ def expected_group_std(g: int, p: Array) -> Array:
     return binomial_mean(g, p, jnp.sqrt(k * (g - k) / (g * (g - 1)))[None])[..., 0]
 
 
-def on_policy_grad(logits: Array, config: BanditConfig) -> tuple[Array, UpdateStats]:
+def on_policy_grad(logits: Array, config: Config) -> tuple[Array, UpdateStats]:
     """Exact expected gradient of the GRPO loss when samples come from θ = `logits` itself (lag models
     "none" and "stale"): the fast path of `jax.grad(expected_loss)(θ, θ, config)`, written out.
 
@@ -202,7 +202,7 @@ def on_policy_grad(logits: Array, config: BanditConfig) -> tuple[Array, UpdateSt
 
     Args:
         logits: θ = π_old's logits, where the gradient is taken; (P, N) logits (nats).
-        config: the configuration (`BanditConfig`): rewards (P, N), the KL reference `init_logits` (P, N), G and
+        config: the configuration (`Config`): rewards (P, N), the KL reference `init_logits` (P, N), G and
             the loss's hyperparameters.
 
     Returns:

@@ -8,17 +8,17 @@ import jax.numpy as jnp
 import optax
 from jax import Array
 
-from ..config import BanditConfig, check_config
+from ..config import Config, check_config
 from ..schedules import schedule_factor
 
 
-def learning_rate_factor(config: BanditConfig, count: Array) -> Array:
+def learning_rate_factor(config: Config, count: Array) -> Array:
     """The schedule's factor on η at optimiser step `count`: `models.schedules.schedule_factor` (Hugging Face's
     linear warm-up from 0 over `warmup_steps`, then 1, linear decay or cosine decay to 0 at `decay_steps`); 1 for
     "constant".
 
     Args:
-        config: the configuration (`BanditConfig`): lr_schedule, warmup_steps and decay_steps.
+        config: the configuration (`Config`): lr_schedule, warmup_steps and decay_steps.
         count: the optimiser step (optax's count), an integer array of any shape (0-d in optax).
 
     Returns:
@@ -28,19 +28,19 @@ def learning_rate_factor(config: BanditConfig, count: Array) -> Array:
     return schedule_factor(config.lr_schedule, count, warmup, total, jnp, config.eta.dtype)
 
 
-def make_optimizer(config: BanditConfig) -> optax.GradientTransformation:
+def make_optimizer(config: Config) -> optax.GradientTransformation:
     """optax optimiser on the logits: optional global-norm clipping, then heavy-ball SGD (optax.sgd with momentum μ),
     Nesterov, or Adam (b1 = μ, b2 = 0.999), at step η × `learning_rate_factor` (a plain η for "constant").
 
     Args:
-        config: the configuration (`BanditConfig`): optimizer, eta, momentum, grad_clip and the schedule (traced
+        config: the configuration (`Config`): optimizer, eta, momentum, grad_clip and the schedule (traced
             leaves stay traced inside the transformation).
 
     Returns:
         An `optax.GradientTransformation` on the parameters: the logits (D, N), or W (F, N) with features.
 
     Raises:
-        PgrpoSimError: if `config` is not a `BanditConfig`.
+        PgrpoSimError: if `config` is not a `Config`.
     """
     check_config(config)
     eta = config.eta

@@ -10,11 +10,11 @@ from jax import Array
 from jax.scipy.special import gammaln
 
 from ...base.small_axes import softmax
-from ..config import BanditConfig
-from .state import BanditState, policy_metrics, rollout_step, synced
+from ..config import Config
+from .state import State, policy_metrics, rollout_step, synced
 
 
-def _rollout_probabilities(config: BanditConfig, logits: Array, counts: Array) -> Array:
+def _rollout_probabilities(config: Config, logits: Array, counts: Array) -> Array:
     """P(rollout) under softmax(`logits`) (one prompt): multinomial over the 2N (arm, reward) outcomes."""
     pi = softmax(logits)[0]
     r = config.rewards[0]
@@ -26,16 +26,16 @@ def _rollout_probabilities(config: BanditConfig, logits: Array, counts: Array) -
     return jnp.where(impossible, 0.0, jnp.exp(log_coef + counts @ log_q))
 
 
-def collapse_branches(branches: BanditState, weights: Array) -> BanditState:
+def collapse_branches(branches: State, weights: Array) -> State:
     """The rollout-average of branch states: weighted mean of the float leaves (logits, optimiser state, …);
     diverged if any branch diverged (at the earliest such step).
 
     Args:
-        branches: one `BanditState` per rollout, stacked: a leading branch axis O on every leaf.
+        branches: one `State` per rollout, stacked: a leading branch axis O on every leaf.
         weights: (O,) the branches' probabilities (summing to 1).
 
     Returns:
-        A `BanditState` without the branch axis: float leaves the weighted mean, integer leaves (step, cursor,
+        A `State` without the branch axis: float leaves the weighted mean, integer leaves (step, cursor,
         rollout arms, orders) branch 0's, `diverged` whether any branch diverged, `diverged_step` the earliest
         such step (−1 if none).
     """
@@ -47,7 +47,7 @@ def collapse_branches(branches: BanditState, weights: Array) -> BanditState:
     return mean._replace(diverged=jnp.any(branches.diverged), diverged_step=first.astype(jnp.int32))
 
 
-def reuse_branch_step(config: BanditConfig, optimizer, branches: BanditState, weights: Array, outcomes):
+def reuse_branch_step(config: Config, optimizer, branches: State, weights: Array, outcomes):
     """(Low-level API) one step of expected-mode rollout reuse: the exact average over rollouts of the cycle.
 
     `branches` holds one state per enumerated rollout (`rollout_outcomes`), with probabilities `weights`. At a
@@ -56,9 +56,9 @@ def reuse_branch_step(config: BanditConfig, optimizer, branches: BanditState, we
     own rollout. Read-outs are weighted means over branches (exact expectations within a cycle).
 
     Args:
-        config: the configuration (`BanditConfig`): one prompt, lag model "refresh".
+        config: the configuration (`Config`): one prompt, lag model "refresh".
         optimizer: its optax transformation (`make_optimizer(config)`).
-        branches: the branch states of step n, a `BanditState` with a leading branch axis O on every leaf.
+        branches: the branch states of step n, a `State` with a leading branch axis O on every leaf.
         weights: (O,) the branches' probabilities; replaced at a refresh (n a multiple of `lag`).
         outcomes: (arms, rewards, counts) of `rollout_outcomes(config)`: (O, G), (O, G) and (O, 2N).
 

@@ -13,7 +13,7 @@ from jax import Array
 
 from ...base import threefry as _random
 from ...base.small_axes import UNROLL_MAX, axis_sum, softmax
-from ..config import BanditConfig
+from ..config import Config
 from ..grpo import clipped_surrogate, group_advantages, kl_divergence, kl_estimate
 from .common import UpdateStats, kl_slope, kl_term
 
@@ -30,7 +30,7 @@ def sampled_loss(
     behaviour_logits: Array,
     arms: Array,
     rewards: Array,
-    config: BanditConfig,
+    config: Config,
     prompt_weights: Array | None = None,
 ) -> tuple[Array, UpdateStats]:
     """GRPO loss of drawn groups: `arms`, `rewards` of shape (P, G), drawn from softmax(`behaviour_logits`).
@@ -44,7 +44,7 @@ def sampled_loss(
         behaviour_logits: π_old's logits, from which the groups were drawn; (P, N).
         arms: the drawn arms, (P, G) integers in [0, N).
         rewards: their rewards, (P, G) floats (0/1 for Bernoulli draws).
-        config: the configuration of these P prompts (`BanditConfig`, e.g. `batch_config`'s): the KL reference
+        config: the configuration of these P prompts (`Config`, e.g. `batch_config`'s): the KL reference
             `init_logits` (P, N) and the loss's hyperparameters.
         prompt_weights: w, (P,) nonnegative weights of the prompts (a mini-batch: `minibatch_weights`); None: the
             mean over prompts (default).
@@ -128,14 +128,14 @@ def _cumsum_arms(x: Array) -> Array:
     return jnp.concatenate(parts, axis=-1)
 
 
-def draw_rollout(config: BanditConfig, behaviour_logits: Array, key: Array) -> tuple[Array, Array]:
+def draw_rollout(config: Config, behaviour_logits: Array, key: Array) -> tuple[Array, Array]:
     """G arms per prompt from softmax(behaviour_logits) and their Bernoulli rewards, shape (P, G).
 
     One uniform u per sample: the arm is the inverse CDF at u, and the position of u inside that arm's
     CDF interval, (u − F_{a−1})/π_a, is again uniform and independent of the arm, so it draws the reward.
 
     Args:
-        config: the configuration of the P prompts drawn for (`BanditConfig`, e.g. `batch_config`'s): P =
+        config: the configuration of the P prompts drawn for (`Config`, e.g. `batch_config`'s): P =
             `n_prompts`, G = `group_size`, rewards (P, N) the success probabilities.
         behaviour_logits: the sampling policy's logits, (P, N).
         key: a JAX PRNG key (Threefry keys take the fused counter-based draw of `base.threefry`).
@@ -153,9 +153,7 @@ def draw_rollout(config: BanditConfig, behaviour_logits: Array, key: Array) -> t
     return arms, (within < _pick(arms, config.rewards)).astype(pi.dtype)
 
 
-def sampled_on_policy_grad(
-    logits: Array, arms: Array, rewards: Array, config: BanditConfig
-) -> tuple[Array, UpdateStats]:
+def sampled_on_policy_grad(logits: Array, arms: Array, rewards: Array, config: Config) -> tuple[Array, UpdateStats]:
     """Gradient of `sampled_loss` when the groups were drawn from θ = `logits` itself (lag models "none"
     and "stale"), written out: at ρ = 1 no clip is active, so sample i contributes w_i (e_{a_i} − π)/G with
     w_i = −A_i + β·∂k/∂log π(a_i) (unclamped k3: 1 − π_ref(a_i)/π(a_i); exact KL adds β π (d − Σ π d),
@@ -166,7 +164,7 @@ def sampled_on_policy_grad(
         logits: θ = π_old's logits, from which the groups were drawn; (P, N) logits (nats).
         arms: the drawn arms, (P, G) integers in [0, N).
         rewards: their rewards, (P, G) floats.
-        config: the configuration of these P prompts (`BanditConfig`): the KL reference `init_logits` (P, N),
+        config: the configuration of these P prompts (`Config`): the KL reference `init_logits` (P, N),
             G and the loss's hyperparameters.
 
     Returns:

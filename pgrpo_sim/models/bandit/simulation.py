@@ -1,5 +1,5 @@
 """Runs of the bandit (docs/design.md §3, "Measured each step"): `run` and `run_loop`, the scanned loop of `step`
-or of rollout reuse's branches; `simulate`, the checked and jitted entry point, with its read-outs (`BanditRun`,
+or of rollout reuse's branches; `simulate`, the checked and jitted entry point, with its read-outs (`Run`,
 `STEP_READOUTS`), a checkpointed scan for reverse-mode derivatives and the divergence flags; and
 `simulate_in_chunks`, the same run in pieces that Ctrl-C can stop."""
 
@@ -18,17 +18,17 @@ from jax import Array
 
 from ...base.autodiff import scan
 from ...base.checks import as_key, check_choice, check_seeds, check_steps, in_range, nan_unless
-from ..config import LEAF_RANGES, BanditConfig
+from ..config import LEAF_RANGES, Config
 from ..grpo import ADVANTAGES
 from ..readouts import STEP_READOUTS, attributes
 from .common import check_mode
 from .enumeration import rewards_are_binary, rollout_outcomes
 from .optimizer import make_optimizer
 from .reuse import collapse_branches, reuse_branch_step
-from .state import BanditState, initial_state, step
+from .state import State, initial_state, step
 
-BanditRun = NamedTuple(
-    "BanditRun",
+Run = NamedTuple(
+    "Run",
     [  # the fields computed from STEP_READOUTS: pyright reads only literal field lists
         *((name, Array | None if name == "true_reward" else Array) for name in STEP_READOUTS),  # pyright: ignore[reportArgumentType]
         ("final_logits", Array),
@@ -37,7 +37,7 @@ BanditRun = NamedTuple(
         ("diverged_step", Array),
     ],
 )
-BanditRun.__doc__ = """Result of `simulate`: the per-step read-outs of `models.readouts.READOUTS` and the final state.
+Run.__doc__ = """Result of `simulate`: the per-step read-outs of `models.readouts.READOUTS` and the final state.
 
 Per-step arrays have shape (steps+1,) in expected mode and (seeds, steps+1) in sampled mode; index n describes the
 policy θ_n (n = 0 is the start) and the update taken from it; a read-out left out by `simulate(readouts=…)` is None.
@@ -58,13 +58,13 @@ p(final_logits) differs from the last `reward` by the branches' spread.
 )
 
 
-def valid_hyperparameters(config: BanditConfig) -> Array:
-    """Whether every hyperparameter leaf is in the range `BanditConfig` checks eagerly (a bool array): the in-jit
+def valid_hyperparameters(config: Config) -> Array:
+    """Whether every hyperparameter leaf is in the range `Config` checks eagerly (a bool array): the in-jit
     form of those checks, for traced values (a caller's `vmap` may hold an η ≤ 0, or a stale lag beyond the
     `max_lag` its buffer holds, which would wrap around it).
 
     Args:
-        config: the configuration (`BanditConfig`), concrete or traced: its lag (against the lag model, `max_lag`
+        config: the configuration (`Config`), concrete or traced: its lag (against the lag model, `max_lag`
             and `minibatches`), the leaves of `LEAF_RANGES` (those not None), the advantage code, and the step
             counts `ref_sync_steps`, `warmup_steps` and `decay_steps`.
 
@@ -90,8 +90,8 @@ def valid_hyperparameters(config: BanditConfig) -> Array:
 
 
 def run(
-    config: BanditConfig, key: Array, steps: int, mode: str, *, binary_rewards: bool = False, checkpoint: bool = False
-) -> BanditRun:
+    config: Config, key: Array, steps: int, mode: str, *, binary_rewards: bool = False, checkpoint: bool = False
+) -> Run:
     """(Low-level API) one run of `steps` updates (a single seed), unjitted and unchecked; pure, so it can be
     vmapped over configs and keys inside the caller's own jit (`simulate` is the checked, jitted entry).
     `binary_rewards`: every reward is exactly 0 or 1, which lets expected-mode reuse enumerate fewer rollouts.
@@ -99,7 +99,7 @@ def run(
     hyperparameters are out of range (`valid_hyperparameters`) steps by a NaN η: diverged at step 0, NaN after.
 
     Args:
-        config: the configuration (`BanditConfig`); unchecked.
+        config: the configuration (`Config`); unchecked.
         key: a JAX PRNG key (not an int seed), split into one key per step; unused in expected mode.
         steps: optimiser steps (updates); a static integer >= 1.
         mode: "expected" or "sampled" (`MODES`); static.
@@ -108,7 +108,7 @@ def run(
         checkpoint: rematerialise blocks of about √steps steps on the backward pass (default False).
 
     Returns:
-        A `BanditRun` of one seed: per-step read-outs of shape (steps + 1,) (`true_reward` None without true
+        A `Run` of one seed: per-step read-outs of shape (steps + 1,) (`true_reward` None without true
         rewards), `final_logits` (D, N), `final_opt_state`, and 0-d `diverged` (bool) and `diverged_step` (int32).
 
     Raises:
@@ -124,22 +124,22 @@ def run(
 
 
 def run_loop(
-    config: BanditConfig, mode: str, *, binary_rewards: bool = False
-) -> tuple[Any, Callable[[Any, Array], tuple[Any, dict[str, Array | None]]], Callable[[Any], BanditState]]:
+    config: Config, mode: str, *, binary_rewards: bool = False
+) -> tuple[Any, Callable[[Any, Array], tuple[Any, dict[str, Array | None]]], Callable[[Any], State]]:
     """(Low-level API) the loop of `run`: (carry, update, final_state), its carry before step 0, its step
-    (carry, key) → (carry, the read-outs of the step) (the key unused in expected mode), and the `BanditState` of a
+    (carry, key) → (carry, the read-outs of the step) (the key unused in expected mode), and the `State` of a
     carry. Pure and unchecked, as `run`; for a caller that runs the steps in pieces (`simulate_in_chunks`).
 
     Args:
-        config: the configuration (`BanditConfig`); unchecked. Its η becomes NaN unless `valid_hyperparameters`.
+        config: the configuration (`Config`); unchecked. Its η becomes NaN unless `valid_hyperparameters`.
         mode: "expected" or "sampled" (`MODES`); static.
         binary_rewards: as `run`'s (keyword only, default False).
 
     Returns:
-        (carry, update, final_state): the carry of step 0, the `BanditState` of `initial_state` (expected-mode
-        reuse: (branches, weights), a `BanditState` with a leading axis of O rollouts and their (O,) weights);
+        (carry, update, final_state): the carry of step 0, the `State` of `initial_state` (expected-mode
+        reuse: (branches, weights), a `State` with a leading axis of O rollouts and their (O,) weights);
         `update`, (carry, key) → (carry, the read-outs of the step: a dict keyed by `STEP_READOUTS` of 0-d
-        floats); `final_state`, carry → its `BanditState` (reuse: `collapse_branches`).
+        floats); `final_state`, carry → its `State` (reuse: `collapse_branches`).
 
     Raises:
         PgrpoSimError: for a configuration `check_mode` refuses in `mode` (expected-mode reuse: when called;
@@ -155,7 +155,7 @@ def run_loop(
         branches = jax.tree.map(lambda x: jnp.broadcast_to(x, (size, *jnp.shape(x))), state)
         weights = jnp.full(size, 1.0 / size, config.rewards.dtype)  # replaced at the first refresh (step 0)
 
-        def update(carry: tuple[BanditState, Array], _):
+        def update(carry: tuple[State, Array], _):
             b, w, m = reuse_branch_step(config, optimizer, *carry, outcomes)
             return (b, w), m
 
@@ -163,8 +163,8 @@ def run_loop(
     return state, functools.partial(step, config, optimizer, mode), lambda carry: carry
 
 
-def _bandit_run(metrics: dict, final: BanditState) -> BanditRun:
-    return BanditRun(
+def _bandit_run(metrics: dict, final: State) -> Run:
+    return Run(
         **metrics,
         final_logits=final.logits,
         final_opt_state=final.opt_state,
@@ -175,7 +175,7 @@ def _bandit_run(metrics: dict, final: BanditState) -> BanditRun:
 
 @functools.partial(jax.jit, static_argnames=("steps", "mode", "seeds", "binary_rewards", "readouts", "checkpoint"))
 def _simulate(
-    config: BanditConfig,
+    config: Config,
     key: Array,
     steps: int,
     mode: str,
@@ -183,7 +183,7 @@ def _simulate(
     binary_rewards: bool = False,
     readouts: tuple[str, ...] = STEP_READOUTS,
     checkpoint: bool = False,
-) -> BanditRun:
+) -> Run:
     if mode == "expected":
         out = run(config, key, steps, mode, binary_rewards=binary_rewards, checkpoint=checkpoint)
     else:
@@ -192,7 +192,7 @@ def _simulate(
 
 
 def simulate(
-    config: BanditConfig,
+    config: Config,
     steps: int,
     *,
     mode: str = "expected",
@@ -201,7 +201,7 @@ def simulate(
     binary_rewards: bool | None = None,
     readouts: Sequence[str] | None = None,
     checkpoint: bool = False,
-) -> BanditRun:
+) -> Run:
     """Run GRPO on the bandit for `steps` optimiser steps: the checked, jitted entry point.
 
     Jitted once per static structure (config's static fields, steps, mode, seeds, readouts): other hyperparameter
@@ -210,7 +210,7 @@ def simulate(
     not meaningful.
 
     Args:
-        config: the bandit configuration (`bandit_config`).
+        config: the bandit configuration (`config`).
         steps: optimiser steps; an integer in [1, MAX_STEPS].
         mode: "expected" (the exact expectation over the group: one deterministic run; `seeds` and `key` ignored)
             or "sampled" (drawn groups).
@@ -227,7 +227,7 @@ def simulate(
             forward-mode derivatives are the same either way.
 
     Returns:
-        A `BanditRun`: per-step read-outs of shape (steps+1,) in expected mode, (seeds, steps+1) in sampled mode,
+        A `Run`: per-step read-outs of shape (steps+1,) in expected mode, (seeds, steps+1) in sampled mode,
         the final state and the divergence flags.
 
     Raises:
@@ -270,7 +270,7 @@ CHUNK_WORK = 2**20
 """Run-steps (steps × seeds) per piece of `simulate_in_chunks`: well under a second of sampled steps on a CPU."""
 
 
-def simulate_in_chunks(config: BanditConfig, steps: int, *, chunk: int | None = None, **options) -> BanditRun:
+def simulate_in_chunks(config: Config, steps: int, *, chunk: int | None = None, **options) -> Run:
     """`simulate` (same arguments and numbers), its steps run in pieces of `chunk` steps (default: `CHUNK_WORK`
     run-steps a piece) that carry the state: one compiled program called once a piece, whose read-outs are
     brought to the host (as NumPy arrays) before the next starts. Python runs between pieces, so Ctrl-C stops a
@@ -285,7 +285,7 @@ def simulate_in_chunks(config: BanditConfig, steps: int, *, chunk: int | None = 
             a piece is not differentiated through).
 
     Returns:
-        The `BanditRun` of `simulate`, its per-step read-outs as NumPy arrays.
+        The `Run` of `simulate`, its per-step read-outs as NumPy arrays.
     """
     key, binary, keep = _simulate_args(config, steps, **options)
     mode, steps, seeds = options.get("mode", "expected"), int(steps), int(options.get("seeds", 1))

@@ -1,5 +1,5 @@
 """One optimiser step of a run (low-level API; docs/design.md §3, "Off-policy lag: three models"): the run's state
-(`BanditState`, `initial_state`) and `step`, either mode under each lag model; `rollout_step`, the inner step on a
+(`State`, `initial_state`) and `step`, either mode under each lag model; `rollout_step`, the inner step on a
 given rollout; the prompts of a rollout, its mini-batches and the reference sync; the read-outs of the policy
 (`policy_metrics`); the divergence guard, which freezes a run whose logits become non-finite."""
 
@@ -15,18 +15,18 @@ from jax import Array
 from ...base.autodiff import where_frozen
 from ...base.errors import PgrpoSimError
 from ...base.small_axes import axis_sum, softmax
-from ..config import BanditConfig
+from ..config import Config
 from ..grpo import entropy, kl_divergence
 from .common import UpdateStats, check_mode
 from .expected import expected_loss, on_policy_grad
 from .sampled import draw_rollout, sampled_loss, sampled_on_policy_grad
 
 
-class BanditState(NamedTuple):
+class State(NamedTuple):
     """State of one run between steps (low-level API): the policy and its parameters, the optimiser's state, what
     the lag models and rollout reuse remember, the dataset's epoch, the step counter and the divergence guard.
 
-    D prompts in the dataset, P per rollout (`BanditConfig.prompts_per_rollout`), N arms, G samples per group.
+    D prompts in the dataset, P per rollout (`Config.prompts_per_rollout`), N arms, G samples per group.
     Shapes are one run's: a `vmap` over seeds (sampled `simulate`) or the branches of expected-mode rollout reuse
     add leading axes.
 
@@ -68,17 +68,17 @@ class BanditState(NamedTuple):
     diverged_step: Array
 
 
-def initial_state(config: BanditConfig, optimizer, logits: Array) -> BanditState:
+def initial_state(config: Config, optimizer, logits: Array) -> State:
     """(Low-level API) a run at rest at `logits`: zero optimiser state, π_old and the stale-lag history equal to it.
 
     Args:
-        config: the configuration (`BanditConfig`); unchecked.
+        config: the configuration (`Config`); unchecked.
         optimizer: its optax transformation (`make_optimizer(config)`).
         logits: θ_0, (D, N) logits (`run` uses `config.init_logits`); with features, W starts at 0 and θ = logits
             + Φ W.
 
     Returns:
-        The `BanditState` of step 0 (shapes as in `BanditState`): KL reference `config.init_logits`, rollout
+        The `State` of step 0 (shapes as in `State`): KL reference `config.init_logits`, rollout
         buffers zero, orders the identity, `cursor` D, not diverged.
     """
     history_len = config.max_lag + 1 if config.lag_model == "stale" else 1
@@ -88,7 +88,7 @@ def initial_state(config: BanditConfig, optimizer, logits: Array) -> BanditState
     else:
         params = jnp.zeros((config.features.shape[-1], logits.shape[-1]), logits.dtype)
         opt_state = optimizer.init(params)
-    return BanditState(
+    return State(
         logits=logits,
         params=params,
         opt_state=opt_state,
@@ -111,12 +111,12 @@ def _expected_reward(logits: Array, rewards: Array) -> Array:
     return jnp.mean(axis_sum(softmax(logits) * rewards))
 
 
-def minibatch_weights(config: BanditConfig, phase: Array, order: Array) -> Array | None:
+def minibatch_weights(config: Config, phase: Array, order: Array) -> Array | None:
     """Prompt weights of mini-batch `phase mod m` of the epoch whose prompt order is `order` (a permutation
     of the P prompts): the j-th block of P/m prompts in that order, weight m/P each; None for m = 1.
 
     Args:
-        config: the configuration of the rollout's P prompts (`BanditConfig`, e.g. `batch_config`'s):
+        config: the configuration of the rollout's P prompts (`Config`, e.g. `batch_config`'s):
             P = `n_prompts`, m = `minibatches` (dividing P).
         phase: the optimiser step within the rollout, an integer (0-d, may be traced), taken mod m.
         order: (P,) int32, a permutation of the P prompts.
@@ -134,11 +134,11 @@ def minibatch_weights(config: BanditConfig, phase: Array, order: Array) -> Array
     return chosen.astype(config.rewards.dtype) / size
 
 
-def policy_metrics(config: BanditConfig, theta: Array) -> dict[str, Array | None]:
+def policy_metrics(config: Config, theta: Array) -> dict[str, Array | None]:
     """The read-outs of the policy θ itself: reward, true reward, entropy and KL(π‖π_ref).
 
     Args:
-        config: the configuration (`BanditConfig`): rewards, true_rewards and the reference init_logits (D, N).
+        config: the configuration (`Config`): rewards, true_rewards and the reference init_logits (D, N).
         theta: the logits θ, (D, N).
 
     Returns:
@@ -155,7 +155,7 @@ def policy_metrics(config: BanditConfig, theta: Array) -> dict[str, Array | None
     )
 
 
-def _apply(config: BanditConfig, optimizer, state: BanditState, grad: Array, stats: UpdateStats, **changes):
+def _apply(config: Config, optimizer, state: State, grad: Array, stats: UpdateStats, **changes):
     """Take the optimiser step `grad` from state θ_n (frozen once diverged) and the read-outs of step n. The freeze
     keeps a diverged run's final state finite; derivatives are the update's own (`where_frozen`): exact for a run
     that has not diverged, not meaningful for one that has, whose read-outs are NaN."""
@@ -187,13 +187,13 @@ def _apply(config: BanditConfig, optimizer, state: BanditState, grad: Array, sta
     return nxt, metrics
 
 
-def synced(config: BanditConfig, state: BanditState) -> tuple[BanditConfig, Array]:
+def synced(config: Config, state: State) -> tuple[Config, Array]:
     """Reference sync (TRL `sync_ref_model`): every `ref_sync_steps` steps (n > 0) π_ref ← α·π + (1 − α)·π_ref
     on the logits; returns the configuration whose reference (`init_logits`) is the current one, and it.
 
     Args:
-        config: the configuration (`BanditConfig`).
-        state: the `BanditState` of step n (its `ref_logits` and `logits`).
+        config: the configuration (`Config`).
+        state: the `State` of step n (its `ref_logits` and `logits`).
 
     Returns:
         (config, ref_logits): `config` with `init_logits` replaced by the reference of step n, and that
@@ -207,15 +207,15 @@ def synced(config: BanditConfig, state: BanditState) -> tuple[BanditConfig, Arra
     return config.replace(init_logits=ref), ref
 
 
-def batch_config(config: BanditConfig, batch: Array | None) -> BanditConfig:
+def batch_config(config: Config, batch: Array | None) -> Config:
     """The configuration of the rollout's prompts `batch` (indices into the dataset; None: all of them).
 
     Args:
-        config: the configuration of the dataset (`BanditConfig`, D prompts).
+        config: the configuration of the dataset (`Config`, D prompts).
         batch: (P,) integer indices into the dataset, or None.
 
     Returns:
-        A `BanditConfig` of P prompts (rewards, init_logits, true_rewards and features taken at `batch`,
+        A `Config` of P prompts (rewards, init_logits, true_rewards and features taken at `batch`,
         `batch_prompts` None); `config` itself for None.
     """
     if batch is None:
@@ -236,9 +236,9 @@ def _gathered(batch: Array | None):
 
 
 def rollout_step(
-    config: BanditConfig,
+    config: Config,
     optimizer,
-    state: BanditState,
+    state: State,
     arms: Array,
     rewards: Array,
     order: Array,
@@ -249,16 +249,16 @@ def rollout_step(
     of rollout reuse.
 
     Args:
-        config: the configuration (`BanditConfig`) of the whole dataset (D prompts); unchecked.
+        config: the configuration (`Config`) of the whole dataset (D prompts); unchecked.
         optimizer: its optax transformation (`make_optimizer(config)`).
-        state: the `BanditState` of step n; its `old_logits` are π_old.
+        state: the `State` of step n; its `old_logits` are π_old.
         arms: the rollout's arms, (P, G) integers in [0, N).
         rewards: their rewards, (P, G) float.
         order: the rollout's prompt order, (P,) int32, a permutation that sets the mini-batches.
         batch: the rollout's prompts, (P,) int32 indices into the dataset; None: all D (P = D) (default).
 
     Returns:
-        (state, metrics): the `BanditState` of step n + 1 (recording the rollout, its order and batch), and the
+        (state, metrics): the `State` of step n + 1 (recording the rollout, its order and batch), and the
         read-outs of step n, a dict keyed by `STEP_READOUTS` of 0-d floats (NaN once diverged; `true_reward`
         None without true rewards).
     """
@@ -276,7 +276,7 @@ def rollout_step(
     return _apply(config, optimizer, state, grad, stats, **changes)
 
 
-def _next_batch(config: BanditConfig, state: BanditState, key: Array, boundary: Array):
+def _next_batch(config: Config, state: State, key: Array, boundary: Array):
     """At a rollout boundary, the next P prompts of the dataset epoch's order (a new permutation of the D
     prompts, from `key`, once the epoch cannot fill a batch): sampling without replacement through epochs."""
     d, p = config.n_prompts, config.prompts_per_rollout
@@ -288,22 +288,22 @@ def _next_batch(config: BanditConfig, state: BanditState, key: Array, boundary: 
     return batch, dict(dataset_order=order, cursor=jnp.where(boundary, cursor + p, cursor))
 
 
-def step(config: BanditConfig, optimizer, mode: str, state: BanditState, key: Array):
+def step(config: Config, optimizer, mode: str, state: State, key: Array):
     """One optimiser step from θ_n (low-level API, pure): returns the next state and the read-outs of step n
-    (the per-step fields of `BanditRun`). `optimizer` is `make_optimizer(config)`; `key` is unused in
+    (the per-step fields of `Run`). `optimizer` is `make_optimizer(config)`; `key` is unused in
     expected mode. Expected mode with rollout reuse (lag model "refresh") is not a single-state step: `run`
     takes it through `reuse_branch_step`. Expected mode averages over batches, so it uses every prompt.
 
     Args:
-        config: the configuration (`BanditConfig`).
+        config: the configuration (`Config`).
         optimizer: its optax transformation (`make_optimizer(config)`).
         mode: "expected" or "sampled" (`MODES`); static.
-        state: the `BanditState` of step n.
+        state: the `State` of step n.
         key: a JAX PRNG key for this step's draws (groups, the dataset's and the rollout's prompt orders);
             unused in expected mode.
 
     Returns:
-        (state, metrics): the `BanditState` of step n + 1, and the read-outs of step n, a dict keyed by
+        (state, metrics): the `State` of step n + 1, and the read-outs of step n, a dict keyed by
         `STEP_READOUTS` of 0-d floats (NaN once diverged; `true_reward` None without true rewards).
 
     Raises:

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 from ...logs.diagnostics import FAILURE_MODES, PROVOKED, diagnose
 from ...logs.readers import RUN_COLUMNS
+from ...models import bandit
 from ...models.bandit import simulate
-from ...models.config import bandit_config
 from .common import BASE, Resolution, verdict
 
 
@@ -18,7 +18,7 @@ def failure_modes(res: Resolution, seed: int, plot: Callable | None) -> dict:
     runs = {**PROVOKED, "healthy": BASE | dict(eta=0.1)}
     cases = {}
     for name, kwargs in runs.items():
-        d = diagnose(simulate(bandit_config(**kwargs), 600, readouts=tuple(RUN_COLUMNS.values())))
+        d = diagnose(simulate(bandit.config(**kwargs), 600, readouts=tuple(RUN_COLUMNS.values())))
         steps = {r.name: r.first_step for r in d.readouts}
         cases[name] = dict(first=d.first(), flags=d.flags(), first_steps=steps)
     separated = all(cases[m]["first"] == m for m in PROVOKED) and cases["healthy"]["first"] is None

@@ -11,8 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...models.bandit import BanditRun, expected_group_std, simulate
-from ...models.config import bandit_config
+from ...models import bandit
+from ...models.bandit import expected_group_std, simulate
 from .common import BASE, REWARD, VERDICT_Z, Resolution, verdict
 
 GROUP_STEPS = 300
@@ -23,11 +23,11 @@ fraction (one program serves every advantage kind)."""
 
 
 @functools.lru_cache(maxsize=16)
-def _base_run(steps: int, mode: str, seeds: int, seed: int, **setting) -> BanditRun:
+def _base_run(steps: int, mode: str, seeds: int, seed: int, **setting) -> bandit.Run:
     """A run of the `BASE` setting with `setting` changed (keyword order matters to the cache). Sections 1 and 10
     need the same sampled runs: cached, and run in one job (`runner.SCHEDULE`), they are compiled and run once
     (deterministic, so sharing is safe)."""
-    config = bandit_config(**BASE | setting)
+    config = bandit.config(**BASE | setting)
     readouts = REWARD if mode == "expected" else GROUP_READOUTS
     return simulate(config, steps, mode=mode, seeds=seeds, key=jax.random.key(seed), readouts=readouts)
 

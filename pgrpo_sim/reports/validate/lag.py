@@ -12,7 +12,7 @@ import numpy as np
 
 from ...analysis.summaries import UNSTABLE
 from ...analysis.sweep import parse_axis, run_sweep
-from ...models.config import bandit_config
+from ...models import bandit
 from ...prediction import predict
 from .common import BASE, Resolution, verdict
 
@@ -29,7 +29,7 @@ def _critical_lags(res: Resolution) -> list[dict]:
             fixed: dict[str, Any] = BASE | dict(eta=eta, momentum=mu, lag_model=model)
             ds = run_sweep(fixed, [parse_axis(f"lag=0:{res.max_lag}")], steps=res.lag_steps, progress=False)
             unstable = ds["regime"].values == UNSTABLE
-            base = bandit_config(**fixed, lag=0, max_lag=res.max_lag)
+            base = bandit.config(**fixed, lag=0, max_lag=res.max_lag)
             preds = jax.vmap(lambda g, base=base: predict(base.replace(lag=g)))(jnp.asarray(lags))  # one compilation
             radii = np.asarray(preds.spectral_radius)
             cases.append(

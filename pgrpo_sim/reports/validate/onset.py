@@ -9,9 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...models import linear, theory
+from ...models import bandit, linear, theory
 from ...models.bandit import simulate
-from ...models.config import bandit_config
 from ...prediction import predict
 from .common import BASE, REWARD, Resolution, verdict
 
@@ -28,7 +27,7 @@ def oscillation_onset(res: Resolution, seed: int, plot: Callable | None) -> dict
     """Claim: oscillation starts at ζ = 1. Along μ at fixed η, the first μ whose expected curve changes sign
     twice around p*, against ζ = 1 (continuous) and the complex-root onset of the exact discrete map."""
     eta, steps = 0.05, 3000
-    config = bandit_config(**BASE, eta=eta)
+    config = bandit.config(**BASE, eta=eta)
     pred = predict(config)
     k, eta_eff, p_star = float(pred.stiffness), float(pred.eta_eff), float(pred.p_star)
     mus = np.linspace(0.0, res.onset_max, res.onset_points)

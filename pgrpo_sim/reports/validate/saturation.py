@@ -9,8 +9,8 @@ import numpy as np
 
 from ...logs.law_regimes import BIC_DECISIVE
 from ...logs.laws import fit_laws
+from ...models import bandit
 from ...models.bandit import simulate
-from ...models.config import bandit_config
 from ...prediction import predict
 from .common import BASE, REWARD, Resolution, verdict
 
@@ -20,7 +20,7 @@ def saturation_law(res: Resolution, seed: int, plot: Callable | None) -> dict:
     critically damped law. R² and BIC of the three laws on overdamped bandit curves with and without momentum."""
     cases, curves = [], {}
     for eta, mu in ((0.05, 0.0), (0.01, 0.8)):
-        config = bandit_config(**BASE, eta=eta, momentum=mu)
+        config = bandit.config(**BASE, eta=eta, momentum=mu)
         pred = predict(config)
         # six relaxation times of the overdamped heavy ball, (1 − μ)/(η_eff K) each (momentum speeds it up)
         steps = int(6 * (1 - mu) / float(pred.eta_eff * pred.stiffness))

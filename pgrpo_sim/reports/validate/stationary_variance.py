@@ -9,8 +9,8 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
+from ...models import bandit
 from ...models.bandit import simulate
-from ...models.config import bandit_config
 from ...prediction import predict
 from .common import BASE, REWARD, VERDICT_Z, Resolution, verdict
 
@@ -20,7 +20,7 @@ def fluctuations(res: Resolution, seed: int, plot: Callable | None) -> dict:
     eta, batches = 0.05, 10
     rows = []
     for g in res.fluct_group_sizes:
-        config = bandit_config(**BASE | dict(group_size=g), eta=eta)
+        config = bandit.config(**BASE | dict(group_size=g), eta=eta)
         pred = predict(config)
         steps = int(25 / float(pred.eta_eff * pred.stiffness))
         p = np.asarray(

@@ -8,9 +8,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ...logs.stiffness import identify_stiffness
-from ...models import theory
+from ...models import bandit, theory
 from ...models.bandit import simulate
-from ...models.config import bandit_config
 from ...prediction import predict
 from .common import BASE, REWARD, VERDICT_Z, Resolution, verdict
 
@@ -19,7 +18,7 @@ def stiffness(res: Resolution, seed: int, plot: Callable | None) -> dict:
     """Claim: K is measurable. Exact Jacobian, the paper's early slope, and an oscillator fit near p*."""
     rows, cases = [], []
     for eta, mu in ((0.05, 0.0), (0.2, 0.0), (0.1, 0.3), (0.02, 0.9)):
-        config = bandit_config(**BASE, eta=eta, momentum=mu)
+        config = bandit.config(**BASE, eta=eta, momentum=mu)
         pred = predict(config)
         p = np.asarray(simulate(config, 1500, readouts=REWARD).reward)
         e = np.abs(p - float(pred.p_star))
