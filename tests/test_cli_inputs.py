@@ -25,6 +25,7 @@ FIT = ["fit", LOG, "--column", "reward=my_reward", "--out", "d"]
 TUNE = ["tune", "--objective", "damping-ratio", "--target", "1", "--beta", "0.5", "--restarts", "1"]
 TUNE += ["--iterations", "1", "--out", "d"]
 FORECAST = ["forecast", LOG, "--column", "reward=my_reward", "--out", "d"]
+WATCH = ["watch", LOG, "--column", "reward=my_reward", "--until", "40", "--out", "d"]
 
 # (argv, a word the one-line message must contain); "FOREIGN" and "OTHER" are output directories prepared below:
 # FOREIGN holds a file pgrpo-sim did not write, OTHER holds another command's marked output
@@ -270,6 +271,16 @@ CASES = {
     # 15: TRL and verl run configs
     "run config TRL dump with a partial group": ([*FORECAST, "--run-config", "TRL_PARTIAL.json"], "whole number"),
     "run config verl with another estimator": ([*FORECAST, "--run-config", "VERL_GAE.yaml"], "adv_estimator"),
+    # watch (issue 49): every flag before the log is followed or a worker started
+    "watch every zero": ([*WATCH, "--every", "0"], "every must be"),
+    "watch alert above one": ([*WATCH, "--alert", "1.5"], "alert must be in"),
+    "watch alert zero": ([*WATCH, "--alert", "0"], "alert must be in"),
+    "watch idle zero": ([*WATCH, "--idle", "0"], "idle must be"),
+    "watch poll negative": ([*WATCH, "--poll", "-1"], "poll must be"),
+    "watch no end of run": (["watch", LOG, "--out", "d"], "max_steps in --run-config, or --until"),
+    "watch run config without max_steps": (["watch", LOG, "--run-config", "CLIP.yaml", "--out", "d"], "max_steps"),
+    "watch into another command's output": ([*WATCH[:-1], "OTHER"], "pgrpo-sim validate"),
+    "watch band out of range": ([*WATCH, "--band", "1"], "band must be in"),
 }
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ..base.errors import PgrpoSimError
 from ..base.runtime import deferred_interrupts, interrupt_handling, interrupt_requested
-from . import calibration, fit, simulate, sweep, theory, tune, validate
+from . import calibration, fit, simulate, sweep, theory, tune, validate, watch
 from .common import (
     Parser,
     cli_wording,
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_parser(sub)
     calibration.add_parsers(sub)
     tune.add_parser(sub)
+    watch.add_parser(sub)
     for listed in sub._choices_actions:  # argparse keeps each command's help line here (no public accessor)
         command = sub.choices[listed.dest]
         command.description = command.description or listed.help  # and `pgrpo-sim COMMAND --help` says it too
@@ -56,8 +57,9 @@ def _use_agg_backend() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pgrpo-sim` console script; returns the exit code: 0 done, 2 bad input or an output that
-    cannot be written (one line on stderr), 130 interrupted (one line). Outputs are replaced only when all are
-    complete (`base.outputs.staged_outputs`): after 2 or 130 the previous results are as they were."""
+    cannot be written (one line on stderr), 130 interrupted (one line), 3 a watch's alert (`cli.watch`). Outputs are
+    replaced only when all are complete (`base.outputs.staged_outputs`): after 2 or 130 the previous results are as
+    they were."""
     _use_agg_backend()  # the command line only writes figures to files
     args = None
     with interrupt_handling():
@@ -67,11 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             configure_jax(compile_cache=not args.no_compile_cache, compile_bound=getattr(args, "compile_bound", False))
             args.interrupt_note = untouched_note(args)  # until the command claims --out (a long fit comes first)
-            args.func(args)
+            code = args.func(args) or 0  # a command's own code: watch's alert
             if interrupt_requested():  # it came while the outputs were moved into place, or a callback dropped it
                 args.interrupt_note = "the command had finished: its outputs are complete"
                 raise KeyboardInterrupt
-            code = 0
         except PgrpoSimError as exc:
             print(f"pgrpo-sim: error: {cli_wording(str(exc))}", file=sys.stderr)
             code = 2

@@ -66,3 +66,40 @@ def plot_bands(
     fig = bands_figure(steps, reward, bands, fit_until=fit_until, warning=warning)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def watch_figure(steps, reward, forecasts: list[dict], *, alert: float):
+    """`watch`'s figure: above, the logged reward (points) and each forecast's final reward with its band, drawn at
+    the step it was made from (reward / reward_scale, as the forecasts give it); below, each forecast's collapse
+    probability ± its standard error against the step it was made from, and the alert threshold (dashed).
+
+    Args:
+        steps: the log's rewarded steps.
+        reward: their rewards, in the forecasts' units.
+        forecasts: `calibration.watch.watch_forecast` entries, oldest first.
+        alert: the alert threshold, in (0, 1].
+
+    Returns:
+        The matplotlib figure (the caller saves and closes it).
+    """
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.0, 5.6), sharex=True, layout="constrained")
+    top.plot(steps, reward, ".", ms=2.5, color="0.6", label="logged reward")
+    made = [f["step"] for f in forecasts]
+    final = [f["final_reward"] if f["final_reward"] is not None else float("nan") for f in forecasts]
+    low = [m - f["final_lower"] for m, f in zip(final, forecasts, strict=True)]
+    high = [f["final_upper"] - m for m, f in zip(final, forecasts, strict=True)]
+    if forecasts:
+        until = forecasts[-1]["until"]
+        top.errorbar(made, final, yerr=[low, high], fmt="o", color=PALETTE[0], ms=4, capsize=2,
+                     label=f"forecast reward at step {until:g} ({forecasts[-1]['runs']} runs' band)")  # fmt: skip
+    top.set_ylabel("reward")
+    top.legend(loc="best", fontsize="small")
+    p = [f["collapse_probability"] for f in forecasts]
+    se = [f["collapse_probability_stderr"] for f in forecasts]
+    bottom.errorbar(made, p, yerr=se, fmt="o-", color=PALETTE[1], ms=4, capsize=2, label="collapse probability ± s.e.")
+    bottom.axhline(alert, ls="--", color="black", lw=1, label=f"alert at {alert:g}")
+    bottom.set_ylim(-0.05, 1.05)
+    bottom.set_xlabel("logged step the forecast was made from")
+    bottom.set_ylabel("collapse probability")
+    bottom.legend(loc="best", fontsize="small")
+    return fig
