@@ -50,7 +50,7 @@ def _runner(variant: dict, configs: int, seeds: int, steps: int):
     etas = jnp.asarray(10 ** np.linspace(-2, 0, configs), jnp.float32)
 
     def one(eta):
-        config = ps.set_hyperparameters(base, {"eta": eta})
+        config = ps.bandit.set_hyperparameters(base, {"eta": eta})
         keys = jax.random.split(jax.random.key(0), seeds)
         return jax.vmap(lambda k: ps.bandit.run(config, k, steps, "sampled").reward)(keys)
 

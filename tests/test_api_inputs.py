@@ -17,7 +17,7 @@ CONFIG = ps.bandit.config()
 def _bad_calls():
     """(label, call, words the message must hold)."""
     log = ps.from_run(ps.simulate(CONFIG, 5))
-    run = ps.resolve_run_config({})
+    run = ps.calibration.resolve_run_config({})
     return [
         # an object of the wrong type where a config, log, run config or calibration is expected
         ("simulate a dict", lambda: ps.simulate({"eta": 0.1}, 10), "config must be a ps.bandit.Config"),
@@ -25,25 +25,25 @@ def _bad_calls():
         ("rollout_count", lambda: ps.bandit.rollout_count(2, 4), "config must be a ps.bandit.Config"),
         ("outcomes", lambda: ps.outcomes(None, 10), "config must be a ps.bandit.Config"),
         ("make_optimizer", lambda: ps.bandit.make_optimizer({}), "config must be a ps.bandit.Config"),
-        ("with_hyperparameters", lambda: ps.with_hyperparameters(3, eta=0.1), "config must be a ps.bandit.Config"),
-        ("set_hyperparameters None", lambda: ps.set_hyperparameters(CONFIG, None), "values must be a mapping"),
+        ("with_hyperparameters", lambda: ps.bandit.with_hyperparameters(3, eta=0.1), "config must be a ps.bandit.Config"),
+        ("set_hyperparameters None", lambda: ps.bandit.set_hyperparameters(CONFIG, None), "values must be a mapping"),
         ("diagnose a path", lambda: ps.diagnose("train.jsonl"), "read_log"),
         ("calibrate a path", lambda: ps.calibrate("train.jsonl", run), "log must be a TrainingLog"),
         ("calibrate a dict run", lambda: ps.calibrate(log, {}), "run must be a RunConfig"),
-        ("log_settings", lambda: ps.log_settings("train.jsonl"), "log must be a TrainingLog"),
+        ("log_settings", lambda: ps.calibration.log_settings("train.jsonl"), "log must be a TrainingLog"),
         ("from_run", lambda: ps.from_run(log), "run must be a ps.bandit.Run"),
-        ("population_model", lambda: ps.population_model({}, 10), "run must be a RunConfig"),
-        ("population_model format", lambda: ps.population_model(run, 10, log_format="jsnl"), "log_format"),
-        ("synthetic_log theta", lambda: ps.synthetic_log(run, [0.0, 0.0], 10), "theta must hold 4"),
-        ("synthetic_log scale", lambda: ps.synthetic_log(run, np.zeros(4), 10, scale=-1), "scale"),
-        ("predictive_band", lambda: ps.predictive_band(None), "calibration must be a Calibration"),
+        ("population_model", lambda: ps.calibration.population_model({}, 10), "run must be a RunConfig"),
+        ("population_model format", lambda: ps.calibration.population_model(run, 10, log_format="jsnl"), "log_format"),
+        ("synthetic_log theta", lambda: ps.calibration.synthetic_log(run, [0.0, 0.0], 10), "theta must hold 4"),
+        ("synthetic_log scale", lambda: ps.calibration.synthetic_log(run, np.zeros(4), 10, scale=-1), "scale"),
+        ("predictive_band", lambda: ps.calibration.predictive_band(None), "calibration must be a Calibration"),
         ("forecast", lambda: ps.forecast(log, None), "calibration must be a Calibration"),
         ("what_if", lambda: ps.what_if({}, [], until=10), "calibration must be a Calibration"),
         ("read_log None", lambda: ps.read_log(None), "path must be a file path"),
         ("read_log columns list", lambda: ps.read_log("x.csv", columns=["reward=r"]), "columns must map"),
         ("read_log unknown column", lambda: ps.read_log("x.csv", columns={"rewrd": "r"}), "unknown metric 'rewrd'"),
-        ("resolve_run_config key", lambda: ps.resolve_run_config({"lr": 1e-6}), "unknown run-config key 'lr'"),
-        ("resolve_run_config path", lambda: ps.resolve_run_config("run.yaml"), "given must be a mapping"),
+        ("resolve_run_config key", lambda: ps.calibration.resolve_run_config({"lr": 1e-6}), "unknown run-config key 'lr'"),
+        ("resolve_run_config path", lambda: ps.calibration.resolve_run_config("run.yaml"), "given must be a mapping"),
         # a key that is neither a PRNG key nor a seed
         ("simulate key text", lambda: ps.simulate(CONFIG, 5, mode="sampled", key="abc"), "key must be"),
         ("simulate key -1", lambda: ps.simulate(CONFIG, 5, mode="sampled", key=-1), "seed"),
@@ -57,7 +57,7 @@ def _bad_calls():
         ("eta text", lambda: ps.bandit.config(eta="0.1"), "eta must be a number"),
         ("eta a list", lambda: ps.bandit.config(eta=[0.1, 0.2]), "eta must be a single number"),
         ("replace eta None", lambda: CONFIG.replace(eta=None), "eta must be a number"),
-        ("with_hyperparameters None", lambda: ps.with_hyperparameters(CONFIG, group_size=None), "group_size"),
+        ("with_hyperparameters None", lambda: ps.bandit.with_hyperparameters(CONFIG, group_size=None), "group_size"),
         ("warmup_steps 5.5", lambda: ps.bandit.config(warmup_steps=5.5), "warmup_steps must be an integer"),
         ("max_lag 2.5", lambda: ps.bandit.config(lag_model="stale", lag=2, max_lag=2.5), "max_lag must be an integer"),
         ("dynamic_sampling text", lambda: ps.bandit.config(dynamic_sampling="no"), "dynamic_sampling must be True"),
@@ -66,15 +66,15 @@ def _bad_calls():
             lambda: ps.bandit.config(n_prompts=4, difficulty=(1.0,)),
             "difficulty must be a pair",
         ),
-        ("eps -1", lambda: ps.group_advantages([1.0, 0.0], eps=-1), "eps must be >= 0"),
+        ("eps -1", lambda: ps.bandit.group_advantages([1.0, 0.0], eps=-1), "eps must be >= 0"),
         # sweeps, phase predictions, search and forecasts
-        ("sweep base key", lambda: ps.check_sweep({"betaa": 0.1}, [ps.parse_axis("eta=0.1,0.2")], steps=10), "'betaa'"),
-        ("sweep bare axis", lambda: ps.check_sweep({}, ps.parse_axis("eta=0.1,0.2"), steps=10), "list of Axis"),
-        ("sweep axis text", lambda: ps.check_sweep({}, ["eta=0.1,0.2"], steps=10), "list of Axis"),
-        ("load_sweep missing", lambda: ps.load_sweep("/nonexistent"), "no finished sweep"),
-        ("predict_cells base key", lambda: ps.predict_cells({"betaa": 0.1}, {"eta": [0.1]}), "'betaa'"),
-        ("predict_cells no axis", lambda: ps.predict_cells({"beta": 0.1}, {}), "coords must map"),
-        ("predict_cells axis", lambda: ps.predict_cells({"beta": 0.1}, {"etaa": [0.1]}), "unknown hyperparameter"),
+        ("sweep base key", lambda: ps.analysis.check_sweep({"betaa": 0.1}, [ps.analysis.parse_axis("eta=0.1,0.2")], steps=10), "'betaa'"),
+        ("sweep bare axis", lambda: ps.analysis.check_sweep({}, ps.analysis.parse_axis("eta=0.1,0.2"), steps=10), "list of Axis"),
+        ("sweep axis text", lambda: ps.analysis.check_sweep({}, ["eta=0.1,0.2"], steps=10), "list of Axis"),
+        ("load_sweep missing", lambda: ps.analysis.load_sweep("/nonexistent"), "no finished sweep"),
+        ("predict_cells base key", lambda: ps.analysis.predict_cells({"betaa": 0.1}, {"eta": [0.1]}), "'betaa'"),
+        ("predict_cells no axis", lambda: ps.analysis.predict_cells({"beta": 0.1}, {}), "coords must map"),
+        ("predict_cells axis", lambda: ps.analysis.predict_cells({"beta": 0.1}, {"etaa": [0.1]}), "unknown hyperparameter"),
         (
             "search bounds",
             lambda: ps.search("damping-ratio", ps.bandit.config(beta=0.1), target=1.0, bounds={"eta": 0.1}),
@@ -82,36 +82,36 @@ def _bad_calls():
         ),
         (
             "boundary beyond mu 1",
-            lambda: ps.trace_boundary(
+            lambda: ps.analysis.trace_boundary(
                 "damping_ratio", dict(lag=2, stiffness=0.3), "eta", (1e-3, 1.0), "momentum", (0, 1.5)
             ),
             "momentum range must be in [0, 1)",
         ),
-        ("horizon_limit NaN", lambda: ps.horizon_limit(np.nan, 5.0), "first_step"),
+        ("horizon_limit NaN", lambda: ps.calibration.horizon_limit(np.nan, 5.0), "first_step"),
         # the log laws' helpers
         (
             "fit_start beyond",
-            lambda: ps.identify_stiffness(np.linspace(0.2, 0.8, 50), eta=0.1, fit_start=1000),
+            lambda: ps.logs.identify_stiffness(np.linspace(0.2, 0.8, 50), eta=0.1, fit_start=1000),
             "fit_start",
         ),
-        ("lag -1", lambda: ps.identify_stiffness(np.linspace(0.2, 0.8, 50), eta=0.1, lag=-1), "lag must be >= 0"),
-        ("empty curve", lambda: ps.identify_stiffness([], eta=0.1), "rewards must be a curve"),
-        ("law params", lambda: ps.law_curve("saturation", np.arange(5.0), [0.9]), "saturation are 3 numbers"),
-        ("omega_n -1", lambda: ps.oscillator_stiffness(-1.0, 0.1), "omega_n"),
-        ("zeta -1", lambda: ps.oscillator_curve(np.arange(5.0), 0.5, -1.0, 0.1, 0.0, 0.0), "zeta"),
-        ("r_squared shapes", lambda: ps.r_squared([1.0, 2.0, 3.0], [1.0, 2.0]), "equal shapes"),
-        ("reward_stderr window", lambda: ps.reward_stderr(np.ones(5), 8, window=0), "window"),
-        ("saturation r_inf", lambda: ps.saturation_law(np.arange(3.0), np.nan, 1.0), "r_inf"),
+        ("lag -1", lambda: ps.logs.identify_stiffness(np.linspace(0.2, 0.8, 50), eta=0.1, lag=-1), "lag must be >= 0"),
+        ("empty curve", lambda: ps.logs.identify_stiffness([], eta=0.1), "rewards must be a curve"),
+        ("law params", lambda: ps.logs.law_curve("saturation", np.arange(5.0), [0.9]), "saturation are 3 numbers"),
+        ("omega_n -1", lambda: ps.logs.oscillator_stiffness(-1.0, 0.1), "omega_n"),
+        ("zeta -1", lambda: ps.logs.oscillator_curve(np.arange(5.0), 0.5, -1.0, 0.1, 0.0, 0.0), "zeta"),
+        ("r_squared shapes", lambda: ps.logs.r_squared([1.0, 2.0, 3.0], [1.0, 2.0]), "equal shapes"),
+        ("reward_stderr window", lambda: ps.logs.reward_stderr(np.ones(5), 8, window=0), "window"),
+        ("saturation r_inf", lambda: ps.theory.saturation_law(np.arange(3.0), np.nan, 1.0), "r_inf"),
         ("regime tol", lambda: ps.regime(0.1, 0.0, 0.0, 1.0, tol=-1), "tol"),
         ("ts decreasing", lambda: ps.solve_deterministic([2.0, 1.0], 0.1, 0.0, 0.1, 0.0, 1.0, 0.2), "non-decreasing"),
-        ("euler tolerance", lambda: ps.euler_step_limit(0.1, 0.0, 1.0, 0.2, 100.0, tolerance=-1), "tolerance"),
+        ("euler tolerance", lambda: ps.theory.euler_step_limit(0.1, 0.0, 1.0, 0.2, 100.0, tolerance=-1), "tolerance"),
         (
             "predict no correct arm",
             lambda: ps.predict(ps.bandit.config(rewards=[0.0, 0.0, 0.0])),
             "correct and incorrect",
         ),
-        ("eta_scale all correct", lambda: ps.eta_scale(ps.bandit.config(rewards=[1.0, 1.0])), "got 2 correct of 2"),
-        ("continuous_lag model", lambda: ps.continuous_lag(2.0, "sometimes"), "lag_model must be one of"),
+        ("eta_scale all correct", lambda: ps.bandit.eta_scale(ps.bandit.config(rewards=[1.0, 1.0])), "got 2 correct of 2"),
+        ("continuous_lag model", lambda: ps.bandit.continuous_lag(2.0, "sometimes"), "lag_model must be one of"),
         # settings the theory does not describe
         (
             "predict a schedule",
@@ -127,8 +127,8 @@ def _bad_calls():
             "momentum (3,)",
         ),
         ("damping_ratio shapes", lambda: ps.damping_ratio([0.1, 0.2], [0.1, 0.2, 0.3], 0.0, 0.3), "broadcast"),
-        ("companion shapes", lambda: ps.companion_matrix([0.1, 0.2], [0.1, 0.2, 0.3], 2, 0.3), "eta (2,)"),
-        ("kl shapes", lambda: ps.kl_divergence(np.zeros((2, 3)), np.zeros(4)), "logits_ref (4,)"),
+        ("companion shapes", lambda: ps.theory.companion_matrix([0.1, 0.2], [0.1, 0.2, 0.3], 2, 0.3), "eta (2,)"),
+        ("kl shapes", lambda: ps.bandit.kl_divergence(np.zeros((2, 3)), np.zeros(4)), "logits_ref (4,)"),
         ("stderr shape", lambda: ps.summarize_curve(np.linspace(0, 1, 50), stderr=np.ones(3)), "stderr"),
         ("diverged text", lambda: ps.summarize_curve(np.linspace(0, 1, 50), diverged="no"), "diverged"),
         ("diverged 2", lambda: ps.summarize_curve(np.linspace(0, 1, 50), diverged=2), "True or False"),
@@ -154,13 +154,13 @@ def test_convenient_forms_mean_what_they_say():
     np.testing.assert_array_equal(
         ps.simulate(CONFIG, 6, key=np.array(3), **sampled).reward, ps.simulate(CONFIG, 6, key=3, **sampled).reward
     )
-    assert ps.parse_column_map("reward=r") == {"reward": "r"}
+    assert ps.logs.parse_column_map("reward=r") == {"reward": "r"}
     assert ps.bandit.config(dynamic_sampling=0).dynamic_sampling is False
-    run = ps.resolve_run_config({"learning_rate": 1e-6})
-    assert ps.resolve_run_config(run.as_dict()) == run  # a RunConfig's dict (with its sources) reads back
+    run = ps.calibration.resolve_run_config({"learning_rate": 1e-6})
+    assert ps.calibration.resolve_run_config(run.as_dict()) == run  # a RunConfig's dict (with its sources) reads back
     assert ps.bandit.config(group_size=8.0).group_size == 8 and type(ps.bandit.config(group_size=8.0).group_size) is int
-    assert float(ps.clipped_surrogate([0.0], [0.0], [1.0]).loss[0]) == -1.0  # −min(ρA, clip(ρ)A) at ρ = 1, A = 1
-    assert float(ps.kl_estimate([-1.0], [-1.0])[0]) == 0.0
+    assert float(ps.bandit.clipped_surrogate([0.0], [0.0], [1.0]).loss[0]) == -1.0  # −min(ρA, clip(ρ)A) at ρ = 1, A = 1
+    assert float(ps.bandit.kl_estimate([-1.0], [-1.0])[0]) == 0.0
 
 
 @pytest.mark.slow
@@ -169,8 +169,8 @@ def test_adv_eps_zero_gives_zero_advantage_to_an_all_equal_group():
     expected run is the limit eps → 0 (eps = 1e-30 moves a non-degenerate group's advantages by ~1e-30 relative,
     far below float64 rounding over 30 steps: 1e-12), and a sampled run does not diverge at its first such group."""
     with jax.enable_x64(True):
-        assert np.array_equal(ps.group_advantages(jnp.ones(3), eps=0.0), np.zeros(3))
-        assert np.all(np.isnan(ps.group_advantages(jnp.asarray([0.0, np.nan, 1.0]), eps=0.0)))  # NaN not hidden
+        assert np.array_equal(ps.bandit.group_advantages(jnp.ones(3), eps=0.0), np.zeros(3))
+        assert np.all(np.isnan(ps.bandit.group_advantages(jnp.asarray([0.0, np.nan, 1.0]), eps=0.0)))  # NaN not hidden
         base = dict(p_ref=0.2, beta=0.1, group_size=4, eta=0.5)
         exact = ps.simulate(ps.bandit.config(**base, adv_eps=0.0), 30)
         limit = ps.simulate(ps.bandit.config(**base, adv_eps=1e-30), 30)
@@ -210,7 +210,7 @@ def test_traced_step_counts_and_codes_out_of_range_make_the_run_diverge():
     assert bool(ps.bandit.valid_hyperparameters(config))
     for name, value in [
         ("ref_sync_steps", 0),
-        ("advantage", len(ps.ADVANTAGES)),
+        ("advantage", len(ps.bandit.ADVANTAGES)),
         ("warmup_steps", -1),
         ("decay_steps", 0),
         ("warmup_steps", 21),
@@ -224,8 +224,8 @@ def test_traced_step_counts_and_codes_out_of_range_make_the_run_diverge():
 def test_shape_checks_read_lists_of_tracers():
     """The shape checks do not read values: a list holding a tracer (here under jit) is checked by its shape and
     computed as eagerly."""
-    kl = jax.jit(lambda e: ps.kl_divergence([e, 0.0], [0.0, 0.0]))(0.1)
-    np.testing.assert_allclose(kl, ps.kl_divergence([0.1, 0.0], [0.0, 0.0]), rtol=1e-6)
+    kl = jax.jit(lambda e: ps.bandit.kl_divergence([e, 0.0], [0.0, 0.0]))(0.1)
+    np.testing.assert_allclose(kl, ps.bandit.kl_divergence([0.1, 0.0], [0.0, 0.0]), rtol=1e-6)
     zeta = jax.jit(lambda e: ps.damping_ratio([e, e], 0.5, 0.0, 0.3))(0.1)
     np.testing.assert_allclose(zeta, ps.damping_ratio([0.1, 0.1], 0.5, 0.0, 0.3), rtol=1e-6)
 
@@ -235,7 +235,7 @@ def test_eager_checks_and_the_in_jit_mask_refuse_the_same_values():
     value, naming the leaf, exactly when `valid_hyperparameters` masks it (a config built around the eager
     checks with `eqx.tree_at`)."""
     base = ps.bandit.config(dual_clip=3.0, kl="k3", kl_clamp=10.0, grad_clip=1.0)
-    for name, interval in ps.LEAF_RANGES.items():
+    for name, interval in ps.bandit.LEAF_RANGES.items():
         ends = [x for x in (interval.low, interval.high) if x is not None]
         for value in [x + d for x in ends for d in (-1e-3, 0.0, 1e-3)] + [np.inf, np.nan]:
             try:

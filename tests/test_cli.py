@@ -30,7 +30,7 @@ def test_theory_json(capsys):
     assert out["damping_ratio"] == pytest.approx(float(ps.damping_ratio(0.05, 0.9, 2.0, 0.3)), rel=1e-12)
     assert out["regime"] == "underdamped" and out["critical_lag"] == pytest.approx(0.1 / 0.015)
     assert out["spectral_radius_stale"] == pytest.approx(float(ps.spectral_radius(0.05, 0.9, 2, 0.3)), rel=1e-12)
-    assert out["discrete_regime_refresh"] in ps.DISCRETE_REGIMES
+    assert out["discrete_regime_refresh"] in ps.theory.DISCRETE_REGIMES
     assert out["stationary_variance"] == pytest.approx(float(ps.stationary_variance(0.05, 0.9, 2.0, 0.3, 0.1, 8)))
     assert set(out) >= {
         "mass",

@@ -55,3 +55,11 @@ def test_both_levels_calibrate_forecast_and_ask_what_if_with_the_same_parameters
             assert list(parameters)[: len(positional)] == positional, f"ps.{group}.{verb}"
             for name in (n[1:] for n in names if n.startswith("*")):
                 assert parameters.get(name) == inspect.Parameter.KEYWORD_ONLY, f"ps.{group}.{verb}: {name}"
+
+
+MAX_ROOT_NAMES = 40
+"""The root is the front door (issue 48): the names most users call; everything else is in its group."""
+
+
+def test_the_root_holds_at_most_40_names():
+    assert len(ps.__all__) <= MAX_ROOT_NAMES, sorted(ps.__all__)

@@ -22,7 +22,7 @@ def _closed_form_p_star(beta, p_ref):
 def test_fixed_point_is_a_zero_of_the_expected_update_and_is_reached():
     config = ps.bandit.config(**BASE, eta=0.2)
     pred = ps.predict(config)
-    assert pred.stable and pred.unique and ps.REASONS[int(pred.reason)] == "stable"
+    assert pred.stable and pred.unique and ps.bandit.REASONS[int(pred.reason)] == "stable"
     run = ps.simulate(config, 400)
     assert abs(float(run.reward[-1]) - float(pred.p_star)) < 1e-10
     # large G: the closed form (root of p − √(p(1−p))/β = p_ref), to the 1/G gap measured in test_bandit

@@ -48,7 +48,7 @@ def test_eta_momentum_slice_against_closed_form_and_bisection(lag_model):
     point, box = dict(lag=3, stiffness=K), ("eta", (1e-3, 20.0), "momentum", (0.0, 0.9))
     (r,) = B.trace_boundary("spectral_radius", point, *box, lag_model=lag_model)
     assert r.residual <= TOL and r.y.min() < 0.01 and r.y.max() > 0.89  # across the box, both coordinates moving
-    reference = np.array([float(ps.critical_eta(mu, 3, K, lag_model=lag_model)) for mu in r.y[::5]])
+    reference = np.array([float(ps.theory.critical_eta(mu, 3, K, lag_model=lag_model)) for mu in r.y[::5]])
     np.testing.assert_allclose(r.x[::5], reference, rtol=1e-8)  # bisection: 60 halvings, full precision
     if lag_model == "stale":
         (z,) = B.trace_boundary("damping_ratio", point, *box)

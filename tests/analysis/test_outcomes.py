@@ -18,7 +18,7 @@ def test_outcome_gradients_through_three_thousand_steps():
     point = dict(eta=0.1, momentum=0.9, beta=0.5, p_ref=0.2)
 
     def read(**values):
-        out = ps.outcomes(ps.with_hyperparameters(cfg, **values), steps)
+        out = ps.outcomes(ps.bandit.with_hyperparameters(cfg, **values), steps)
         return jnp.stack([getattr(out, n) for n in names])
 
     base = np.asarray(read(**point))
@@ -40,7 +40,7 @@ def test_checkpointed_outcomes_have_the_same_reverse_mode_gradient():
     cfg = ps.bandit.config(**BASE, lag_model="stale", lag=2)
 
     def area(p, checkpoint):
-        return ps.outcomes(ps.with_hyperparameters(cfg, **p), 400, checkpoint=checkpoint).area
+        return ps.outcomes(ps.bandit.with_hyperparameters(cfg, **p), 400, checkpoint=checkpoint).area
 
     point = dict(eta=0.1, momentum=0.9)
     plain, blocks = (jax.value_and_grad(area)(point, c) for c in (False, True))
@@ -57,7 +57,7 @@ def test_gradient_in_momentum_alone():
     cfg = ps.bandit.config(**BASE, lag_model="stale", lag=2)
 
     def final(m):
-        return ps.outcomes(ps.with_hyperparameters(cfg, momentum=m), 200).final_reward
+        return ps.outcomes(ps.bandit.with_hyperparameters(cfg, momentum=m), 200).final_reward
 
     h = 1e-6
     fd = (float(final(0.9 + h)) - float(final(0.9 - h))) / (2 * h)

@@ -29,9 +29,9 @@ def test_predicted_regimes_match_theory_cell_by_cell():
         for j, lag in enumerate(ds.lag.values):
             eta_eff = 2 * eta
             assert pred.stiffness[i, j] == pytest.approx(k, rel=1e-6)
-            code = int(ps.regime_code(eta_eff, 0.9, float(lag), k))
+            code = int(ps.theory.regime_code(eta_eff, 0.9, float(lag), k))
             assert pred.continuous[i, j] == [0, 0, 1, 3][code]
-            assert pred.discrete[i, j] == int(ps.discrete_regime_code(eta_eff, 0.9, int(lag), k))
+            assert pred.discrete[i, j] == int(ps.theory.discrete_regime_code(eta_eff, 0.9, int(lag), k))
             assert pred.radius[i, j] == pytest.approx(float(ps.spectral_radius(eta_eff, 0.9, int(lag), k)), rel=1e-6)
     scores = agreement(ds.regime.values, pred)
     assert scores["cells"] == 10 and 0 <= scores["agreement_discrete"] <= 1

@@ -17,7 +17,7 @@ def _within_one_grid_step(found: dict, grid_best: dict, bounds: dict, num: int) 
     """The issue's criterion: each searched value within one grid step of the grid optimum, or within 2 %."""
     for name, value in found.items():
         lo, hi = bounds[name]
-        if ps.HYPERPARAMETERS[name].log_scale:
+        if ps.bandit.HYPERPARAMETERS[name].log_scale:
             off_by, step = abs(math.log(value / grid_best[name])), math.log(hi / lo) / (num - 1)
         else:
             off_by, step = abs(value - grid_best[name]), (hi - lo) / (num - 1)

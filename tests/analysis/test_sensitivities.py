@@ -12,7 +12,7 @@ def test_sensitivities_match_finite_differences():
     cfg = ps.bandit.config(**BASE)
     sens = ps.sensitivities(cfg)
     pred = ps.predict(cfg).as_dict()
-    for q in ps.QUANTITIES:  # the values are predict's (both from prediction.fixed_point)
+    for q in ps.bandit.QUANTITIES:  # the values are predict's (both from prediction.fixed_point)
         assert sens.values[q] == pytest.approx(pred[q], rel=1e-10), q
     perturbed = {
         "eta": lambda h: cfg.replace(eta=0.1 + h),
@@ -24,7 +24,7 @@ def test_sensitivities_match_finite_differences():
     h = 1e-6
     for name, make in perturbed.items():
         up, down = ps.sensitivities(make(h)).values, ps.sensitivities(make(-h)).values
-        for q in ps.QUANTITIES:
+        for q in ps.bandit.QUANTITIES:
             fd = (up[q] - down[q]) / (2 * h)
             # central differences of values converged to ~1e-15: error ~1e-15/h + h² ≈ 1e-9 relative
             assert sens.partials[q][name] == pytest.approx(fd, rel=1e-6, abs=1e-9), (q, name)

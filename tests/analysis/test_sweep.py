@@ -49,7 +49,7 @@ def test_parse_axis_errors_name_the_spec(spec, words):
 def test_an_axis_built_by_hand_needs_a_sweepable_name():
     """An `Axis` of an unknown name was dropped from the sweep while its spec recorded it."""
     with pytest.raises(SweepError, match="unknown axis 'foo'"):
-        ps.Axis("foo", (1.0, 2.0), "list", "foo=1,2")
+        ps.analysis.Axis("foo", (1.0, 2.0), "list", "foo=1,2")
 
 
 def test_regime_classification_on_synthetic_curves():

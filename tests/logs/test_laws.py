@@ -137,11 +137,11 @@ def test_oscillator_law_contains_the_other_two():
     λ = ω_n(ζ − √(ζ²−1)) (the fast mode is not excited)."""
     t = np.linspace(0, 100, 51)
     osc = fit.oscillator_curve(t, 0.8, 1.0, 0.07, -0.6, 0.0)
-    np.testing.assert_allclose(osc, ps.critical_law(t, 0.8, 0.2, 0.07), atol=1e-12)
+    np.testing.assert_allclose(osc, ps.theory.critical_law(t, 0.8, 0.2, 0.07), atol=1e-12)
     zeta, omega = 30.0, 0.6
     rate = omega * (zeta - np.sqrt(zeta**2 - 1))
     slow = fit.oscillator_curve(t, 0.8, zeta, omega, -0.6, 0.6 * rate)
-    np.testing.assert_allclose(slow, 0.2 + ps.saturation_law(t, 0.6, 1 / rate), atol=1e-12)
+    np.testing.assert_allclose(slow, 0.2 + ps.theory.saturation_law(t, 0.6, 1 / rate), atol=1e-12)
 
 
 def test_oscillator_stiffness_inverts_natural_frequency():
@@ -328,7 +328,7 @@ def test_coupling_ratio_of_a_flat_train_reward_is_undefined():
 def test_stiffness_fit_of_a_diverged_curve_is_nan():
     # every start's cost is NaN once the curve is: no fit, never the last start's K (10)
     rewards = np.concatenate([np.linspace(0.2, 0.6, 30), np.full(20, np.nan)])
-    est = ps.identify_stiffness(rewards, eta=0.1)
+    est = ps.logs.identify_stiffness(rewards, eta=0.1)
     assert np.isnan(est.fit) and np.isnan(est.fit_stderr)
 
 

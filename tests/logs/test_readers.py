@@ -229,14 +229,14 @@ def test_anchor_logs_read_fit_and_report(name, tmp_path):
     assert {p.name for p in tmp_path.iterdir()} == {"fit.json", "report.md", "fit.png", "diagnostics.png"}
     saved = json.loads((tmp_path / "fit.json").read_text())
     assert saved == json.loads(json.dumps(result))
-    for law in ps.LAWS:
+    for law in ps.logs.LAWS:
         fitted = saved["fits"][law]
         assert set(fitted) >= {"params", "r2", "r2_smoothed", "reduced_chi2", "aic", "bic"}
         assert all(set(v) == {"value", "stderr"} for v in fitted["params"].values())
         assert math.isfinite(fitted["r2"]) and math.isfinite(fitted["r2_smoothed"])
     assert set(saved["prediction"]) >= {"plateau", "damping_ratio", "regime"}
     assert set(saved["diagnostics"]) == {"first", "hacking", "degeneracy", "concentration", "instability"}
-    r2 = {law: (saved["fits"][law]["r2"], saved["fits"][law]["r2_smoothed"]) for law in ps.LAWS}
+    r2 = {law: (saved["fits"][law]["r2"], saved["fits"][law]["r2_smoothed"]) for law in ps.logs.LAWS}
     print(
         f"\n{name}: "
         + ", ".join(f"{law} R² {raw:.3f} ({smoothed:.3f} smoothed)" for law, (raw, smoothed) in r2.items())

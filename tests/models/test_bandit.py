@@ -466,7 +466,7 @@ def test_readouts_keep_only_what_is_asked(mode):
     config = ps.bandit.config(eta=0.4, momentum=0.6, beta=0.1, clip=0.1, lag_model="refresh_fresh", lag=2)
     full = ps.simulate(config, 40, mode=mode, seeds=3)
     kept = ps.simulate(config, 40, mode=mode, seeds=3, readouts=("group_reward_std", "reward"))
-    for name in ps.STEP_READOUTS:
+    for name in ps.bandit.STEP_READOUTS:
         if name in ("reward", "group_reward_std"):
             np.testing.assert_allclose(getattr(kept, name), getattr(full, name), rtol=1e-13, atol=1e-15)
         else:
@@ -523,7 +523,7 @@ def test_draw_frequencies_match_policy_and_reward_means(means):
     from pgrpo_sim.models.bandit import draw_rollout
 
     n = len(means)
-    config = ps.bandit.config(rewards=means, init_logits=np.linspace(0.5, -1.0, n), group_size=ps.MAX_GROUP_SIZE)
+    config = ps.bandit.config(rewards=means, init_logits=np.linspace(0.5, -1.0, n), group_size=ps.bandit.MAX_GROUP_SIZE)
     keys = jax.random.split(jax.random.key(5), 12)
     arms, rewards = jax.vmap(lambda k: draw_rollout(config, config.init_logits, k))(keys)
     arms, rewards = np.asarray(arms).ravel(), np.asarray(rewards).ravel()

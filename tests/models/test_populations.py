@@ -65,7 +65,7 @@ def test_difficulty_quantiles_and_spread():
 
 def test_batch_scaled_advantages_match_a_hand_computation():
     rewards = np.array([[1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
-    got = ps.group_advantages(jnp.asarray(rewards), "batch")
+    got = ps.bandit.group_advantages(jnp.asarray(rewards), "batch")
     centred = rewards - rewards.mean(-1, keepdims=True)
     np.testing.assert_allclose(got, centred / (np.std(rewards, ddof=1) + 1e-6), rtol=1e-12)
     with pytest.raises(ps.PgrpoSimError, match="expected mode has no"):

@@ -26,7 +26,7 @@ def test_every_path_of_a_step_computes_the_registry(mode, lag_model):
 
 def test_derived_tables_follow_the_registry():
     assert ps.bandit.Run._fields[: len(STEP_READOUTS)] == STEP_READOUTS
-    assert ps.UpdateStats._fields == UPDATE_READOUTS == tuple(r.name for r in READOUTS if r.source == "update")
+    assert ps.bandit.UpdateStats._fields == UPDATE_READOUTS == tuple(r.name for r in READOUTS if r.source == "update")
     assert ("step", "reward", "reward_std", *TABLE_READOUTS[1:]) == SIMULATE_COLUMNS
     assert set(RUN_COLUMNS.values()) <= set(STEP_READOUTS)
     for name in STEP_READOUTS:  # every read-out documented on the result type

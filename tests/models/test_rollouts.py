@@ -133,7 +133,7 @@ def test_reference_sync_equals_a_hand_loop():
         if n > 0 and n % 3 == 0:
             ref = 0.25 * theta + 0.75 * ref
         synced = config.replace(init_logits=jnp.asarray(ref))
-        kls.append(float(ps.kl_divergence(theta, ref)[0]))
+        kls.append(float(ps.bandit.kl_divergence(theta, ref)[0]))
         grad, _ = on_policy_grad(jnp.asarray(theta), synced)
         theta = theta - 0.4 * np.asarray(grad)
     np.testing.assert_allclose(run.final_logits, theta, rtol=1e-12)

@@ -26,7 +26,7 @@ def _critical_eta(momentum, lag, k):
 
 def test_coefficients_match_formulas():
     eta, mu, tau, k = 0.07, 0.6, 3.0, 0.4
-    m, c, kk = ps.coefficients(eta, mu, tau, k)
+    m, c, kk = ps.theory.coefficients(eta, mu, tau, k)
     assert np.isclose(m, ((1 + mu) + k * eta * tau**2) / (2 * eta), rtol=1e-14)
     assert np.isclose(c, ((1 - mu) - k * eta * tau) / eta, rtol=1e-14)
     assert kk == k
@@ -64,7 +64,7 @@ def test_regimes():
     assert ps.regime(*UNSTABLE) == "unstable"
     eta_c = _critical_eta(0.5, 1.0, 0.3)
     assert ps.regime(eta_c, 0.5, 1.0, 0.3, tol=1e-6) == "critical"
-    codes = ps.regime_code(jnp.array([OVER[0], UNDER[0]]), jnp.array([0.0, 0.9]), jnp.array([0.0, 2.0]), 0.3)
+    codes = ps.theory.regime_code(jnp.array([OVER[0], UNDER[0]]), jnp.array([0.0, 0.9]), jnp.array([0.0, 2.0]), 0.3)
     assert list(np.asarray(codes)) == [0, 2]
     # exactly at the critical lag C = 0: unstable (no damping, no stationary state)
     tau_star = float(ps.critical_lag(0.05, 0.9, 0.3))
@@ -73,7 +73,7 @@ def test_regimes():
 
 def test_stationary_variance():
     d, g = 0.2, 8
-    _m, c, k = ps.coefficients(*UNDER)
+    _m, c, k = ps.theory.coefficients(*UNDER)
     assert np.isclose(ps.stationary_variance(*UNDER, d, g), d / (2 * g * c * k), rtol=1e-12)
     assert ps.stationary_variance(*UNDER, d, 2 * g) == pytest.approx(0.5 * ps.stationary_variance(*UNDER, d, g))
     assert ps.stationary_variance(*UNSTABLE, d, g) == np.inf
@@ -83,7 +83,7 @@ def test_stationary_variance():
 def test_trajectory_solves_the_ode(params):
     """Autodiff residual M ë + C ė + K e = 0 and initial conditions, plus an independent RK45 solve."""
     e0, v0 = 0.3, -0.02
-    m, c, k = (float(v) for v in ps.coefficients(*params))
+    m, c, k = (float(v) for v in ps.theory.coefficients(*params))
     e = jax.jit(lambda t: ps.trajectory(t, e0, v0, *params))  # jitted: eager second derivatives dispatch op by op
     de, d2e = jax.jit(jax.grad(e)), jax.jit(jax.grad(jax.grad(e)))
     assert np.isclose(e(0.0), e0, atol=1e-14) and np.isclose(de(0.0), v0, atol=1e-12)
@@ -141,15 +141,15 @@ def test_trajectory_float32_slow_overdamped_decay(momentum, lag):
 
 
 def test_empirical_laws():
-    assert np.isclose(ps.saturation_law(10.0, 0.8, 10.0), 0.8 * (1 - np.exp(-1)), rtol=1e-14)
-    assert ps.saturation_law(0.0, 0.8, 10.0) == 0.0
+    assert np.isclose(ps.theory.saturation_law(10.0, 0.8, 10.0), 0.8 * (1 - np.exp(-1)), rtol=1e-14)
+    assert ps.theory.saturation_law(0.0, 0.8, 10.0) == 0.0
     # the critically damped law is the closed-form trajectory at ζ = 1 with ė(0) = 0
     mu, tau, k = 0.5, 1.0, 0.3
     eta_c = _critical_eta(mu, tau, k)
     omega = float(ps.natural_frequency(eta_c, mu, tau, k))
     ts = jnp.linspace(0, 100, 51)
     r_inf, r0 = 0.9, 0.2
-    law = ps.critical_law(ts, r_inf, r0, omega)
+    law = ps.theory.critical_law(ts, r_inf, r0, omega)
     osc = r_inf + ps.trajectory(ts, r0 - r_inf, 0.0, eta_c, mu, tau, k)
     np.testing.assert_allclose(law, osc, atol=1e-8)
 
@@ -178,4 +178,4 @@ def test_bad_group_size_and_nan_under_jit():
         ps.stationary_variance(*UNDER, 0.1, 1)
     assert np.isnan(jax.jit(ps.damping_ratio)(-0.1, 0.5, 1.0, 0.3))
     assert np.isnan(jax.jit(ps.stationary_variance)(*UNDER, 0.1, 1.0))
-    assert int(jax.jit(ps.regime_code)(0.05, 1.5, 1.0, 0.3)) == -1
+    assert int(jax.jit(ps.theory.regime_code)(0.05, 1.5, 1.0, 0.3)) == -1
