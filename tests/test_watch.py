@@ -5,6 +5,7 @@ takes minutes: its numbers are the slow study's, docs/guide/watch.md)."""
 import contextlib
 import json
 import os
+import pickle
 import signal
 import threading
 import time
@@ -17,6 +18,7 @@ import pytest
 import pgrpo_sim.base.runtime as runtime
 import pgrpo_sim.calibration.watch as watch_module
 from pgrpo_sim.base.errors import PgrpoSimError
+from pgrpo_sim.base.progress import stage_lines
 from pgrpo_sim.calibration.watch import alerting, run_end
 from pgrpo_sim.cli import main
 from pgrpo_sim.cli.watch import ALERT_EXIT
@@ -58,7 +60,7 @@ def stand_in(monkeypatch):
     calls = []
 
     def install(collapse):
-        def forecast(log, run_config=None, *, until=None, level=0.8, seed=0, eval_size=None):
+        def forecast(log, run_config=None, *, until=None, level=0.8, seed=0, eval_size=None, progress=None):
             steps = log.series("reward")[0]
             calls.append(steps.size)
             return _entry(collapse(steps.size), step=float(steps[-1]))
@@ -144,3 +146,11 @@ def test_ctrl_c_ends_a_watch_with_130_and_its_status_kept(tmp_path, stand_in, ca
     assert status["state"] == "interrupted" and status["forecasts"]
     err = capsys.readouterr().err
     assert err.strip() == f"pgrpo-sim: interrupted; {out}/status.json holds the forecasts so far"
+
+
+def test_the_stage_lines_reach_a_worker_process(capsys):
+    """The forecast runs in a worker: the watch's progress is handed to it, so it must survive pickling."""
+    say = pickle.loads(pickle.dumps(stage_lines("watch")))
+    say("grid runs")
+    err = capsys.readouterr().err
+    assert err.startswith("watch [") and err.endswith("s] grid runs…\n"), err

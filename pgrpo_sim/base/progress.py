@@ -15,17 +15,22 @@ Progress = Callable[[str], None]
 """Called with the name of each stage as it starts (no trailing punctuation)."""
 
 
+class StageLines:
+    """A `Progress` that prints each stage as one line, "COMMAND [T s] STAGE…", T the seconds since it was made, to
+    `stream` (None: stderr, flushed at once). An object rather than a closure, so that a worker process can be given
+    it (`watch`'s forecasts tell their stages from the worker: the monotonic clock is the machine's)."""
+
+    def __init__(self, command: str, stream: TextIO | None = None):
+        self.command, self.stream, self.start = command, stream, time.monotonic()
+
+    def __call__(self, stage: str) -> None:
+        print(f"{self.command} [{time.monotonic() - self.start:4.0f} s] {stage}…", file=self.stream or sys.stderr,
+              flush=True)  # fmt: skip
+
+
 def stage_lines(command: str, *, enabled: bool = True, stream: TextIO | None = None) -> Progress | None:
-    """A `Progress` that prints each stage as one line, "COMMAND [T s] STAGE…", T the seconds since this call, to
-    `stream` (default stderr, flushed at once); None when not `enabled` (`--quiet`)."""
-    if not enabled:
-        return None
-    start = time.monotonic()
-
-    def say(stage: str) -> None:
-        print(f"{command} [{time.monotonic() - start:4.0f} s] {stage}…", file=stream or sys.stderr, flush=True)
-
-    return say
+    """A `StageLines` for `command`, or None when not `enabled` (`--quiet`)."""
+    return StageLines(command, stream) if enabled else None
 
 
 def duration_text(seconds: float) -> str:

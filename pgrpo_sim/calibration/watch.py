@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
+from ..base.progress import Progress
 from ..logs.readers import TrainingLog
 from . import language_model, lm_scenarios
 from .inputs import calibration_inputs
@@ -72,6 +73,7 @@ def watch_forecast(
     level: float = 0.8,
     seed: int = 0,
     eval_size: int | None = None,
+    progress: Progress | None = None,
 ) -> dict:
     """One forecast of a run from its log so far: the level calibrated on all of it, run to the run's end.
 
@@ -83,6 +85,8 @@ def watch_forecast(
         level: the band's central probability; in (0, 1).
         seed: seed of the calibration's and the forecast's runs; integer ≥ 0.
         eval_size: the eval set's size when the log's reward is an eval accuracy; None: a rollout batch.
+        progress: told the calibration's stages (`base.progress`; a `StageLines` crosses to a worker process);
+            None: silent.
 
     Returns:
         A JSON-ready dict with the keys of `WATCH_FIELDS`: `step` (the log's last rewarded step: the fit window's
@@ -98,7 +102,7 @@ def watch_forecast(
     start = time.perf_counter()
     log, run, _ = calibration_inputs(log, run_config)
     end = run_end(log, run.max_steps, until)
-    cal = language_model.calibrate(log, run, eval_size=eval_size, seed=seed)
+    cal = language_model.calibrate(log, run, eval_size=eval_size, seed=seed, progress=progress)
     result = lm_scenarios.forecast(log, cal, until=max(end, cal.fit_until), level=level, seed=seed)
     entry = result["forecast"]
     band = entry["band"]

@@ -183,7 +183,7 @@ def _cmd_watch(args: argparse.Namespace) -> int:
 
         def submit(log):
             return pool.submit(watch_forecast, log, args.run_config, until=args.until, level=args.band,
-                               seed=args.seed, eval_size=args.eval_size)  # fmt: skip
+                               seed=args.seed, eval_size=args.eval_size, progress=progress)  # fmt: skip
 
         watch = Watch(submit, args.alert, out, settings)
 
