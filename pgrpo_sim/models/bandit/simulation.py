@@ -27,8 +27,8 @@ from .optimizer import make_optimizer
 from .reuse import collapse_branches, reuse_branch_step
 from .state import State, initial_state, step
 
-Run = NamedTuple(
-    "Run",
+RunFields = NamedTuple(
+    "RunFields",
     [  # the fields computed from STEP_READOUTS: pyright reads only literal field lists
         *((name, Array | None if name == "true_reward" else Array) for name in STEP_READOUTS),  # pyright: ignore[reportArgumentType]
         ("final_logits", Array),
@@ -37,6 +37,18 @@ Run = NamedTuple(
         ("diverged_step", Array),
     ],
 )
+
+
+class Run(RunFields):
+    __slots__ = ()
+
+    @property
+    def readouts(self) -> dict[str, Array]:
+        """The per-step read-outs by name (`STEP_READOUTS`, those computed), as the language model's `Run` holds
+        them: `run.readouts["reward"]` is `run.reward` on both levels."""
+        return {name: getattr(self, name) for name in STEP_READOUTS if getattr(self, name) is not None}
+
+
 Run.__doc__ = """Result of `simulate`: the per-step read-outs of `models.readouts.READOUTS` and the final state.
 
 Per-step arrays have shape (steps+1,) in expected mode and (seeds, steps+1) in sampled mode; index n describes the
