@@ -61,18 +61,18 @@ def fall_step(log) -> float | None:
     return float(steps[below[0]]) if below.size else None
 
 
-def study(anchors: Path, results: Path | None) -> list[dict]:
+def study(anchors: Path, results: Path | None, runs: int, compute: bool) -> list[dict]:
+    """Per run its forecasts at each cut before the fall (computed latest first, so that the cuts that could raise
+    the alert in time come first; `compute` False: only those saved in `results`), the alert and the lead."""
     done = json.loads(results.read_text()) if results and results.exists() else {}
     rows = []
-    for label, path, run, columns, config, collapses, every in RUNS:
+    for label, path, run, columns, config, collapses, every in RUNS[:runs]:
         log = read_log(anchors / path, columns=parse_column_map([columns] if columns else []), run=run)
         steps = log.series("reward")[0]
-        cuts = [float(s) for i, s in enumerate(steps, 1) if i >= MIN_REWARDS and i % every == 0]
         fall = fall_step(log) if collapses else None
-        forecasts = []
-        for cut in cuts:
-            if fall is not None and cut >= fall:
-                break  # the alert must come before the fall
+        cuts = [float(s) for i, s in enumerate(steps, 1) if i >= MIN_REWARDS and i % every == 0]
+        cuts = [cut for cut in cuts if fall is None or cut < fall]  # the alert must come before the fall
+        for cut in reversed(cuts) if compute else ():
             key = f"{label}@{cut:g}"
             if key not in done:
                 print(f"{label}: forecasting from step {cut:g}", file=sys.stderr, flush=True)
@@ -80,16 +80,19 @@ def study(anchors: Path, results: Path | None) -> list[dict]:
                 done[key] = watch_forecast(prefix(log, cut), EXAMPLES / config, eval_size=eval_size)
                 if results:
                     results.write_text(json.dumps(done, indent=1))
-            forecasts.append(done[key])
+        forecasts = [done[f"{label}@{cut:g}"] for cut in cuts if f"{label}@{cut:g}" in done]
+        complete = len(forecasts) == len(cuts)
         alert = next((f["step"] for i, f in enumerate(forecasts) if alerting(forecasts[: i + 1], ALERT)), None)
         span = float(steps[-1] - steps[0] + 1)
-        rows.append(dict(label=label, collapses=collapses, fall=fall, alert=alert, span=span,
-                         lead=None if alert is None or fall is None else (fall - alert) / span,
+        rows.append(dict(label=label, collapses=collapses, fall=fall, span=span, cuts=len(cuts),
+                         alert=alert if complete else "incomplete",
+                         lead=None if not complete or alert is None or fall is None else (fall - alert) / span,
                          probabilities=[(f["step"], f["collapse_probability"]) for f in forecasts]))  # fmt: skip
     return rows
 
 
 def markdown(rows: list[dict]) -> str:
+    left = [label for label, *_ in RUNS[len(rows) :]]
     lines = [
         f"Alert at {ALERT} in two forecasts in a row; forecasts every `every` rewarded steps from the "
         f"{MIN_REWARDS}th on, each cut of the log forecast to the run's end by the language-model level.",
@@ -101,17 +104,25 @@ def markdown(rows: list[dict]) -> str:
     for r in rows:
         p = ", ".join(f"{s:g}: {v:.2f}" for s, v in r["probabilities"]) or "no forecast before the fall"
         fall = "—" if r["fall"] is None else f"step {r['fall']:g}"
-        alert = "none" if r["alert"] is None else f"step {r['alert']:g}"
+        if r["alert"] == "incomplete":
+            alert = f"— ({len(r['probabilities'])} of {r['cuts']} forecasts made)"
+        else:
+            alert = "none" if r["alert"] is None else f"step {r['alert']:g}"
         lead = "—" if r["lead"] is None else f"{r['lead']:.0%}"
         lines.append(
             f"| {r['label']} | {'collapses' if r['collapses'] else 'learns'} | {fall} | {alert} | {lead} | {p} |"
         )
+    if left:
+        lines += ["", f"Not studied in this run of the tool (each forecast takes minutes): {'; '.join(left)}."]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = anchor_parser(__doc__.splitlines()[0]).parse_args(argv)
-    rows = study(args.anchors, args.results)
+    parser = anchor_parser(__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=len(RUNS), help="study the first RUNS runs of the list")
+    parser.add_argument("--no-compute", action="store_true", help="only the forecasts saved in --results")
+    args = parser.parse_args(argv)
+    rows = study(args.anchors, args.results, args.runs, compute=not args.no_compute)
     args.page.write_text(replace_block(args.page.read_text(), BEGIN, END, markdown(rows)))
     return 0
 
