@@ -12,7 +12,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import pgrpo_sim.base.runtime as runtime
@@ -22,7 +21,6 @@ from pgrpo_sim.base.progress import stage_lines
 from pgrpo_sim.calibration.watch import alerting, run_end
 from pgrpo_sim.cli import main
 from pgrpo_sim.cli.watch import ALERT_EXIT
-from pgrpo_sim.logs.readers import TrainingLog
 
 
 def _entry(p: float, step: float = 10.0) -> dict:
@@ -40,18 +38,11 @@ def test_the_alert_needs_two_forecasts_in_a_row_at_or_above_the_threshold():
         alerting([], 0.0)
 
 
-def _log(steps) -> TrainingLog:
-    steps = np.asarray(steps, float)
-    return TrainingLog(data={"step": steps, "reward": np.full(steps.size, 0.3)}, sources={"reward": "reward"},
-                       other={}, format="jsonl", path=None, skipped_steps=np.zeros(0))  # fmt: skip
-
-
 def test_a_watch_forecasts_to_the_run_s_end():
-    log = _log([5, 6, 7])
-    assert run_end(log, 200) == 204  # max_steps logged steps from the first rewarded one, itself included
-    assert run_end(log, 200, until=50) == 50
+    assert run_end(200) == 200  # the optimiser step max_steps, wherever the log's steps start (0, 1, logging_steps)
+    assert run_end(200, until=50) == 50
     with pytest.raises(PgrpoSimError, match="until must be given"):
-        run_end(log, None)
+        run_end(None)
 
 
 @pytest.fixture

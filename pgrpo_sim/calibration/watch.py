@@ -37,12 +37,11 @@ WATCH_FIELDS = (
 """The keys of one `watch_forecast` entry (status.json's `forecasts`)."""
 
 
-def run_end(log: TrainingLog, max_steps: int | None, until: float | None = None) -> float:
-    """The last logged step a watch forecasts to: `until` when given, else the run's end, `max_steps` counted from
-    the log's first rewarded step.
+def run_end(max_steps: int | None, until: float | None = None) -> float:
+    """The last logged step a watch forecasts to: `until` when given, else the run's end, its optimiser step
+    `max_steps` (a log's steps are optimiser steps, whether it starts at 0, 1 or its first logging step).
 
     Args:
-        log: the log so far (its first rewarded step).
         max_steps: the run's length in logged steps (the run config's `max_steps`), or None.
         until: the last logged step to forecast, or None.
 
@@ -50,8 +49,7 @@ def run_end(log: TrainingLog, max_steps: int | None, until: float | None = None)
         The last logged step, a float.
 
     Raises:
-        PgrpoSimError: neither `until` nor `max_steps` is given (a watch must know where the run ends), or the log
-            holds no reward yet.
+        PgrpoSimError: neither `until` nor `max_steps` is given (a watch must know where the run ends).
     """
     if until is not None:
         return float(until)
@@ -59,10 +57,7 @@ def run_end(log: TrainingLog, max_steps: int | None, until: float | None = None)
         raise PgrpoSimError(
             "until must be given when the run config has no max_steps: a watch forecasts to the run's end"
         )
-    steps = log.series("reward")[0]
-    if steps.size == 0:
-        raise PgrpoSimError("the log holds no reward yet")
-    return float(steps[0]) + max_steps - 1
+    return float(max_steps)
 
 
 def watch_forecast(
@@ -101,7 +96,7 @@ def watch_forecast(
     """
     start = time.perf_counter()
     log, run, _ = calibration_inputs(log, run_config)
-    end = run_end(log, run.max_steps, until)
+    end = run_end(run.max_steps, until)
     cal = language_model.calibrate(log, run, eval_size=eval_size, seed=seed, progress=progress)
     result = lm_scenarios.forecast(log, cal, until=max(end, cal.fit_until), level=level, seed=seed)
     entry = result["forecast"]
