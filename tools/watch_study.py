@@ -87,6 +87,7 @@ def study(anchors: Path, results: Path | None, runs: int, compute: bool) -> list
         rows.append(dict(label=label, collapses=collapses, fall=fall, span=span, cuts=len(cuts),
                          alert=alert if complete else "incomplete",
                          lead=None if not complete or alert is None or fall is None else (fall - alert) / span,
+                         forecasts=forecasts,
                          probabilities=[(f["step"], f["collapse_probability"]) for f in forecasts]))  # fmt: skip
     return rows
 
@@ -102,7 +103,7 @@ def markdown(rows: list[dict]) -> str:
         "|---|---|---|---|---|---|",
     ]  # fmt: skip
     for r in rows:
-        p = ", ".join(f"{s:g}: {v:.2f}" for s, v in r["probabilities"]) or "no forecast before the fall"
+        p = ", ".join(f"{s:g}: {v:.2f}" for s, v in r["probabilities"]) or ("none made" if r["cuts"] else "no cut")
         fall = "—" if r["fall"] is None else f"step {r['fall']:g}"
         if r["alert"] == "incomplete":
             alert = f"— ({len(r['probabilities'])} of {r['cuts']} forecasts made)"
@@ -112,6 +113,13 @@ def markdown(rows: list[dict]) -> str:
         lines.append(
             f"| {r['label']} | {'collapses' if r['collapses'] else 'learns'} | {fall} | {alert} | {lead} | {p} |"
         )
+    seconds = [f["seconds"] for r in rows for f in r["forecasts"]]
+    if seconds:
+        lines += [
+            "",
+            f"A forecast took {min(seconds) / 60:.0f}–{max(seconds) / 60:.0f} min on 2 CPU cores shared "
+            "with other work (the level's calibration: a grid of small language models over the whole window).",
+        ]
     if left:
         lines += ["", f"Not studied in this run of the tool (each forecast takes minutes): {'; '.join(left)}."]
     return "\n".join(lines)
