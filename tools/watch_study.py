@@ -115,10 +115,12 @@ def markdown(rows: list[dict]) -> str:
         )
     seconds = [f["seconds"] for r in rows for f in r["forecasts"]]
     if seconds:
+        low, high = (f"{s / 60:.0f}" for s in (min(seconds), max(seconds)))
+        took = low if low == high else f"{low}–{high}"
         lines += [
             "",
-            f"A forecast took {min(seconds) / 60:.0f}–{max(seconds) / 60:.0f} min on 2 CPU cores shared "
-            "with other work (the level's calibration: a grid of small language models over the whole window).",
+            f"A forecast took {took} min on 2 CPU cores shared with other work (the level's calibration: a grid of "
+            "small language models over the whole window).",
         ]
     if left:
         lines += ["", f"Not studied in this run of the tool (each forecast takes minutes): {'; '.join(left)}."]
