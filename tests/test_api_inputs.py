@@ -25,7 +25,11 @@ def _bad_calls():
         ("rollout_count", lambda: ps.bandit.rollout_count(2, 4), "config must be a ps.bandit.Config"),
         ("outcomes", lambda: ps.outcomes(None, 10), "config must be a ps.bandit.Config"),
         ("make_optimizer", lambda: ps.bandit.make_optimizer({}), "config must be a ps.bandit.Config"),
-        ("with_hyperparameters", lambda: ps.bandit.with_hyperparameters(3, eta=0.1), "config must be a ps.bandit.Config"),
+        (
+            "with_hyperparameters",
+            lambda: ps.bandit.with_hyperparameters(3, eta=0.1),
+            "config must be a ps.bandit.Config",
+        ),
         ("set_hyperparameters None", lambda: ps.bandit.set_hyperparameters(CONFIG, None), "values must be a mapping"),
         ("diagnose a path", lambda: ps.diagnose("train.jsonl"), "read_log"),
         ("calibrate a path", lambda: ps.calibrate("train.jsonl", run), "log must be a TrainingLog"),
@@ -42,7 +46,11 @@ def _bad_calls():
         ("read_log None", lambda: ps.read_log(None), "path must be a file path"),
         ("read_log columns list", lambda: ps.read_log("x.csv", columns=["reward=r"]), "columns must map"),
         ("read_log unknown column", lambda: ps.read_log("x.csv", columns={"rewrd": "r"}), "unknown metric 'rewrd'"),
-        ("resolve_run_config key", lambda: ps.calibration.resolve_run_config({"lr": 1e-6}), "unknown run-config key 'lr'"),
+        (
+            "resolve_run_config key",
+            lambda: ps.calibration.resolve_run_config({"lr": 1e-6}),
+            "unknown run-config key 'lr'",
+        ),
         ("resolve_run_config path", lambda: ps.calibration.resolve_run_config("run.yaml"), "given must be a mapping"),
         # a key that is neither a PRNG key nor a seed
         ("simulate key text", lambda: ps.simulate(CONFIG, 5, mode="sampled", key="abc"), "key must be"),
@@ -68,13 +76,25 @@ def _bad_calls():
         ),
         ("eps -1", lambda: ps.bandit.group_advantages([1.0, 0.0], eps=-1), "eps must be >= 0"),
         # sweeps, phase predictions, search and forecasts
-        ("sweep base key", lambda: ps.analysis.check_sweep({"betaa": 0.1}, [ps.analysis.parse_axis("eta=0.1,0.2")], steps=10), "'betaa'"),
-        ("sweep bare axis", lambda: ps.analysis.check_sweep({}, ps.analysis.parse_axis("eta=0.1,0.2"), steps=10), "list of Axis"),
+        (
+            "sweep base key",
+            lambda: ps.analysis.check_sweep({"betaa": 0.1}, [ps.analysis.parse_axis("eta=0.1,0.2")], steps=10),
+            "'betaa'",
+        ),
+        (
+            "sweep bare axis",
+            lambda: ps.analysis.check_sweep({}, ps.analysis.parse_axis("eta=0.1,0.2"), steps=10),
+            "list of Axis",
+        ),
         ("sweep axis text", lambda: ps.analysis.check_sweep({}, ["eta=0.1,0.2"], steps=10), "list of Axis"),
         ("load_sweep missing", lambda: ps.analysis.load_sweep("/nonexistent"), "no finished sweep"),
         ("predict_cells base key", lambda: ps.analysis.predict_cells({"betaa": 0.1}, {"eta": [0.1]}), "'betaa'"),
         ("predict_cells no axis", lambda: ps.analysis.predict_cells({"beta": 0.1}, {}), "coords must map"),
-        ("predict_cells axis", lambda: ps.analysis.predict_cells({"beta": 0.1}, {"etaa": [0.1]}), "unknown hyperparameter"),
+        (
+            "predict_cells axis",
+            lambda: ps.analysis.predict_cells({"beta": 0.1}, {"etaa": [0.1]}),
+            "unknown hyperparameter",
+        ),
         (
             "search bounds",
             lambda: ps.search("damping-ratio", ps.bandit.config(beta=0.1), target=1.0, bounds={"eta": 0.1}),
@@ -110,7 +130,11 @@ def _bad_calls():
             lambda: ps.predict(ps.bandit.config(rewards=[0.0, 0.0, 0.0])),
             "correct and incorrect",
         ),
-        ("eta_scale all correct", lambda: ps.bandit.eta_scale(ps.bandit.config(rewards=[1.0, 1.0])), "got 2 correct of 2"),
+        (
+            "eta_scale all correct",
+            lambda: ps.bandit.eta_scale(ps.bandit.config(rewards=[1.0, 1.0])),
+            "got 2 correct of 2",
+        ),
         ("continuous_lag model", lambda: ps.bandit.continuous_lag(2.0, "sometimes"), "lag_model must be one of"),
         # settings the theory does not describe
         (

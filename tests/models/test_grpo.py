@@ -48,7 +48,8 @@ def test_advantage_gradient_of_an_all_equal_group_is_finite():
     h = 1e-6
     fd = np.stack(
         [
-            (ps.bandit.group_advantages(r + h * e, "std", eps) - ps.bandit.group_advantages(r - h * e, "std", eps)) / (2 * h)
+            (ps.bandit.group_advantages(r + h * e, "std", eps) - ps.bandit.group_advantages(r - h * e, "std", eps))
+            / (2 * h)
             for e in np.eye(g)
         ],
         axis=-1,
@@ -96,7 +97,9 @@ def test_clipped_surrogate_matches_verl_vector():
     # TRL: no dual clip (None and +inf both disable it) and advantages with eps = 1e-4
     adv_trl = ps.bandit.group_advantages(REWARDS, "std", eps=1e-4).ravel()
     for off in (None, np.inf):
-        surrogate = lambda lp, off=off: jnp.mean(ps.bandit.clipped_surrogate(lp, LOGP_OLD, adv_trl, 0.2, 0.28, off).loss)
+        surrogate = lambda lp, off=off: jnp.mean(
+            ps.bandit.clipped_surrogate(lp, LOGP_OLD, adv_trl, 0.2, 0.28, off).loss
+        )
         assert jax.grad(surrogate)(LOGP)[-1] == pytest.approx(3.76529, abs=1e-5)
 
 
