@@ -25,7 +25,7 @@ from .calibration.lm_scenarios import (
     scenario as scenario,
     what_if as what_if,
 )
-from .calibration.watch import WATCH_FIELDS as WATCH_FIELDS, alerting as alerting, watch_forecast as watch_forecast
+from .calibration.watch import alerting as alerting, watch_forecast as watch_forecast
 from .models.lm import (
     DEFAULT_LEARNING_RATE as DEFAULT_LEARNING_RATE,
     LOSS_TYPES as LOSS_TYPES,

@@ -21,21 +21,6 @@ from ..logs.readers import TrainingLog
 from . import language_model, lm_scenarios
 from .inputs import calibration_inputs
 
-WATCH_FIELDS = (
-    "step",
-    "until",
-    "collapse_probability",
-    "collapse_probability_stderr",
-    "verdict",
-    "final_reward",
-    "final_lower",
-    "final_upper",
-    "peak_reward",
-    "runs",
-    "seconds",
-)
-"""The keys of one `watch_forecast` entry (status.json's `forecasts`)."""
-
 
 def run_end(max_steps: int | None, until: float | None = None) -> float:
     """The last logged step a watch forecasts to: `until` when given, else the run's end, its optimiser step
@@ -84,7 +69,7 @@ def watch_forecast(
             None: silent.
 
     Returns:
-        A JSON-ready dict with the keys of `WATCH_FIELDS`: `step` (the log's last rewarded step: the fit window's
+        A JSON-ready dict (status.json's `forecasts`): `step` (the log's last rewarded step: the fit window's
         end), `until`, `collapse_probability` (the share of the level's runs that collapse or diverge by `until`, in
         [0, 1]) and its binomial standard error, the forecast's `verdict`, its `final_reward` and `peak_reward` (the
         runs' mean; reward / `reward_scale`) with the band's `final_lower` and `final_upper`, `runs`, and `seconds`

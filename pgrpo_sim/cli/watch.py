@@ -146,14 +146,11 @@ def _check(args: argparse.Namespace) -> None:
     check_seed(args.seed)
     if args.eval_size is not None:
         check_range("eval-size", args.eval_size, 1, integer=True)
-    if args.until is None:
-        max_steps = load_run_config(args.run_config).keys.get("max_steps") if args.run_config else None
-        if max_steps is None:
-            raise PgrpoSimError(
-                "watch needs the run's end: give max_steps in --run-config, or --until (the last logged step)"
-            )
-    elif args.run_config:
-        load_run_config(args.run_config)
+    loaded = load_run_config(args.run_config) if args.run_config else None
+    if args.until is None and (loaded is None or loaded.keys.get("max_steps") is None):
+        raise PgrpoSimError(
+            "watch needs the run's end: give max_steps in --run-config, or --until (the last logged step)"
+        )
     if args.out is not None:
         check_output_dir(args.out, "watch", overwrite=args.overwrite, settings=command_settings(args))
 
@@ -169,8 +166,6 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     columns = parse_column_map(args.column)
     progress = stage_lines("watch", enabled=not args.quiet)
     out = None
-    settings = dict(log=str(args.log), run_config=args.run_config, every=args.every, until=args.until,
-                    band=args.band, seed=args.seed)  # fmt: skip
     if args.out is not None:
         with staged_outputs() as staged:  # the folder claimed as watch's, with a first status
             stage = claim(args, staged, "watch", WATCH_OUTPUTS)
@@ -185,7 +180,7 @@ def _cmd_watch(args: argparse.Namespace) -> int:
             return pool.submit(watch_forecast, log, args.run_config, until=args.until, level=args.band,
                                seed=args.seed, eval_size=args.eval_size, progress=progress)  # fmt: skip
 
-        watch = Watch(submit, args.alert, out, settings)
+        watch = Watch(submit, args.alert, out, command_settings(args))
 
         def sleep(seconds: float) -> None:  # the follower's wait: finished forecasts are collected meanwhile
             if watch.collect():
