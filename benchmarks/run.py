@@ -47,6 +47,7 @@ WORKLOADS = (
     "bench_rollouts",
     "bench_sweep",
     "bench_lm",
+    "bench_callback",
 )
 HERE = Path(__file__).resolve().parent
 PAGE = HERE.parent / "docs" / "performance.md"

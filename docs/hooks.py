@@ -74,6 +74,14 @@ def api_reference() -> str:
         for name in namespace.__all__:
             if callable(getattr(namespace, name)):
                 parts += [f"::: pgrpo_sim.{group}.{name}", "    options:", "      show_root_full_path: false", ""]
+    # the trainer callbacks: read from the lazy stub without importing them (ForecastCallback needs transformers,
+    # which the docs build does not install); mkdocstrings reads the sources statically
+    integrations = importlib.import_module("pgrpo_sim.integrations")
+    parts += ["## `pgrpo_sim.integrations`", "", inspect.getdoc(integrations).split("\n\n")[0].split(": ", 1)[1], ""]
+    parts += ["Constants: " + ", ".join(f"`{n}`" for n in integrations.__all__ if n.isupper()) + ".", ""]
+    for name in integrations.__all__:
+        if not name.isupper():
+            parts += [f"::: pgrpo_sim.integrations.{name}", "    options:", "      show_root_full_path: false", ""]
     return "\n".join(parts)
 
 

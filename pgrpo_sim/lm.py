@@ -2,8 +2,8 @@
 
 The level itself (`config`, `simulate`, the task, the policy, the SFT start, TRL's GRPO loss), its runs' summaries
 and sweeps (the chance-corrected reward `knowledge`, `summarize_runs`, `sweep`), and its calibration on a real log
-with what-if scenarios and forecasts (`calibrate`, `what_if`, `forecast`; `watch_forecast` and `alerting` for a run
-still being written) (docs/lm.md, docs/guide/watch.md). The same verbs as `ps.bandit`'s, without the group's name:
+with what-if scenarios and forecasts (`calibrate`, `what_if`, `forecast`; `watch_forecast`, `alerting` and
+`Forecasts` for a run still being written) (docs/lm.md, docs/guide/watch.md). The same verbs as `ps.bandit`'s, without the group's name:
 `ps.lm.simulate`, `ps.lm.Config`, `ps.lm.calibrate`.
 """
 
@@ -25,7 +25,7 @@ from .calibration.lm_scenarios import (
     scenario as scenario,
     what_if as what_if,
 )
-from .calibration.watch import alerting as alerting, watch_forecast as watch_forecast
+from .calibration.watch import Forecasts as Forecasts, alerting as alerting, watch_forecast as watch_forecast
 from .models.lm import (
     DEFAULT_LEARNING_RATE as DEFAULT_LEARNING_RATE,
     LOSS_TYPES as LOSS_TYPES,

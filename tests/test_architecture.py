@@ -20,10 +20,12 @@ RANK = {
     "theory": 8,
     "bandit": 8,
     "lm": 8,
+    "integrations": 8,
 }
 """Layer ranks, lower first: a module may import from its own layer and lower ones only (analysis and logs are
 peers: logs may use prediction, analysis never reads logs). `theory`, `bandit` and `lm` are public namespaces over
-the layers (`ps.theory`…): nothing in the package imports them."""
+the layers (`ps.theory`…): nothing in the package imports them. `integrations` (trainer callbacks) is a front end
+over the layers like them, imported by the user's training script only."""
 
 
 def _module_name(path: Path) -> str:

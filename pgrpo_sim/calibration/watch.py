@@ -5,14 +5,18 @@
 window all of it) and forecasts the run to its end (`lm_scenarios.forecast`): the share of the level's runs that
 collapse by then is the collapse probability, with its binomial standard error. The bandit cannot collapse
 (docs/design.md §6), so a watch asks the level. `alerting` is the alert rule: the probability at or above a
-threshold in the last `consecutive` forecasts, so that one noisy forecast does not stop a run.
+threshold in the last `consecutive` forecasts, so that one noisy forecast does not stop a run. `Forecasts` schedules
+them for a live run: at most one running, the newest snapshot waiting, finished ones collected without waiting;
+`pgrpo-sim watch` and the trainer callbacks (`integrations`) share it.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
@@ -20,6 +24,9 @@ from ..base.progress import Progress
 from ..logs.readers import TrainingLog
 from . import language_model, lm_scenarios
 from .inputs import calibration_inputs
+
+CONSECUTIVE = 2
+"""Forecasts in a row at or above the alert threshold that raise the alert (`alerting`'s default)."""
 
 
 def run_end(max_steps: int | None, until: float | None = None) -> float:
@@ -101,7 +108,7 @@ def watch_forecast(
     )
 
 
-def alerting(forecasts: Sequence[Mapping], threshold: float, *, consecutive: int = 2) -> bool:
+def alerting(forecasts: Sequence[Mapping], threshold: float, *, consecutive: int = CONSECUTIVE) -> bool:
     """Whether the last `consecutive` forecasts all put the collapse probability at or above `threshold`.
 
     Args:
@@ -119,3 +126,136 @@ def alerting(forecasts: Sequence[Mapping], threshold: float, *, consecutive: int
     check_range("consecutive", consecutive, 1, integer=True)
     last = list(forecasts)[-consecutive:]
     return len(last) == consecutive and all(f["collapse_probability"] >= threshold for f in last)
+
+
+def forecast_line(entry: Mapping, previous: Mapping | None = None) -> str:
+    """One finished forecast as a status line: the step it was made from, the collapse probability with its standard
+    error and runs, the run's end with the forecast final reward and its band, the verdict, the change since the
+    `previous` forecast (None: the first) and its seconds.
+
+    Args:
+        entry: a `watch_forecast` entry.
+        previous: the forecast before it, or None.
+
+    Returns:
+        One line.
+    """
+    final = entry["final_reward"]
+    reward = (
+        "no final reward (every run diverged)"
+        if final is None
+        else f"reward {final:.3f} [{entry['final_lower']:.3f}, {entry['final_upper']:.3f}]"
+    )
+    change = (
+        "first forecast"
+        if previous is None
+        else f"{entry['collapse_probability'] - previous['collapse_probability']:+.2f} since step {previous['step']:g}"
+    )
+    return (
+        f"step {entry['step']:g}: collapse probability {entry['collapse_probability']:.2f} ± "
+        f"{entry['collapse_probability_stderr']:.2f} ({entry['runs']} runs); at step {entry['until']:g} {reward}, "
+        f"{entry['verdict']}; {change} ({entry['seconds']:.0f} s)"
+    )
+
+
+class Outcome(NamedTuple):
+    """What `Forecasts.finished` hands over: a finished forecast, a failed one, or the loss of the worker.
+
+    Attributes:
+        entry: the finished forecast's `watch_forecast` entry; None when it failed or the worker was lost.
+        line: its status line (`forecast_line`), or what went wrong, one line.
+        alerted: whether the alert (`alerting`) holds after it.
+    """
+
+    entry: dict | None
+    line: str
+    alerted: bool
+
+
+class Forecasts:
+    """The forecasts of one live run: `offer` a snapshot of its log, and it is forecast now if no forecast runs, else
+    once the running one has finished (a newer snapshot replaces a waiting one), so that at most one runs and the
+    caller never waits on one; `finished` hands over what has finished, with the alert rule applied. A forecast that
+    fails (a log still too short to calibrate on, a bug in a stand-in) is handed over as a failure and the run goes
+    on; once the worker is gone (`concurrent.futures.BrokenExecutor`, or `submit` refusing after its pool closed)
+    no forecast starts again (`stopped`).
+
+    Args:
+        submit: starts a forecast of a snapshot, returning a `concurrent.futures.Future` of its `watch_forecast`
+            entry.
+        alert: the collapse probability that alarms in `consecutive` forecasts in a row; in (0, 1].
+        consecutive: forecasts in a row that raise the alert; integer ≥ 1.
+
+    Raises:
+        PgrpoSimError: `alert` or `consecutive` out of its range.
+    """
+
+    def __init__(
+        self, submit: Callable[..., concurrent.futures.Future], alert: float, *, consecutive: int = CONSECUTIVE
+    ):
+        check_range("alert", alert, 0.0, 1.0, low_open=True)
+        check_range("consecutive", consecutive, 1, integer=True)
+        self.submit, self.alert, self.consecutive = submit, alert, consecutive
+        self.forecasts: list[dict] = []  # finished entries, oldest first
+        self.failures: list[str] = []
+        self.alerted = False  # whether the alert held after the last forecast
+        self.stopped = False  # the worker is gone: no more forecasts
+        self._waiting = None  # a snapshot not yet forecast
+        self._running: concurrent.futures.Future | None = None
+        self._lost: list[Outcome] = []  # the worker's loss, found while starting, for `finished` to hand over
+
+    def offer(self, snapshot) -> None:
+        """Forecast `snapshot` now if no forecast runs, else once the running one has finished (replacing an older
+        waiting snapshot); nothing once `stopped`."""
+        self._waiting = snapshot
+        self._start()
+
+    def _start(self) -> None:
+        if self._running is not None or self._waiting is None or self.stopped:
+            return
+        snapshot, self._waiting = self._waiting, None
+        try:
+            self._running = self.submit(snapshot)
+        except (concurrent.futures.BrokenExecutor, RuntimeError) as exc:  # the worker died, or its pool was closed
+            self._lose_worker(exc)
+
+    def _lose_worker(self, exc: BaseException) -> None:
+        self.stopped, self._waiting = True, None
+        self.failures.append(f"{type(exc).__name__}: {exc}")
+        self._lost.append(
+            Outcome(None, f"no more forecasts, the forecast worker is gone ({type(exc).__name__}: {exc})", self.alerted)
+        )
+
+    def finished(self, *, wait: bool = False) -> Iterator[Outcome]:
+        """The forecasts finished since the last call, oldest first (the waiting snapshot's is started as the running
+        one is handed over). Never waits, unless `wait`: then it waits for the running forecast and the waiting
+        snapshot's.
+
+        Args:
+            wait: whether to wait for the forecasts still to come.
+
+        Yields:
+            An `Outcome` per finished or failed forecast, and one when the worker is lost.
+        """
+        while self._lost:
+            yield self._lost.pop(0)
+        while self._running is not None and (wait or self._running.done()):
+            future, self._running = self._running, None
+            try:
+                entry = future.result()
+            except concurrent.futures.BrokenExecutor as exc:
+                self._lose_worker(exc)
+            except PgrpoSimError as exc:  # e.g. a log still too short to calibrate on: the next snapshot may do
+                self.failures.append(str(exc))
+                yield Outcome(None, f"a forecast failed: {exc}", self.alerted)
+            except Exception as exc:  # a stand-in's or a bug's: said, and the run goes on
+                self.failures.append(f"{type(exc).__name__}: {exc}")
+                yield Outcome(None, f"a forecast failed: {type(exc).__name__}: {exc}", self.alerted)
+            else:
+                line = forecast_line(entry, self.forecasts[-1] if self.forecasts else None)
+                self.forecasts.append(entry)
+                self.alerted = alerting(self.forecasts, self.alert, consecutive=self.consecutive)
+                yield Outcome(entry, line, self.alerted)
+            while self._lost:
+                yield self._lost.pop(0)
+            self._start()

@@ -6,13 +6,13 @@ language-model level calibrated on the log so far) runs in a worker process, at 
 following never waits on it: a snapshot that arrives while one runs waits for it, and a newer one replaces it. Each
 finished forecast prints one status line and rewrites `--out`'s status.json and watch.png (atomically). Exit codes:
 0 when the log stops growing for `--idle` seconds, `ALERT_EXIT` when the collapse probability is at or above
-`--alert` in two forecasts in a row, 2 on bad input, 130 on Ctrl-C (status.json kept).
+`--alert` in two forecasts in a row, 2 on bad input or when the forecast worker dies, 130 on Ctrl-C (status.json
+kept).
 """
 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,21 +22,21 @@ from ..base.errors import PgrpoSimError
 from ..base.files import write_atomically
 from ..base.outputs import json_text, staged_outputs
 from ..base.progress import report, stage_lines
+from ..calibration.watch import CONSECUTIVE
 from ..logs.readers import FORMATS
 from .common import FORMAT_HELP, OVERWRITE_HELP, RUN_HELP, claim, finite_float, integer
 from .outputs import check_output_dir, command_settings
 
 WATCH_OUTPUTS = ("status.json", "watch.png")
 ALERT_EXIT = 3
-"""The exit code of a watch that raised its alert (0: the log stopped growing; 2: bad input; 130: Ctrl-C)."""
-CONSECUTIVE = 2
-"""Forecasts in a row at or above `--alert` that raise the alert."""
+"""The exit code of a watch that raised its alert (0: the log stopped growing; 2: bad input or a forecast worker
+that died; 130: Ctrl-C)."""
 
 
 class Watch:
-    """The forecasts of one watch: it takes the log's snapshots (`offer`), keeps at most one forecast running
-    (`submit(snapshot)` returns its future), and on each finished one prints its line, rewrites `out`'s files and
-    tells whether the alert holds (`collect`).
+    """The forecasts of one watch (`calibration.watch.Forecasts`: at most one running, the newest snapshot waiting):
+    on each finished one it prints its line and rewrites `out`'s files, and tells whether the alert holds
+    (`collect`).
 
     Args:
         submit: starts a forecast of a snapshot, returning a `concurrent.futures.Future` of its
@@ -48,56 +48,46 @@ class Watch:
     """
 
     def __init__(self, submit: Callable, alert: float, out: Path | None, settings: dict, say: Callable = print):
-        self.submit, self.alert, self.out, self.settings, self.say = submit, alert, out, settings, say
-        self.forecasts: list[dict] = []
-        self.failures: list[dict] = []
+        from ..calibration.watch import Forecasts
+
+        self.queue = Forecasts(submit, alert)
+        self.alert, self.out, self.settings, self.say = alert, out, settings, say
         self.state = "watching"
         self.latest = None  # the last snapshot offered (the figure's logged reward)
-        self._waiting = None  # a snapshot not yet forecast
-        self._running: concurrent.futures.Future | None = None
 
     def offer(self, log) -> bool:
-        """Take a new snapshot of the log: forecast it now if no forecast runs, else keep it (replacing an older
-        waiting one). Returns whether the alert holds (a finished forecast is collected first)."""
+        """Take a new snapshot of the log (forecast now, or once the running forecast has finished); returns whether
+        the alert holds (a finished forecast is collected first)."""
         self.latest = log
-        self._waiting = log
         alerted = self.collect()
-        self._start()
+        self.queue.offer(log)
         return alerted
 
-    def _start(self) -> None:
-        if self._running is None and self._waiting is not None:
-            self._running, self._waiting = self.submit(self._waiting), None
-
     def collect(self, *, wait: bool = False) -> bool:
-        """Collect the running forecast if it has finished (`wait`: wait for it, and forecast the waiting snapshot
-        too); returns whether the alert holds."""
-        from ..calibration.watch import alerting
+        """Collect finished forecasts (`wait`: wait for the running one and the waiting snapshot's), each said and
+        written; returns whether the alert holds.
 
-        while self._running is not None and (wait or self._running.done()):
-            future, self._running = self._running, None
-            try:
-                entry = future.result()
-            except PgrpoSimError as exc:  # e.g. a log still too short to calibrate on: said, and the watch goes on
-                self.failures.append(dict(error=str(exc)))
-                self.say(f"forecast failed: {exc}")
-            else:
-                self.say(status_line(entry, self.forecasts[-1] if self.forecasts else None))
-                self.forecasts.append(entry)
-                if alerting(self.forecasts, self.alert, consecutive=CONSECUTIVE):
-                    self.state = "alert"
-                    self.write()
-                    return True
+        Raises:
+            PgrpoSimError: the forecast worker is gone (e.g. killed for memory): the watch cannot go on.
+        """
+        for outcome in self.queue.finished(wait=wait):
+            self.say(outcome.line)
+            if outcome.alerted:
+                self.state = "alert"
             self.write()
-            self._start()
+            if self.queue.stopped:
+                raise PgrpoSimError(f"watch: {outcome.line}")
+            if outcome.alerted:
+                return True
         return False
 
     def write(self) -> None:
         """Rewrite status.json and watch.png in `out` (each atomically); nothing without `out`."""
         if self.out is None:
             return
-        status = dict(state=self.state, alert=self.alert, consecutive=CONSECUTIVE, settings=self.settings,
-                      forecasts=self.forecasts, failures=self.failures)  # fmt: skip
+        forecasts = self.queue.forecasts
+        status = dict(state=self.state, alert=self.alert, consecutive=self.queue.consecutive, settings=self.settings,
+                      forecasts=forecasts, failures=[dict(error=f) for f in self.queue.failures])  # fmt: skip
         write_atomically(self.out / "status.json", lambda h: h.write(json_text(status, indent=2).encode()))
         if self.latest is None:
             return
@@ -106,32 +96,11 @@ class Watch:
         from ..viz.calibration_figures import watch_figure
 
         steps, reward = self.latest.series("reward")
-        fig = watch_figure(steps, reward, self.forecasts, alert=self.alert)
+        fig = watch_figure(steps, reward, forecasts, alert=self.alert)
         try:
             write_atomically(self.out / "watch.png", lambda h: fig.savefig(h, format="png", dpi=120))
         finally:
             plt.close(fig)
-
-
-def status_line(entry: dict, previous: dict | None) -> str:
-    """One forecast as the watch prints it: the step it was made from, the collapse probability with its standard
-    error, the forecast final reward with its band, the verdict, and the change since the previous forecast."""
-    final = entry["final_reward"]
-    reward = (
-        "no final reward (every run diverged)"
-        if final is None
-        else f"reward {final:.3f} [{entry['final_lower']:.3f}, {entry['final_upper']:.3f}]"
-    )
-    change = (
-        "first forecast"
-        if previous is None
-        else f"{entry['collapse_probability'] - previous['collapse_probability']:+.2f} since step {previous['step']:g}"
-    )
-    return (
-        f"step {entry['step']:g}: collapse probability {entry['collapse_probability']:.2f} ± "
-        f"{entry['collapse_probability_stderr']:.2f} ({entry['runs']} runs); at step {entry['until']:g} {reward}, "
-        f"{entry['verdict']}; {change} ({entry['seconds']:.0f} s)"
-    )
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -204,7 +173,7 @@ def _cmd_watch(args: argparse.Namespace) -> int:
             raise
         watch.state = "ended"
         watch.write()
-    print(f"the log stopped growing; {len(watch.forecasts)} forecasts, no alert")
+    print(f"the log stopped growing; {len(watch.queue.forecasts)} forecasts, no alert")
     return 0
 
 
