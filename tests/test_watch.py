@@ -126,6 +126,23 @@ def test_a_failed_forecast_is_said_and_the_watch_goes_on(tmp_path, stand_in, cap
     assert "forecast failed: the log is too short" in out and "collapse probability 0.20" in out
 
 
+def test_a_watch_whose_forecast_worker_died_ends_in_one_line_with_exit_2(tmp_path, stand_in, capsys):
+    from concurrent.futures.process import BrokenProcessPool
+
+    def collapse(n):
+        raise BrokenProcessPool("a worker died (killed for memory?)")
+
+    stand_in(collapse)
+    log, out = tmp_path / "log.csv", tmp_path / "w"
+    writer = _write_slowly(log, 30, 0.02)
+    assert main(["watch", str(log), *FLAGS, "--out", str(out)]) == 2
+    writer.join()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the forecast worker is gone (BrokenProcessPool: a worker died" in err[0]
+    status = json.loads((out / "status.json").read_text())
+    assert status["failures"] == [dict(error="BrokenProcessPool: a worker died (killed for memory?)")]
+
+
 def test_ctrl_c_ends_a_watch_with_130_and_its_status_kept(tmp_path, stand_in, capsys):
     stand_in(lambda n: 0.1)
     log, out = tmp_path / "log.csv", tmp_path / "w"
