@@ -4,9 +4,11 @@ rewarded steps, as the watch sees it while the run writes it, and forecast there
 `--alert`). For a collapsing run it reports the step of the alert and the step where the reward (a 5-point running
 mean) falls below half its peak, and the lead between them as a share of the run's steps (the issue asks for
 ≥ 10 %); for a learning run, whether it ever alerted. Each forecast is saved as it finishes (`--results`): a rerun
-resumes. Rewrites the block of docs/guide/watch.md:
+resumes. Rewrites the block of docs/guide/watch.md, and with `--figure` draws the watch's figure (`watch.png`) for the
+first studied run with forecasts, over its whole log:
 
-    python tools/watch_study.py ../shared/anchors docs/guide/watch.md --results benchmarks/watch_study.json
+    python tools/watch_study.py ../shared/anchors docs/guide/watch.md --results benchmarks/watch_study.json \
+        --figure docs/images/watch.png
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def study(anchors: Path, results: Path | None, runs: int, compute: bool) -> list
         complete = len(forecasts) == len(cuts)
         alert = next((f["step"] for i, f in enumerate(forecasts) if alerting(forecasts[: i + 1], ALERT)), None)
         span = float(steps[-1] - steps[0] + 1)
-        rows.append(dict(label=label, collapses=collapses, fall=fall, span=span, cuts=len(cuts),
+        rows.append(dict(label=label, collapses=collapses, fall=fall, span=span, cuts=len(cuts), log=log,
                          alert=alert if complete else "incomplete",
                          lead=None if not complete or alert is None or fall is None else (fall - alert) / span,
                          forecasts=forecasts,
@@ -131,10 +133,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = anchor_parser(__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=len(RUNS), help="study the first RUNS runs of the list")
     parser.add_argument("--no-compute", action="store_true", help="only the forecasts saved in --results")
+    parser.add_argument(
+        "--figure", type=Path, default=None, help="write the watch figure of the first run with forecasts"
+    )
     args = parser.parse_args(argv)
     rows = study(args.anchors, args.results, args.runs, compute=not args.no_compute)
     args.page.write_text(replace_block(args.page.read_text(), BEGIN, END, markdown(rows)))
+    shown = next((r for r in rows if r["forecasts"]), None)
+    if args.figure is not None and shown is not None:
+        figure(shown).savefig(args.figure, dpi=110)
     return 0
+
+
+def figure(row: dict):
+    """`pgrpo-sim watch`'s figure (`viz.calibration_figures.watch_figure`) for one studied run: its whole logged reward,
+    the forecasts made from its cuts, the alert threshold; titled with the run and where its reward fell."""
+    from pgrpo_sim.viz.calibration_figures import watch_figure
+
+    steps, reward = row["log"].series("reward")
+    fig = watch_figure(steps, reward, row["forecasts"], alert=ALERT)
+    fall = "" if row["fall"] is None else f"; reward below half its peak from step {row['fall']:g}"
+    fig.suptitle(f"{row['label']}: the watch's forecasts{fall}", fontsize=10)
+    return fig
 
 
 if __name__ == "__main__":
