@@ -2,11 +2,13 @@
 
 One configuration of `lm.config`'s defaults (32 prompts × G 8, responses ≤ 16 tokens, width 64, 2 layers) trained
 for `STEPS` GRPO steps, each measurement in a fresh process: the seconds of a run after its compilation (the
-second call of the compiled program; issue target ≤ 10 s on 2 cores for 100 steps), the compile seconds, the
-cost of R runs vmapped in one program (R seeds) against one run (target ≤ 8× at R = 32), and the same loop written
+second call of the compiled program; issue 47 target ≤ 8 s on 2 cores for 100 steps), the compile seconds, the
+cost of R runs vmapped in one program (R seeds) against one run (target ≤ 16× at R = 32), and the same loop written
 in PyTorch (`torch_lm`, every core, one run; target: pgrpo-sim ≥ 2× faster per run; skipped with a message without
-torch). The SFT start is trained once and cached before the timed processes start. Not measured: R ≥ 1000 runs on a
-GPU (none was lent).
+torch). The SFT start is trained once and cached before the timed processes start. Each row also gives the achieved
+FLOP/s (`analysis.lm_sweep.step_flops` × steps × runs over the run's seconds) against a float32 matmul peak measured
+in the same benchmark run on the same machine (`measure_peak`: a jitted `PEAK_SIZE`² matmul; issue 47's target: ≥ 30 %
+of it). Not measured: R ≥ 1000 runs on a GPU (none was lent).
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ import numpy as np
 
 STEPS = 100
 RUNS = (1, 8, 32)
+PEAK_SIZE = 1024
+"""Side of the square float32 matrices whose product measures the machine's matmul peak (2·n³ operations, 2 GFLOP)."""
+PEAK_REPEATS = 20
 
 
 def _config():
@@ -45,6 +50,31 @@ def measure_runs(runs: int, steps: int) -> dict:
     jax.block_until_ready(again.readouts["reward"])
     run_s = time.perf_counter() - start
     return dict(runs=runs, steps=steps, first_s=first_s, run_s=run_s, compile_s=first_s - run_s)
+
+
+def measure_peak(size: int, repeats: int) -> dict:
+    """FLOP/s of a jitted float32 `size`² matmul on this machine's default JAX device: the best of `repeats` timed
+    products after a warm-up (the peak the level's achieved FLOP/s is compared with)."""
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.random.normal(jax.random.key(0), (size, size), jnp.float32)
+    b = jax.random.normal(jax.random.key(1), (size, size), jnp.float32)
+    product = jax.jit(jnp.matmul)
+    jax.block_until_ready(product(a, b))
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(product(a, b))
+        best = min(best, time.perf_counter() - start)
+    return dict(size=size, seconds=best, flops_per_s=2.0 * size**3 / best)
+
+
+def run_flops(steps: int) -> float:
+    """Floating-point operations of one default run of `steps` GRPO steps (`analysis.lm_sweep.step_flops`)."""
+    from pgrpo_sim.analysis.lm_sweep import step_flops
+
+    return step_flops(_config()) * steps
 
 
 def measure_torch(steps: int) -> dict:
@@ -91,6 +121,12 @@ def report(quick: bool, rounds: int, out_dir) -> str:
             rss_mib=max(m["rss_mib"] for m in measured),
         )
     one = rows[1]["run_s"]
+    peak = statistics.median(
+        harness.run_measure(__file__, "measure_peak", size=PEAK_SIZE, repeats=PEAK_REPEATS)["flops_per_s"]
+        for _ in range(rounds)
+    )
+    work = run_flops(steps)
+    achieved = {r: work * r / row["run_s"] for r, row in rows.items()}
     import torch_bandit
 
     torch_s = None
@@ -102,21 +138,26 @@ def report(quick: bool, rounds: int, out_dir) -> str:
         "",
         f"`lm.config()` defaults (32 prompts × G 8, ≤ 16 tokens, width 64, 2 layers), {steps} GRPO steps, "
         f"{harness.cpu_cores()} cores; R runs = R seeds vmapped in one compiled program; each row a fresh process, "
-        f"median of {rounds} (range in brackets). Seconds exclude compilation (the second call of the program).",
+        f"median of {rounds} (range in brackets). Seconds exclude compilation (the second call of the program). "
+        f"GFLOP/s: `step_flops` ({work / steps / 1e9:.2f} GFLOP a step and run) over the seconds; % of peak: against "
+        f"a float32 {PEAK_SIZE}² matmul measured in this run, {peak / 1e9:.1f} GFLOP/s.",
         "",
-        "| Runs R | Seconds [range] | × one run | per run | Compile s | Peak RSS MiB |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| Runs R | Seconds [range] | × one run | per run | Compile s | GFLOP/s | % of peak | Peak RSS MiB |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r, row in rows.items():
         lines.append(
             f"| {r} | {row['run_s']:.2f} [{row['spread'][0]:.2f}, {row['spread'][1]:.2f}] | "
-            f"{row['run_s'] / one:.1f} | {row['run_s'] / r:.2f} | {row['compile_s']:.1f} | {row['rss_mib']:.0f} |"
+            f"{row['run_s'] / one:.1f} | {row['run_s'] / r:.2f} | {row['compile_s']:.1f} | "
+            f"{achieved[r] / 1e9:.1f} | {achieved[r] / peak:.0%} | {row['rss_mib']:.0f} |"
         )
     largest = max(rows)
     lines += [
         "",
-        f"- One run: {one:.1f} s for {steps} steps after compilation (target ≤ 10 s for 100 steps on 2 cores); "
-        f"{largest} vmapped runs cost {rows[largest]['run_s'] / one:.1f}× one run (target ≤ 8× at 32).",
+        f"- One run: {one:.1f} s for {steps} steps after compilation (target ≤ 8 s for 100 steps on 2 cores); "
+        f"{largest} vmapped runs cost {rows[largest]['run_s'] / one:.1f}× one run (target ≤ 16× at 32). Achieved: "
+        f"{achieved[1] / peak:.0%} of the matmul peak for one run, {achieved[largest] / peak:.0%} for {largest} "
+        "(target ≥ 30 %).",
         (
             f"- The same loop in PyTorch (`benchmarks/torch_lm.py`, {harness.cpu_cores()} threads, batched over the "
             f"generation batch, median of {rounds}): {torch_s:.1f} s per run, {torch_s / one:.1f}× pgrpo-sim's one "
@@ -132,5 +173,6 @@ def report(quick: bool, rounds: int, out_dir) -> str:
 
 if __name__ == "__main__":
     harness.side_main(
-        lambda case, side: (None, None), measures={"measure_runs": measure_runs, "measure_torch": measure_torch}
+        lambda case, side: (None, None),
+        measures={"measure_runs": measure_runs, "measure_torch": measure_torch, "measure_peak": measure_peak},
     )
