@@ -3,8 +3,8 @@
 The level itself (`config`, `simulate`, the task, the policy, the SFT start, TRL's GRPO loss), its runs' summaries
 and sweeps (the chance-corrected reward `knowledge`, `summarize_runs`, `sweep`), and its calibration on a real log
 with what-if scenarios and forecasts (`calibrate`, `what_if`, `forecast`; `watch_forecast`, `alerting` and
-`Forecasts` for a run still being written) (docs/lm.md, docs/guide/watch.md). The same verbs as `ps.bandit`'s, without the group's name:
-`ps.lm.simulate`, `ps.lm.Config`, `ps.lm.calibrate`.
+`Forecasts` for a run still being written) (docs/lm.md, docs/guide/watch.md). The same verbs as `ps.bandit`'s,
+without the group's name: `ps.lm.simulate`, `ps.lm.Config`, `ps.lm.calibrate`.
 """
 
 from .analysis.lm_sweep import (
