@@ -126,14 +126,16 @@ def lm_what_if_command(
 
 
 def forecast_end(log, run, fit_until: float) -> float:
-    """The last logged step a forecast reaches by default: the run's end — its `max_steps` (counted from the log's
-    first rewarded step) when the run config gives one beyond the log, else the log's last rewarded step — within
-    the horizon a fit window of that length may be forecast to (`calibration.forecast.horizon_limit`)."""
+    """The last logged step a forecast reaches by default: the run's end — the step `max_steps` itself when the run
+    config gives one beyond the log (a log's steps count optimiser or GRPO steps, whether it starts at 0, 1 or its
+    first logging step: `calibration.watch.run_end`, as `watch` forecasts), else the log's last rewarded step —
+    within the horizon a fit window of that length may be forecast to (`calibration.forecast.horizon_limit`)."""
     from ..calibration.forecast import horizon_limit
+    from ..calibration.watch import run_end
 
     steps = log.series("reward")[0]
     end = float(steps[-1])
-    end = end if run.max_steps is None else max(end, float(steps[0]) + run.max_steps - 1)
+    end = end if run.max_steps is None else max(end, run_end(run.max_steps))
     return min(end, max(float(steps[-1]), horizon_limit(float(steps[0]), fit_until)))
 
 

@@ -1,6 +1,7 @@
 """The language-model level calibrated on a log: the grid posterior against its closed form, the scenario checks,
 which level answers, and (slow) a log made by the level itself at a known rate recovered and rerun."""
 
+import dataclasses
 import functools
 import json
 import math
@@ -453,3 +454,7 @@ def test_a_forecast_reaches_the_runs_max_steps_within_the_horizon_a_window_allow
     assert forecast_end(log, RunConfig(), 10.0) == 30.0  # the log's end
     assert forecast_end(log, RunConfig(max_steps=40), 10.0) == 40.0  # the run's end, beyond the log
     assert forecast_end(log, RunConfig(max_steps=10**6), 10.0) == horizon_limit(1.0, 10.0)  # not hours of runs
+    every_tenth = dataclasses.replace(log, data={"step": np.arange(10.0, 310.0, 10.0), "reward": np.full(30, 0.3)})
+    assert forecast_end(every_tenth, RunConfig(max_steps=400), 100.0) == 400.0  # TRL's logging_steps=10: step 400
+    from_zero = dataclasses.replace(log, data={"step": np.arange(0.0, 30.0), "reward": np.full(30, 0.3)})
+    assert forecast_end(from_zero, RunConfig(max_steps=40), 10.0) == 40.0  # a log from step 0 (before training)
