@@ -302,7 +302,7 @@ def test_what_if_and_forecast_with_the_level_write_their_files(tmp_path, monkeyp
     capsys.readouterr()
     assert main([*argv, "--out", str(forecast)]) == 0
     result = json.loads((forecast / "forecast.json").read_text())
-    assert result["heldout"]["n"] == 4 and result["until"] == 15 and len(result["forecast"]["band"]["mean"]) == 16
+    assert result["heldout"]["n"] == 4 and result["until"] == 16 and len(result["forecast"]["band"]["mean"]) == 17
     assert 0 <= result["collapse_probability"] <= 1 and "collapse probability" in capsys.readouterr().out
 
 
