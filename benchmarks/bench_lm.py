@@ -52,6 +52,19 @@ def measure_runs(runs: int, steps: int) -> dict:
     return dict(runs=runs, steps=steps, first_s=first_s, run_s=run_s, compile_s=first_s - run_s)
 
 
+def _best_seconds(call, repeats: int) -> float:
+    """The fastest of `repeats` timed calls of a compiled `call` (waited for), after one untimed warm-up call."""
+    import jax
+
+    jax.block_until_ready(call())
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(call())
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def measure_peak(size: int, repeats: int) -> dict:
     """FLOP/s of a jitted float32 `size`² matmul on this machine's default JAX device: the best of `repeats` timed
     products after a warm-up (the peak the level's achieved FLOP/s is compared with)."""
@@ -61,12 +74,7 @@ def measure_peak(size: int, repeats: int) -> dict:
     a = jax.random.normal(jax.random.key(0), (size, size), jnp.float32)
     b = jax.random.normal(jax.random.key(1), (size, size), jnp.float32)
     product = jax.jit(jnp.matmul)
-    jax.block_until_ready(product(a, b))
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(product(a, b))
-        best = min(best, time.perf_counter() - start)
+    best = _best_seconds(lambda: product(a, b), repeats)
     return dict(size=size, seconds=best, flops_per_s=2.0 * size**3 / best)
 
 
@@ -86,12 +94,7 @@ def measure_shaped_peak(rows: int, width: int, chain: int, repeats: int) -> dict
     def products(x):
         return jax.lax.fori_loop(0, chain, lambda _, h: (h @ up) @ down, x)
 
-    jax.block_until_ready(products(x))
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(products(x))
-        best = min(best, time.perf_counter() - start)
+    best = _best_seconds(lambda: products(x), repeats)
     return dict(seconds=best, flops_per_s=chain * 2 * (2.0 * rows * width * 4 * width) / best)
 
 

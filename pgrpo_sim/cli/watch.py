@@ -51,7 +51,7 @@ class Watch:
         from ..calibration.watch import Forecasts
 
         self.queue = Forecasts(submit, alert)
-        self.alert, self.out, self.settings, self.say = alert, out, settings, say
+        self.out, self.settings, self.say = out, settings, say
         self.state = "watching"
         self.latest = None  # the last snapshot offered (the figure's logged reward)
 
@@ -85,9 +85,10 @@ class Watch:
         """Rewrite status.json and watch.png in `out` (each atomically); nothing without `out`."""
         if self.out is None:
             return
-        forecasts = self.queue.forecasts
-        status = dict(state=self.state, alert=self.alert, consecutive=self.queue.consecutive, settings=self.settings,
-                      forecasts=forecasts, failures=[dict(error=f) for f in self.queue.failures])  # fmt: skip
+        queue = self.queue
+        forecasts = queue.forecasts
+        status = dict(state=self.state, alert=queue.alert, consecutive=queue.consecutive, settings=self.settings,
+                      forecasts=forecasts, failures=[dict(error=f) for f in queue.failures])  # fmt: skip
         write_atomically(self.out / "status.json", lambda h: h.write(json_text(status, indent=2).encode()))
         if self.latest is None:
             return
@@ -96,7 +97,7 @@ class Watch:
         from ..viz.calibration_figures import watch_figure
 
         steps, reward = self.latest.series("reward")
-        fig = watch_figure(steps, reward, forecasts, alert=self.alert)
+        fig = watch_figure(steps, reward, forecasts, alert=queue.alert)
         try:
             write_atomically(self.out / "watch.png", lambda h: fig.savefig(h, format="png", dpi=120))
         finally:
