@@ -23,7 +23,8 @@ import logging
 from collections.abc import Callable
 
 try:
-    from transformers import DefaultFlowCallback, TrainerCallback
+    # An optional extra ([trl]): CI's type check runs without it.
+    from transformers import DefaultFlowCallback, TrainerCallback  # pyright: ignore[reportMissingImports]
 except ImportError:
     raise ImportError("pgrpo_sim.integrations.trl needs transformers: pip install 'pgrpo-sim[trl]'") from None
 
