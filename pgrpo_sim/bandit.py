@@ -10,6 +10,9 @@ log (`calibrate`, `forecast`, `what_if`, also in `ps.calibration`): the verbs `p
 
 from .calibration import (
     Calibration as Calibration,
+    Forecast as Forecast,
+    Scenario as Scenario,
+    WhatIf as WhatIf,
     calibrate as calibrate,
     forecast as forecast,
     what_if as what_if,

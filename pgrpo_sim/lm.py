@@ -20,11 +20,11 @@ from .analysis.lm_sweep import (
 from .calibration.language_model import Calibration as Calibration, calibrate as calibrate
 from .calibration.lm_level import LEVEL_KEYS as LEVEL_KEYS, Level as Level
 from .calibration.lm_scenarios import (
-    band as band,
     forecast as forecast,
     scenario as scenario,
     what_if as what_if,
 )
+from .calibration.results import Forecast as Forecast, Scenario as Scenario, WhatIf as WhatIf
 from .calibration.watch import Forecasts as Forecasts, alerting as alerting, watch_forecast as watch_forecast
 from .models.lm import (
     DEFAULT_LEARNING_RATE as DEFAULT_LEARNING_RATE,

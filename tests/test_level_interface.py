@@ -1,7 +1,8 @@
-"""The two levels answer the same calls the same way (issue 48, "one model interface"; what is aligned so far: the
-verbs and their shared parameters; the result types are not one yet)."""
+"""The two levels answer the same calls the same way (issue 48, "one model interface"): the same verbs, their shared
+parameters, and the same result types for the answers on a log (`Forecast`, `WhatIf` of `Scenario`s)."""
 
 import inspect
+import typing
 
 import pgrpo_sim as ps
 
@@ -26,7 +27,7 @@ def test_both_levels_simulate_with_the_same_shared_parameters():
 
 
 LEVELS = ("bandit", "lm")
-VERBS = ("Config", "config", "simulate", "Run", "calibrate", "Calibration", "forecast", "what_if")
+VERBS = ("Config", "config", "simulate", "Run", "calibrate", "Calibration", "forecast", "what_if", "Forecast", "WhatIf")
 
 
 def test_both_levels_expose_the_same_verbs_under_names_without_the_group_s():
@@ -55,6 +56,16 @@ def test_both_levels_calibrate_forecast_and_ask_what_if_with_the_same_parameters
             assert list(parameters)[: len(positional)] == positional, f"ps.{group}.{verb}"
             for name in (n[1:] for n in names if n.startswith("*")):
                 assert parameters.get(name) == inspect.Parameter.KEYWORD_ONLY, f"ps.{group}.{verb}: {name}"
+
+
+def test_both_levels_answer_forecast_and_what_if_with_one_set_of_result_types():
+    """`forecast` returns a `Forecast`, `what_if` a `WhatIf` on both levels: the same classes, so one caller (the
+    command line, a notebook) reads either level's answer by the same fields."""
+    for group in LEVELS:
+        namespace = getattr(ps, group)
+        assert namespace.Forecast is ps.calibration.Forecast and namespace.WhatIf is ps.calibration.WhatIf, group
+        assert typing.get_type_hints(namespace.forecast)["return"] is ps.calibration.Forecast, group
+        assert typing.get_type_hints(namespace.what_if)["return"] is ps.calibration.WhatIf, group
 
 
 MAX_ROOT_NAMES = 40

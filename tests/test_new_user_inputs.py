@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
-from pgrpo_sim.calibration import language_model as lmcal
+from pgrpo_sim.calibration import language_model as lmcal, results
 from pgrpo_sim.calibration.inputs import calibration_inputs
 from pgrpo_sim.calibration.run_config import log_settings, resolve_run_config
 from pgrpo_sim.cli import main
@@ -166,14 +166,13 @@ def _stand_in(monkeypatch, seen: dict):
 
         return write
 
-    scenario = {"set": {"beta": 0.1}, "verdict": "learns", "final_reward": 0.5}
+    record = {"set": {"beta": 0.1}, "verdict": "learns", "final_reward": 0.5}
+    # no band: draws_note, its only reader, is stood in
+    scenario = results.Scenario({"beta": 0.1}, "learns", 0.5, None, None, None, record)
+    forecast = results.Forecast("bandit", None, 75.0, 250.0, None, None, None, None, {})
     monkeypatch.setattr(inference, "calibrate", calibrate)
-    monkeypatch.setattr(fc, "forecast", lambda *a, **k: ({"steps": [1.0, 250.0], "heldout": None}, None))
-    monkeypatch.setattr(
-        fc,
-        "what_if",
-        lambda *a, **k: ({"baseline": scenario, "scenarios": [scenario]}, {"baseline": None, "scenario 1": None}),
-    )
+    monkeypatch.setattr(fc, "forecast", lambda *a, **k: forecast)
+    monkeypatch.setattr(fc, "what_if", lambda *a, **k: results.WhatIf("bandit", scenario, (scenario,), 0.8, {}))
     monkeypatch.setattr(fc, "goodness_of_fit", lambda *a, **k: passed)
     monkeypatch.setattr(fc, "draws_note", lambda band: "")
     monkeypatch.setattr(calibration_report, "calibration_band", lambda *a, **k: (None, passed))

@@ -17,8 +17,10 @@ import pytest
 
 from pgrpo_sim import lm
 from pgrpo_sim.analysis import lm_sweep, summaries
+from pgrpo_sim.calibration import lm_scenarios
 from pgrpo_sim.calibration.forecast import GoodnessOfFit
 from pgrpo_sim.calibration.inference import Band
+from pgrpo_sim.calibration.results import Forecast, Scenario, WhatIf
 from pgrpo_sim.calibration.run_config import RunConfig
 from pgrpo_sim.logs.readers import TrainingLog
 from pgrpo_sim.reports import calibration_report, lm_report
@@ -93,6 +95,13 @@ def _band(steps, mean):
     return Band(steps, mean, mean - 0.1, mean + 0.1, 0.8, False, 0.0)
 
 
+def _answer(entry, band, changes=None):
+    """A what-if `Scenario` from its record (as `what_if` builds one on either level)."""
+    record = entry if changes is None else dict(entry, set=changes)
+    p, se = entry.get("collapse_probability"), entry.get("collapse_probability_stderr")
+    return Scenario(changes or {}, entry["verdict"], entry["final_reward"], p, se, band, record)
+
+
 def _log(steps, reward):
     return TrainingLog({"step": steps, "reward": reward}, {}, {}, "jsonl", "log.jsonl", np.zeros(0))
 
@@ -111,11 +120,10 @@ def test_a_clip_scenario_on_an_on_policy_run_says_the_clip_never_acts(tmp_path, 
     steps = np.arange(1.0, 61.0)
     cal = SimpleNamespace(model=SimpleNamespace(run=RunConfig()), fit_until=30.0, as_dict=lambda: {})
     sets = [{"epsilon": None}, {"learning_rate": 1e-5}, {"epsilon": None, "num_iterations": 2}]
-    result = dict(band=0.8, baseline=ENTRY, scenarios=[dict(ENTRY, set=s) for s in sets])
-    bands = {"baseline": _band(steps, np.full(60, 0.5))} | {f"scenario {i + 1}": _band(steps, np.full(60, 0.5))
-                                                             for i in range(3)}  # fmt: skip
+    band = _band(steps, np.full(60, 0.5))
+    result = WhatIf("bandit", _answer(ENTRY, band), tuple(_answer(ENTRY, band, s) for s in sets), 0.8, {})
     fit = GoodnessOfFit(30, 0.8, 0.1, 30, 0.1, 30, False)
-    calibration_report.write_whatif(_log(steps, np.full(60, 0.5)), cal, result, bands, fit, tmp_path)
+    calibration_report.write_whatif(_log(steps, np.full(60, 0.5)), cal, result, fit, tmp_path)
     notes = [line for line in (tmp_path / "report.md").read_text().splitlines() if "never acts" in line]
     assert len(notes) == 1 and notes[0].startswith("- epsilon=None: ") and "on-policy" in notes[0], notes
     theta = [-1.0, 0.0, math.log(0.5 / 1e-5), -30.0]
@@ -169,15 +177,19 @@ def test_one_logs_figures_share_its_reward_units(tmp_path, monkeypatch):
     monkeypatch.setattr(calibration_report, "plot_bands", capture("bandit forecast"))
     cal = SimpleNamespace(fit_until=30.0, as_dict=lambda: {})
     fit = GoodnessOfFit(30, 0.8, 0.1, 30, 0.1, 30, False)
-    calibration_report.write_forecast(log, cal, dict(fit_until=30.0, band=0.8), _band(steps, reward), fit, tmp_path)
+    forecast = Forecast("bandit", _band(steps, reward), 30.0, 60.0, None, None, None, None, {})
+    calibration_report.write_forecast(log, cal, forecast, fit, tmp_path)
     monkeypatch.setattr(lm_report, "plot_bands", capture("level what-if"))
     level = _LMCal(2.0)
-    result = dict(baseline=_lm_entry(level_mean), scenarios=[_lm_entry(level_mean, {"epsilon": None})])
+    entry = _lm_entry(level_mean)
+    band = lm_scenarios.band(level, entry)  # the level's summary / reward_scale → the log's units
+    result = WhatIf("lm", _answer(entry, band), (_answer(entry, band, {"epsilon": None}),), 0.8, {})
     lm_report.write_lm_whatif(log, level, result, tmp_path)
     text = (tmp_path / "report.md").read_text()
     assert "reward / reward_scale (2)" in text and "- epsilon=None: the clip's change" in text
     monkeypatch.setattr(lm_report, "plot_bands", capture("level forecast"))
-    lm_report.write_lm_forecast(log, level, dict(forecast=_lm_entry(level_mean), heldout=None, band=0.8), tmp_path)
+    forecast = Forecast("lm", band, 30.0, 60.0, "learns", 0.0, 0.0, None, dict(forecast=entry))
+    lm_report.write_lm_forecast(log, level, forecast, tmp_path)
     for name, ax in drawn.items():
         lines = {line.get_label(): line for line in ax.get_lines()}
         np.testing.assert_allclose(lines["logged reward"].get_ydata(), reward, err_msg=name)

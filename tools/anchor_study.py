@@ -95,16 +95,16 @@ def forecasts(anchors: Path, calibrations: dict, log_fn=print) -> list[dict]:
         for fraction in FRACTIONS if run.num_iterations == 1 else FRACTIONS[-1:]:
             cal = calibrate(log, run, fit_until=_fit_until(log, fraction))
             calibrations[path, fraction] = cal
-            result, band = forecast(log, cal, level=0.8)
-            held = result["heldout"]
-            fit = goodness_of_fit(log, cal, band)
+            result = forecast(log, cal, level=0.8)
+            held = result.heldout
+            fit = goodness_of_fit(log, cal, result.band)
             rows.append(
                 dict(
                     log=label,
                     fraction=fraction,
                     mae=held["mae"],
                     coverage=held["coverage"],
-                    diverged_fraction=result["diverged_fraction"],
+                    diverged_fraction=result.band.diverged_fraction,
                     n=held["n"],
                     baselines=held["baselines"],
                     undetermined=list(cal.undetermined),
@@ -128,7 +128,7 @@ def clip_ablation(anchors: Path, calibrations: dict, log_fn=print) -> dict:
     log, run = _load(anchors, base_path, None, ())
     cal = calibrations.get((base_path, 0.5)) or calibrate(log, run, fit_until=_fit_until(log, 0.5))
     scenarios = [{"epsilon_high": 0.28}, {"epsilon": None}]
-    result, _ = what_if(cal, scenarios, until=float(log["step"][-1]), level=0.8)
+    result = what_if(cal, scenarios, until=float(log["step"][-1]), level=0.8)
     actual = {
         "baseline": _final(log),
         "epsilon_high=0.28": _final(_load(anchors, base_path.replace("0p20_0p20", "0p20_0p28"), None, ())[0]),
@@ -137,9 +137,9 @@ def clip_ablation(anchors: Path, calibrations: dict, log_fn=print) -> dict:
         ),
     }
     fit = goodness_of_fit(log, cal, level=0.8)
-    rows = [dict(scenario="as logged (0.2, 0.2)", **_pick(result["baseline"]), actual=actual["baseline"])]
-    for s, key in zip(result["scenarios"], ("epsilon_high=0.28", "epsilon=None"), strict=True):
-        rows.append(dict(scenario=key, **_pick(s), actual=actual[key]))
+    rows = [dict(scenario="as logged (0.2, 0.2)", **_pick(result.baseline.record), actual=actual["baseline"])]
+    for s, key in zip(result.scenarios, ("epsilon_high=0.28", "epsilon=None"), strict=True):
+        rows.append(dict(scenario=key, **_pick(s.record), actual=actual[key]))
     log_fn("clip ablation: " + "; ".join(f"{r['scenario']}: {r['verdict']} vs actual {r['actual']:.3f}" for r in rows))
     return dict(rows=rows, fit_until=cal.fit_until, fit_check=fit.as_dict(), fit_check_text=fit.describe())
 
@@ -154,7 +154,7 @@ def replicates(anchors: Path, log_fn=print) -> dict:
     logs = [_load(anchors, str(f.relative_to(anchors)), None, ())[0] for f in files]
     run = resolve_run_config(config, log_settings(logs[0]))
     cal = calibrate(logs[0], run, fit_until=_fit_until(logs[0], 0.3))
-    band = forecast(logs[0], cal, level=0.8)[1]
+    band = forecast(logs[0], cal, level=0.8).band
     coverage = {}
     for f, log in zip(files[1:], logs[1:], strict=True):
         steps, reward = log.series("reward")

@@ -27,6 +27,12 @@ from .model import (
     population_model as population_model,
     synthetic_log as synthetic_log,
 )
+from .results import (
+    LEVELS as LEVELS,
+    Forecast as Forecast,
+    Scenario as Scenario,
+    WhatIf as WhatIf,
+)
 from .run_config import (
     KEYS as KEYS,
     RunConfig as RunConfig,

@@ -32,6 +32,7 @@ from ..logs.laws import KNOWN_LAWS, fit_law
 from ..logs.readers import TrainingLog, check_log
 from .inference import DRAWS, Band, Calibration, check_calibration, model_steps, predictive_band
 from .model import population_model
+from .results import Forecast, Scenario, WhatIf
 from .run_config import RunConfig
 
 _summarize = jax.jit(summarize_curve)
@@ -305,9 +306,9 @@ def forecast(
     level: float = 0.8,
     seed: int = 0,
     progress: Progress | None = None,
-) -> tuple[dict, Band]:
-    """forecast.json's content (keys in docs/guide/calibration.md) and the band, from a calibration on the same log;
-    each stage (the band, the baselines) is told to `progress`.
+) -> Forecast:
+    """The calibrated bandit's forecast from the log's first step to `until`, scored on the log's rewards after the
+    fit window; each stage (the band, the baselines) is told to `progress`.
 
     Args:
         log: the training log the calibration was fitted to (`TrainingLog`).
@@ -318,9 +319,9 @@ def forecast(
         progress: told at each stage; None: silent.
 
     Returns:
-        (content, band): the JSON-ready dict (fit_until, band level, `band_dict`'s lists, diverged,
-        diverged_fraction, and "heldout" from `heldout_score` when the log goes past the fit window) and the
-        reward `Band`, in the log's units.
+        The `Forecast` (model "bandit"; no verdict or collapse probability: the bandit cannot collapse); its
+        `heldout` is `heldout_score`'s, and its record (forecast.json) holds fit_until, the band level,
+        `band_dict`'s lists, diverged, diverged_fraction and heldout when the log goes past the fit window.
 
     Raises:
         PgrpoSimError: `log` or `calibration` has the wrong type, or `until`, `level` or `seed` is out of range.
@@ -330,7 +331,8 @@ def forecast(
     until = float(log["step"][-1]) if until is None else float(until)
     report(progress, f"drawing the {level:.0%} band to step {until:g} ({DRAWS + 1} runs)")
     band = predictive_band(extend(calibration, until), level=level, seed=seed)
-    out: dict[str, object] = dict(
+    record: dict[str, object] = dict(
+        model="bandit",
         fit_until=calibration.fit_until,
         band=level,
         **band_dict(band),
@@ -339,8 +341,8 @@ def forecast(
     )
     score = heldout_score(log, calibration, band, progress=progress)
     if score is not None:
-        out["heldout"] = score
-    return out, band
+        record["heldout"] = score
+    return Forecast("bandit", band, calibration.fit_until, until, None, None, None, score, record)
 
 
 def draws_note(band: Band) -> str | None:
@@ -466,9 +468,8 @@ def what_if(
     level: float = 0.8,
     seed: int = 0,
     progress: Progress | None = None,
-) -> tuple[dict, dict[str, Band]]:
-    """whatif.json's content and the bands: the calibrated run itself (`baseline`) and one entry per scenario; each
-    band's start is told to `progress`.
+) -> WhatIf:
+    """The calibrated bandit run itself and each scenario to `until`; each band's start is told to `progress`.
 
     Args:
         calibration: the `Calibration` (`calibrate`).
@@ -479,9 +480,8 @@ def what_if(
         progress: told at each band's start; None: silent.
 
     Returns:
-        (content, bands): {"band": level, "baseline": `scenario_summary` and `band_dict` of the calibrated run,
-        "scenarios": one such dict per scenario with its "set" changes}, and the reward `Band`s keyed "baseline",
-        "scenario 1", … (the log's units).
+        The `WhatIf` (model "bandit"): each `Scenario`'s record is `scenario_summary` and `band_dict` of its band
+        (a scenario's with its changes as "set"); no collapse probabilities (the bandit cannot collapse).
 
     Raises:
         PgrpoSimError: `calibration` is not a `Calibration`, a scenario is invalid (`check_scenario`), or `until`,
@@ -492,14 +492,17 @@ def what_if(
     runs = [check_scenario(base_run, changes) for changes in scenarios]  # every scenario checked before any runs
     total = len(scenarios) + 1
     report(progress, f"drawing the calibrated run's {level:.0%} band (1/{total}, {DRAWS + 1} runs)")
-    bands = {"baseline": predictive_band(extend(calibration, until), level=level, seed=seed)}
-    out = {"band": level, "baseline": dict(**scenario_summary(bands["baseline"]), **band_dict(bands["baseline"]))}
-    entries = []
+    baseline = _answer({}, predictive_band(extend(calibration, until), level=level, seed=seed))
+    answers = []
     for i, (changes, run) in enumerate(zip(scenarios, runs, strict=True)):
         label = ", ".join(f"{k}={v}" for k, v in changes.items())
         report(progress, f"drawing scenario {i + 1}'s band, {label} ({i + 2}/{total})")
-        band = predictive_band(extend(calibration, until, run), level=level, seed=seed)
-        bands[f"scenario {i + 1}"] = band
-        entries.append(dict(set=changes, **scenario_summary(band), **band_dict(band)))
-    out["scenarios"] = entries
-    return out, bands
+        answers.append(_answer(changes, predictive_band(extend(calibration, until, run), level=level, seed=seed)))
+    record = dict(model="bandit", band=level, baseline=baseline.record, scenarios=[a.record for a in answers])
+    return WhatIf("bandit", baseline, tuple(answers), level, record)
+
+
+def _answer(changes: dict, band: Band) -> Scenario:
+    summary = scenario_summary(band)
+    record = (dict(set=changes) if changes else {}) | summary | band_dict(band)
+    return Scenario(changes, summary["verdict"], summary["final_reward"], None, None, band, record)

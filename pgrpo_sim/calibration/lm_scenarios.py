@@ -20,6 +20,7 @@ from ..models.lm import READOUTS
 from .inference import Band
 from .language_model import Calibration
 from .lm_level import LEVEL_KEYS, Level, level_config
+from .results import Forecast, Scenario, WhatIf
 from .run_config import RunConfig
 
 
@@ -160,9 +161,9 @@ def what_if(
     level: float = 0.8,
     seed: int = 0,
     progress: Progress | None = None,
-) -> dict:
-    """whatif.json's content on the level: the calibrated run itself (`baseline`) and one entry per scenario
-    (`scenario`), each to the logged step `until` (`Calibration.grpo_steps` GRPO steps).
+) -> WhatIf:
+    """The calibrated run itself and each scenario on the level (`scenario`), each to the logged step `until`
+    (`Calibration.grpo_steps` GRPO steps), with the same posterior draws and seeds (common random numbers).
 
     Args:
         calibration: the calibrated level.
@@ -173,8 +174,8 @@ def what_if(
         progress: told each scenario as it starts (`base.progress`); None: silent.
 
     Returns:
-        {"band": `level`, "model": "lm", "baseline": the calibrated run's `scenario` summary, "scenarios": per
-        scenario its summary with its changes as `set`}; rewards in the log's units (reward / `reward_scale`).
+        The `WhatIf` (model "lm"): each `Scenario`'s record is its `scenario` summary (a scenario's with its
+        changes as "set"), rewards in the log's units (reward / `reward_scale`; the bands × `reward_scale`).
 
     Raises:
         PgrpoSimError: as `scenario`, or `until` before the log's first step; before any run: every scenario
@@ -187,42 +188,51 @@ def what_if(
     steps = calibration.grpo_steps(until)
     total = len(scenarios) + 1
     report(progress, f"the calibrated run on the level (1/{total}, {calibration.level.draws} runs)")
-    out: dict[str, object] = dict(
-        band=level, model="lm", baseline=scenario(calibration, {}, steps=steps, level=level, seed=seed)
-    )
-    entries = []
+    baseline = _answer(calibration, {}, scenario(calibration, {}, steps=steps, level=level, seed=seed))
+    answers = []
     for i, changes in enumerate(scenarios):
         label = ", ".join(f"{k}={v}" for k, v in changes.items())
         report(progress, f"scenario {i + 1}, {label} ({i + 2}/{total}, {calibration.level.draws} runs)")
-        entries.append(dict(set=dict(changes), **scenario(calibration, changes, steps=steps, level=level, seed=seed)))
-    out["scenarios"] = entries
-    return out
+        summary = scenario(calibration, changes, steps=steps, level=level, seed=seed)
+        answers.append(_answer(calibration, dict(changes), summary))
+    record = dict(model="lm", band=level, baseline=baseline.record, scenarios=[a.record for a in answers])
+    return WhatIf("lm", baseline, tuple(answers), level, record)
+
+
+def _answer(cal: Calibration, changes: dict, summary: dict) -> Scenario:
+    record = (dict(set=changes) if changes else {}) | summary
+    probability, stderr = summary["collapse_probability"], summary["collapse_probability_stderr"]
+    band_ = band(cal, summary)
+    return Scenario(changes, summary["verdict"], summary["final_reward"], probability, stderr, band_, record)
 
 
 def band(cal: Calibration, entry: Mapping) -> Band:
-    """The band of an `scenario` entry, at the logged steps of its GRPO steps, as the what-if and forecast figures
-    draw one (the bandit's `Band`: the level has no MAP run, so `diverged` says every run diverged, and the level's
-    diverged runs, NaN, are left out of the band's mean and quantiles).
+    """The band of a `scenario` summary at the logged steps of its GRPO steps, in the log's units (the bandit's
+    `Band`: the level has no MAP run, so `diverged` says every run diverged, and the level's diverged runs, NaN,
+    are left out of the band's mean and quantiles).
 
     Args:
-        cal: the calibration the entry was run on (its logged-step mapping).
-        entry: an `scenario` summary (or a `what_if` entry, or its JSON).
+        cal: the calibration the entry was run on (its logged-step mapping and `reward_scale`).
+        entry: a `scenario` summary (or a what-if record, or its JSON).
 
     Returns:
         The `Band`: T = the entry's GRPO steps; `steps` the logged step of each GRPO step's rollout, `mean`, `lo`,
-        `hi` the runs' mean and central `level` quantiles in the log's units (reward / `reward_scale`), float [T]
-        each; `diverged_fraction` the share of runs that diverged.
+        `hi` the runs' mean and central `level` quantiles in the log's units (the summary's reward × `reward_scale`),
+        float [T] each; `diverged_fraction` the share of runs that diverged.
     """
     band = entry["band"]
     steps = cal.logged_step(np.asarray(band["steps"]))
     diverged = np.array([v == "diverges" for v in entry["verdicts"]])
-    mean, lo, hi = (np.asarray(band[k], float) for k in ("mean", "lower", "upper"))
+    scale = cal.run.reward_scale
+    mean, lo, hi = (np.asarray(band[k], float) * scale for k in ("mean", "lower", "upper"))
     return Band(steps, mean, lo, hi, band["level"], bool(diverged.all()), float(diverged.mean()))
 
 
-def forecast(log: TrainingLog, calibration: Calibration, *, until: float, level: float = 0.8, seed: int = 0) -> dict:
-    """forecast.json's content on the level: the calibrated run's band to the logged step `until` and its score on
-    the log's rewards after the fit window.
+def forecast(
+    log: TrainingLog, calibration: Calibration, *, until: float, level: float = 0.8, seed: int = 0
+) -> Forecast:
+    """The calibrated run's forecast on the level to the logged step `until`, with the run's own collapse
+    probability, scored on the log's rewards after the fit window.
 
     Args:
         log: the training log `calibration` was fitted on (its rewards after `calibration.fit_until` are held out).
@@ -232,13 +242,13 @@ def forecast(log: TrainingLog, calibration: Calibration, *, until: float, level:
         seed: seed of the posterior draws and the runs; integer ≥ 0.
 
     Returns:
-        {"model": "lm", "band": `level`, "until", "fit_until" (logged steps), "collapse_probability" and
-        "collapse_probability_stderr" (the share of the level's runs that collapse by `until`: the run's own
-        foresight), "verdict", "forecast": the calibrated run's `scenario` summary over `calibration.grpo_steps(until)`
-        GRPO steps, "heldout"}: `heldout` scores the band on
-        the log's rewards at the logged steps in (`fit_until`, `until`]: `n` (those steps), `mae` (mean absolute
-        error of the band's mean, in the log's units: reward / `reward_scale`) and `coverage` (the share of
-        held-out rewards inside the band, in [0, 1]); None without held-out steps.
+        The `Forecast` (model "lm"): its collapse probability is the share of the level's runs that collapse by
+        `until` (the run's own foresight), its verdict the calibrated run's; `heldout` scores the band on the log's
+        rewards at the logged steps in (`fit_until`, `until`]: `n` (those steps), `mae` (mean absolute error of the
+        band's mean, in the log's reward / `reward_scale`) and `coverage` (the share of held-out rewards inside the
+        band, in [0, 1]); None without held-out steps. Its record (forecast.json): {"model": "lm", "band": `level`,
+        "until", "fit_until", "collapse_probability", "collapse_probability_stderr", "verdict", "forecast": the
+        calibrated run's `scenario` summary over `calibration.grpo_steps(until)` GRPO steps, "heldout"}.
 
     Raises:
         PgrpoSimError: as `scenario`, or `until` before the log's first step.
@@ -255,14 +265,17 @@ def forecast(log: TrainingLog, calibration: Calibration, *, until: float, level:
         inside = (values[held] >= lo) & (values[held] <= hi)
         mae = float(np.mean(np.abs(values[held] - mean)))
         heldout = dict(n=int(held.sum()), mae=mae, coverage=float(inside.mean()))
-    return dict(
+    probability, stderr = entry["collapse_probability"], entry["collapse_probability_stderr"]
+    record = dict(
         model="lm",
         band=level,
         until=until,
         fit_until=calibration.fit_until,
-        collapse_probability=entry["collapse_probability"],
-        collapse_probability_stderr=entry["collapse_probability_stderr"],
+        collapse_probability=probability,
+        collapse_probability_stderr=stderr,
         verdict=entry["verdict"],
         forecast=entry,
         heldout=heldout,
     )
+    fit_until, verdict_ = calibration.fit_until, entry["verdict"]
+    return Forecast("lm", band(calibration, entry), fit_until, until, verdict_, probability, stderr, heldout, record)

@@ -91,14 +91,14 @@ def watch_forecast(
     end = run_end(run.max_steps, until)
     cal = language_model.calibrate(log, run, eval_size=eval_size, seed=seed, progress=progress)
     result = lm_scenarios.forecast(log, cal, until=max(end, cal.fit_until), level=level, seed=seed)
-    entry = result["forecast"]
+    entry = result.record["forecast"]
     band = entry["band"]
     return dict(
         step=cal.fit_until,
-        until=result["until"],
-        collapse_probability=result["collapse_probability"],
-        collapse_probability_stderr=result["collapse_probability_stderr"],
-        verdict=result["verdict"],
+        until=result.until,
+        collapse_probability=result.collapse_probability,
+        collapse_probability_stderr=result.collapse_probability_stderr,
+        verdict=result.verdict,
         final_reward=entry["final_reward"],
         final_lower=band["lower"][-1],
         final_upper=band["upper"][-1],

@@ -152,13 +152,13 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
         return lm_forecast_command(args, log, run, fit_until, claim_out, why=why)
     progress = stage_lines("forecast", enabled=not args.quiet)
     cal = calibrate(log, run, fit_until=fit_until, horizon=_horizon(args, log), reward_map="auto", progress=progress)
-    result, band = forecast(log, cal, until=args.until, level=args.band, seed=args.seed, progress=progress)
-    fit_check = goodness_of_fit(log, cal, band)
+    result = forecast(log, cal, until=args.until, level=args.band, seed=args.seed, progress=progress)
+    fit_check = goodness_of_fit(log, cal, result.band)
     _refuse_unfitted(args, "forecast", fit_check)
     out = Path(args.out)
     with staged_outputs() as staged:
-        write_forecast(log, cal, result, band, fit_check, claim(args, staged, "forecast", FORECAST_OUTPUTS))
-    held = result.get("heldout")
+        write_forecast(log, cal, result, fit_check, claim(args, staged, "forecast", FORECAST_OUTPUTS))
+    held = result.heldout
     if held is None:
         score = "no held-out steps to score"
     elif held["mae"] is None:
@@ -168,10 +168,11 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
             f"held-out MAE {held['mae']:.4f} over {held['n']} steps, coverage {held['coverage']:.2f} of a "
             f"{args.band:.0%} band (persistence MAE {held['baselines']['persistence']:.4f})"
         )
-    notes = [draws_note(band)] + ([] if cal.stationary else [_not_stationary(cal)]) + _run_notes(run, args.run_config)
+    notes = [draws_note(result.band)] + ([] if cal.stationary else [_not_stationary(cal)])
+    notes += _run_notes(run, args.run_config)
     print(
         ("" if fit_check.passed else f"{FAILED.upper()}: ")
-        + f"forecast to step {result['steps'][-1]:g} from a fit up to step {cal.fit_until:g}: {score}"
+        + f"forecast to step {result.until:g} from a fit up to step {cal.fit_until:g}: {score}"
         + "".join(f"; {note}" for note in notes if note)
         + f"; {wrote(out, FORECAST_OUTPUTS)}"
     )
@@ -203,19 +204,17 @@ def _cmd_what_if(args: argparse.Namespace) -> None:
     until = float(steps[-1]) if args.steps is None else first + args.steps - 1
     progress = stage_lines("what-if", enabled=not args.quiet)
     cal = calibrate(log, run, fit_until=fit_until, horizon=int(until - first) + 1, reward_map="auto", progress=progress)
-    result, bands = what_if(cal, scenarios, until=until, level=args.band, seed=args.seed, progress=progress)
-    fit_check = goodness_of_fit(log, cal, bands["baseline"], level=args.band, seed=args.seed)
+    result = what_if(cal, scenarios, until=until, level=args.band, seed=args.seed, progress=progress)
+    fit_check = goodness_of_fit(log, cal, result.baseline.band, level=args.band, seed=args.seed)
     _refuse_unfitted(args, "what-if", fit_check)
     out = Path(args.out)
     with staged_outputs() as staged:
-        write_whatif(log, cal, result, bands, fit_check, claim(args, staged, "what-if", WHATIF_OUTPUTS))
-    rows = [("calibrated run", result["baseline"])] + [
-        (",".join(f"{k}={v}" for k, v in s["set"].items()), s) for s in result["scenarios"]
-    ]
-    for (label, entry), band in zip(rows, bands.values(), strict=True):
-        final = "—" if entry["final_reward"] is None else f"{entry['final_reward']:.3f}"
-        note = draws_note(band)
-        print(f"{label}: {marked(entry['verdict'], fit_check)}, final reward {final}" + (f" ({note})" if note else ""))
+        write_whatif(log, cal, result, fit_check, claim(args, staged, "what-if", WHATIF_OUTPUTS))
+    for answer in result.answers:
+        final = "—" if answer.final_reward is None else f"{answer.final_reward:.3f}"
+        note = draws_note(answer.band)
+        line = f"{answer.label}: {marked(answer.verdict, fit_check)}, final reward {final}"
+        print(line + (f" ({note})" if note else ""))
     if not cal.stationary:
         print(f"calibration: {_not_stationary(cal)}")
     for note in _run_notes(run, args.run_config):

@@ -15,9 +15,10 @@ from collections.abc import Mapping, Sequence
 
 from ..base.outputs import staged_outputs
 from ..base.progress import report, stage_lines
+from ..calibration.results import LEVELS
 from .common import wrote
 
-MODELS = ("auto", "bandit", "lm")
+MODELS = ("auto", *LEVELS)
 MODEL_HELP = (
     "which level answers: bandit (smooth, cannot collapse), lm (the small language model: can collapse; slower), "
     "auto (lm when a scenario changes learning_rate, num_iterations, steps_per_generation, epsilon, epsilon_high, "
@@ -112,14 +113,11 @@ def lm_what_if_command(
     result = lm_scenarios.what_if(cal, scenarios, until=until, level=args.band, seed=args.seed, progress=progress)
     with staged_outputs() as staged:
         write_lm_whatif(log, cal, result, claim(staged, WHATIF_OUTPUTS))
-    rows = [("calibrated run", result["baseline"])] + [
-        (",".join(f"{k}={v}" for k, v in s["set"].items()), s) for s in result["scenarios"]
-    ]
-    for label, entry in rows:
-        final = "—" if entry["final_reward"] is None else f"{entry['final_reward']:.3f}"
+    for answer in result.answers:
+        final = "—" if answer.final_reward is None else f"{answer.final_reward:.3f}"
         print(
-            f"{label}: {entry['verdict']}, collapse probability {entry['collapse_probability']:.2f} ± "
-            f"{entry['collapse_probability_stderr']:.2f} of {entry['runs']} runs, final reward {final}"
+            f"{answer.label}: {answer.verdict}, collapse probability {answer.collapse_probability:.2f} ± "
+            f"{answer.collapse_probability_stderr:.2f} of {answer.record['runs']} runs, final reward {final}"
         )
     print(_calibration_line(cal))
     print(wrote(args.out, WHATIF_OUTPUTS))
@@ -152,16 +150,16 @@ def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim, wh
     result = lm_scenarios.forecast(log, cal, until=until, level=args.band, seed=args.seed)
     with staged_outputs() as staged:
         write_lm_forecast(log, cal, result, claim(staged, FORECAST_OUTPUTS))
-    held = result["heldout"]
+    held = result.heldout
     score = (
         "no held-out steps to score"
         if held is None
         else f"held-out MAE {held['mae']:.4f} over {held['n']} steps, coverage {held['coverage']:.2f}"
     )
     print(
-        f"forecast to step {until:g} from a fit up to step {cal.fit_until:g}: {result['verdict']}, collapse "
-        f"probability {result['collapse_probability']:.2f} ± {result['collapse_probability_stderr']:.2f} of "
-        f"{result['forecast']['runs']} runs; {score}; {_calibration_line(cal)}"
+        f"forecast to step {until:g} from a fit up to step {cal.fit_until:g}: {result.verdict}, collapse "
+        f"probability {result.collapse_probability:.2f} ± {result.collapse_probability_stderr:.2f} of "
+        f"{result.record['forecast']['runs']} runs; {score}; {_calibration_line(cal)}"
     )
     if why != "--model lm":
         print(f"answered by the language-model level: {why}")

@@ -8,6 +8,7 @@ from ..base.outputs import json_text
 from ..base.progress import Progress, report
 from ..calibration.forecast import GoodnessOfFit, draws_note, extend, goodness_of_fit, scenario_note
 from ..calibration.inference import DRAWS, Calibration, predictive_band
+from ..calibration.results import Forecast, WhatIf
 from ..logs.readers import TrainingLog
 from ..viz.calibration_figures import plot_bands
 
@@ -145,28 +146,29 @@ def _draws_lines(band) -> list[str]:
     return ["", f"In the figure's band, {note}."] if note else []
 
 
-def write_forecast(log: TrainingLog, cal: Calibration, result: dict, band, fit_check: GoodnessOfFit, out: Path) -> None:
-    """calibration.json, forecast.json (with the calibration's `goodness_of_fit`), report.md with the held-out
-    table (marked `FAILED` when the check failed), forecast.png."""
+def write_forecast(log: TrainingLog, cal: Calibration, forecast: Forecast, fit_check: GoodnessOfFit, out: Path) -> None:
+    """calibration.json, forecast.json (its record with the calibration's `goodness_of_fit`), report.md with the
+    held-out table (marked `FAILED` when the check failed), forecast.png."""
     write_json(out / "calibration.json", calibration_dict(cal, fit_check))
-    write_json(out / "forecast.json", with_fit_check(result, fit_check))
+    write_json(out / "forecast.json", with_fit_check(forecast.record, fit_check))
     steps, reward = log.series("reward")
+    band = forecast.band
     plot_bands(
         steps, reward, {"forecast": band}, out / "forecast.png", fit_until=cal.fit_until, warning=_warning(fit_check)
     )
     lines = ["# pgrpo-sim forecast", "", *calibration_markdown(log, cal, fit_check), ""]
     if not fit_check.passed:
         lines += [f"**Every number below comes from a failed calibration ({FAILED}).**", ""]
-    held = result.get("heldout")
+    held = forecast.heldout
     if held is None:
         lines.append("No logged steps after the fit window: nothing to score the forecast on.")
     elif held["mae"] is None:
-        after = f"{held['n']} held-out steps after {result['fit_until']:g}"
+        after = f"{held['n']} held-out steps after {forecast.fit_until:g}"
         lines.append(f"The forecast diverged: no score on the {after}.")
     else:
         lines += [
-            f"Held-out steps after {result['fit_until']:g}: {held['n']}. Band coverage {held['coverage']:.2f} "
-            f"(nominal {result['band']:.2f}).",
+            f"Held-out steps after {forecast.fit_until:g}: {held['n']}. Band coverage {held['coverage']:.2f} "
+            f"(nominal {band.level:.2f}).",
             "",
             "| forecast | MAE on held-out steps |",
             "|---|---|",
@@ -177,22 +179,16 @@ def write_forecast(log: TrainingLog, cal: Calibration, result: dict, band, fit_c
     (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
-def write_whatif(
-    log: TrainingLog, cal: Calibration, result: dict, bands: dict, fit_check: GoodnessOfFit, out: Path
-) -> None:
-    """calibration.json, whatif.json (with `with_fit_check`), report.md (one row per scenario, verdicts marked
-    `FAILED` when the check failed), whatif.png (scenarios over the log)."""
+def write_whatif(log: TrainingLog, cal: Calibration, answer: WhatIf, fit_check: GoodnessOfFit, out: Path) -> None:
+    """calibration.json, whatif.json (its record with `with_fit_check`), report.md (one row per scenario, verdicts
+    marked `FAILED` when the check failed), whatif.png (scenarios over the log)."""
     write_json(out / "calibration.json", calibration_dict(cal, fit_check))
-    write_json(out / "whatif.json", with_fit_check(result, fit_check))
+    write_json(out / "whatif.json", with_fit_check(answer.record, fit_check))
     steps, reward = log.series("reward")
-    labels = {"baseline": "calibrated run"} | {
-        f"scenario {i + 1}": ", ".join(f"{k}={v}" for k, v in s["set"].items())
-        for i, s in enumerate(result["scenarios"])
-    }
     plot_bands(
         steps,
         reward,
-        {labels[k]: b for k, b in bands.items()},
+        {a.label: a.band for a in answer.answers},
         out / "whatif.png",
         fit_until=cal.fit_until,
         warning=_warning(fit_check),
@@ -205,21 +201,18 @@ def write_whatif(
         "| scenario | verdict | final reward | band | plateau | time to 90 % | draws diverged |",
         "|---|---|---|---|---|---|---|",
     ]
-    for label, entry in [("calibrated run", result["baseline"])] + [
-        (labels[f"scenario {i + 1}"], s) for i, s in enumerate(result["scenarios"])
-    ]:
+    for a in answer.answers:
+        entry = a.record
         lines.append(
-            f"| {label} | {marked(entry['verdict'], fit_check)} | {_fmt(entry['final_reward'])} | "
+            f"| {a.label} | {marked(entry['verdict'], fit_check)} | {_fmt(entry['final_reward'])} | "
             f"[{_fmt(entry['final_lo'])}, {_fmt(entry['final_hi'])}] | {_fmt(entry['plateau'])} | "
             f"{_fmt(entry['time_to_90'])} | {entry['diverged_fraction']:.0%} |"
         )
-    notes = [f"- {labels[key]}: {note}." for key, band in bands.items() if (note := draws_note(band))]
+    notes = [f"- {a.label}: {note}." for a in answer.answers if (note := draws_note(a.band))]
     if notes:
         lines += ["", "A posterior draw that diverges has no curve:", *notes]
     inactive = [
-        f"- {labels[f'scenario {i + 1}']}: {note}."
-        for i, s in enumerate(result["scenarios"])
-        if (note := scenario_note(cal.model.run, s["set"]))
+        f"- {s.label}: {note}." for s in answer.scenarios if (note := scenario_note(cal.model.run, dict(s.changes)))
     ]
     if inactive:
         lines += ["", *inactive]

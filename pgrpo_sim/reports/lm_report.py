@@ -3,13 +3,12 @@ markdown report and the figure, for the language-model level (`calibration.langu
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from ..base.outputs import json_text
-from ..calibration import language_model, lm_scenarios
+from ..calibration import language_model
 from ..calibration.forecast import scenario_note
-from ..calibration.inference import Band
+from ..calibration.results import Forecast, WhatIf
 from ..logs.readers import TrainingLog
 from ..viz.calibration_figures import plot_bands
 
@@ -47,28 +46,6 @@ def lm_calibration_markdown(cal: language_model.Calibration) -> list[str]:
     return lines
 
 
-def _labels(result: dict) -> dict:
-    scenarios = enumerate(result["scenarios"])
-    return {"baseline": "calibrated run"} | {
-        f"scenario {i + 1}": ", ".join(f"{k}={v}" for k, v in s["set"].items()) for i, s in scenarios
-    }
-
-
-def in_log_units(band: Band, reward_scale: float) -> Band:
-    """A level's band (reward / `reward_scale`) in the log's units, as the bandit's figures and the logged points are.
-
-    Args:
-        band: the band, in the log's reward / `reward_scale` (`lm_scenarios.band`).
-        reward_scale: the run's `reward_scale`; > 0.
-
-    Returns:
-        The `Band` with mean, lo and hi × `reward_scale`.
-    """
-    return dataclasses.replace(
-        band, mean=band.mean * reward_scale, lo=band.lo * reward_scale, hi=band.hi * reward_scale
-    )
-
-
 def _units_lines(cal: language_model.Calibration) -> list[str]:
     """The report's sentence on its units when the log's reward is not a share (`reward_scale` ≠ 1), or nothing."""
     scale = cal.run.reward_scale
@@ -81,16 +58,13 @@ def _units_lines(cal: language_model.Calibration) -> list[str]:
     ]
 
 
-def write_lm_whatif(log: TrainingLog, cal: language_model.Calibration, result: dict, out: Path) -> None:
-    """calibration.json, whatif.json, report.md (one row per scenario: verdict, collapse probability, finals) and
-    whatif.png (each scenario's mean curve and band over the log)."""
+def write_lm_whatif(log: TrainingLog, cal: language_model.Calibration, answer: WhatIf, out: Path) -> None:
+    """calibration.json, whatif.json (its record), report.md (one row per scenario: verdict, collapse probability,
+    finals) and whatif.png (each scenario's mean curve and band over the log)."""
     (out / "calibration.json").write_text(json_text(cal.as_dict(), indent=2))
-    (out / "whatif.json").write_text(json_text(result, indent=2))
-    labels = _labels(result)
-    entries = {"baseline": result["baseline"]} | {f"scenario {i + 1}": s for i, s in enumerate(result["scenarios"])}
+    (out / "whatif.json").write_text(json_text(answer.record, indent=2))
     steps, reward = log.series("reward")
-    bands = {labels[k]: in_log_units(lm_scenarios.band(cal, e), cal.run.reward_scale) for k, e in entries.items()}
-    plot_bands(steps, reward, bands, out / "whatif.png", fit_until=cal.fit_until)
+    plot_bands(steps, reward, {a.label: a.band for a in answer.answers}, out / "whatif.png", fit_until=cal.fit_until)
     lines = [
         "# pgrpo-sim what-if (language-model level)",
         "",
@@ -100,19 +74,16 @@ def write_lm_whatif(log: TrainingLog, cal: language_model.Calibration, result: d
         "| final length |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for key, e in entries.items():
+    for a in answer.answers:
+        e = a.record
         lines.append(
-            f"| {labels[key]} | {e['verdict']} | {e['collapse_probability']:.2f} ± "
+            f"| {a.label} | {e['verdict']} | {e['collapse_probability']:.2f} ± "
             f"{e['collapse_probability_stderr']:.2f} ({e['runs']} runs) | {_fmt(e['final_reward'])} | "
             f"{_fmt(e['final_knowledge'])} | {_fmt(e['peak_reward'])} | {_fmt(e['final_entropy'])} | "
             f"{_fmt(e['final_mean_length'])} |"
         )
     lines += _units_lines(cal)
-    notes = [
-        f"- {labels[f'scenario {i + 1}']}: {note}."
-        for i, s in enumerate(result["scenarios"])
-        if (note := scenario_note(cal.run, s["set"]))
-    ]
+    notes = [f"- {s.label}: {note}." for s in answer.scenarios if (note := scenario_note(cal.run, dict(s.changes)))]
     if notes:
         lines += ["", *notes]
     lines += [
@@ -129,21 +100,20 @@ def write_lm_whatif(log: TrainingLog, cal: language_model.Calibration, result: d
     (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
-def write_lm_forecast(log: TrainingLog, cal: language_model.Calibration, result: dict, out: Path) -> None:
-    """calibration.json, forecast.json, report.md (the held-out score) and forecast.png."""
+def write_lm_forecast(log: TrainingLog, cal: language_model.Calibration, forecast: Forecast, out: Path) -> None:
+    """calibration.json, forecast.json (its record), report.md (the held-out score) and forecast.png."""
     (out / "calibration.json").write_text(json_text(cal.as_dict(), indent=2))
-    (out / "forecast.json").write_text(json_text(result, indent=2))
+    (out / "forecast.json").write_text(json_text(forecast.record, indent=2))
     steps, reward = log.series("reward")
-    band = {"forecast": in_log_units(lm_scenarios.band(cal, result["forecast"]), cal.run.reward_scale)}
-    plot_bands(steps, reward, band, out / "forecast.png", fit_until=cal.fit_until)
-    held = result["heldout"]
+    plot_bands(steps, reward, {"forecast": forecast.band}, out / "forecast.png", fit_until=cal.fit_until)
+    held = forecast.heldout
     score = (
         "No held-out steps to score."
         if held is None
         else f"Held-out MAE {held['mae']:.4f} over {held['n']} steps; {held['coverage']:.0%} of them inside the "
-        f"{result['band']:.0%} band."
+        f"{forecast.band.level:.0%} band."
     )
     lines = ["# pgrpo-sim forecast (language-model level)", "", *lm_calibration_markdown(cal), "", score]
     lines += _units_lines(cal)
-    lines += ["", f"Verdict of the calibrated run: {result['forecast']['verdict']}.", "", "![forecast](forecast.png)"]
+    lines += ["", f"Verdict of the calibrated run: {forecast.verdict}.", "", "![forecast](forecast.png)"]
     (out / "report.md").write_text("\n".join(lines) + "\n")

@@ -55,9 +55,9 @@ def test_band_coverage_of_held_out_steps_is_nominal():
     for seed in range(10):
         log = synthetic_log(RUN, TRUTH, 240, seed=100 + seed)
         cal = calibrate(log, RUN, fit_until=100)
-        result, _ = forecast(log, cal, level=0.8, seed=seed)
-        assert result["heldout"]["n"] == 141  # steps 101…241
-        coverage.append(result["heldout"]["coverage"])
+        result = forecast(log, cal, level=0.8, seed=seed)
+        assert result.heldout is not None and result.heldout["n"] == 141  # steps 101…241
+        coverage.append(result.heldout["coverage"])
     assert abs(np.mean(coverage) - 0.8) <= 0.1, coverage
     beyond = horizon_limit(1, 100) + 1  # 10 fit windows of steps 1…100 past step 1
     with pytest.raises(ValueError, match=f"until must be <= {beyond - 1:g}"):

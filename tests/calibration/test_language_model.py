@@ -245,12 +245,12 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
     assert abs(math.log10(cal.rates[int(np.argmax(cal.rate_weights))] / 3e-2)) <= 0.5  # within the truth's cell
     assert cal.start_accuracy == pytest.approx(float(reward[0]))
     result = lmscen.what_if(cal, [dict(learning_rate=3e-4)], until=29, seed=2)
-    for entry in (result["baseline"], *result["scenarios"]):
-        broke = [v in ("collapses", "diverges") for v in entry["verdicts"]]
-        assert entry["collapse_probability"] == pytest.approx(np.mean(broke))
-        assert len(entry["band"]["mean"]) == 30
-    assert result["scenarios"][0]["level_learning_rates"][0] == pytest.approx(
-        30 * result["baseline"]["level_learning_rates"][0]
+    for answer in result.answers:
+        broke = [v in ("collapses", "diverges") for v in answer.record["verdicts"]]
+        assert answer.collapse_probability == pytest.approx(np.mean(broke))
+        assert answer.band.mean.shape == (30,)
+    assert result.scenarios[0].record["level_learning_rates"][0] == pytest.approx(
+        30 * result.baseline.record["level_learning_rates"][0]
     )
 
 
@@ -367,6 +367,8 @@ def test_scenario_arguments_are_checked_before_any_run():
 
 def test_a_band_whose_runs_all_diverged_is_marked_diverged():
     class Calibrated:
+        run = RunConfig()
+
         def logged_step(self, steps):
             return steps
 
