@@ -19,6 +19,8 @@ TOUR_MARK = "<!-- generated: readme tour -->"
 API_MARK = "<!-- generated: api reference -->"
 GROUPS = ("theory", "bandit", "lm", "analysis", "logs", "calibration", "viz")
 """The public namespaces `ps.<group>`, in the API page's order."""
+LEVELS = ("bandit", "lm")
+"""The groups that implement the one level interface (`level_interface`)."""
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -49,6 +51,32 @@ def readme_tour() -> str:
     return tour.replace("](docs/", "](")
 
 
+def level_interface() -> list[str]:
+    """The API page's table of the one level interface: every function and class that `ps.bandit` and `ps.lm` both
+    hold (tests/test_level_interface.py holds them to the same verbs, parameters and result types), each linked to
+    its entry in the group's section below."""
+    import importlib
+
+    bandit, lm = (importlib.import_module(f"pgrpo_sim.{group}") for group in LEVELS)
+    shared = [n for n in bandit.__all__ if n in lm.__all__ and callable(getattr(bandit, n))]
+    link = lambda group, name: f"[`ps.{group}.{name}`](#pgrpo_sim.{group}.{name})"
+    parts = [
+        "## The level interface",
+        "",
+        "The bandit and the language model are two implementations of one level: `ps.bandit` and `ps.lm` hold the same "
+        "verbs under the same names, with the same parameters, and answer on a log with the same result types "
+        "([the same job on both levels](guide/models.md#the-same-job-on-both-levels)). What each level adds is in its "
+        "own section below.",
+        "",
+        "| name | `ps.bandit` | `ps.lm` |",
+        "|---|---|---|",
+    ]
+    for name in shared:
+        same = getattr(bandit, name) is getattr(lm, name)
+        parts.append(f"| `{name}` | {link('bandit', name)} | {'the same class' if same else link('lm', name)} |")
+    return [*parts, ""]
+
+
 def api_reference() -> str:
     """One section per public namespace `ps.<group>`: its docstring, then every function and class of its `__all__`
     from its docstring (mkdocstrings); constants are named in a line."""
@@ -65,6 +93,7 @@ def api_reference() -> str:
             parts += [f"::: pgrpo_sim.{name}", "    options:", "      show_root_full_path: false", ""]
         else:
             parts += [f"`{name}` = `{getattr(pgrpo_sim, name)!r}`", ""]
+    parts += level_interface()
     for group in GROUPS:
         namespace = importlib.import_module(f"pgrpo_sim.{group}")
         parts += [f"## `ps.{group}`", "", inspect.getdoc(namespace).split("\n\n")[0].split(": ", 1)[1], ""]
