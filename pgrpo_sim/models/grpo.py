@@ -2,7 +2,8 @@
 
 Conventions follow verl (`core_algos.compute_grpo_outcome_advantage`, `compute_policy_loss_vanilla`,
 `kl_penalty`) and TRL (`GRPOTrainer`); worked test vectors are in docs/conventions.md.
-Batch dimensions lead; a group is the last axis. Values are per sample: averaging is the caller's.
+Batch dimensions lead; a group is the last axis. Values are per sample: averaging is the caller's. Shapes are
+written in jaxtyping's notation (`*batch group`: any leading axes, then the group; `#` marks an axis that broadcasts).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
+from jaxtyping import Float, Real
 
 from ..base.checks import as_float, check_choice, check_range, check_shapes
 from ..base.errors import PgrpoSimError
@@ -63,7 +65,9 @@ def _sqrt_flat_at_zero(x: Array) -> Array:
     return jnp.where(zero, 0.0, jnp.sqrt(jnp.where(zero, 1.0, x)))
 
 
-def group_advantages(rewards: ArrayLike, kind: str | ArrayLike = "std", eps: ArrayLike = 1e-6) -> Array:
+def group_advantages(
+    rewards: Real[ArrayLike, "*batch group"], kind: str | ArrayLike = "std", eps: ArrayLike = 1e-6
+) -> Float[Array, "*batch group"]:
     """Group-relative advantages over the last axis (the group of G samples); `kind` a name or its
     `advantage_code` (traced codes allowed: selects pick the formula).
 
@@ -120,15 +124,15 @@ class Surrogate(NamedTuple):
         ratio: importance ratio ρ (> 0, dimensionless), of the broadcast shape of logp and logp_old.
     """
 
-    loss: Array
-    clipped: Array
-    ratio: Array
+    loss: Float[Array, "*shape"]
+    clipped: Float[Array, "*shape"]
+    ratio: Float[Array, "*shape"]
 
 
 def clipped_surrogate(
-    logp: ArrayLike,
-    logp_old: ArrayLike,
-    advantages: ArrayLike,
+    logp: Float[ArrayLike, "*#shape"],
+    logp_old: Float[ArrayLike, "*#shape"],
+    advantages: Float[ArrayLike, "*#shape"],
     clip_low: ArrayLike = 0.2,
     clip_high: ArrayLike = 0.2,
     dual_clip: ArrayLike | None = None,
@@ -167,7 +171,12 @@ def clipped_surrogate(
     return Surrogate(loss, (clipped > unclipped).astype(loss.dtype), ratio)
 
 
-def kl_estimate(logp: ArrayLike, logp_ref: ArrayLike, kind: str = "k3", clamp: ArrayLike | None = None) -> Array:
+def kl_estimate(
+    logp: Float[ArrayLike, "*#shape"],
+    logp_ref: Float[ArrayLike, "*#shape"],
+    kind: str = "k3",
+    clamp: ArrayLike | None = None,
+) -> Float[Array, "*shape"]:
     """Per-sample KL estimator on sampled actions, d = logp − logp_ref (nats).
 
     k1 = d; k2 = d²/2; k3 = eˣ − x − 1 with x = −d, clamped to [−clamp, clamp] if `clamp` is given
@@ -204,7 +213,7 @@ def _p_log_ratio(logp: Array, log_ratio: Array) -> Array:
     return jnp.sum(p * jnp.where(p > 0, log_ratio, 0.0), axis=-1)
 
 
-def entropy(logits: ArrayLike) -> Array:
+def entropy(logits: Float[ArrayLike, "*batch arms"]) -> Float[Array, "*batch"]:
     """Entropy H(softmax(z)) = −Σ p log p over the last axis (nats); arms of probability 0 add 0.
 
     Args:
@@ -217,7 +226,9 @@ def entropy(logits: ArrayLike) -> Array:
     return -_p_log_ratio(logp, logp)
 
 
-def kl_divergence(logits: ArrayLike, logits_ref: ArrayLike) -> Array:
+def kl_divergence(
+    logits: Float[ArrayLike, "*#batch arms"], logits_ref: Float[ArrayLike, "*#batch arms"]
+) -> Float[Array, "*batch"]:
     """Exact KL(softmax(z) ‖ softmax(z_ref)) over the last axis (nats); arms of probability 0 under π add 0.
 
     Args:
