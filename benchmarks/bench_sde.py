@@ -285,7 +285,7 @@ def measure_rng(block: int, total: int, repeats: int) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from pgrpo_sim.models import sde
+    from pgrpo_sim.models.oscillator import sde
 
     rng = np.random.default_rng(0)
     calls = total // block
@@ -335,7 +335,7 @@ def measure_ensemble_variants(paths: int, horizon: int) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from pgrpo_sim.models import sde  # imported before any timing, so that no variant's time includes the import
+    from pgrpo_sim.models.oscillator import sde  # imported before any timing: no variant's time includes the import
 
     drift, noise = oscillator_matrices(**OSC)
     substeps = round(1 / DT)

@@ -58,14 +58,14 @@ from .logs.readers import (
 from .models.bandit import (
     simulate as simulate,
 )
-from .models.linear import (
+from .models.oscillator.linear import (
     spectral_radius as spectral_radius,
 )
-from .models.sde import (
+from .models.oscillator.sde import (
     solve_deterministic as solve_deterministic,
     solve_ensemble as solve_ensemble,
 )
-from .models.theory import (
+from .models.oscillator.theory import (
     critical_lag as critical_lag,
     damping_ratio as damping_ratio,
     natural_frequency as natural_frequency,

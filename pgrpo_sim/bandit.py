@@ -44,7 +44,7 @@ from .models.bandit import (
     step as step,
     valid_hyperparameters as valid_hyperparameters,
 )
-from .models.config import (
+from .models.bandit.configuration import (
     DEFAULT_P_REF as DEFAULT_P_REF,
     DEFAULTS as DEFAULTS,
     KL_KINDS as KL_KINDS,
@@ -58,6 +58,18 @@ from .models.config import (
     class_symmetric_logits as class_symmetric_logits,
     config as config,
 )
+from .models.bandit.hyperparameters import (
+    HYPERPARAMETERS as HYPERPARAMETERS,
+    Hyperparameter as Hyperparameter,
+    reference_mass as reference_mass,
+    set_hyperparameters as set_hyperparameters,
+    with_hyperparameters as with_hyperparameters,
+)
+from .models.bandit.readouts import (
+    READOUTS as READOUTS,
+    STEP_READOUTS as STEP_READOUTS,
+    StepReadout as StepReadout,
+)
 from .models.grpo import (
     ADVANTAGES as ADVANTAGES,
     KL_ESTIMATORS as KL_ESTIMATORS,
@@ -68,18 +80,6 @@ from .models.grpo import (
     group_advantages as group_advantages,
     kl_divergence as kl_divergence,
     kl_estimate as kl_estimate,
-)
-from .models.hyperparameters import (
-    HYPERPARAMETERS as HYPERPARAMETERS,
-    Hyperparameter as Hyperparameter,
-    reference_mass as reference_mass,
-    set_hyperparameters as set_hyperparameters,
-    with_hyperparameters as with_hyperparameters,
-)
-from .models.readouts import (
-    READOUTS as READOUTS,
-    STEP_READOUTS as STEP_READOUTS,
-    StepReadout as StepReadout,
 )
 from .prediction import (
     QUANTITIES as QUANTITIES,

@@ -13,7 +13,7 @@ from .base.regimes import (
     Damping as Damping,
     Regime as Regime,
 )
-from .models.linear import (
+from .models.oscillator.linear import (
     DISCRETE_LAG_MODELS as DISCRETE_LAG_MODELS,
     MAX_LAG as MAX_LAG,
     companion_matrix as companion_matrix,
@@ -24,7 +24,7 @@ from .models.linear import (
     monodromy_matrix as monodromy_matrix,
     spectral_radius as spectral_radius,
 )
-from .models.sde import (
+from .models.oscillator.sde import (
     BROWNIAN as BROWNIAN,
     SOLVERS as SOLVERS,
     Ensemble as Ensemble,
@@ -32,7 +32,7 @@ from .models.sde import (
     solve_deterministic as solve_deterministic,
     solve_ensemble as solve_ensemble,
 )
-from .models.theory import (
+from .models.oscillator.theory import (
     Coefficients as Coefficients,
     coefficients as coefficients,
     critical_lag as critical_lag,

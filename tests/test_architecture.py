@@ -181,11 +181,11 @@ def test_tests_benchmarks_and_tools_use_public_names_only():
 def test_a_planted_private_use_is_found(tmp_path):
     planted = tmp_path / "planted.py"
     planted.write_text(
-        "from pgrpo_sim.analysis import sweep\nfrom pgrpo_sim.models.sde import _x\ndef test(monkeypatch):\n"
+        "from pgrpo_sim.analysis import sweep\nfrom pgrpo_sim.models.oscillator.sde import _x\ndef test(monkeypatch):\n"
         "    sweep._plan\n    monkeypatch.setattr(sweep, '_plan', None)\n    sweep.Axis._fields\n"
     )
     assert [use.split(" ", 1)[1] for use in _private_uses(planted)] == [
-        "imports pgrpo_sim.models.sde._x", "uses sweep._plan", "patches sweep._plan"
+        "imports pgrpo_sim.models.oscillator.sde._x", "uses sweep._plan", "patches sweep._plan"
     ]  # fmt: skip
 
 
@@ -199,6 +199,27 @@ def test_dependencies_point_down_the_layers():
                 bad.append(f"{module} imports the package root")
             elif RANK[_layer(dep)] > RANK[_layer(module)] or {_layer(module), _layer(dep)} == {"analysis", "logs"}:
                 bad.append(f"{module} ({_layer(module)}) imports {dep} ({_layer(dep)})")
+    assert not bad, "\n".join(bad)
+
+
+ROOMS = ("oscillator", "bandit", "lm")
+"""The model rooms of `pgrpo_sim.models`, one per level; what they share sits beside them in `models`."""
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "models" and parts[2] in ROOMS else None
+
+
+def test_the_model_rooms_do_not_import_each_other():
+    """A level's room imports the shared pieces of `models` (and lower layers), never another level's room: the
+    oscillator's ranges and the GRPO pieces the levels share live beside the rooms, not in one of them."""
+    bad = [
+        f"{module} imports {dep}"
+        for module, deps in _graph().items()
+        for dep in deps
+        if _room(module) and _room(dep) and _room(dep) != _room(module)
+    ]
     assert not bad, "\n".join(bad)
 
 

@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pgrpo_sim"
 FACTS = {
     "models.grpo": ("ADVANTAGES", "SCALE_REWARDS", "TOKEN_AGGREGATIONS", "LOSS_TYPES", "KL_ESTIMATORS"),
     "models.schedules": ("LR_SCHEDULES",),
-    "models.config": ("OPTIMIZERS", "KL_KINDS", "LAG_MODELS"),
+    "models.bandit.configuration": ("OPTIMIZERS", "KL_KINDS", "LAG_MODELS"),
     "analysis.summaries": ("VERDICTS",),
     "logs.diagnostics": ("FAILURE_MODES",),
     "calibration.run_config": ("RUN_OPTIMIZERS", "RUN_LOSS_TYPES", "CS336_LOSS_TYPES"),

@@ -36,9 +36,10 @@ import numpy as np
 
 from ..base.checks import check_choice, check_range
 from ..base.errors import PgrpoSimError
-from ..models import bandit, linear, theory
-from ..models.config import LAG_MODELS
-from ..models.hyperparameters import HYPERPARAMETERS, reference_mass
+from ..models import bandit
+from ..models.bandit.configuration import LAG_MODELS
+from ..models.bandit.hyperparameters import HYPERPARAMETERS, reference_mass
+from ..models.oscillator import linear, theory
 from ..prediction import (
     continuous_lag,
     eta_scale,

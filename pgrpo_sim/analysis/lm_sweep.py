@@ -42,7 +42,7 @@ from ..base.progress import duration_text
 from ..base.runtime import interruptible
 from ..models import lm
 from ..models.lm import READOUTS
-from ..models.lm.config import UNBOUNDED
+from ..models.lm.configuration import UNBOUNDED
 from ..models.lm.policy import MLP_RATIO
 from .summaries import collapsed, running_mean_stderr, verdict
 from .sweep_grid import short_values

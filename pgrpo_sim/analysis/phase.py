@@ -21,9 +21,10 @@ import numpy as np
 
 from ..base.errors import PgrpoSimError
 from ..base.regimes import DAMPING_TO_REGIME, Regime
-from ..models import bandit, linear, theory
-from ..models.config import check_settings
-from ..models.hyperparameters import HYPERPARAMETERS, hyperparameter, set_hyperparameters
+from ..models import bandit
+from ..models.bandit.configuration import check_settings
+from ..models.bandit.hyperparameters import HYPERPARAMETERS, hyperparameter, set_hyperparameters
+from ..models.oscillator import linear, theory
 from ..prediction import continuous_lag, discrete_lag, effective_eta, fixed_point_stiffness, two_arm_reduction
 
 

@@ -2,7 +2,7 @@
 
 Objectives: reach a damping ratio, minimise the smooth time to a threshold, maximise the final reward
 (`analysis.outcomes`), under stability constraints (exact discrete spectral radius, ζ ≥ ζ_min). The searched
-hyperparameters (`models.hyperparameters.DIFFERENTIABLE`) are optimised in an unconstrained
+hyperparameters (`models.bandit.hyperparameters.DIFFERENTIABLE`) are optimised in an unconstrained
 reparametrisation with optax Adam from vmapped Latin-hypercube restarts; integer ones (lag, group size)
 form a small outer grid, one search per combination. `grid_search` minimises the same objective on a dense
 grid: the reference the gradient search is validated against.
@@ -28,9 +28,10 @@ from ..base.checks import check_choice, check_range, check_seed, check_steps
 from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none
 from ..base.progress import Progress, report
-from ..models import bandit, linear
+from ..models import bandit
 from ..models.bandit import simulate
-from ..models.hyperparameters import DIFFERENTIABLE, HYPERPARAMETERS, INTEGER
+from ..models.bandit.hyperparameters import DIFFERENTIABLE, HYPERPARAMETERS, INTEGER
+from ..models.oscillator import linear
 from ..prediction import (
     continuous_lag,
     discrete_lag,

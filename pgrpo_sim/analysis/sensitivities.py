@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from ..base.errors import PgrpoSimError
 from ..models import bandit
-from ..models.hyperparameters import DIFFERENTIABLE, reference_mass
+from ..models.bandit.hyperparameters import DIFFERENTIABLE, reference_mass
 from ..prediction import QUANTITIES, continuous_lag, eta_scale, oscillator, substitute, two_arm_reduction
 
 PARAMETERS = (*DIFFERENTIABLE, "lag")

@@ -31,8 +31,8 @@ from ..base.runtime import RUN_BOUND_OPTIONS, interruptible
 from ..base.sharding import shard_batch
 from ..models import bandit
 from ..models.bandit import check_mode, initial_state, make_optimizer, rewards_are_binary, rollout_count, run, step
-from ..models.config import check_settings
-from ..models.hyperparameters import hyperparameter, set_hyperparameters
+from ..models.bandit.configuration import check_settings
+from ..models.bandit.hyperparameters import hyperparameter, set_hyperparameters
 from .summaries import summarize_curves
 from .sweep_grid import (
     STATIC_AXES as STATIC_AXES,

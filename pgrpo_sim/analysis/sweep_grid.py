@@ -15,10 +15,10 @@ import numpy as np
 from ..base.errors import PgrpoSimError
 from ..base.outputs import json_text
 from ..base.regimes import DISCRETE_REGIMES
-from ..models.hyperparameters import STATIC, TRACED, hyperparameter
+from ..models.bandit.hyperparameters import STATIC, TRACED, hyperparameter
 
 TRACED_AXES, STATIC_AXES = TRACED, STATIC
-"""Sweepable hyperparameters (`models.hyperparameters`): traced ones share one compilation."""
+"""Sweepable hyperparameters (`models.bandit.hyperparameters`): traced ones share one compilation."""
 
 
 class SweepError(PgrpoSimError):

@@ -19,12 +19,13 @@ from typing import Any
 from ..base.checks import FLOAT32_MAX, MAX_STEPS, check_choice, check_range
 from ..base.errors import PgrpoSimError
 from ..logs.readers import TrainingLog, check_log, logged_schedule
-from ..models.config import MAX_GROUP_SIZE
+from ..models.bandit.configuration import MAX_GROUP_SIZE
 from ..models.grpo import SCALE_REWARDS, TOKEN_AGGREGATIONS
 from ..models.schedules import LR_SCHEDULES
 
 RUN_OPTIMIZERS = ("adamw", "adam", "sgd")
-"""The optimisers a run config names (TRL's `optim` families); the bandit's own are `models.config.OPTIMIZERS`."""
+"""The optimisers a run config names (TRL's `optim` families); the bandit's own are
+`models.bandit.configuration.OPTIMIZERS`."""
 CS336_LOSS_TYPES = MappingProxyType({"grpo_clip": "grpo", "grpo_no_clip": "grpo", "reinforce_with_baseline": "grpo"})
 """CS336's loss names → TRL's token aggregation (a per-sequence mean); their clip is the run config's (none for
 `NO_CLIP_LOSSES`). REINFORCE has no ratio: with one optimiser step per rollout the ratio is 1 and its gradient is the

@@ -1,7 +1,7 @@
 """The bandit's flags, shared by `simulate`, `sweep`, `phase-diagram`, `predict` and `tune` (short names and TRL
 `GRPOConfig` names), and the `bandit.Config` they describe. Defaults and choices come from the model layer's tables
 (`bandit.DEFAULTS`, `LAG_MODELS`, `ADVANTAGES`, `KL_KINDS`, `OPTIMIZERS`), help texts and ranges of the
-hyperparameters from `models.hyperparameters.HYPERPARAMETERS`."""
+hyperparameters from `models.bandit.hyperparameters.HYPERPARAMETERS`."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import argparse
 import numpy as np
 
 from ..models import bandit
-from ..models.config import KL_KINDS, LAG_MODELS, OPTIMIZERS
+from ..models.bandit.configuration import KL_KINDS, LAG_MODELS, OPTIMIZERS
+from ..models.bandit.hyperparameters import HYPERPARAMETERS
 from ..models.grpo import ADVANTAGES, SCALE_REWARDS, TOKEN_AGGREGATIONS
-from ..models.hyperparameters import HYPERPARAMETERS
 from .common import UsageError, finite_float, integer
 
 
@@ -231,7 +231,7 @@ def refuse_unused_seeds(args: argparse.Namespace) -> None:
 
 
 def config_from_flags(args: argparse.Namespace):
-    """The `bandit.Config` the bandit flags describe (checked as `models.config.config` checks it)."""
+    """The `bandit.Config` the bandit flags describe (checked as `models.bandit.configuration.config` checks it)."""
     from ..models import bandit
 
     check_clip_order(args.clip, args.clip_high)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..base.errors import PgrpoSimError
-from ..models.config import MODES as MODES  # the --mode choices
+from ..models.bandit.configuration import MODES as MODES  # the --mode choices
 from .outputs import check_distinct_outputs, check_output_dir, check_output_file, command_settings
 
 

@@ -29,7 +29,7 @@ def _cmd_theory(args: argparse.Namespace) -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)  # closed forms are cheap: report them in float64
-    from ..models import linear, theory
+    from ..models.oscillator import linear, theory
 
     osc = (args.eta, args.momentum, args.lag, args.stiffness)
     coef = theory.coefficients(*osc)  # the inputs' own ranges first, then the range float64 can compute them in
@@ -86,7 +86,7 @@ def _cmd_predict(args: argparse.Namespace) -> None:
 def _cmd_oscillator(args: argparse.Namespace) -> None:
     import jax
 
-    from ..models import sde, theory
+    from ..models.oscillator import sde, theory
     from ..viz.figures import plot_ensemble
 
     check_steps(args.steps)

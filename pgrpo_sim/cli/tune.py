@@ -12,7 +12,7 @@ from ..analysis.search_settings import OBJECTIVES, OPTIMISER_DEFAULTS, SearchSet
 from ..base.checks import check_range
 from ..base.outputs import json_text, staged_outputs
 from ..base.progress import report, stage_lines
-from ..models.hyperparameters import HYPERPARAMETERS
+from ..models.bandit.hyperparameters import HYPERPARAMETERS
 from .bandit_flags import add_bandit_args, config_from_flags
 from .common import UsageError, add_output_args, claim, finite_float, integer
 from .outputs import check_output_dir, command_settings

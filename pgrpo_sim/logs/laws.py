@@ -21,8 +21,8 @@ from ..base.errors import PgrpoSimError
 from ..base.outputs import finite_or_none
 from ..base.progress import Progress, report
 from ..base.runtime import OPTIMISED_CODEGEN
-from ..models import theory
-from ..models.config import LEAF_RANGES
+from ..models.oscillator import theory
+from ..models.step_ranges import STEP_RANGES
 from .least_squares import least_squares
 from .noise import (  # re-exported: the noise of a curve was read here first
     reward_stderr as reward_stderr,
@@ -111,14 +111,14 @@ def oscillator_stiffness(omega_n: ArrayLike, eta: ArrayLike, momentum: ArrayLike
         lag: continuous off-policy lag τ; optimiser steps, ≥ 0.
 
     Returns:
-        The stiffness K (per unit η, as in `models.theory`); the broadcast shape of the arguments.
+        The stiffness K (per unit η, as in `models.oscillator.theory`); the broadcast shape of the arguments.
 
     Raises:
         PgrpoSimError: a concrete argument that is non-finite or outside its range.
     """
     check_range("omega_n", omega_n, 0.0)
-    LEAF_RANGES["eta"].check("eta", eta)
-    LEAF_RANGES["momentum"].check("momentum", momentum)
+    STEP_RANGES["eta"].check("eta", eta)
+    STEP_RANGES["momentum"].check("momentum", momentum)
     check_range("lag", lag, 0.0)
     omega_n, eta, momentum, lag = (as_float(x) for x in (omega_n, eta, momentum, lag))
     denom = eta * (2 - omega_n**2 * lag**2)

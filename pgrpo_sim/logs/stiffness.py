@@ -15,8 +15,8 @@ from jax.typing import ArrayLike
 
 from ..base.checks import as_float, check_range
 from ..base.errors import PgrpoSimError
-from ..models import theory
-from ..models.config import LEAF_RANGES
+from ..models.oscillator import theory
+from ..models.step_ranges import STEP_RANGES
 from .least_squares import LeastSquares, least_squares
 
 
@@ -24,7 +24,8 @@ class StiffnessEstimates(NamedTuple):
     """K three ways (NaN where not computed): `exact` (Jacobian at p*), `slope` (early slope), `fit`
     (oscillator fit) with its standard error, and the plateau p* used by the slope estimate.
 
-    Every field is a scalar array (`identify_stiffness` reads one curve); K is per unit η (as in `models.theory`).
+    Every field is a scalar array (`identify_stiffness` reads one curve); K is per unit η (as in
+    `models.oscillator.theory`).
 
     Attributes:
         exact: K from the Jacobian of the expected update at p* (`predict`); NaN without a configuration.
@@ -69,8 +70,8 @@ def stiffness_from_slope(rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike
     """
     r = as_float(rewards)
     check_range("early_steps", early_steps, 2, r.shape[-1], integer=True)
-    LEAF_RANGES["eta"].check("eta", eta)  # no-ops on tracers, as the closed forms' checks
-    LEAF_RANGES["momentum"].check("momentum", momentum)
+    STEP_RANGES["eta"].check("eta", eta)  # no-ops on tracers, as the closed forms' checks
+    STEP_RANGES["momentum"].check("momentum", momentum)
     n = jnp.arange(early_steps, dtype=r.dtype)
     y = r[..., :early_steps]
     slope = jnp.sum((n - n.mean()) * (y - y.mean(-1, keepdims=True)), -1) / jnp.sum((n - n.mean()) ** 2)
@@ -147,8 +148,8 @@ def identify_stiffness(
         PgrpoSimError: `eta`, `momentum` or `lag` outside its range, `rewards` not 1-D with at least 3 points,
             `early_steps` or `fit_start` outside its range, or a `config` that `predict` refuses.
     """
-    LEAF_RANGES["eta"].check("eta", eta)
-    LEAF_RANGES["momentum"].check("momentum", momentum)
+    STEP_RANGES["eta"].check("eta", eta)
+    STEP_RANGES["momentum"].check("momentum", momentum)
     check_range("lag", lag, 0.0)
     r = as_float(rewards)
     if r.ndim != 1 or r.size < 3:

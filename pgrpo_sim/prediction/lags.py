@@ -8,7 +8,7 @@ import numpy as np
 from jax import Array
 
 from ..base.checks import check_choice, check_range
-from ..models.config import LAG_MODELS
+from ..models.bandit.configuration import LAG_MODELS
 
 
 def continuous_lag(lag, lag_model: str) -> Array:

@@ -13,11 +13,12 @@ from jax import Array
 from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
 from ..base.regimes import REGIMES, Damping
-from ..models import bandit, linear, theory
+from ..models import bandit
 from ..models.bandit import (
     check_mode,
 )
-from ..models.config import check_config
+from ..models.bandit.configuration import check_config
+from ..models.oscillator import linear, theory
 from .floquet import floquet_radius
 from .lags import config_lag, continuous_lag
 from .reduction import (

@@ -20,8 +20,8 @@ from ..models.bandit import (
     on_policy_grad,
     sampled_loss,
 )
-from ..models.config import check_config
-from ..models.hyperparameters import set_hyperparameters
+from ..models.bandit.configuration import check_config
+from ..models.bandit.hyperparameters import set_hyperparameters
 
 _X_MAX, _N_GRID, _MAX_BISECT = 30.0, 1201, 128  # the fixed point's bracket |logit p| ≤ 30, its grid, bisections
 

@@ -22,7 +22,7 @@ from ..analysis.summaries import UNSTABLE, summarize_curves
 from ..logs.laws import fit_law
 from ..models import bandit
 from ..models.bandit import simulate
-from ..models.hyperparameters import set_hyperparameters
+from ..models.bandit.hyperparameters import set_hyperparameters
 from ..prediction import config_lag, effective_eta, fixed_point_stiffness, predict, two_arm_reduction
 from .claims import BASE, verdict
 

@@ -10,7 +10,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import NullLocator
 
 from ..base.regimes import DISCRETE_REGIMES
-from ..models.hyperparameters import HYPERPARAMETERS
+from ..models.bandit.hyperparameters import HYPERPARAMETERS
 
 # Okabe–Ito colour-blind-safe palette
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pgrpo_sim.models import linear as L
+from pgrpo_sim.models.oscillator import linear as L
 
 F32 = np.float32
 

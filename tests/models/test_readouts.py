@@ -1,5 +1,5 @@
-"""The read-out registry (`models.readouts`) is what the bandit computes: every path of a step returns exactly its
-names, and the result types, the simulate table and the log columns are read from it."""
+"""The read-out registry (`models.bandit.readouts`) is what the bandit computes: every path of a step returns exactly
+its names, and the result types, the simulate table and the log columns are read from it."""
 
 import jax
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 import pgrpo_sim as ps
 from pgrpo_sim.cli import SIMULATE_COLUMNS
 from pgrpo_sim.models import bandit
-from pgrpo_sim.models.readouts import READOUTS, RUN_COLUMNS, STEP_READOUTS, TABLE_READOUTS, UPDATE_READOUTS
+from pgrpo_sim.models.bandit.readouts import READOUTS, RUN_COLUMNS, STEP_READOUTS, TABLE_READOUTS, UPDATE_READOUTS
 
 
 @pytest.mark.parametrize(

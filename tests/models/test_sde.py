@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pgrpo_sim as ps
-from pgrpo_sim.models import sde
+from pgrpo_sim.models.oscillator import sde
 
 REGIMES = {"over": (0.05, 0.0, 0.0, 0.3), "under": (0.05, 0.9, 2.0, 0.3), "critical-ish": (0.05, 0.5, 1.0, 0.3)}
 TS = jnp.arange(0.0, 201.0)

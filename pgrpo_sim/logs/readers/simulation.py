@@ -1,5 +1,5 @@
 """A simulated run as a log: `from_run` turns a `bandit.Run` into a `TrainingLog` (format "simulation"), its
-read-outs under the log's canonical names (`RUN_COLUMNS`, from `models.readouts`; a run may leave any but the
+read-outs under the log's canonical names (`RUN_COLUMNS`, from `models.bandit.readouts`; a run may leave any but the
 reward out: `simulate(readouts=tuple(RUN_COLUMNS.values()))` computes exactly these), sampled runs averaged
 over seeds."""
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...base.errors import PgrpoSimError
-from ...models.readouts import RUN_COLUMNS
+from ...models.bandit.readouts import RUN_COLUMNS
 from .table import TrainingLog, tidy
 
 if TYPE_CHECKING:  # the bandit (and JAX) are not needed to read logs

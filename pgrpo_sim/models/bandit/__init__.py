@@ -20,11 +20,13 @@ By job: `expected` (the exact expectation over the group: binomial expectations,
 on-policy gradient), `sampled` (drawn groups: the draw, the loss and its on-policy gradient), `common` (what both
 modes share: `check_mode`, `UpdateStats`, the KL terms), `enumeration` (the distinct rollouts of one prompt),
 `reuse` (expected-mode rollout reuse by branches), `optimizer` (optax and the learning-rate schedule), `state` (a
-run's state and one step), `simulation` (`run`, `simulate`, `simulate_in_chunks`, the read-outs).
+run's state and one step), `simulation` (`run`, `simulate`, `simulate_in_chunks`, the read-outs). Beneath them:
+`configuration` (`Config`, `config`, the choice lists and `LEAF_RANGES`), `hyperparameters` (the one hyperparameter
+table, `set_hyperparameters`) and `readouts` (the per-step read-out registry).
 """
 
-from ..config import DEFAULTS as DEFAULTS, MODES as MODES, Config as Config, config as config
 from .common import UpdateStats as UpdateStats, check_mode as check_mode
+from .configuration import DEFAULTS as DEFAULTS, MODES as MODES, Config as Config, config as config
 from .enumeration import (
     MAX_OUTCOMES as MAX_OUTCOMES,
     rewards_are_binary as rewards_are_binary,

@@ -13,17 +13,17 @@ from jax import Array
 
 from ...base.checks import check_choice, is_concrete
 from ...base.errors import PgrpoSimError
-from ..config import MODES, Config, check_config
 from ..grpo import ADVANTAGES, kl_divergence, kl_estimate
-from ..readouts import UPDATE_READOUTS, attributes
+from .configuration import MODES, Config, check_config
 from .enumeration import rewards_are_binary, rollout_count
+from .readouts import UPDATE_READOUTS, attributes
 
 # fields computed from UPDATE_READOUTS: pyright reads only literal field lists
 UpdateStats = NamedTuple("UpdateStats", [(name, Array) for name in UPDATE_READOUTS])  # pyright: ignore[reportArgumentType]
 UpdateStats.__doc__ = (
     "Per-step read-outs of one GRPO update's rollout and surrogate (expectations in expected mode, group averages "
-    "when sampled), under TRL's names where it logs them; scalars (fields from `models.readouts.UPDATE_READOUTS`).\n\n"
-    + attributes(UPDATE_READOUTS)
+    "when sampled), under TRL's names where it logs them; scalars (fields from "
+    "`models.bandit.readouts.UPDATE_READOUTS`).\n\n" + attributes(UPDATE_READOUTS)
 )
 
 

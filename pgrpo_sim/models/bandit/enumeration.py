@@ -14,7 +14,7 @@ from jax import Array
 
 from ...base.checks import is_concrete
 from ...base.errors import PgrpoSimError
-from ..config import Config, check_config
+from .configuration import Config, check_config
 
 MAX_OUTCOMES = 4096
 """Largest number of distinct rollouts that expected mode enumerates for rollout reuse."""

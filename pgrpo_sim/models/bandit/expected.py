@@ -15,9 +15,9 @@ from jax.custom_derivatives import SymbolicZero
 from jax.scipy.special import gammaln, xlog1py, xlogy
 
 from ...base.small_axes import axis_sum, softmax
-from ..config import Config
 from ..grpo import ADVANTAGES, clipped_surrogate, group_advantages, kl_divergence, kl_estimate
 from .common import UpdateStats, check_mode, kl_slope, kl_term
+from .configuration import Config
 
 
 def advantage_table(config: Config) -> Array:

@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import optax
 from jax import Array
 
-from ..config import Config, check_config
 from ..schedules import schedule_factor
+from .configuration import Config, check_config
 
 
 def learning_rate_factor(config: Config, count: Array) -> Array:

@@ -10,7 +10,7 @@ from jax import Array
 from jax.scipy.special import gammaln
 
 from ...base.small_axes import softmax
-from ..config import Config
+from .configuration import Config
 from .state import State, policy_metrics, rollout_step, synced
 
 

@@ -13,9 +13,9 @@ from jax import Array
 
 from ...base import threefry as _random
 from ...base.small_axes import UNROLL_MAX, axis_sum, softmax
-from ..config import Config
 from ..grpo import clipped_surrogate, group_advantages, kl_divergence, kl_estimate
 from .common import UpdateStats, kl_slope, kl_term
+from .configuration import Config
 
 
 def _group_std(rewards: Array) -> Array:

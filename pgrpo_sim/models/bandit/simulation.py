@@ -18,12 +18,12 @@ from jax import Array
 
 from ...base.autodiff import scan
 from ...base.checks import as_key, check_choice, check_seeds, check_steps, in_range, nan_unless
-from ..config import LEAF_RANGES, Config
 from ..grpo import ADVANTAGES
-from ..readouts import STEP_READOUTS, attributes
 from .common import check_mode
+from .configuration import LEAF_RANGES, Config
 from .enumeration import rewards_are_binary, rollout_outcomes
 from .optimizer import make_optimizer
+from .readouts import STEP_READOUTS, attributes
 from .reuse import collapse_branches, reuse_branch_step
 from .state import State, initial_state, step
 
@@ -49,7 +49,7 @@ class Run(RunFields):
         return {name: getattr(self, name) for name in STEP_READOUTS if getattr(self, name) is not None}
 
 
-Run.__doc__ = """Result of `simulate`: the per-step read-outs of `models.readouts.READOUTS` and the final state.
+Run.__doc__ = """Result of `simulate`: the per-step read-outs of `models.bandit.readouts.READOUTS` and the final state.
 
 Per-step arrays have shape (steps+1,) in expected mode and (seeds, steps+1) in sampled mode; index n describes the
 policy θ_n (n = 0 is the start) and the update taken from it; a read-out left out by `simulate(readouts=…)` is None.

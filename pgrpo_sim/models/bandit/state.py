@@ -15,9 +15,9 @@ from jax import Array
 from ...base.autodiff import where_frozen
 from ...base.errors import PgrpoSimError
 from ...base.small_axes import axis_sum, softmax
-from ..config import Config
 from ..grpo import entropy, kl_divergence
 from .common import UpdateStats, check_mode
+from .configuration import Config
 from .expected import expected_loss, on_policy_grad
 from .sampled import draw_rollout, sampled_loss, sampled_on_policy_grad
 
@@ -143,7 +143,7 @@ def policy_metrics(config: Config, theta: Array) -> dict[str, Array | None]:
 
     Returns:
         A dict of 0-d floats: prompt_spread, reward, true_reward (None without true rewards), entropy and kl_ref
-        (`models.readouts.READOUTS` gives their units).
+        (`models.bandit.readouts.READOUTS` gives their units).
     """
     success = axis_sum(softmax(theta) * config.rewards)
     return dict(

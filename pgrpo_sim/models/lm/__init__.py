@@ -5,7 +5,7 @@ from ..grpo import (
     LOSS_TYPES as LOSS_TYPES,
     SCALE_REWARDS as SCALE_REWARDS,
 )
-from .config import (
+from .configuration import (
     DEFAULT_LEARNING_RATE as DEFAULT_LEARNING_RATE,
     Config as Config,
     config as config,

@@ -25,7 +25,7 @@ from ...base.errors import PgrpoSimError
 from ...base.runtime import OPTIMISED_CODEGEN
 from ..grpo import ADVANTAGES, group_advantages
 from ..schedules import schedule_factor
-from .config import ADVANTAGE_EPS, Config
+from .configuration import ADVANTAGE_EPS, Config
 from .loss import grpo_loss
 from .policy import Policy, completion_logps, sample
 from .pretrain import pretrained_policy

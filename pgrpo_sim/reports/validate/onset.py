@@ -9,8 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...models import bandit, linear, theory
+from ...models import bandit
 from ...models.bandit import simulate
+from ...models.oscillator import linear, theory
 from ...prediction import predict
 from .common import BASE, REWARD, Resolution, verdict
 

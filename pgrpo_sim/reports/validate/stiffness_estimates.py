@@ -8,8 +8,9 @@ from collections.abc import Callable
 import numpy as np
 
 from ...logs.stiffness import identify_stiffness
-from ...models import bandit, theory
+from ...models import bandit
 from ...models.bandit import simulate
+from ...models.oscillator import theory
 from ...prediction import predict
 from .common import BASE, REWARD, VERDICT_Z, Resolution, verdict
 

@@ -42,10 +42,10 @@ import optimistix as optx
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base.checks import check_choice, check_range, check_shapes, in_range, is_concrete, nan_unless
-from ..base.errors import PgrpoSimError
-from ..base.regimes import DISCRETE_REGIMES, INVALID, Regime
-from .config import LEAF_RANGES
+from ...base.checks import check_choice, check_range, check_shapes, in_range, is_concrete, nan_unless
+from ...base.errors import PgrpoSimError
+from ...base.regimes import DISCRETE_REGIMES, INVALID, Regime
+from ..step_ranges import STEP_RANGES
 
 MONOTONE, OSCILLATORY, FLIP, UNSTABLE = Regime.MONOTONE, Regime.OSCILLATORY, Regime.FLIP, Regime.UNSTABLE
 
@@ -81,8 +81,8 @@ def _static_lag(lag) -> int:
 def _validate(eta, momentum, lag, stiffness, lag_model) -> int:
     """Eager checks (no-ops on tracers, except the static `lag` and `lag_model`, and the shapes)."""
     check_shapes(eta=eta, momentum=momentum, stiffness=stiffness)
-    LEAF_RANGES["eta"].check("eta", eta)
-    LEAF_RANGES["momentum"].check("momentum", momentum)
+    STEP_RANGES["eta"].check("eta", eta)
+    STEP_RANGES["momentum"].check("momentum", momentum)
     check_range("stiffness", stiffness, 0, low_open=True)
     check_choice("lag_model", lag_model, DISCRETE_LAG_MODELS)
     return _static_lag(lag)
@@ -101,9 +101,9 @@ def _float_dtype(*xs):
 
 
 def _ok(eta, momentum, stiffness):
-    ok = LEAF_RANGES["momentum"].holds(momentum) & in_range(stiffness, 0, low_open=True)
+    ok = STEP_RANGES["momentum"].holds(momentum) & in_range(stiffness, 0, low_open=True)
     if eta is not None:
-        ok &= LEAF_RANGES["eta"].holds(eta)
+        ok &= STEP_RANGES["eta"].holds(eta)
     return ok
 
 

@@ -30,9 +30,9 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base import threefry as _random
-from ..base.checks import as_float, as_key, check_choice, check_range, is_concrete
-from ..base.errors import PgrpoSimError
+from ...base import threefry as _random
+from ...base.checks import as_float, as_key, check_choice, check_range, is_concrete
+from ...base.errors import PgrpoSimError
 from . import theory
 
 SOLVERS = {"euler": diffrax.Euler, "shark": diffrax.ShARK, "sra1": diffrax.SRA1}

@@ -106,7 +106,7 @@ class Config(eqx.Module):
             prompts_per_step × num_generations.
         importance_sampling_level: "token" or "sequence" (GSPO), `IMPORTANCE_SAMPLING_LEVELS`.
         mask_truncated_completions: whether completions without EOS are left out of the loss.
-        lr_scheduler_type: the schedule over the run's optimiser steps, one of `models.config.LR_SCHEDULES`.
+        lr_scheduler_type: the schedule over the run's optimiser steps, one of `models.schedules.LR_SCHEDULES`.
         kl_reference: whether the reference (start) policy's log-probabilities are computed; needed for β > 0.
         eval_every: GRPO steps between greedy evaluations; integer in [1, 2³⁰].
         start_accuracy: the SFT start's target sampled accuracy; in (0, 0.95], ≤ start_format.

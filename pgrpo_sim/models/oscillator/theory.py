@@ -23,9 +23,9 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base.checks import as_float, check_normal, check_range, check_shapes, in_range, is_concrete, nan_unless
-from ..base.regimes import INVALID, REGIMES, Damping
-from .config import LEAF_RANGES
+from ...base.checks import as_float, check_normal, check_range, check_shapes, in_range, is_concrete, nan_unless
+from ...base.regimes import INVALID, REGIMES, Damping
+from ..step_ranges import STEP_RANGES
 
 
 class Coefficients(NamedTuple):
@@ -46,8 +46,8 @@ class Coefficients(NamedTuple):
 
 def _check(eta=None, momentum=None, lag=None, stiffness=None, noise=None, group_size=None, **more) -> None:
     check_shapes(eta=eta, momentum=momentum, lag=lag, stiffness=stiffness, noise=noise, group_size=group_size, **more)
-    LEAF_RANGES["eta"].check("eta", eta)
-    LEAF_RANGES["momentum"].check("momentum", momentum)
+    STEP_RANGES["eta"].check("eta", eta)
+    STEP_RANGES["momentum"].check("momentum", momentum)
     check_range("lag", lag, 0.0)
     check_range("stiffness", stiffness, 0.0, low_open=True)
     check_range("noise", noise, 0.0)
@@ -56,8 +56,8 @@ def _check(eta=None, momentum=None, lag=None, stiffness=None, noise=None, group_
 
 def _valid(eta, momentum, lag, stiffness):
     return (
-        LEAF_RANGES["eta"].holds(eta)
-        & LEAF_RANGES["momentum"].holds(momentum)
+        STEP_RANGES["eta"].holds(eta)
+        & STEP_RANGES["momentum"].holds(momentum)
         & in_range(lag, 0.0)
         & in_range(stiffness, 0.0, low_open=True)
     )

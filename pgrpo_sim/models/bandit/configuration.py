@@ -22,10 +22,11 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from ..base.checks import Interval, as_float, check_choice, check_range, check_scalar, is_concrete
-from ..base.errors import PgrpoSimError
-from .grpo import ADVANTAGES, KL_ESTIMATORS, advantage_code
-from .schedules import LR_SCHEDULES
+from ...base.checks import Interval, as_float, check_choice, check_range, check_scalar, is_concrete
+from ...base.errors import PgrpoSimError
+from ..grpo import ADVANTAGES, KL_ESTIMATORS, advantage_code
+from ..schedules import LR_SCHEDULES
+from ..step_ranges import STEP_RANGES
 
 MODES = ("expected", "sampled")
 """How a run takes its groups: their exact expectation ("expected") or drawn ("sampled") (`models.bandit`)."""
@@ -106,8 +107,7 @@ OPTIONAL_SCALARS = ("dual_clip", "kl_clamp", "grad_clip", "ref_sync_steps")
 """Scalar leaves that may be None (off)."""
 LEAF_RANGES: Mapping[str, Interval] = MappingProxyType(
     {
-        "eta": Interval(0.0, None, low_open=True),
-        "momentum": Interval(0.0, 1.0, high_open=True),
+        **STEP_RANGES,  # eta and momentum: the ranges the oscillator checks too (`models.step_ranges`)
         "beta": Interval(0.0),
         "clip_low": Interval(0.0, 1.0, low_open=True, high_open=True),
         "clip_high": Interval(0.0, None, low_open=True),

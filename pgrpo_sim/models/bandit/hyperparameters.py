@@ -15,9 +15,9 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from ..base.checks import Interval, check_scalar, is_concrete
-from ..base.errors import PgrpoSimError
-from .config import LEAF_RANGES, MAX_GROUP_SIZE, Config, check_config
+from ...base.checks import Interval, check_scalar, is_concrete
+from ...base.errors import PgrpoSimError
+from .configuration import LEAF_RANGES, MAX_GROUP_SIZE, Config, check_config
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -26,7 +26,7 @@ class Hyperparameter:
 
     Attributes:
         name: the hyperparameter's name, its key in `HYPERPARAMETERS` (e.g. "eta").
-        domain: the allowed range (`base.checks.Interval`; the config leaf's own, `config.LEAF_RANGES`, where the
+        domain: the allowed range (`base.checks.Interval`; the config leaf's own, `configuration.LEAF_RANGES`, where the
             hyperparameter is one).
         label: axis label with units.
         field: the `Config` field it maps into (see `set_hyperparameters`); default: `name`.
