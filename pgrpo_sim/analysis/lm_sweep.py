@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+import jax
 import numpy as np
 import numpy.typing as npt
 
@@ -40,6 +41,7 @@ from ..base.errors import PgrpoSimError
 from ..base.files import write_atomically
 from ..base.progress import duration_text
 from ..base.runtime import interruptible
+from ..base.sharding import from_first_process, gather_processes
 from ..models import lm
 from ..models.lm import READOUTS
 from ..models.lm.configuration import UNBOUNDED
@@ -425,8 +427,10 @@ def sweep(
     """Every grid point (`grid_points`) × `seeds` runs of `steps` GRPO steps (`lm.simulate` with key `seed`), in
     grid order. `chunks`: a folder where each finished point is saved (and found again on a rerun, so an
     interrupted sweep resumes). Each point runs in a worker thread (`base.runtime.interruptible`), so that Ctrl-C
-    stops the sweep at once, losing at most the point under way. Returns (rows: the grid keys, `seed` and the
-    `SUMMARY_FIELDS` per point and seed; curves: each read-out as float32[points, seeds, steps]).
+    stops the sweep at once, losing at most the point under way. In a multi-host run (`jax.distributed`)
+    the points are spread over the processes, one per process at a time, and exchanged after each round: every
+    process returns the whole sweep, and process 0 alone reads and saves `chunks`. Returns (rows: the grid keys,
+    `seed` and the `SUMMARY_FIELDS` per point and seed; curves: each read-out as float32[points, seeds, steps]).
 
     Args:
         base: settings shared by every point (`lm.config` keyword arguments, `parse_settings`).
@@ -449,32 +453,65 @@ def sweep(
     check_seed(seed)
     points = grid_points(base, grid)
     paths = [None if chunks is None else _point_file(chunks, p, base, steps, seeds, seed) for p in points]
-    todo, took = sum(path is None or not path.exists() for path in paths), []  # took: seconds of each point run
-    rows, curves = [], {name: [] for name in READOUTS}
-    for i, (point, path) in enumerate(zip(points, paths, strict=True)):
-        config = lm.config(**base, **point)
-        if path is not None and path.exists():
-            with np.load(path) as saved:  # a host run: NumPy arrays, no parameters (lm.Run is typed for a device run)
-                run = lm.Run({name: saved[name] for name in READOUTS}, None, saved["diverged"], saved["diverged_step"])
-        else:
+    processes, me = jax.process_count(), jax.process_index()
+    runs = {i: _load(path) for i, path in enumerate(paths) if me == 0 and path is not None and path.exists()}
+    done = from_first_process(np.array([i in runs for i in range(len(points))]))
+    if processes > 1 and done.any():  # process 0 read the finished points: every process gets them
+        shared = from_first_process(_pack([runs.get(int(i)) for i in np.flatnonzero(done)], seeds, steps))
+        runs = {int(i): _unpack(shared, k) for k, i in enumerate(np.flatnonzero(done))}
+    todo = [int(i) for i in np.flatnonzero(~done)]
+    took = []  # seconds of each point this process ran
+    for start in range(0, len(todo), processes):  # one point per process at a time
+        batch = todo[start : start + processes]
+        run = None
+        if me < len(batch):
+            i = batch[me]
             if progress is not None:  # the time left from the points run (the first one compiles: left out)
-                left = (
-                    f"; about {duration_text(float(np.mean(took[1:] or took)) * (todo - len(took)))} left"
-                    if took
-                    else ""
-                )
-                progress(f"grid point {i + 1}/{len(points)}: {_describe(point)} × {seeds} seed(s){left}")
+                rounds = math.ceil((len(todo) - start) / processes)
+                left = f"; about {duration_text(float(np.mean(took[1:] or took)) * rounds)} left" if took else ""
+                progress(f"grid point {i + 1}/{len(points)}: {_describe(points[i])} × {seeds} seed(s){left}")
             started = time.monotonic()
+            config = lm.config(**base, **points[i])
             run = interruptible(lambda config=config: _run_on_host(config, steps, seeds, seed))
             took.append(time.monotonic() - started)
-            if path is not None:
-                arrays = dict(run.readouts, diverged=run.diverged, diverged_step=run.diverged_step)
-                write_atomically(path, lambda handle, arrays=arrays: np.savez(handle, **arrays))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
-        for s, summary in enumerate(summarize_runs(run, config)):
+        shared = gather_processes(_pack([run], seeds, steps), tiled=True)  # every process's point, on every one
+        for p, i in enumerate(batch):
+            runs[i] = _unpack(shared, p)
+            if me == 0 and paths[i] is not None:
+                arrays = dict(runs[i].readouts, diverged=runs[i].diverged, diverged_step=runs[i].diverged_step)
+                write_atomically(paths[i], lambda handle, arrays=arrays: np.savez(handle, **arrays))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
+    rows, curves = [], {name: [] for name in READOUTS}
+    for i, point in enumerate(points):
+        for s, summary in enumerate(summarize_runs(runs[i], lm.config(**base, **point))):
             rows.append({**point, "seed": s, **summary})
         for name in READOUTS:
-            curves[name].append(np.asarray(run.readouts[name], np.float32))
+            curves[name].append(np.asarray(runs[i].readouts[name], np.float32))
     return rows, {name: np.stack(values) for name, values in curves.items()}
+
+
+def _load(path: Path) -> lm.Run:
+    """A finished point's runs from its file: a host run (NumPy arrays, no parameters)."""
+    with np.load(path) as saved:
+        return lm.Run({name: saved[name] for name in READOUTS}, None, saved["diverged"], saved["diverged_step"])
+
+
+def _pack(runs: Sequence[lm.Run | None], seeds: int, steps: int) -> dict:
+    """Host runs as one pytree of stacked arrays [len(runs), seeds, …] of fixed dtypes, for an exchange between
+    processes; None (a process with no point this round) is a blank of NaN read-outs."""
+    blank = lm.Run({name: np.full((seeds, steps), np.nan, np.float32) for name in READOUTS}, None,
+                   np.zeros(seeds, bool), np.full(seeds, -1, np.int32))  # fmt: skip
+    runs = [blank if run is None else run for run in runs]
+    return dict(
+        readouts={name: np.stack([np.asarray(r.readouts[name], np.float32) for r in runs]) for name in READOUTS},
+        diverged=np.stack([np.asarray(r.diverged, np.int8) for r in runs]),
+        diverged_step=np.stack([np.asarray(r.diverged_step, np.int32) for r in runs]),
+    )
+
+
+def _unpack(packed: dict, k: int) -> lm.Run:
+    """The k-th host run of a `_pack`ed pytree."""
+    readouts = {name: values[k] for name, values in packed["readouts"].items()}
+    return lm.Run(readouts, None, packed["diverged"][k].astype(bool), packed["diverged_step"][k])
 
 
 def _run_on_host(config: lm.Config, steps: int, seeds: int, seed: int) -> lm.Run:

@@ -28,7 +28,7 @@ from ..base.checks import check_choice, check_range, check_seed, check_seeds, ch
 from ..base.errors import PgrpoSimError
 from ..base.progress import progress_bar
 from ..base.runtime import RUN_BOUND_OPTIONS, interruptible
-from ..base.sharding import shard_batch
+from ..base.sharding import gather_processes, shard_batch
 from ..models import bandit
 from ..models.bandit import check_mode, initial_state, make_optimizer, rewards_are_binary, rollout_count, run, step
 from ..models.bandit.configuration import check_settings
@@ -291,7 +291,7 @@ def compute_sweep(
             pending = None  # the chunk in flight: the next one is dispatched before it is saved
 
             def finish(done, out, g=g, results=results):
-                gathered = interruptible(lambda: {k: _gather(v) for k, v in out.items()})  # Ctrl-C: at once
+                gathered = interruptible(lambda: gather_processes(out, tiled=True))  # Ctrl-C: at once
                 chunk = {k: v[: done.size] for k, v in gathered.items()}
                 if store:
                     store.save(g, done, chunk)
@@ -504,15 +504,6 @@ def _done_soon(out: dict) -> bool:
             return False
         time.sleep(0.01)
     return True
-
-
-def _gather(x: jax.Array) -> np.ndarray:
-    """The whole array on this host (across processes in a multi-host run)."""
-    if jax.process_count() == 1:
-        return np.asarray(x)
-    from jax.experimental import multihost_utils
-
-    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
 
 def _assemble(groups: list[dict[str, np.ndarray]], traced: Sequence[Axis], static: Sequence[Axis], spec: SweepSpec):

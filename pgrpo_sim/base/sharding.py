@@ -1,5 +1,7 @@
-"""Spreading a batch over the XLA devices: under the command line one device per CPU core (`runtime`), so a
-batch whose leading axis is split across them runs on every core; with one device these are no-ops."""
+"""Spreading work over the XLA devices and the processes of a multi-host run: under the command line one device per
+CPU core (`runtime`), so a batch whose leading axis is split across them runs on every core; with one device and one
+process these are no-ops. A multi-host run (`jax.distributed`) exchanges host arrays between its
+processes with `gather_processes` and `from_first_process`."""
 
 from __future__ import annotations
 
@@ -23,3 +25,31 @@ def shard_batch(x) -> jax.Array:
         return jax.numpy.asarray(x)
     mesh = jax.sharding.Mesh(np.array(jax.devices()), ("batch",))
     return jax.device_put(x, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch")))
+
+
+def gather_processes(tree, *, tiled: bool = False):
+    """Every process's `tree` (a pytree of host or device arrays of the same shapes and dtypes on every process), on
+    every process.
+
+    Args:
+        tree: this process's arrays.
+        tiled: concatenate the processes' arrays along their leading axis instead of stacking them on a new one.
+
+    Returns:
+        The pytree of NumPy arrays: each leaf [processes, …] (tiled: [processes × n, …]); one process: its own.
+    """
+    if jax.process_count() == 1:
+        return jax.tree.map(lambda x: np.asarray(x) if tiled else np.asarray(x)[None], tree)
+    from jax.experimental import multihost_utils
+
+    return jax.tree.map(np.asarray, multihost_utils.process_allgather(tree, tiled=tiled))
+
+
+def from_first_process(tree):
+    """Process 0's `tree` on every process (the others pass arrays of the same shapes and dtypes); one process: its
+    own, as NumPy arrays."""
+    if jax.process_count() == 1:
+        return jax.tree.map(np.asarray, tree)
+    from jax.experimental import multihost_utils
+
+    return jax.tree.map(np.asarray, multihost_utils.broadcast_one_to_all(tree))

@@ -24,7 +24,10 @@ DEFAULT_SEEDS = 4
 """Seeds of a language-model run (or of each grid point) when --seeds is not given."""
 SIMULATE_FLAGS = frozenset({"model", "set", "steps", "seeds", "seed", "out", "plot", "overwrite", "quiet"})
 """The options `simulate --model lm` takes; any other given on the command line is refused."""
-SWEEP_FLAGS = frozenset({"model", "set", "grid", "steps", "seeds", "seed", "out", "overwrite", "quiet"})
+SWEEP_FLAGS = frozenset({
+    "model", "set", "grid", "steps", "seeds", "seed", "out", "overwrite", "quiet",
+    "coordinator", "num_processes", "process_id",
+})  # fmt: skip
 """The options `sweep --model lm` takes."""
 LM_SWEEP = "sweep --model lm"
 """The command named in an LM sweep's --out mark: not the bandit sweep's, so neither replaces the other's files

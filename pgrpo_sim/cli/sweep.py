@@ -102,6 +102,11 @@ def _check_sweep_flags(args: argparse.Namespace) -> None:
     check_range("chunk_size", args.chunk_size, 1, integer=True)
     check_range("max_memory", args.max_memory, 0.0, low_open=True)
     check_range("save_trajectories", args.save_trajectories, 0, integer=True)
+    _check_process_flags(args)
+
+
+def _check_process_flags(args: argparse.Namespace) -> None:
+    """--coordinator, --num-processes and --process-id: all three or none, in range."""
     multi = (args.num_processes, args.process_id)
     if args.coordinator is None and any(v is not None for v in multi):
         raise UsageError("--num-processes and --process-id need --coordinator HOST:PORT (a multi-host run)")
@@ -258,7 +263,10 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
     """`sweep --model lm`: every --grid point × --seeds runs (`analysis.lm_sweep.sweep`); --out gets
     summary.csv, curves.csv, sweep.json and README.md (`analysis.sweep_store.write_lm_sweep`). Checked first as the
     bandit's sweep is (`_check_size`: the files, and the runs' estimated time on CPU); finished points are kept in
-    --out/chunks as they finish, so a rerun of the same command resumes, and removed once the sweep ends."""
+    --out/chunks as they finish, so a rerun of the same command resumes, and removed once the sweep ends. A
+    multi-host run (--coordinator, --num-processes, --process-id, as the bandit's sweep) spreads the grid points over
+    its processes, one point per process at a time; process 0 keeps the finished points and writes --out, the others
+    write nothing."""
     import shutil
 
     import jax
@@ -269,13 +277,18 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
     from .lm import LM_SWEEP, SWEEP_FLAGS, refuse_bandit_flags, run_size
 
     refuse_bandit_flags(args, SWEEP_FLAGS | {"yes"})
+    _check_process_flags(args)
+    if args.coordinator is not None:  # before the first JAX computation (the settings' checks)
+        jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
     settings = lm_sweep.parse_settings(args.set)
     grid = lm_sweep.parse_grid(args.grid)
     if not grid:
         raise UsageError("sweep --model lm: give at least one --grid KEY=V1,V2,…")
     steps, seeds = run_size(args)
     points = lm_sweep.grid_points(settings, grid)  # every point checked before anything is created
-    check_output_dir(args.out, LM_SWEEP, overwrite=args.overwrite, settings=command_settings(args))
+    writer = jax.process_index() == 0
+    if writer:
+        check_output_dir(args.out, LM_SWEEP, overwrite=args.overwrite, settings=command_settings(args))
     runs = len(points) * seeds * steps
     check_memory(LM_SWEEP, runs * (len(READOUTS) * 8 + 24), "read-outs", "fewer grid points, seeds or steps")
     work = lm_sweep.sweep_flops(settings, grid, seeds=seeds, steps=steps)
@@ -283,6 +296,9 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
     need = _check_size(args, LM_SWEEP, lm_sweep.lm_output_bytes(grid, seeds=seeds, steps=steps), seconds)
     progress = stage_lines("sweep", enabled=not args.quiet)
     report(progress, f"{len(points)} grid point(s) × {seeds} seed(s) × {steps} steps: {need}")
+    if not writer:  # a multi-host run's other processes: their points, shared with process 0
+        lm_sweep.sweep(settings, grid, seeds=seeds, steps=steps, seed=args.seed, progress=progress)
+        return
     out = Path(args.out)
     with staged_outputs() as staged:
         results = claim(args, staged, LM_SWEEP, LM_OUTPUTS, resumable=True)
