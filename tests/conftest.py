@@ -59,3 +59,30 @@ def backend_compiles():
     jax.monitoring.register_event_duration_secs_listener(record)
     yield names
     jax.monitoring.unregister_event_duration_listener(record)
+
+
+@pytest.fixture
+def alone_and_as_two(tmp_path):
+    """Run a command line once alone (into tmp_path/one) and as a two-process run on this host (`--coordinator
+    localhost:PORT --num-processes 2`, into tmp_path/two); returns each process's stdout lines, gloo's own
+    "[Gloo] …" connection lines left out. Both runs must succeed."""
+    import socket
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-m", "pgrpo_sim.cli"]
+
+    def run(argv: list[str]) -> list[list[str]]:
+        alone = subprocess.run([*cli, *argv, "--out", str(tmp_path / "one")], capture_output=True, text=True)
+        assert alone.returncode == 0, alone.stderr
+        with socket.socket() as free:
+            free.bind(("localhost", 0))
+            port = free.getsockname()[1]
+        multi = [*cli, *argv, "--out", str(tmp_path / "two"), "--coordinator", f"localhost:{port}"]
+        procs = [subprocess.Popen([*multi, "--num-processes", "2", "--process-id", str(i)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for i in range(2)]  # fmt: skip
+        outputs = [proc.communicate(timeout=600) for proc in procs]
+        assert [proc.returncode for proc in procs] == [0, 0], [err for _, err in outputs]
+        return [[line for line in out.splitlines() if not line.startswith("[Gloo]")] for out, _ in outputs]
+
+    return run

@@ -106,7 +106,8 @@ def _check_sweep_flags(args: argparse.Namespace) -> None:
 
 
 def _check_process_flags(args: argparse.Namespace) -> None:
-    """--coordinator, --num-processes and --process-id: all three or none, in range."""
+    """--coordinator, --num-processes and --process-id: all three or none, in range; with them, join the multi-host
+    run (`jax.distributed.initialize`), which must come before the first JAX computation — the sweep's checks."""
     multi = (args.num_processes, args.process_id)
     if args.coordinator is None and any(v is not None for v in multi):
         raise UsageError("--num-processes and --process-id need --coordinator HOST:PORT (a multi-host run)")
@@ -115,6 +116,9 @@ def _check_process_flags(args: argparse.Namespace) -> None:
             raise UsageError("--coordinator needs --num-processes and --process-id")
         check_range("num_processes", args.num_processes, 1, integer=True)
         check_range("process_id", args.process_id, 0, args.num_processes - 1, integer=True)
+        import jax
+
+        jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
 
 
 def _sweep_kwargs(args: argparse.Namespace) -> dict:
@@ -196,13 +200,11 @@ class _KeptNote:
 def _claim_sweep(args: argparse.Namespace, staged, command: str, outputs: Sequence[str]) -> Path | None:
     """Claim --out for a checked sweep (`_check_sweep`): the last step before its first chunk. Returns the folder
     for its final files (`claim`; None on the processes of a multi-host run that do not write)."""
-    check_output_dir(args.out, command, overwrite=args.overwrite, settings=command_settings(args))
-    if args.coordinator:
-        import jax
+    import jax
 
-        jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
-        if jax.process_index() != 0:  # process 0 writes
-            return None
+    if jax.process_index() != 0:  # a multi-host run's process 0 checks and writes --out
+        return None
+    check_output_dir(args.out, command, overwrite=args.overwrite, settings=command_settings(args))
     stage = claim(args, staged, command, outputs, resumable=True)
     chunks = Path(args.out) / "chunks"
     args.interrupt_note = _KeptNote(chunks, lambda: len(list(chunks.glob("g*_*.npz"))), "chunk")
@@ -251,8 +253,10 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     base = _sweep_base(args, axes)
     _check_sweep(args, base, axes)
     with staged_outputs() as staged:
-        result = _run_sweep_command(args, base, axes, _claim_sweep(args, staged, "sweep", SWEEP_OUTPUTS))
-    print(f"{result.size} grid points; wrote {args.out}/sweep.nc and {args.out}/summary.csv")
+        stage = _claim_sweep(args, staged, "sweep", SWEEP_OUTPUTS)
+        result = _run_sweep_command(args, base, axes, stage)
+    if stage is not None:  # a multi-host run's process 0 wrote the files; the others say nothing
+        print(f"{result.size} grid points; wrote {args.out}/sweep.nc and {args.out}/summary.csv")
 
 
 LM_OUTPUTS = ("summary.csv", "curves.csv", "sweep.json", "README.md", "chunks")
@@ -278,8 +282,6 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
 
     refuse_bandit_flags(args, SWEEP_FLAGS | {"yes"})
     _check_process_flags(args)
-    if args.coordinator is not None:  # before the first JAX computation (the settings' checks)
-        jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
     settings = lm_sweep.parse_settings(args.set)
     grid = lm_sweep.parse_grid(args.grid)
     if not grid:
@@ -349,13 +351,16 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
         )
     with staged_outputs() as staged:
         stage = _claim_sweep(args, staged, "phase-diagram", PHASE_OUTPUTS)
-        ds = _run_sweep_command(args, base, axes, stage).to_dataset()
+        result = _run_sweep_command(args, base, axes, stage)
+        if stage is None:  # a multi-host run's other processes: process 0 draws and writes
+            return
+        ds = result.to_dataset()
         kept = [a.name for a in ordered if a.size > 1]
         ds = ds.squeeze(drop=False)
         assert list(ds["regime"].dims) == kept, (ds["regime"].dims, kept)
         prediction = type(prediction)(*(np.reshape(v, ds["regime"].shape) for v in prediction))
         summary = agreement(ds["regime"].values, prediction)
-        target = Path(args.out) if stage is None else stage
+        target = stage
         boundaries = phase_boundaries(ds, args.x, args.y)  # None unless both axes are among eta, momentum, lag
         title = describe(args, swept=(args.x, args.y))
         figure = str(target / "phase")

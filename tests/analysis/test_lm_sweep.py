@@ -170,28 +170,15 @@ def test_cli_simulate_and_sweep(tmp_path):
 
 
 @pytest.mark.slow  # three command-line processes, each compiling the level's run (~30 s)
-def test_a_sweep_over_two_processes_equals_the_one_process_sweep(tmp_path):
-    """`sweep --model lm --coordinator … --num-processes 2`: two processes on this host (jax.distributed) share a
-    3-point grid (one point each per round, the second round one point and a blank) and process 0 writes files
-    equal to a one-process sweep's, byte for byte; process 1 writes nothing."""
-    import socket
-
-    cli = [sys.executable, "-m", "pgrpo_sim.cli", "sweep", "--model", "lm", *TINY_FLAGS, "--grid",
-           "learning_rate=1e-3,3e-3,1e-2", "--steps", "3", "--seeds", "2", "--quiet"]  # fmt: skip
-    alone = subprocess.run([*cli, "--out", str(tmp_path / "one")], capture_output=True, text=True)
-    assert alone.returncode == 0, alone.stderr
-    with socket.socket() as free:
-        free.bind(("localhost", 0))
-        port = free.getsockname()[1]
-    multi = [*cli, "--out", str(tmp_path / "two"), "--coordinator", f"localhost:{port}", "--num-processes", "2"]
-    procs = [subprocess.Popen([*multi, "--process-id", str(i)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for i in range(2)]  # fmt: skip
-    outputs = [proc.communicate(timeout=600) for proc in procs]
-    assert [proc.returncode for proc in procs] == [0, 0], [err for _, err in outputs]
+def test_a_sweep_over_two_processes_equals_the_one_process_sweep(alone_and_as_two, tmp_path):
+    """`sweep --model lm --coordinator …`: two processes on this host share a 3-point grid (one point each per round,
+    the second round one point and a blank) and process 0 writes files equal to a one-process sweep's, byte for
+    byte; process 1 writes and says nothing."""
+    said = alone_and_as_two(["sweep", "--model", "lm", *TINY_FLAGS, "--grid", "learning_rate=1e-3,3e-3,1e-2",
+                             "--steps", "3", "--seeds", "2", "--quiet"])  # fmt: skip
     for name in ("summary.csv", "curves.csv"):
         assert (tmp_path / "two" / name).read_text() == (tmp_path / "one" / name).read_text(), name
-    said = [[line for line in out.splitlines() if not line.startswith("[Gloo]")] for out, _ in outputs]  # gloo's own
-    assert "grid point(s)" in said[0][-1] and not said[1]  # process 0 tells what it wrote; process 1 is silent
+    assert "grid point(s)" in said[0][-1] and not said[1]
 
 
 @pytest.mark.parametrize(

@@ -269,6 +269,16 @@ def test_identical_results_on_eight_simulated_devices(tmp_path):
     np.testing.assert_allclose(one["final"], eight["final"], rtol=1e-12)
 
 
+@pytest.mark.slow  # three command-line processes (~15 s each on 2 cores)
+def test_a_sweep_over_two_processes_equals_the_one_process_sweep(alone_and_as_two, tmp_path):
+    """`sweep --coordinator …`: two processes on this host (each with its CPU devices: one configuration mesh over
+    both) write, through process 0, the one-process sweep's summary byte for byte; process 1 writes and says
+    nothing. (It failed before 2026-12-07: jax.distributed was started after the sweep's checks had started JAX.)"""
+    said = alone_and_as_two(["sweep", "--grid", "eta=log:0.01:1:6", "--steps", "50", "--quiet"])
+    assert (tmp_path / "two" / "summary.csv").read_text() == (tmp_path / "one" / "summary.csv").read_text()
+    assert "6 grid points; wrote" in said[0][-1] and not said[1]
+
+
 def test_noisy_curves_are_judged_against_their_standard_error():
     """Seed noise around the plateau is not oscillation or instability; an oscillation well above the noise is."""
     t = np.arange(500.0)
