@@ -200,10 +200,12 @@ def what_if(
 
 
 def _answer(cal: Calibration, changes: dict, summary: dict) -> Scenario:
+    """The `Scenario` of a `scenario` summary: its final reward and band in the log's units (the summary's are
+    reward / `reward_scale`, as whatif.json keeps them)."""
     record = (dict(set=changes) if changes else {}) | summary
     probability, stderr = summary["collapse_probability"], summary["collapse_probability_stderr"]
-    band_ = band(cal, summary)
-    return Scenario(changes, summary["verdict"], summary["final_reward"], probability, stderr, band_, record)
+    final = None if summary["final_reward"] is None else summary["final_reward"] * cal.run.reward_scale
+    return Scenario(changes, summary["verdict"], final, probability, stderr, band(cal, summary), record)
 
 
 def band(cal: Calibration, entry: Mapping) -> Band:

@@ -113,8 +113,8 @@ def lm_what_if_command(
     result = lm_scenarios.what_if(cal, scenarios, until=until, level=args.band, seed=args.seed, progress=progress)
     with staged_outputs() as staged:
         write_lm_whatif(log, cal, result, claim(staged, WHATIF_OUTPUTS))
-    for answer in result.answers:
-        final = "—" if answer.final_reward is None else f"{answer.final_reward:.3f}"
+    for answer in result.answers:  # the numbers of whatif.json and the report: reward / reward_scale
+        final = "—" if answer.record["final_reward"] is None else f"{answer.record['final_reward']:.3f}"
         print(
             f"{answer.label}: {answer.verdict}, collapse probability {answer.collapse_probability:.2f} ± "
             f"{answer.collapse_probability_stderr:.2f} of {answer.record['runs']} runs, final reward {final}"

@@ -252,6 +252,12 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
     assert result.scenarios[0].record["level_learning_rates"][0] == pytest.approx(
         30 * result.baseline.record["level_learning_rates"][0]
     )
+    # a log paid 2 per right answer: the answers' final reward and band in its units, whatif.json's / reward_scale
+    paid = dataclasses.replace(cal, run=run.replace(reward_scale=2.0))
+    twice = lmscen.what_if(paid, [], until=29, seed=2).baseline
+    assert twice.record["final_reward"] == result.baseline.record["final_reward"]
+    assert twice.final_reward == pytest.approx(2 * result.baseline.final_reward, rel=1e-12)
+    np.testing.assert_allclose(twice.band.mean, 2 * result.baseline.band.mean, rtol=1e-12)
 
 
 def test_grid_runs_are_cached_by_their_settings(tmp_path, monkeypatch):
