@@ -62,27 +62,31 @@ def backend_compiles():
 
 
 @pytest.fixture
-def alone_and_as_two(tmp_path):
-    """Run a command line once alone (into tmp_path/one) and as a two-process run on this host (`--coordinator
-    localhost:PORT --num-processes 2`, into tmp_path/two); returns each process's stdout lines, gloo's own
-    "[Gloo] …" connection lines left out. Both runs must succeed."""
+def two_processes(tmp_path):
+    """Run a command line as a two-process run on this host (`--coordinator localhost:PORT --num-processes 2
+    --process-id I`); returns per process (exit code, stdout lines without gloo's own "[Gloo] …" connection lines,
+    stderr)."""
     import socket
     import subprocess
     import sys
 
-    cli = [sys.executable, "-m", "pgrpo_sim.cli"]
-
-    def run(argv: list[str]) -> list[list[str]]:
-        alone = subprocess.run([*cli, *argv, "--out", str(tmp_path / "one")], capture_output=True, text=True)
-        assert alone.returncode == 0, alone.stderr
+    def run(argv: list[str]) -> list[tuple[int, list[str], str]]:
         with socket.socket() as free:
             free.bind(("localhost", 0))
             port = free.getsockname()[1]
-        multi = [*cli, *argv, "--out", str(tmp_path / "two"), "--coordinator", f"localhost:{port}"]
-        procs = [subprocess.Popen([*multi, "--num-processes", "2", "--process-id", str(i)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for i in range(2)]  # fmt: skip
-        outputs = [proc.communicate(timeout=600) for proc in procs]
-        assert [proc.returncode for proc in procs] == [0, 0], [err for _, err in outputs]
-        return [[line for line in out.splitlines() if not line.startswith("[Gloo]")] for out, _ in outputs]
+        multi = [sys.executable, "-m", "pgrpo_sim.cli", *argv, "--coordinator", f"localhost:{port}"]
+        logs = [(tmp_path / f"process{i}.out", tmp_path / f"process{i}.err") for i in range(2)]
+        procs = []
+        try:  # each process's output to files: a full pipe would stall both processes
+            for i, (out, err) in enumerate(logs):
+                with out.open("w") as stdout, err.open("w") as stderr:
+                    argv_i = [*multi, "--num-processes", "2", "--process-id", str(i)]
+                    procs.append(subprocess.Popen(argv_i, stdout=stdout, stderr=stderr, text=True))
+            codes = [proc.wait(timeout=600) for proc in procs]
+        finally:
+            for proc in procs:
+                proc.kill()  # no-op for a process that ended
+        said = [[line for line in out.read_text().splitlines() if not line.startswith("[Gloo]")] for out, _ in logs]
+        return [(code, lines, err.read_text()) for code, lines, (_, err) in zip(codes, said, logs, strict=True)]
 
     return run

@@ -95,6 +95,18 @@ CASES = {
     "sweep nan max memory": ([*SWEEP, "--max-memory", "nan"], "--max-memory"),
     "sweep inf max memory": ([*SWEEP, "--max-memory", "inf"], "--max-memory"),
     "sweep processes without coordinator": ([*SWEEP, "--num-processes", "2"], "--coordinator"),
+    "sweep coordinator not host:port": (
+        [*SWEEP, "--coordinator", "localhost", "--num-processes", "2", "--process-id", "0"],
+        "--coordinator must be HOST:PORT",
+    ),
+    "sweep zero processes": (
+        [*SWEEP, "--coordinator", "localhost:1", "--num-processes", "0", "--process-id", "0"],
+        "--num-processes must be >= 1",
+    ),
+    "sweep process id out of range": (
+        [*SWEEP, "--coordinator", "localhost:1", "--num-processes", "2", "--process-id", "2"],
+        "--process-id must be",
+    ),
     "sweep zero clip": ([*SWEEP, "--clip", "0"], "clip"),
     "sweep grid value zero": (["sweep", "--grid", "eta=0,0.1", "--steps", "5", "--quiet", "--out", "d"], "eta=0,0.1"),
     "sweep grid out of range": ([*SWEEP, "--grid", "momentum=0:1:5"], "momentum"),

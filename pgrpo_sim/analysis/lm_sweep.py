@@ -41,7 +41,7 @@ from ..base.errors import PgrpoSimError
 from ..base.files import write_atomically
 from ..base.progress import duration_text
 from ..base.runtime import interruptible
-from ..base.sharding import from_first_process, gather_processes
+from ..base.sharding import gather_processes, share_from_first
 from ..models import lm
 from ..models.lm import READOUTS
 from ..models.lm.configuration import UNBOUNDED
@@ -429,7 +429,8 @@ def sweep(
     interrupted sweep resumes). Each point runs in a worker thread (`base.runtime.interruptible`), so that Ctrl-C
     stops the sweep at once, losing at most the point under way. In a multi-host run (`jax.distributed`)
     the points are spread over the processes, one per process at a time, and exchanged after each round: every
-    process returns the whole sweep, and process 0 alone reads and saves `chunks`. Returns (rows: the grid keys,
+    process returns the whole sweep, and process 0 alone reads and saves `chunks`; a point that fails on one process
+    stops every process after its round. Returns (rows: the grid keys,
     `seed` and the `SUMMARY_FIELDS` per point and seed; curves: each read-out as float32[points, seeds, steps]).
 
     Args:
@@ -454,16 +455,13 @@ def sweep(
     points = grid_points(base, grid)
     paths = [None if chunks is None else _point_file(chunks, p, base, steps, seeds, seed) for p in points]
     processes, me = jax.process_count(), jax.process_index()
-    runs = {i: _load(path) for i, path in enumerate(paths) if me == 0 and path is not None and path.exists()}
-    done = from_first_process(np.array([i in runs for i in range(len(points))]))
-    if processes > 1 and done.any():  # process 0 read the finished points: every process gets them
-        shared = from_first_process(_pack([runs.get(int(i)) for i in np.flatnonzero(done)], seeds, steps))
-        runs = {int(i): _unpack(shared, k) for k, i in enumerate(np.flatnonzero(done))}
-    todo = [int(i) for i in np.flatnonzero(~done)]
+    loaded = {i: _load(path) for i, path in enumerate(paths) if me == 0 and path is not None and path.exists()}
+    runs = share_from_first(loaded)  # process 0 reads the finished points; every process gets them
+    todo = [i for i in range(len(points)) if i not in runs]
     took = []  # seconds of each point this process ran
     for start in range(0, len(todo), processes):  # one point per process at a time
         batch = todo[start : start + processes]
-        run = None
+        run, failure = None, None
         if me < len(batch):
             i = batch[me]
             if progress is not None:  # the time left from the points run (the first one compiles: left out)
@@ -472,14 +470,31 @@ def sweep(
                 progress(f"grid point {i + 1}/{len(points)}: {_describe(points[i])} × {seeds} seed(s){left}")
             started = time.monotonic()
             config = lm.config(**base, **points[i])
-            run = interruptible(lambda config=config: _run_on_host(config, steps, seeds, seed))
+            try:
+                run = interruptible(lambda config=config: _run_on_host(config, steps, seeds, seed))
+            except Exception as exc:  # told to the other processes first, so that none waits for this point
+                if processes == 1:
+                    raise
+                failure = exc
             took.append(time.monotonic() - started)
-        shared = gather_processes(_pack([run], seeds, steps), tiled=True)  # every process's point, on every one
-        for p, i in enumerate(batch):
-            runs[i] = _unpack(shared, p)
-            if me == 0 and paths[i] is not None:
-                arrays = dict(runs[i].readouts, diverged=runs[i].diverged, diverged_step=runs[i].diverged_step)
-                write_atomically(paths[i], lambda handle, arrays=arrays: np.savez(handle, **arrays))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
+            if me == 0 and run is not None and (path := paths[i]) is not None:  # saved before the exchange
+                _save(path, run)
+        if processes > 1:  # every process's point, on every process; Ctrl-C at once
+            packed = dict(_pack([run], seeds, steps), failed=np.array([failure is not None], np.int8))
+            shared = interruptible(lambda packed=packed: gather_processes(packed, tiled=True))
+            if failure is not None:
+                raise failure
+            if shared["failed"].any():
+                raise PgrpoSimError(
+                    f"process {np.flatnonzero(shared['failed'])[0]} of the multi-host run stopped at a grid point; "
+                    "its own message says why"
+                )
+            for p, i in enumerate(batch):
+                runs[i] = _unpack(shared, p)
+                if me == 0 and p > 0 and (path := paths[i]) is not None:
+                    _save(path, runs[i])
+        elif run is not None:  # one process: a failed point has raised
+            runs[batch[0]] = run
     rows, curves = [], {name: [] for name in READOUTS}
     for i, point in enumerate(points):
         for s, summary in enumerate(summarize_runs(runs[i], lm.config(**base, **point))):
@@ -487,6 +502,12 @@ def sweep(
         for name in READOUTS:
             curves[name].append(np.asarray(runs[i].readouts[name], np.float32))
     return rows, {name: np.stack(values) for name, values in curves.items()}
+
+
+def _save(path: Path, run: lm.Run) -> None:
+    """A finished point's runs to its file, atomically."""
+    arrays = dict(run.readouts, diverged=run.diverged, diverged_step=run.diverged_step)
+    write_atomically(path, lambda handle: np.savez(handle, **arrays))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
 
 
 def _load(path: Path) -> lm.Run:

@@ -28,7 +28,7 @@ from ..base.checks import check_choice, check_range, check_seed, check_seeds, ch
 from ..base.errors import PgrpoSimError
 from ..base.progress import progress_bar
 from ..base.runtime import RUN_BOUND_OPTIONS, interruptible
-from ..base.sharding import gather_processes, shard_batch
+from ..base.sharding import agree, gather_processes, shard_batch, share_from_first
 from ..models import bandit
 from ..models.bandit import check_mode, initial_state, make_optimizer, rewards_are_binary, rollout_count, run, step
 from ..models.bandit.configuration import check_settings
@@ -267,7 +267,7 @@ def compute_sweep(
     steps, mode, seeds, seed, decimate = settings.steps, settings.mode, settings.seeds, settings.seed, settings.decimate
     spec, traced, static, configs = _plan(base, axes, settings)
     writer = out_dir is not None and jax.process_index() == 0  # in a multi-host run, process 0 writes
-    store = ChunkStore(out_dir, spec, overwrite) if writer else None
+    store = agree(lambda: ChunkStore(out_dir, spec, overwrite) if writer else None)  # refused: every process stops
     if traced:
         grid = np.stack(np.meshgrid(*[np.asarray(a.values) for a in traced], indexing="ij"), -1)
         grid = grid.reshape(-1, len(traced))
@@ -281,9 +281,8 @@ def compute_sweep(
             else:  # only static axes: one configuration per group (η substituted by itself)
                 params_all = {"eta": np.asarray(config.eta, float).reshape(1)}
             results = _Results(n_traced)
-            if store:
-                for index, chunk in store.load(g):
-                    results.put(index, chunk)
+            for index, chunk in share_from_first(list(store.load(g)) if store else []):  # process 0's, to every one
+                results.put(index, chunk)
             todo = np.flatnonzero(~results.filled)
             bar.update(n_traced - todo.size)
             binary, branches = _reuse_rollouts(config, mode)

@@ -114,11 +114,21 @@ def _check_process_flags(args: argparse.Namespace) -> None:
     if args.coordinator is not None:
         if None in multi:
             raise UsageError("--coordinator needs --num-processes and --process-id")
-        check_range("num_processes", args.num_processes, 1, integer=True)
-        check_range("process_id", args.process_id, 0, args.num_processes - 1, integer=True)
+        host, _, port = args.coordinator.rpartition(":")
+        if not host or not port.isdigit():
+            raise UsageError(f"--coordinator must be HOST:PORT (process 0's address), got {args.coordinator!r}")
+        check_range("--num-processes", args.num_processes, 1, integer=True)
+        check_range("--process-id", args.process_id, 0, args.num_processes - 1, integer=True)
         import jax
 
-        jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+        try:
+            jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+        except Exception as exc:  # JAX's own errors are multi-line (XLA status, a traceback of its service)
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise UsageError(
+                f"--coordinator {args.coordinator}: process {args.process_id} of {args.num_processes} could not join "
+                f"the multi-host run: {reason}"
+            ) from None
 
 
 def _sweep_kwargs(args: argparse.Namespace) -> dict:
@@ -202,13 +212,18 @@ def _claim_sweep(args: argparse.Namespace, staged, command: str, outputs: Sequen
     for its final files (`claim`; None on the processes of a multi-host run that do not write)."""
     import jax
 
-    if jax.process_index() != 0:  # a multi-host run's process 0 checks and writes --out
-        return None
-    check_output_dir(args.out, command, overwrite=args.overwrite, settings=command_settings(args))
-    stage = claim(args, staged, command, outputs, resumable=True)
-    chunks = Path(args.out) / "chunks"
-    args.interrupt_note = _KeptNote(chunks, lambda: len(list(chunks.glob("g*_*.npz"))), "chunk")
-    return stage
+    from ..base.sharding import agree
+
+    def claimed() -> Path | None:
+        if jax.process_index() != 0:  # a multi-host run's process 0 checks and writes --out
+            return None
+        check_output_dir(args.out, command, overwrite=args.overwrite, settings=command_settings(args))
+        stage = claim(args, staged, command, outputs, resumable=True)
+        chunks = Path(args.out) / "chunks"
+        args.interrupt_note = _KeptNote(chunks, lambda: len(list(chunks.glob("g*_*.npz"))), "chunk")
+        return stage
+
+    return agree(claimed)  # process 0 refused --out: every process stops
 
 
 def _run_sweep_command(args: argparse.Namespace, base: dict, axes, results: Path | None):
@@ -251,7 +266,9 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     if not axes:
         raise UsageError("sweep: give at least one --grid name=values")
     base = _sweep_base(args, axes)
-    _check_sweep(args, base, axes)
+    from ..base.sharding import agree
+
+    agree(lambda: _check_sweep(args, base, axes))  # one host's free disk may refuse: every process stops
     with staged_outputs() as staged:
         stage = _claim_sweep(args, staged, "sweep", SWEEP_OUTPUTS)
         result = _run_sweep_command(args, base, axes, stage)
@@ -277,6 +294,7 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
 
     from ..analysis import lm_sweep
     from ..analysis.sweep_store import write_lm_sweep
+    from ..base.sharding import agree
     from ..models.lm import READOUTS
     from .lm import LM_SWEEP, SWEEP_FLAGS, refuse_bandit_flags, run_size
 
@@ -289,21 +307,26 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
     steps, seeds = run_size(args)
     points = lm_sweep.grid_points(settings, grid)  # every point checked before anything is created
     writer = jax.process_index() == 0
-    if writer:
-        check_output_dir(args.out, LM_SWEEP, overwrite=args.overwrite, settings=command_settings(args))
-    runs = len(points) * seeds * steps
-    check_memory(LM_SWEEP, runs * (len(READOUTS) * 8 + 24), "read-outs", "fewer grid points, seeds or steps")
-    work = lm_sweep.sweep_flops(settings, grid, seeds=seeds, steps=steps)
-    seconds = work / lm_sweep.CPU_FLOPS if jax.default_backend() == "cpu" else None
-    need = _check_size(args, LM_SWEEP, lm_sweep.lm_output_bytes(grid, seeds=seeds, steps=steps), seconds)
+
+    def checked() -> str:  # on every process (each host's memory and disk); --out on process 0
+        if writer:
+            check_output_dir(args.out, LM_SWEEP, overwrite=args.overwrite, settings=command_settings(args))
+        runs = len(points) * seeds * steps
+        check_memory(LM_SWEEP, runs * (len(READOUTS) * 8 + 24), "read-outs", "fewer grid points, seeds or steps")
+        work = lm_sweep.sweep_flops(settings, grid, seeds=seeds, steps=steps)
+        seconds = work / lm_sweep.CPU_FLOPS if jax.default_backend() == "cpu" else None
+        return _check_size(args, LM_SWEEP, lm_sweep.lm_output_bytes(grid, seeds=seeds, steps=steps), seconds)
+
+    need = agree(checked)  # a refusal on any process stops every process
     progress = stage_lines("sweep", enabled=not args.quiet)
     report(progress, f"{len(points)} grid point(s) × {seeds} seed(s) × {steps} steps: {need}")
     if not writer:  # a multi-host run's other processes: their points, shared with process 0
+        agree(lambda: None)  # process 0's claim of --out
         lm_sweep.sweep(settings, grid, seeds=seeds, steps=steps, seed=args.seed, progress=progress)
         return
     out = Path(args.out)
     with staged_outputs() as staged:
-        results = claim(args, staged, LM_SWEEP, LM_OUTPUTS, resumable=True)
+        results = agree(lambda: claim(args, staged, LM_SWEEP, LM_OUTPUTS, resumable=True))
         finished = lambda: len(list((out / "chunks").glob("point-*.npz")))  # temporary files are hidden
         args.interrupt_note = _KeptNote(out / "chunks", finished, "grid point")
         rows, curves = lm_sweep.sweep(
@@ -340,7 +363,9 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
     if {a.name for a in axes if a.size > 1} != {args.x, args.y} or args.x == args.y:
         raise UsageError("phase-diagram: the grid must vary exactly --x and --y")
     base = _sweep_base(args, axes)
-    _check_sweep(args, base, axes)
+    from ..base.sharding import agree
+
+    agree(lambda: _check_sweep(args, base, axes))
     # the predictions first: a configuration the theory cannot describe is refused before the sweep runs
     ordered = grid_axes(axes)
     prediction = predict_cells(base, {a.name: np.asarray(a.values) for a in ordered})

@@ -170,15 +170,20 @@ def test_cli_simulate_and_sweep(tmp_path):
 
 
 @pytest.mark.slow  # three command-line processes, each compiling the level's run (~30 s)
-def test_a_sweep_over_two_processes_equals_the_one_process_sweep(alone_and_as_two, tmp_path):
+def test_a_sweep_over_two_processes_equals_the_one_process_sweep(two_processes, tmp_path):
     """`sweep --model lm --coordinator …`: two processes on this host share a 3-point grid (one point each per round,
     the second round one point and a blank) and process 0 writes files equal to a one-process sweep's, byte for
     byte; process 1 writes and says nothing."""
-    said = alone_and_as_two(["sweep", "--model", "lm", *TINY_FLAGS, "--grid", "learning_rate=1e-3,3e-3,1e-2",
-                             "--steps", "3", "--seeds", "2", "--quiet"])  # fmt: skip
+    argv = ["sweep", "--model", "lm", *TINY_FLAGS, "--grid", "learning_rate=1e-3,3e-3,1e-2", "--steps", "3",
+            "--seeds", "2", "--quiet"]  # fmt: skip
+    alone = subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", *argv, "--out", str(tmp_path / "one")],
+                           capture_output=True, text=True)  # fmt: skip
+    assert alone.returncode == 0, alone.stderr
+    (zero, said0, err0), (one, said1, err1) = two_processes([*argv, "--out", str(tmp_path / "two")])
+    assert (zero, one) == (0, 0), (err0, err1)
     for name in ("summary.csv", "curves.csv"):
         assert (tmp_path / "two" / name).read_text() == (tmp_path / "one" / name).read_text(), name
-    assert "grid point(s)" in said[0][-1] and not said[1]
+    assert "grid point(s)" in said0[-1] and not said1
 
 
 @pytest.mark.parametrize(

@@ -270,13 +270,25 @@ def test_identical_results_on_eight_simulated_devices(tmp_path):
 
 
 @pytest.mark.slow  # three command-line processes (~15 s each on 2 cores)
-def test_a_sweep_over_two_processes_equals_the_one_process_sweep(alone_and_as_two, tmp_path):
+def test_a_sweep_over_two_processes_equals_the_one_process_sweep(two_processes, tmp_path):
     """`sweep --coordinator …`: two processes on this host (each with its CPU devices: one configuration mesh over
     both) write, through process 0, the one-process sweep's summary byte for byte; process 1 writes and says
-    nothing. (It failed before 2026-12-07: jax.distributed was started after the sweep's checks had started JAX.)"""
-    said = alone_and_as_two(["sweep", "--grid", "eta=log:0.01:1:6", "--steps", "50", "--quiet"])
+    nothing. (It failed before 2026-12-07: jax.distributed was started after the sweep's checks had started JAX.)
+    An --out that process 0 refuses ends both processes with one line each, exit 2."""
+    argv = ["sweep", "--grid", "eta=log:0.01:1:6", "--steps", "50", "--quiet"]
+    alone = subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", *argv, "--out", str(tmp_path / "one")],
+                           capture_output=True, text=True)  # fmt: skip
+    assert alone.returncode == 0, alone.stderr
+    (zero, said0, err0), (one, said1, err1) = two_processes([*argv, "--out", str(tmp_path / "two")])
+    assert (zero, one) == (0, 0), (err0, err1)
     assert (tmp_path / "two" / "summary.csv").read_text() == (tmp_path / "one" / "summary.csv").read_text()
-    assert "6 grid points; wrote" in said[0][-1] and not said[1]
+    assert "6 grid points; wrote" in said0[-1] and not said1
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("a user's file")
+    (zero, _, err0), (one, _, err1) = two_processes([*argv, "--out", str(tmp_path / "other")])
+    assert (zero, one) == (2, 2), (err0, err1)
+    assert "--out" in err0 and "process 0 of the multi-host run refused" in err1, (err0, err1)
+    assert len(err1.strip().splitlines()) == 1 and (tmp_path / "other" / "notes.txt").exists()
 
 
 def test_noisy_curves_are_judged_against_their_standard_error():
