@@ -188,7 +188,7 @@ def test_one_logs_figures_share_its_reward_units(tmp_path, monkeypatch):
     text = (tmp_path / "report.md").read_text()
     assert "reward / reward_scale (2)" in text and "- epsilon=None: the clip's change" in text
     monkeypatch.setattr(lm_report, "plot_bands", capture("level forecast"))
-    forecast = Forecast("lm", band, 30.0, 60.0, "learns", 0.0, 0.0, None, dict(forecast=entry))
+    forecast = Forecast("lm", band, 30.0, 60.0, "learns", 0.0, 0.0, None, dict(forecast=entry, heldout=None))
     lm_report.write_lm_forecast(log, level, forecast, tmp_path)
     for name, ax in drawn.items():
         lines = {line.get_label(): line for line in ax.get_lines()}

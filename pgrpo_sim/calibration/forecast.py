@@ -320,8 +320,8 @@ def forecast(
 
     Returns:
         The `Forecast` (model "bandit"; no verdict or collapse probability: the bandit cannot collapse); its
-        `heldout` is `heldout_score`'s, and its record (forecast.json) holds fit_until, the band level,
-        `band_dict`'s lists, diverged, diverged_fraction and heldout when the log goes past the fit window.
+        `heldout` is `heldout_score`'s, and its record (forecast.json) holds model, fit_until, until, the band level,
+        `band_dict`'s lists, diverged, diverged_fraction and heldout (None when the log ends in the fit window).
 
     Raises:
         PgrpoSimError: `log` or `calibration` has the wrong type, or `until`, `level` or `seed` is out of range.
@@ -331,17 +331,17 @@ def forecast(
     until = float(log["step"][-1]) if until is None else float(until)
     report(progress, f"drawing the {level:.0%} band to step {until:g} ({DRAWS + 1} runs)")
     band = predictive_band(extend(calibration, until), level=level, seed=seed)
-    record: dict[str, object] = dict(
+    score = heldout_score(log, calibration, band, progress=progress)
+    record = dict(
         model="bandit",
         fit_until=calibration.fit_until,
+        until=until,
         band=level,
         **band_dict(band),
         diverged=band.diverged,
         diverged_fraction=band.diverged_fraction,
+        heldout=score,
     )
-    score = heldout_score(log, calibration, band, progress=progress)
-    if score is not None:
-        record["heldout"] = score
     return Forecast("bandit", band, calibration.fit_until, until, None, None, None, score, record)
 
 

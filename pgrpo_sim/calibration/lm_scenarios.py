@@ -52,7 +52,7 @@ def check_scenario(run: RunConfig, changes: Mapping[str, object], level: Level |
 
 def scenario(cal: Calibration, changes: Mapping[str, object], *, steps: int, level: float = 0.8, seed: int = 0) -> dict:
     """A scenario's runs on the calibrated level: `cal.level.draws` runs of `steps` GRPO steps, each at a level rate
-    drawn from the posterior × the scenario's rate / the run's, with its own seed. Rewards are in the log's units
+    drawn from the posterior × the scenario's rate / the run's, with its own seed. Rewards are in the log's share units
     (each run's level reward × its draw's ceiling c: the log's reward / `reward_scale`, in [0, 1]).
 
     Args:
@@ -84,7 +84,7 @@ def scenario(cal: Calibration, changes: Mapping[str, object], *, steps: int, lev
     rates = rates * run.learning_rate / cal.run.learning_rate
     result = _runs(run, cal, formats, rates, steps, seed)
     scaled = dict(result.readouts, reward=np.asarray(result.readouts["reward"], float) * ceilings[:, None])
-    result = result._replace(readouts=scaled)  # in the log's units: c × the level's reward
+    result = result._replace(readouts=scaled)  # in the log's share units: c × the level's reward
     first = level_config(
         run, float(rates[0]), cal.start_accuracy, cal.level, cal.schedule_steps(run), float(formats[0])
     )
@@ -175,7 +175,8 @@ def what_if(
 
     Returns:
         The `WhatIf` (model "lm"): each `Scenario`'s record is its `scenario` summary (a scenario's with its
-        changes as "set"), rewards in the log's units (reward / `reward_scale`; the bands × `reward_scale`).
+        changes as "set"): the records' rewards in the log's share units (reward / `reward_scale`), the answers'
+        final rewards and bands in the log's units (× `reward_scale`).
 
     Raises:
         PgrpoSimError: as `scenario`, or `until` before the log's first step; before any run: every scenario
@@ -247,10 +248,11 @@ def forecast(
         The `Forecast` (model "lm"): its collapse probability is the share of the level's runs that collapse by
         `until` (the run's own foresight), its verdict the calibrated run's; `heldout` scores the band on the log's
         rewards at the logged steps in (`fit_until`, `until`]: `n` (those steps), `mae` (mean absolute error of the
-        band's mean, in the log's reward / `reward_scale`) and `coverage` (the share of held-out rewards inside the
+        band's mean, in the log's units, as the bandit's) and `coverage` (the share of held-out rewards inside the
         band, in [0, 1]); None without held-out steps. Its record (forecast.json): {"model": "lm", "band": `level`,
         "until", "fit_until", "collapse_probability", "collapse_probability_stderr", "verdict", "forecast": the
-        calibrated run's `scenario` summary over `calibration.grpo_steps(until)` GRPO steps, "heldout"}.
+        calibrated run's `scenario` summary over `calibration.grpo_steps(until)` GRPO steps, "heldout" (its `mae` in
+        the log's reward / `reward_scale`, as the summary's rewards)}.
 
     Raises:
         PgrpoSimError: as `scenario`, or `until` before the log's first step.
@@ -279,5 +281,6 @@ def forecast(
         forecast=entry,
         heldout=heldout,
     )
+    scored = None if heldout is None else dict(heldout, mae=heldout["mae"] * calibration.run.reward_scale)
     fit_until, verdict_ = calibration.fit_until, entry["verdict"]
-    return Forecast("lm", band(calibration, entry), fit_until, until, verdict_, probability, stderr, heldout, record)
+    return Forecast("lm", band(calibration, entry), fit_until, until, verdict_, probability, stderr, scored, record)

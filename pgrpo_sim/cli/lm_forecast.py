@@ -150,7 +150,7 @@ def lm_forecast_command(args: argparse.Namespace, log, run, fit_until, claim, wh
     result = lm_scenarios.forecast(log, cal, until=until, level=args.band, seed=args.seed)
     with staged_outputs() as staged:
         write_lm_forecast(log, cal, result, claim(staged, FORECAST_OUTPUTS))
-    held = result.heldout
+    held = result.record["heldout"]  # as forecast.json: reward / reward_scale
     score = (
         "no held-out steps to score"
         if held is None

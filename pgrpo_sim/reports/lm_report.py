@@ -106,7 +106,7 @@ def write_lm_forecast(log: TrainingLog, cal: language_model.Calibration, forecas
     (out / "forecast.json").write_text(json_text(forecast.record, indent=2))
     steps, reward = log.series("reward")
     plot_bands(steps, reward, {"forecast": forecast.band}, out / "forecast.png", fit_until=cal.fit_until)
-    held = forecast.heldout
+    held = forecast.record["heldout"]  # as forecast.json: reward / reward_scale
     score = (
         "No held-out steps to score."
         if held is None

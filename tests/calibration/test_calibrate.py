@@ -71,7 +71,9 @@ def test_commands_end_to_end_on_a_real_log(tmp_path):
     proc = cli("forecast", str(log), "--fit-fraction", "0.3", "--out", str(tmp_path / "f"))
     assert proc.returncode == 0, proc.stderr
     f = json.loads((tmp_path / "f" / "forecast.json").read_text())
-    assert {"fit_until", "band", "steps", "mean", "lo", "hi", "heldout", "diverged_fraction"} <= set(f)
+    keys = {"model", "fit_until", "until", "band", "steps", "mean", "lo", "hi", "heldout", "diverged_fraction"}
+    assert keys <= set(f)
+    assert f["model"] == "bandit" and f["until"] == f["steps"][-1]
     said = f["diverged_fraction"] > 0 and not f["diverged"]  # a diverged MAP run is said as "diverged" instead
     assert ("posterior draws diverge" in proc.stdout) == said, proc.stdout
     assert len(f["steps"]) == len(f["mean"]) == len(f["lo"]) == len(f["hi"])
