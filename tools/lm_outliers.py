@@ -40,6 +40,12 @@ START = (0.038, 0.1)
 """The level's start: the CS336 runs' first eval accuracy, and the format-limited start's share of well-formed
 demonstrations (the calibration's choice on these logs)."""
 RATIO_STEPS = 10
+PEAK_WINDOW = 10
+"""GRPO steps of the running mean whose best value is a real run's peak reward (one rollout's reward has a binomial
+standard error of about 0.03 at 256 completions)."""
+FORMAT_LOST = 0.05
+"""The unclipped run has lost its format from the first GRPO step after which its rollouts' format accuracy stays
+below this share."""
 LATER = (2, 100)
 """The real runs' later steps compared: from the second GRPO step to the unclipped run's middle, before its fall
 (step 136), after which its gradient is 0 (every reward 0)."""
@@ -61,7 +67,7 @@ def real_runs(anchors: Path) -> dict:
     16-steps-per-rollout run's response lengths."""
     logs = {name: _records(anchors / ABLATION / f"{stem}.metrics.jsonl") for name, stem in RUNS.items()}
     steps = sorted(set.intersection(*(set(second) for _, second in logs.values())))
-    mean = lambda second, key, step: float(np.mean([r[key] or 0.0 for r in second[step]]))
+    mean = lambda second, key, step: float(np.mean([r[key] for r in second[step] if r[key] is not None] or [np.nan]))
     norms = {name: np.array([mean(second, "grad_norm", s) for s in steps]) for name, (_, second) in logs.items()}
     kls = {name: np.array([mean(second, "approx_kl", s) for s in steps]) for name, (_, second) in logs.items()}
     _, clipped = logs["clip (0.2, 0.2)"]
@@ -71,6 +77,15 @@ def real_runs(anchors: Path) -> dict:
     lengths = {
         name: {s: r["avg_response_token_length"] for s, r in rollouts.items()} for name, (rollouts, _) in logs.items()
     }
+    peaks = {}  # the best 10-step running mean of each run's rollout reward
+    for name, (rollouts, _) in logs.items():
+        reward = np.array([rollouts[s]["reward"] for s in sorted(rollouts)])
+        peaks[name] = float(np.max(np.convolve(reward, np.ones(PEAK_WINDOW) / PEAK_WINDOW, mode="valid")))
+    free_rollouts, _ = logs["no clip"]
+    ordered = sorted(free_rollouts)
+    formats = np.array([free_rollouts[s]["format_accuracy"] for s in ordered])
+    kept = np.flatnonzero(formats >= FORMAT_LOST)
+    format_lost = int(ordered[kept[-1] + 1]) if kept.size and kept[-1] + 1 < len(ordered) else None
     table = np.genfromtxt(anchors / MATH, delimiter=",", dtype=None, names=True, encoding="utf-8")
     rows = table[(table["run_name"] == SIXTEEN) & (table["metric"] == "train/mean_response_length")]
     evals = table[(table["run_name"] == SIXTEEN) & (table["metric"] == "eval/reward")]
@@ -82,6 +97,8 @@ def real_runs(anchors: Path) -> dict:
         later_ratio=[float(np.quantile(ratio[later], q)) for q in (0.1, 0.5, 0.9)],
         later_kl={name: [float(np.quantile(kls[name][later], q)) for q in (0.5, 0.9)] for name in RUNS},
         clip_fraction=float(np.median(clip_fraction[later])),
+        reward_peak=peaks,
+        format_lost=format_lost,
         lengths={
             name: {"start": by_step[min(by_step)], "steps 21-30": float(np.mean([by_step[s] for s in range(21, 31)]))}
             for name, by_step in lengths.items()
@@ -133,6 +150,13 @@ def markdown(real: dict, level: dict, seeds: int, steps: int) -> str:
         f"{lo:.3g}–{hi:.3g}×), its approximate KL per optimiser step {kl_free[0]:.2g} (median; 90 %: {kl_free[1]:.2g}) "
         f"against {kl_clip[0]:.2g} ({kl_clip[1]:.2g}), while the clipped run clips a median "
         f"{real['clip_fraction']:.1%} of its tokens;",
+        f"- reward (best {PEAK_WINDOW}-step running mean of the rollouts'): clipped "
+        f"{real['reward_peak']['clip (0.2, 0.2)']:.2f}, unclipped {real['reward_peak']['no clip']:.2f}; the unclipped "
+        + (
+            f"run's format accuracy stays below {FORMAT_LOST:g} from GRPO step {real['format_lost']} on;"
+            if real["format_lost"] is not None
+            else "run keeps its format;"
+        ),
         f"- response length: clipped {lengths['clip (0.2, 0.2)']['start']:.0f} → "
         f"{lengths['clip (0.2, 0.2)']['steps 21-30']:.0f} tokens (steps 21–30), unclipped "
         f"{lengths['no clip']['start']:.0f} → {lengths['no clip']['steps 21-30']:.0f}; the MATH 16-steps-per-rollout "
