@@ -215,8 +215,13 @@ def report(quick: bool, rounds: int, out_dir) -> str:
             if torch_s is not None
             else "- PyTorch baseline skipped: torch is not installed (pip install -e '.[bench]')."
         ),
-        f"- {'Measured' if largest >= 1000 else 'Not measured'}: ≥ 1000 runs on an accelerator "
-        f"({'this run' if largest >= 1000 else 'JAX found none here'}).",
+        (
+            f"- {'Measured' if largest >= 1000 else 'Not measured (--quick)'}: ≥ 1000 runs on the accelerator "
+            "(the % of peak against a default-precision float32 matmul, which an accelerator may run in TF32); "
+            "the PyTorch baseline runs on the CPU."
+            if accelerator
+            else "- Not measured: ≥ 1000 runs on an accelerator (JAX found none here)."
+        ),
     ]
     return "\n".join(lines)
 

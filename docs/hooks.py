@@ -19,8 +19,6 @@ TOUR_MARK = "<!-- generated: readme tour -->"
 API_MARK = "<!-- generated: api reference -->"
 GROUPS = ("theory", "bandit", "lm", "analysis", "logs", "calibration", "viz")
 """The public namespaces `ps.<group>`, in the API page's order."""
-LEVELS = ("bandit", "lm")
-"""The groups that implement the one level interface (`level_interface`)."""
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -56,6 +54,8 @@ def level_interface() -> list[str]:
     hold (tests/test_level_interface.py holds them to the same verbs, parameters and result types), each linked to
     its entry in the group's section below."""
     import importlib
+
+    from pgrpo_sim.calibration.results import LEVELS
 
     bandit, lm = (importlib.import_module(f"pgrpo_sim.{group}") for group in LEVELS)
     shared = [n for n in bandit.__all__ if n in lm.__all__ and callable(getattr(bandit, n))]
