@@ -63,18 +63,18 @@ def backend_compiles():
 
 @pytest.fixture
 def two_processes(tmp_path):
-    """Run a command line as a two-process run on this host (`--coordinator localhost:PORT --num-processes 2
-    --process-id I`); returns per process (exit code, stdout lines without gloo's own "[Gloo] …" connection lines,
-    stderr)."""
+    """Run a command line (or another `program` that takes the same three flags) as a two-process run on this host
+    (`--coordinator localhost:PORT --num-processes 2 --process-id I`); returns per process (exit code, stdout lines
+    without gloo's own "[Gloo] …" connection lines, stderr)."""
     import socket
     import subprocess
     import sys
 
-    def run(argv: list[str]) -> list[tuple[int, list[str], str]]:
+    def run(argv: list[str], program: tuple[str, ...] = ("-m", "pgrpo_sim.cli")) -> list[tuple[int, list[str], str]]:
         with socket.socket() as free:
             free.bind(("localhost", 0))
             port = free.getsockname()[1]
-        multi = [sys.executable, "-m", "pgrpo_sim.cli", *argv, "--coordinator", f"localhost:{port}"]
+        multi = [sys.executable, *program, *argv, "--coordinator", f"localhost:{port}"]
         logs = [(tmp_path / f"process{i}.out", tmp_path / f"process{i}.err") for i in range(2)]
         procs = []
         try:  # each process's output to files: a full pipe would stall both processes

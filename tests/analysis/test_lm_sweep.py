@@ -1,6 +1,7 @@
 """Sweeps of the language-model level: settings parsed by name, grid order, summaries against the read-outs they
 come from, verdicts, resumption and the command line (tiny task and model, a few steps: compilation dominates)."""
 
+import json
 import math
 import re
 import subprocess
@@ -184,6 +185,55 @@ def test_a_sweep_over_two_processes_equals_the_one_process_sweep(two_processes, 
     for name in ("summary.csv", "curves.csv"):
         assert (tmp_path / "two" / name).read_text() == (tmp_path / "one" / name).read_text(), name
     assert "grid point(s)" in said0[-1] and not said1
+
+
+RESUME_SCRIPT = """
+import argparse, json, jax, numpy as np
+parser = argparse.ArgumentParser()
+parser.add_argument("mode"); parser.add_argument("out"); parser.add_argument("chunks"); parser.add_argument("tiny")
+parser.add_argument("--coordinator"); parser.add_argument("--num-processes", type=int)
+parser.add_argument("--process-id", type=int)
+args = parser.parse_args()
+if args.coordinator:
+    jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+from pgrpo_sim.analysis import lm_sweep
+ran = []
+def progress(stage):
+    ran.append(stage)
+    if args.mode == "interrupted" and stage.startswith("grid point 2/"):
+        raise KeyboardInterrupt
+chunks = None if args.chunks == "none" else args.chunks
+try:
+    rows, curves = lm_sweep.sweep(json.loads(args.tiny), dict(learning_rate=[1e-3, 3e-3, 1e-2]), seeds=2, steps=3,
+                                  seed=5, chunks=chunks and __import__("pathlib").Path(chunks), progress=progress)
+except KeyboardInterrupt:
+    raise SystemExit(0)
+print(json.dumps(ran))
+if jax.process_index() == 0:
+    np.savez(args.out, rows=json.dumps(rows), **{k.replace("/", "_"): v for k, v in curves.items()})
+"""
+
+
+@pytest.mark.slow  # four processes, each compiling the level's run
+def test_a_two_process_sweep_resumes_from_process_0s_points(two_processes, tmp_path):
+    """An interrupted one-process sweep leaves its first point in `chunks`; two processes resume it: process 0 reads
+    the point and shares it, neither runs it again, and the result equals a straight one-process sweep's."""
+    script = tmp_path / "resume.py"
+    script.write_text(RESUME_SCRIPT)
+    tiny, chunks = json.dumps(TINY), str(tmp_path / "chunks")
+    for mode, out, kept in (("straight", "straight.npz", "none"), ("interrupted", "-", chunks)):
+        done = subprocess.run([sys.executable, str(script), mode, str(tmp_path / out), kept, tiny],
+                              capture_output=True, text=True)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    assert len(list((tmp_path / "chunks").glob("point-*.npz"))) == 1
+    said = two_processes(["resumed", str(tmp_path / "resumed.npz"), chunks, tiny], program=(str(script),))
+    assert [code for code, _, _ in said] == [0, 0], [err for _, _, err in said]
+    ran = [json.loads(lines[-1]) for _, lines, _ in said]
+    assert [[stage.split(":")[0] for stage in stages] for stages in ran] == [["grid point 2/3"], ["grid point 3/3"]]
+    straight, resumed = np.load(tmp_path / "straight.npz"), np.load(tmp_path / "resumed.npz")
+    assert str(resumed["rows"]) == str(straight["rows"])
+    for name in straight.files:
+        np.testing.assert_array_equal(resumed[name], straight[name], err_msg=name)
 
 
 @pytest.mark.parametrize(
