@@ -13,6 +13,7 @@ from ..analysis.sweep_grid import SweepSettings
 from ..base.checks import check_range, check_seed, check_seeds, check_steps
 from ..base.outputs import json_text, staged_outputs, write_csv
 from ..base.progress import duration_text, report, stage_lines
+from ..base.sharding import agree
 from .bandit_flags import (
     add_bandit_args,
     check_clip_order,
@@ -212,8 +213,6 @@ def _claim_sweep(args: argparse.Namespace, staged, command: str, outputs: Sequen
     for its final files (`claim`; None on the processes of a multi-host run that do not write)."""
     import jax
 
-    from ..base.sharding import agree
-
     def claimed() -> Path | None:
         if jax.process_index() != 0:  # a multi-host run's process 0 checks and writes --out
             return None
@@ -266,8 +265,6 @@ def _cmd_sweep(args: argparse.Namespace) -> None:
     if not axes:
         raise UsageError("sweep: give at least one --grid name=values")
     base = _sweep_base(args, axes)
-    from ..base.sharding import agree
-
     agree(lambda: _check_sweep(args, base, axes))  # one host's free disk may refuse: every process stops
     with staged_outputs() as staged:
         stage = _claim_sweep(args, staged, "sweep", SWEEP_OUTPUTS)
@@ -294,7 +291,6 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
 
     from ..analysis import lm_sweep
     from ..analysis.sweep_store import write_lm_sweep
-    from ..base.sharding import agree
     from ..models.lm import READOUTS
     from .lm import LM_SWEEP, SWEEP_FLAGS, refuse_bandit_flags, run_size
 
@@ -363,8 +359,6 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
     if {a.name for a in axes if a.size > 1} != {args.x, args.y} or args.x == args.y:
         raise UsageError("phase-diagram: the grid must vary exactly --x and --y")
     base = _sweep_base(args, axes)
-    from ..base.sharding import agree
-
     agree(lambda: _check_sweep(args, base, axes))
     # the predictions first: a configuration the theory cannot describe is refused before the sweep runs
     ordered = grid_axes(axes)
