@@ -27,7 +27,7 @@ CHUNK = {"expected": 4096, "sampled": 16}
 (10^5 expected configurations × 1000 steps; 10^3 sampled × 64 seeds × 100 steps): expected mode 12, 10, 9,
 5, 5, 5 ns per config-step at 256 … 8192 configurations a chunk; sampled 34 (N = 2) and 127 (N = 16) ns per
 run-step at 8 or 16 configurations, 2× that at 64."""
-_STRUCTURE = ("n_arms", "n_correct", "p_ref", "group_size", "steps")
+_STRUCTURE = ("n_arms", "n_correct", "p_ref", "num_generations", "steps")
 
 
 def _power_of_ten(x: int) -> str:
@@ -35,13 +35,15 @@ def _power_of_ten(x: int) -> str:
     return f"10^{e}" if 10**e == x else str(x)
 
 
-def make_case(mode, configs, steps, *, group_size=8, n_arms=2, n_correct=None, p_ref=0.2, seeds=1, dtype="float32"):
+def make_case(
+    mode, configs, steps, *, num_generations=8, n_arms=2, n_correct=None, p_ref=0.2, seeds=1, dtype="float32"
+):
     """One benchmark case as a JSON-able dict (by default a quarter of the arms, at least one, are correct);
     `work` counts run-steps (configurations × seeds × steps)."""
     size = f"C={_power_of_ten(configs)}" + (f"×{seeds} seeds" if mode == "sampled" else "")
     return dict(
         workload=mode,
-        size=f"{size}, N={n_arms}, G={group_size}",
+        size=f"{size}, N={n_arms}, G={num_generations}",
         steps=steps,
         work=configs * seeds * steps,
         unit="config-steps" if mode == "expected" else "run-steps",
@@ -50,7 +52,7 @@ def make_case(mode, configs, steps, *, group_size=8, n_arms=2, n_correct=None, p
         n_arms=n_arms,
         n_correct=n_correct or max(1, n_arms // 4),
         p_ref=p_ref,
-        group_size=group_size,
+        num_generations=num_generations,
         dtype=dtype,
     )
 
@@ -67,7 +69,7 @@ def cases(quick: bool) -> list[dict]:
             *(make_case("sampled", 64, 50, seeds=64, n_arms=n) for n in (2, 16)),
         ]
     grid = [
-        make_case("expected", c, min(1000, 10**7 // c), group_size=g)
+        make_case("expected", c, min(1000, 10**7 // c), num_generations=g)
         for g in (4, 8, 16)
         for c in (10**3, 10**4, 10**5, 10**6)
         if (c, g) != (10**5, 8)
@@ -82,7 +84,7 @@ def sweep(configs: int, seed: int = 0):
     return 10 ** rng.uniform(-2, 0, configs), rng.uniform(0, 0.9, configs), rng.uniform(0, 0.05, configs)
 
 
-def pgrpo_rewards(case: dict, eta, momentum, beta, key_seed: int = 0):
+def pgrpo_rewards(case: dict, learning_rate, momentum, beta, key_seed: int = 0):
     """The pgrpo-sim sweep of `case` compiled ahead of time: returns (run, compile seconds), where
     `run()` gives the reward curves, (C, steps+1) or (C, seeds, steps+1), ready. JAX is imported
     here, not at the top, so that the NumPy side's process (and its peak RSS) never loads it. A case of
@@ -93,14 +95,14 @@ def pgrpo_rewards(case: dict, eta, momentum, beta, key_seed: int = 0):
 
     import pgrpo_sim as ps
 
-    mode, steps, seeds, configs = case.get("mode", case["workload"]), case["steps"], case["seeds"], len(eta)
+    mode, steps, seeds, configs = case.get("mode", case["workload"]), case["steps"], case["seeds"], len(learning_rate)
     with jax.enable_x64(case["dtype"] == "float64"):
-        structure = {k: case[k] for k in ("n_arms", "n_correct", "p_ref", "group_size")}
+        structure = {k: case[k] for k in ("n_arms", "n_correct", "p_ref", "num_generations")}
         config = ps.bandit.config(**structure, **case.get("config", {}))
 
         def one(args):
-            eta, momentum, beta, key = args
-            changed = config.replace(eta=eta, momentum=momentum, beta=beta)
+            learning_rate, momentum, beta, key = args
+            changed = config.replace(learning_rate=learning_rate, momentum=momentum, beta=beta)
             return ps.simulate(changed, steps, mode=mode, seeds=seeds, key=key).reward
 
         mesh = jax.make_mesh((math.gcd(configs, jax.device_count()),), ("c",))
@@ -112,7 +114,7 @@ def pgrpo_rewards(case: dict, eta, momentum, beta, key_seed: int = 0):
             out_specs=spec,
             check_vma=False,  # simulate's scan starts from unsharded constants
         )
-        leaves = [np.asarray(x, case["dtype"]) for x in (eta, momentum, beta)]
+        leaves = [np.asarray(x, case["dtype"]) for x in (learning_rate, momentum, beta)]
         args = jax.device_put((*leaves, jax.random.split(jax.random.key(key_seed), configs)), NamedSharding(mesh, spec))
         start = time.perf_counter()
         compiled = jax.jit(sweep_fn).lower(*args).compile()
@@ -120,21 +122,21 @@ def pgrpo_rewards(case: dict, eta, momentum, beta, key_seed: int = 0):
     return (lambda: compiled(*args).block_until_ready()), compile_s
 
 
-def numpy_rewards(case: dict, eta, momentum, beta, seed: int = 0) -> np.ndarray:
+def numpy_rewards(case: dict, learning_rate, momentum, beta, seed: int = 0) -> np.ndarray:
     """The NumPy baseline on `case`: (C, steps+1) or (C, seeds, steps+1)."""
     kwargs = {k: case[k] for k in _STRUCTURE} | dict(dtype=np.dtype(case["dtype"]))
     if case["workload"] == "expected":
-        return numpy_bandit.expected_rewards(eta, momentum, beta, **kwargs)
+        return numpy_bandit.expected_rewards(learning_rate, momentum, beta, **kwargs)
     rng = np.random.default_rng(seed)
-    return numpy_bandit.sampled_rewards(eta, momentum, beta, seeds=case["seeds"], rng=rng, **kwargs)
+    return numpy_bandit.sampled_rewards(learning_rate, momentum, beta, seeds=case["seeds"], rng=rng, **kwargs)
 
 
 def prepare_side(case: dict, side: str):
     """`side` ready to run on `case`: (run, compile seconds or None), `run()` blocking until done."""
-    eta, momentum, beta = sweep(case["configs"])
+    learning_rate, momentum, beta = sweep(case["configs"])
     if side == "numpy":
-        return (lambda: numpy_rewards(case, eta, momentum, beta)), None
-    return pgrpo_rewards(case, eta, momentum, beta)
+        return (lambda: numpy_rewards(case, learning_rate, momentum, beta)), None
+    return pgrpo_rewards(case, learning_rate, momentum, beta)
 
 
 CHECK_SWEEP = ([0.05, 0.3, 1.0, 0.5], [0.0, 0.5, 0.9, 0.7], [0.0, 0.05, 0.01, 0.2])
@@ -149,9 +151,9 @@ def check() -> list[tuple[str, bool]]:
     agree within 5 combined standard errors at every step.
     """
     results = []
-    for n_arms, n_correct, group_size, p_ref in ((2, 1, 8, 0.2), (5, 2, 4, 0.3)):
+    for n_arms, n_correct, num_generations, p_ref in ((2, 1, 8, 0.2), (5, 2, 4, 0.3)):
         for dtype, rtol in (("float64", 1e-6), ("float32", 1e-4)):
-            structure = dict(group_size=group_size, n_arms=n_arms, n_correct=n_correct, p_ref=p_ref)
+            structure = dict(num_generations=num_generations, n_arms=n_arms, n_correct=n_correct, p_ref=p_ref)
             case = make_case("expected", 4, 300, dtype=dtype, **structure)
             ours = np.asarray(pgrpo_rewards(case, *CHECK_SWEEP)[0]())
             base = numpy_rewards(case, *CHECK_SWEEP)

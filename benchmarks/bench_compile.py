@@ -53,7 +53,7 @@ def _grid(quick: bool) -> tuple[int, int, int]:
 def _axes(n_eta: int, max_lag: int, eta_range=(1e-3, 1.0)):
     from pgrpo_sim.analysis.sweep import parse_axis
 
-    return [parse_axis(f"eta=log:{eta_range[0]:g}:{eta_range[1]:g}:{n_eta}"), parse_axis(f"lag=0:{max_lag}")]
+    return [parse_axis(f"learning_rate=log:{eta_range[0]:g}:{eta_range[1]:g}:{n_eta}"), parse_axis(f"lag=0:{max_lag}")]
 
 
 def _timed(fn):
@@ -137,7 +137,12 @@ def measure_counts(n_eta: int, max_lag: int, steps: int) -> dict:
             grid,
             dict(chunk_size=chunk),
         ),
-        ("with a group_size axis of 2 values (4, 16)", PHASE_BASE, [*grid, parse_axis("group_size=4,16")], {}),
+        (
+            "with a num_generations axis of 2 values (4, 16)",
+            PHASE_BASE,
+            [*grid, parse_axis("num_generations=4,16")],
+            {},
+        ),
         (
             "η × momentum (0.5, 0.9) at fixed lag 2: another static structure (lag buffer of 3)",
             dict(lag_model="stale", lag=2, beta=0.5),
@@ -156,9 +161,9 @@ def measure_counts(n_eta: int, max_lag: int, steps: int) -> dict:
 
 
 FUSION_CASES = (
-    ("expected", dict(group_size=8), 1),
-    ("sampled, 64 seeds", dict(group_size=8), 64),
-    ("sampled, 64 seeds, N = 16", dict(group_size=8, n_arms=16), 64),
+    ("expected", dict(num_generations=8), 1),
+    ("sampled, 64 seeds", dict(num_generations=8), 64),
+    ("sampled, 64 seeds, N = 16", dict(num_generations=8, n_arms=16), 64),
 )
 """(label, bandit.config arguments, seeds) of the fusion-emitter comparison: 300 steps, float32."""
 
@@ -174,7 +179,7 @@ def measure_fusion(steps: int = 300, reps: int = 5) -> dict:
     for label, kwargs, seeds in FUSION_CASES:
         mode = "expected" if seeds == 1 else "sampled"
         fn = jax.jit(lambda c: ps.simulate(c, steps, mode=mode, seeds=seeds).reward)  # noqa: B023
-        config = ps.bandit.config(eta=0.1, **kwargs)
+        config = ps.bandit.config(learning_rate=0.1, **kwargs)
         out[label] = _compile_and_time(fn.lower(config), (config,), reps)
     out.update(_measure_sweep_chunks(reps))
     return out
@@ -207,7 +212,7 @@ def measure_readouts(steps: int = 300, reps: int = 3) -> dict:
     import pgrpo_sim as ps
 
     out = {}
-    config = ps.bandit.config(eta=0.1)
+    config = ps.bandit.config(learning_rate=0.1)
     for label, seeds in READOUT_CASES:
         mode = "expected" if seeds == 1 else "sampled"
         for kept, readouts in (("all", None), ("reward", ("reward",))):
@@ -264,9 +269,9 @@ def _measure_sweep_chunks(reps: int) -> dict:
     out = {}
     for label, n, steps, seeds in SWEEP_CHUNK_CASES:
         mode = "expected" if seeds == 1 else "sampled"
-        config = ps.bandit.config(group_size=8)
+        config = ps.bandit.config(num_generations=8)
         rng = np.random.default_rng(0)
-        params = {"eta": 10 ** rng.uniform(-3, 0, n), "momentum": rng.uniform(0, 0.9, n)}
+        params = {"learning_rate": 10 ** rng.uniform(-3, 0, n), "momentum": rng.uniform(0, 0.9, n)}
         params = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
         seed = np.uint32(0)
         fn = jax.jit(sweep.chunk_summaries, static_argnames=("steps", "mode", "decimate", "batch", "seeds", "binary"))
@@ -302,14 +307,14 @@ def check() -> list[tuple[str, bool]]:
     from pgrpo_sim.cli import main
 
     results = []
-    axes = [parse_axis("eta=0.05,0.3,1.0"), parse_axis("lag=0,2")]
+    axes = [parse_axis("learning_rate=0.05,0.3,1.0"), parse_axis("lag=0,2")]
     ds, _, rec = _timed(lambda: run_sweep(PHASE_BASE, axes, steps=300, progress=False))
     worst = 0.0
-    for eta in axes[0].values:
+    for learning_rate in axes[0].values:
         for lag in axes[1].values:
-            config = ps.bandit.config(**PHASE_BASE, eta=eta, lag=lag, max_lag=2)
+            config = ps.bandit.config(**PHASE_BASE, learning_rate=learning_rate, lag=lag, max_lag=2)
             direct = float(ps.simulate(config, 300).reward[-1])
-            swept = float(ds["final_reward"].sel(eta=eta, lag=lag))
+            swept = float(ds["final_reward"].sel(learning_rate=learning_rate, lag=lag))
             worst = max(worst, abs(swept - direct) / abs(direct))
     results.append(
         (
@@ -328,7 +333,7 @@ def check() -> list[tuple[str, bool]]:
         with open(out) as fh:
             rows = list(csv.DictReader(fh))
     cli = np.array([float(r["reward"]) for r in rows])
-    direct = np.asarray(ps.simulate(ps.bandit.config(eta=0.3, momentum=0.5), 100).reward)
+    direct = np.asarray(ps.simulate(ps.bandit.config(learning_rate=0.3, momentum=0.5), 100).reward)
     err = float(np.max(np.abs(cli - direct))) if code == 0 and cli.shape == direct.shape else float("inf")
     results.append(
         (
@@ -393,7 +398,14 @@ def report(quick: bool, rounds: int, out_dir) -> str:
         rows.append((f"`run_sweep`, {n_eta}×{max_lag + 1} η×lag, stale, μ 0.9, β 0.5, {steps} steps", sweep, ""))
         phase_argv = ["phase-diagram", "--momentum", "0.9", "--beta", "0.5", "--out", tmp + "/phase{}", "--quiet"]
         if quick:
-            phase_argv += ["--grid", f"eta=log:1e-3:1:{n_eta}", "--grid", f"lag=0:{max_lag}", "--steps", str(steps)]
+            phase_argv += [
+                "--grid",
+                f"learning_rate=log:1e-3:1:{n_eta}",
+                "--grid",
+                f"lag=0:{max_lag}",
+                "--steps",
+                str(steps),
+            ]
         phase = cli(phase_argv)
         target = "target < 60 s: " + ("met" if phase["wall_s"] < 60 else "missed")
         rows.append(

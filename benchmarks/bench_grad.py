@@ -42,8 +42,10 @@ def objective(steps: int = STEPS, checkpoint: bool = False):
 
     config = ps.bandit.config()
 
-    def late_reward(eta, momentum, beta):
-        reward = ps.simulate(config.replace(eta=eta, momentum=momentum, beta=beta), steps, checkpoint=checkpoint).reward
+    def late_reward(learning_rate, momentum, beta):
+        reward = ps.simulate(
+            config.replace(learning_rate=learning_rate, momentum=momentum, beta=beta), steps, checkpoint=checkpoint
+        ).reward
         return reward[-((steps + 1) // 4) :].mean()
 
     return late_reward
@@ -54,9 +56,9 @@ def per_arm_objective(steps: int = STEPS, checkpoint: bool = False):
     own array."""
     import profile_expected
 
-    def late_reward(eta, momentum, beta):
+    def late_reward(learning_rate, momentum, beta):
         reward = profile_expected.fused_two_arm_rewards(
-            eta, momentum, beta, steps=steps, p_ref=0.2, group_size=8, checkpoint=checkpoint
+            learning_rate, momentum, beta, steps=steps, p_ref=0.2, num_generations=8, checkpoint=checkpoint
         )
         return reward[-((steps + 1) // 4) :].mean()
 
@@ -77,8 +79,10 @@ def transformed(side: str, steps: int = STEPS):
 def sweep(configs: int):
     """(η, μ, β) arrays of `configs` configurations, float32."""
     rng = np.random.default_rng(0)
-    eta = 10 ** rng.uniform(np.log10(0.002), np.log10(0.2), configs)
-    return tuple(np.asarray(x, np.float32) for x in (eta, rng.uniform(0, 0.9, configs), rng.uniform(0, 0.05, configs)))
+    learning_rate = 10 ** rng.uniform(np.log10(0.002), np.log10(0.2), configs)
+    return tuple(
+        np.asarray(x, np.float32) for x in (learning_rate, rng.uniform(0, 0.9, configs), rng.uniform(0, 0.05, configs))
+    )
 
 
 def _grad_cases(quick: bool) -> list[dict]:
@@ -197,9 +201,9 @@ def measure_fused(steps: int, configs: int) -> dict:
     import jax
     import profile_expected
 
-    def fused(eta, momentum, beta):
+    def fused(learning_rate, momentum, beta):
         reward = profile_expected.fused_rewards(
-            eta, momentum, beta, steps=steps, n_arms=2, n_correct=1, p_ref=0.2, group_size=8
+            learning_rate, momentum, beta, steps=steps, n_arms=2, n_correct=1, p_ref=0.2, num_generations=8
         )
         return reward[-((steps + 1) // 4) :].mean()
 

@@ -26,7 +26,7 @@ import numpy_bandit
 
 TARGETS = {"rollout reuse": 5.0}
 """No number in the issue for this path: the sampled-mode target of workload 2 (`bench_bandit.TARGETS`)."""
-REUSE = dict(lag_model="refresh", lag=4, clip=0.2)
+REUSE = dict(lag_model="refresh", lag=4, epsilon=0.2)
 """The timed and checked setting: K = 4 steps per rollout, clip ε_low = ε_high = 0.2 (one prompt, mini-batches 1)."""
 
 VARIANTS = {
@@ -46,11 +46,11 @@ def _runner(variant: dict, configs: int, seeds: int, steps: int):
 
     import pgrpo_sim as ps
 
-    base = ps.bandit.config(p_ref=0.2, group_size=8, clip=0.2, **variant)
+    base = ps.bandit.config(p_ref=0.2, num_generations=8, epsilon=0.2, **variant)
     etas = jnp.asarray(10 ** np.linspace(-2, 0, configs), jnp.float32)
 
-    def one(eta):
-        config = ps.bandit.set_hyperparameters(base, {"eta": eta})
+    def one(learning_rate):
+        config = ps.bandit.set_hyperparameters(base, {"learning_rate": learning_rate})
         keys = jax.random.split(jax.random.key(0), seeds)
         return jax.vmap(lambda k: ps.bandit.run(config, k, steps, "sampled").reward)(keys)
 
@@ -88,17 +88,17 @@ def cases(quick: bool) -> list[dict]:
 
 def eta_grid(configs: int):
     """(η, μ, β) of the timed sweep: η log-spaced in [0.01, 1], no momentum, no KL."""
-    eta = 10 ** np.linspace(-2, 0, configs)
-    return eta, np.zeros(configs), np.zeros(configs)
+    learning_rate = 10 ** np.linspace(-2, 0, configs)
+    return learning_rate, np.zeros(configs), np.zeros(configs)
 
 
-def numpy_rewards(case: dict, eta, momentum, beta, rng=None) -> np.ndarray:
+def numpy_rewards(case: dict, learning_rate, momentum, beta, rng=None) -> np.ndarray:
     """The NumPy baseline on `case`, draws from `rng` (default: a generator seeded 0): (C, seeds, steps+1)."""
     kwargs = {k: case[k] for k in ("seeds", "steps")} | _structure(case)
     rng = np.random.default_rng(0) if rng is None else rng
     lag, clip = case["config"]["lag"], case["config"]["clip"]
     return numpy_bandit.reuse_rewards(
-        eta, momentum, beta, rng=rng, lag=lag, clip=clip, dtype=np.dtype(case["dtype"]), **kwargs
+        learning_rate, momentum, beta, rng=rng, lag=lag, epsilon=clip, dtype=np.dtype(case["dtype"]), **kwargs
     )
 
 
@@ -111,7 +111,7 @@ def prepare_side(case: dict, side: str):
 
 
 def _structure(case: dict) -> dict:
-    return {k: case[k] for k in ("n_arms", "n_correct", "p_ref", "group_size")}
+    return {k: case[k] for k in ("n_arms", "n_correct", "p_ref", "num_generations")}
 
 
 def check_gradient(points: int = 64, seed: int = 1) -> tuple[str, bool]:
@@ -128,7 +128,7 @@ def check_gradient(points: int = 64, seed: int = 1) -> tuple[str, bool]:
         theta_ref, r = np.asarray(config.init_logits), np.asarray(config.rewards)[0]
         theta_old = theta_ref + rng.normal(0, 1, (points, *theta_ref.shape))
         theta = theta_old + rng.normal(0, 0.5, theta_old.shape)
-        arms = rng.integers(0, case["n_arms"], (points, 1, case["group_size"]))
+        arms = rng.integers(0, case["n_arms"], (points, 1, case["num_generations"]))
         beta = rng.uniform(0, 0.2, points)
 
         def grad(t, old, a, rewards, b):
@@ -176,8 +176,8 @@ def check_replay(seeds: int = 32, steps: int = 40) -> tuple[str, bool]:
     with jax.enable_x64(True):
         base = ps.bandit.config(**_structure(case), **REUSE)
 
-        def one(eta, momentum, beta, key):
-            config = base.replace(eta=eta, momentum=momentum, beta=beta)
+        def one(learning_rate, momentum, beta, key):
+            config = base.replace(learning_rate=learning_rate, momentum=momentum, beta=beta)
             optimizer = ps.bandit.make_optimizer(config)
 
             def body(state, k):
@@ -233,7 +233,7 @@ def check() -> list[tuple[str, bool]]:
     import pgrpo_sim as ps
 
     runs = [
-        ps.simulate(ps.bandit.config(p_ref=0.2, eta=0.5, lag_model=m, lag=1), 20, mode="sampled", seeds=8)
+        ps.simulate(ps.bandit.config(p_ref=0.2, learning_rate=0.5, lag_model=m, lag=1), 20, mode="sampled", seeds=8)
         for m in ("refresh", "refresh_fresh")
     ]
     diff = float(np.max(np.abs(np.asarray(runs[0].reward) - np.asarray(runs[1].reward))))

@@ -38,7 +38,7 @@ def _axes(configs: int):
     from pgrpo_sim.analysis.sweep import parse_axis
 
     n_eta, n_mu = _factor(configs)
-    return [parse_axis(f"eta=log:1e-2:1:{n_eta}"), parse_axis(f"momentum=0:0.9:{n_mu}")]
+    return [parse_axis(f"learning_rate=log:1e-2:1:{n_eta}"), parse_axis(f"momentum=0:0.9:{n_mu}")]
 
 
 class _ChunkTimer:

@@ -31,19 +31,19 @@ import numpy as np
 
 TARGETS = {"sde-ensemble": 1.0}
 """Minimum speed-up over NumPy asked for by the issue (the diffrax path at least as fast on CPU)."""
-OSC = dict(eta=0.01, momentum=0.9, lag=0.0, stiffness=1.0)
+OSC = dict(learning_rate=0.01, momentum=0.9, lag=0.0, stiffness=1.0)
 NOISE, GROUP_SIZE, E0, V0 = 1.0, 8, -0.5, 0.0
 DT = 0.1
 """Integrator step in optimiser steps, on both sides (10 Euler–Maruyama steps per optimiser step)."""
 
 
-def oscillator_matrices(eta, momentum, lag, stiffness, noise=NOISE, group_size=GROUP_SIZE):
+def oscillator_matrices(learning_rate, momentum, lag, stiffness, noise=NOISE, num_generations=GROUP_SIZE):
     """Drift matrix A of y = (e, ė) and noise covariance rate B Bᵀ, from M, C, K written out here
     (M = ((1+μ)+Kητ²)/(2η), C = ((1−μ)−Kητ)/η), independently of `pgrpo_sim.theory`."""
-    mass = ((1 + momentum) + stiffness * eta * lag**2) / (2 * eta)
-    damping = ((1 - momentum) - stiffness * eta * lag) / eta
+    mass = ((1 + momentum) + stiffness * learning_rate * lag**2) / (2 * learning_rate)
+    damping = ((1 - momentum) - stiffness * learning_rate * lag) / learning_rate
     drift = np.array([[0.0, 1.0], [-stiffness / mass, -damping / mass]])
-    scale = math.sqrt(noise / group_size) / mass
+    scale = math.sqrt(noise / num_generations) / mass
     return drift, np.array([[0.0, 0.0], [0.0, scale**2]])
 
 

@@ -1,6 +1,6 @@
 """Workload 7: the `sweep` command as users run it, whole process, against NumPy and PyTorch loops (a `report`).
 
-`pgrpo-sim sweep --grid eta=log:0.001:1:500 --grid momentum=0:0.9:400 --steps 1000 --group-size 8
+`pgrpo-sim sweep --grid learning_rate=log:0.001:1:500 --grid momentum=0:0.9:400 --steps 1000 --group-size 8
 --lag-model none --out DIR --quiet` (2·10^5 configurations, expected mode, float32, JAX as the CLI sets it
 up: one XLA CPU device per core), timed from outside as a whole process (interpreter start, imports,
 compilation, the run, writing sweep.nc and summary.csv):
@@ -38,7 +38,7 @@ TARGETS = {"cold": (5.0, 1.5), "warm": (10.0, 2.5)}
 """Speed-ups over (NumPy, PyTorch) asked for by the issue, whole process."""
 KERNEL_SHARE = 0.7
 """Fraction of the bare kernel's configuration-steps/s asked of `run_sweep`."""
-BASE = dict(group_size=8, lag_model="none")
+BASE = dict(num_generations=8, lag_model="none")
 
 
 def grid(quick: bool) -> dict:
@@ -47,24 +47,24 @@ def grid(quick: bool) -> dict:
 
 
 def _specs(n_eta: int, n_mu: int) -> list[str]:
-    return [f"eta=log:0.001:1:{n_eta}", f"momentum=0:0.9:{n_mu}"]
+    return [f"learning_rate=log:0.001:1:{n_eta}", f"momentum=0:0.9:{n_mu}"]
 
 
 def grid_values(n_eta: int, n_mu: int) -> tuple[np.ndarray, np.ndarray]:
     """(η, μ) of every grid point, flattened in the sweep's order (η outer, μ inner)."""
-    eta, mu = np.meshgrid(np.geomspace(0.001, 1, n_eta), np.linspace(0, 0.9, n_mu), indexing="ij")
-    return eta.ravel(), mu.ravel()
+    learning_rate, mu = np.meshgrid(np.geomspace(0.001, 1, n_eta), np.linspace(0, 0.9, n_mu), indexing="ij")
+    return learning_rate.ravel(), mu.ravel()
 
 
 def baseline_final(side: str, n_eta: int, n_mu: int, steps: int) -> np.ndarray:
     """Final rewards of the grid, (n_eta × n_mu,), from the NumPy or PyTorch loop in float32."""
-    eta, mu = grid_values(n_eta, n_mu)
-    kwargs = dict(beta=0.0, group_size=BASE["group_size"], steps=steps, curves=False)
+    learning_rate, mu = grid_values(n_eta, n_mu)
+    kwargs = dict(beta=0.0, num_generations=BASE["num_generations"], steps=steps, curves=False)
     if side == "numpy":
         import numpy_bandit
 
-        return numpy_bandit.expected_rewards(eta, mu, dtype=np.float32, **kwargs)
-    return torch_bandit.expected_rewards(eta, mu, dtype="float32", **kwargs)
+        return numpy_bandit.expected_rewards(learning_rate, mu, dtype=np.float32, **kwargs)
+    return torch_bandit.expected_rewards(learning_rate, mu, dtype="float32", **kwargs)
 
 
 def _baseline_measure(side: str):
@@ -87,7 +87,7 @@ def cli_command(n_eta: int, n_mu: int, steps: int, out: str) -> list[str]:
         "--steps",
         str(steps),
         "--group-size",
-        str(BASE["group_size"]),
+        str(BASE["num_generations"]),
         "--lag-model",
         BASE["lag_model"],
         "--out",
@@ -129,17 +129,17 @@ def inprocess(n_eta: int, n_mu: int, steps: int, rounds: int) -> dict:
     import pgrpo_sim as ps
     from pgrpo_sim.analysis.sweep import parse_axis, run_sweep
 
-    eta, mu = grid_values(n_eta, n_mu)
+    learning_rate, mu = grid_values(n_eta, n_mu)
     config = ps.bandit.config(**BASE)
     mesh = jax.make_mesh((jax.device_count(),), ("c",))
     spec = PartitionSpec("c")
-    pad = -eta.size % jax.device_count()
-    args = [np.concatenate([x, x[:pad]]).astype(np.float32) for x in (eta, mu)]
+    pad = -learning_rate.size % jax.device_count()
+    args = [np.concatenate([x, x[:pad]]).astype(np.float32) for x in (learning_rate, mu)]
     args = jax.device_put([jnp.asarray(x) for x in args], NamedSharding(mesh, spec))
 
     def kernel(final_only: bool):
         def one(a):
-            reward = ps.simulate(config.replace(eta=a[0], momentum=a[1]), steps).reward
+            reward = ps.simulate(config.replace(learning_rate=a[0], momentum=a[1]), steps).reward
             return reward[-1] if final_only else reward
 
         f = jax.shard_map(

@@ -38,31 +38,33 @@ def start(n_arms, n_correct, p_ref, dtype=np.float64):
     return correct.astype(dtype), logits.astype(dtype)
 
 
-def std_advantages(group_size, eps=1e-6, dtype=np.float64):
+def std_advantages(num_generations, eps=1e-6, dtype=np.float64):
     """A⁺(j+1) and A⁻(j) for j = 0..G−1: the "std" advantage of a success (failure) whose G−1 group
     mates have j successes. With k successes in all, s_k = sqrt(k(G−k)/(G(G−1))) and
     A⁺(k) = (1 − k/G)/(s_k + eps), A⁻(k) = −(k/G)/(s_k + eps); an all-equal group gives 0."""
-    g = group_size
+    g = num_generations
     k = np.arange(g + 1)
     std = np.sqrt(k * (g - k) / (g * (g - 1)))
     return ((1 - k / g) / (std + eps))[1:].astype(dtype), (-(k / g) / (std + eps))[:-1].astype(dtype)
 
 
-def _setup(eta, momentum, beta, n_arms, n_correct, p_ref, dtype):
+def _setup(learning_rate, momentum, beta, n_arms, n_correct, p_ref, dtype):
     """Per-configuration hyperparameters as (C, 1) columns, then `start`."""
-    eta, momentum, beta = (np.asarray(x, dtype)[:, None] for x in np.broadcast_arrays(eta, momentum, beta))
-    return eta, momentum, beta, *start(n_arms, n_correct, p_ref, dtype)
+    learning_rate, momentum, beta = (
+        np.asarray(x, dtype)[:, None] for x in np.broadcast_arrays(learning_rate, momentum, beta)
+    )
+    return learning_rate, momentum, beta, *start(n_arms, n_correct, p_ref, dtype)
 
 
 def expected_rewards(
-    eta,
+    learning_rate,
     momentum,
     beta=0.0,
     *,
     n_arms=2,
     n_correct=1,
     p_ref=0.2,
-    group_size=8,
+    num_generations=8,
     steps=1000,
     eps=1e-6,
     dtype=np.float64,
@@ -76,16 +78,16 @@ def expected_rewards(
     With w_a = −E[A | a] + β(1 − π_ref(a)/π(a)) (the last term is ∂k3/∂log π), the gradient wrt the
     logits is g_b = π_b (w_b − Σ_a π_a w_a).
     """
-    eta, momentum, beta, r, theta0 = _setup(eta, momentum, beta, n_arms, n_correct, p_ref, dtype)
-    g = group_size
+    learning_rate, momentum, beta, r, theta0 = _setup(learning_rate, momentum, beta, n_arms, n_correct, p_ref, dtype)
+    g = num_generations
     adv_success, adv_failure = std_advantages(g, eps, dtype)
     j = np.arange(g, dtype=dtype)
     choose = np.array([math.comb(g - 1, i) for i in range(g)], dtype)
     pi_ref = _softmax(theta0)
 
-    theta = np.tile(theta0, (eta.shape[0], 1))
+    theta = np.tile(theta0, (learning_rate.shape[0], 1))
     velocity = np.zeros_like(theta)
-    out = np.empty((eta.shape[0], steps + 1), dtype) if curves else None
+    out = np.empty((learning_rate.shape[0], steps + 1), dtype) if curves else None
     for n in range(steps):
         pi = _softmax(theta)
         p = pi @ r
@@ -96,17 +98,17 @@ def expected_rewards(
         w = -mean_adv + beta * (1 - pi_ref / pi)
         grad = pi * (w - np.sum(pi * w, axis=-1, keepdims=True))
         velocity = momentum * velocity + grad
-        theta = theta - eta * velocity
+        theta = theta - learning_rate * velocity
     if not curves:
         return _softmax(theta) @ r
     out[:, steps] = _softmax(theta) @ r
     return out
 
 
-def draw(pi, r, group_size, rng, dtype=np.float64):
+def draw(pi, r, num_generations, rng, dtype=np.float64):
     """G arms per row of π (…, N) by inverse CDF on uniforms from `rng` (a `numpy.random.Generator`), and
     their 0/1 rewards r[a]: two (…, G) arrays."""
-    u = rng.random((*pi.shape[:-1], group_size), dtype=dtype)
+    u = rng.random((*pi.shape[:-1], num_generations), dtype=dtype)
     cdf = np.cumsum(pi, axis=-1)
     arms = np.minimum((u[..., None] >= cdf[..., None, :]).sum(axis=-1), pi.shape[-1] - 1)
     return arms, r[arms]
@@ -125,25 +127,29 @@ def score_grad(w, arms, pi):
     return (np.einsum("...g,...gn->...n", w, onehot) - w.sum(axis=-1, keepdims=True) * pi) / w.shape[-1]
 
 
-def _sampled_run(eta, momentum, beta, seeds, grad, *, n_arms, n_correct, p_ref, steps, dtype):
+def _sampled_run(learning_rate, momentum, beta, seeds, grad, *, n_arms, n_correct, p_ref, steps, dtype):
     """The loop of a sampled run over configurations × seeds: `grad(n, θ, π, β, r, θ_0)` is the step-n
     gradient (C, seeds, N), then heavy-ball SGD; returns the reward curves (C, seeds, steps+1)."""
-    eta, momentum, beta, r, theta0 = _setup(eta, momentum, beta, n_arms, n_correct, p_ref, dtype)
-    eta, momentum, beta = eta[:, None], momentum[:, None], beta[:, None]  # (C, 1, 1) against (C, S, ·)
-    theta = np.tile(theta0, (eta.shape[0], seeds, 1))
+    learning_rate, momentum, beta, r, theta0 = _setup(learning_rate, momentum, beta, n_arms, n_correct, p_ref, dtype)
+    learning_rate, momentum, beta = (
+        learning_rate[:, None],
+        momentum[:, None],
+        beta[:, None],
+    )  # (C, 1, 1) against (C, S, ·)
+    theta = np.tile(theta0, (learning_rate.shape[0], seeds, 1))
     velocity = np.zeros_like(theta)
-    out = np.empty((eta.shape[0], seeds, steps + 1), dtype)
+    out = np.empty((learning_rate.shape[0], seeds, steps + 1), dtype)
     for n in range(steps):
         pi = _softmax(theta)
         out[..., n] = pi @ r
         velocity = momentum * velocity + grad(n, theta, pi, beta, r, theta0)
-        theta = theta - eta * velocity
+        theta = theta - learning_rate * velocity
     out[..., steps] = _softmax(theta) @ r
     return out
 
 
 def sampled_rewards(
-    eta,
+    learning_rate,
     momentum,
     beta=0.0,
     *,
@@ -152,7 +158,7 @@ def sampled_rewards(
     n_arms=2,
     n_correct=1,
     p_ref=0.2,
-    group_size=8,
+    num_generations=8,
     steps=1000,
     eps=1e-6,
     dtype=np.float64,
@@ -165,13 +171,13 @@ def sampled_rewards(
     """
 
     def grad(n, theta, pi, beta, r, theta0):
-        arms, rewards = draw(pi, r, group_size, rng, dtype)
+        arms, rewards = draw(pi, r, num_generations, rng, dtype)
         pi_ref = _softmax(theta0)
         w = -group_advantages(rewards, eps) + beta * (1 - pi_ref[arms] / np.take_along_axis(pi, arms, axis=-1))
         return score_grad(w, arms, pi)
 
     structure = dict(n_arms=n_arms, n_correct=n_correct, p_ref=p_ref, steps=steps, dtype=dtype)
-    return _sampled_run(eta, momentum, beta, seeds, grad, **structure)
+    return _sampled_run(learning_rate, momentum, beta, seeds, grad, **structure)
 
 
 def rollout_terms(logits_old, arms, rewards, logits_ref, eps=1e-6):
@@ -204,7 +210,7 @@ def reuse_grad(logits, terms, beta, clip):
 
 
 def reuse_rewards(
-    eta,
+    learning_rate,
     momentum,
     beta=0.0,
     *,
@@ -215,7 +221,7 @@ def reuse_rewards(
     n_arms=2,
     n_correct=1,
     p_ref=0.2,
-    group_size=8,
+    num_generations=8,
     steps,
     eps=1e-6,
     dtype=np.float64,
@@ -231,8 +237,8 @@ def reuse_rewards(
     def grad(n, theta, pi, beta, r, theta0):
         nonlocal rollout
         if n % lag == 0:
-            rollout = rollout_terms(theta, *draw(pi, r, group_size, rng, dtype), theta0, eps)
+            rollout = rollout_terms(theta, *draw(pi, r, num_generations, rng, dtype), theta0, eps)
         return reuse_grad(theta, rollout, beta, clip)
 
     structure = dict(n_arms=n_arms, n_correct=n_correct, p_ref=p_ref, steps=steps, dtype=dtype)
-    return _sampled_run(eta, momentum, beta, seeds, grad, **structure)
+    return _sampled_run(learning_rate, momentum, beta, seeds, grad, **structure)

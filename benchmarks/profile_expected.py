@@ -29,31 +29,31 @@ from pgrpo_sim.base.autodiff import scan
 from pgrpo_sim.models import bandit
 
 
-def fused_rewards(eta, momentum, beta, *, steps, n_arms, n_correct, p_ref, group_size):
+def fused_rewards(learning_rate, momentum, beta, *, steps, n_arms, n_correct, p_ref, num_generations):
     """Reward curve of one configuration: `numpy_bandit.expected_rewards`'s update in jnp, product pmf."""
     r, theta0 = numpy_bandit.start(n_arms, n_correct, p_ref, np.float32)
-    adv_success, adv_failure = numpy_bandit.std_advantages(group_size, dtype=np.float32)
+    adv_success, adv_failure = numpy_bandit.std_advantages(num_generations, dtype=np.float32)
     pi_ref = jax.nn.softmax(theta0)
 
     def step(state, _):
         theta, velocity = state
         pi = jax.nn.softmax(theta)
         p = pi @ r
-        pmf = bandit.binomial_pmf(group_size - 1, p)
+        pmf = bandit.binomial_pmf(num_generations - 1, p)
         w = -(r * (pmf @ adv_success) + (1 - r) * (pmf @ adv_failure)) + beta * (1 - pi_ref / pi)
         velocity = momentum * velocity + pi * (w - pi @ w)
-        return (theta - eta * velocity, velocity), p
+        return (theta - learning_rate * velocity, velocity), p
 
     (theta, _), rewards = jax.lax.scan(step, (theta0, jnp.zeros_like(theta0)), length=steps)
     return jnp.append(rewards, jax.nn.softmax(theta) @ r)
 
 
-def fused_two_arm_rewards(eta, momentum, beta, *, steps, p_ref, group_size, checkpoint=False):
+def fused_two_arm_rewards(learning_rate, momentum, beta, *, steps, p_ref, num_generations, checkpoint=False):
     """`fused_rewards` of the two-arm bandit (arm 0 correct) with each arm's logit and velocity its own array: no
     arm axis, so under vmap every operation is elementwise over the configurations and reverse mode transposes no
     broadcast or slice of one. `checkpoint`: the steps in √steps blocks (`base.autodiff.scan`)."""
     r, theta0 = numpy_bandit.start(2, 1, p_ref, np.float32)
-    adv_success, adv_failure = numpy_bandit.std_advantages(group_size, dtype=np.float32)
+    adv_success, adv_failure = numpy_bandit.std_advantages(num_generations, dtype=np.float32)
     table = np.stack([adv_success, adv_failure])
     pi_ref = np.exp(theta0) / np.exp(theta0).sum()
 
@@ -62,14 +62,14 @@ def fused_two_arm_rewards(eta, momentum, beta, *, steps, p_ref, group_size, chec
         pi0 = jax.nn.sigmoid(t0 - t1)
         pi1 = 1 - pi0
         p = pi0 * r[0] + pi1 * r[1]
-        alpha = bandit.binomial_mean(group_size - 1, p, table)
+        alpha = bandit.binomial_mean(num_generations - 1, p, table)
         w0 = -(r[0] * alpha[..., 0] + (1 - r[0]) * alpha[..., 1]) + beta * (1 - pi_ref[0] / pi0)
         w1 = -(r[1] * alpha[..., 0] + (1 - r[1]) * alpha[..., 1]) + beta * (1 - pi_ref[1] / pi1)
         mean = pi0 * w0 + pi1 * w1
         v0, v1 = momentum * v0 + pi0 * (w0 - mean), momentum * v1 + pi1 * (w1 - mean)
-        return (t0 - eta * v0, t1 - eta * v1, v0, v1), p
+        return (t0 - learning_rate * v0, t1 - learning_rate * v1, v0, v1), p
 
-    zero = jnp.zeros_like(eta)
+    zero = jnp.zeros_like(learning_rate)
     (t0, t1, _, _), rewards = scan(
         step, (zero + theta0[0], zero + theta0[1], zero, zero), None, steps, checkpoint=checkpoint
     )
@@ -79,12 +79,12 @@ def fused_two_arm_rewards(eta, momentum, beta, *, steps, p_ref, group_size, chec
 
 def main(configs: int = 2**15, steps: int = 200) -> None:
     case = bench_bandit.make_case("expected", configs, steps)
-    structure = {k: case[k] for k in ("n_arms", "n_correct", "p_ref", "group_size")}
+    structure = {k: case[k] for k in ("n_arms", "n_correct", "p_ref", "num_generations")}
     sweep = tuple(np.asarray(x, np.float32) for x in bench_bandit.sweep(configs))
     config = ps.bandit.config(**structure)
 
-    def simulate(eta, momentum, beta):
-        return ps.simulate(config.replace(eta=eta, momentum=momentum, beta=beta), steps).reward
+    def simulate(learning_rate, momentum, beta):
+        return ps.simulate(config.replace(learning_rate=learning_rate, momentum=momentum, beta=beta), steps).reward
 
     def chunked(one):
         return lambda *args: jax.lax.map(lambda a: one(*a), args, batch_size=bench_bandit.CHUNK["expected"])

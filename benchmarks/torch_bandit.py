@@ -31,14 +31,14 @@ def _torch(dtype: str):
 
 
 def expected_rewards(
-    eta,
+    learning_rate,
     momentum,
     beta=0.0,
     *,
     n_arms=2,
     n_correct=1,
     p_ref=0.2,
-    group_size=8,
+    num_generations=8,
     steps=1000,
     eps=1e-6,
     dtype="float32",
@@ -49,19 +49,21 @@ def expected_rewards(
     import numpy as np
 
     torch, tdtype = _torch(dtype)
-    eta, momentum, beta = (np.asarray(x, dtype)[:, None] for x in np.broadcast_arrays(eta, momentum, beta))
+    learning_rate, momentum, beta = (
+        np.asarray(x, dtype)[:, None] for x in np.broadcast_arrays(learning_rate, momentum, beta)
+    )
     r_np, theta0_np = numpy_bandit.start(n_arms, n_correct, p_ref, np.dtype(dtype))
-    adv_success, adv_failure = (torch.from_numpy(a) for a in numpy_bandit.std_advantages(group_size, eps, dtype))
-    g = group_size
+    adv_success, adv_failure = (torch.from_numpy(a) for a in numpy_bandit.std_advantages(num_generations, eps, dtype))
+    g = num_generations
     with torch.inference_mode():
-        eta, momentum, beta = (torch.from_numpy(x) for x in (eta, momentum, beta))
+        learning_rate, momentum, beta = (torch.from_numpy(x) for x in (learning_rate, momentum, beta))
         r, theta0 = torch.from_numpy(r_np), torch.from_numpy(theta0_np)
         j = torch.arange(g, dtype=tdtype)
         log_choose = torch.tensor([math.log(math.comb(g - 1, i)) for i in range(g)], dtype=tdtype)
         pi_ref = torch.softmax(theta0, -1)
-        theta = theta0.repeat(eta.shape[0], 1)
+        theta = theta0.repeat(learning_rate.shape[0], 1)
         velocity = torch.zeros_like(theta)
-        out = torch.empty((eta.shape[0], steps + 1), dtype=tdtype) if curves else None
+        out = torch.empty((learning_rate.shape[0], steps + 1), dtype=tdtype) if curves else None
         tiny = torch.finfo(tdtype).tiny  # log of a probability that rounded to 0: about −87 (float32), not −∞
 
         def softmax(z):  # written out: torch.softmax over a last axis of 2 is several times slower
@@ -80,7 +82,7 @@ def expected_rewards(
             w = -mean_adv + beta * (1 - pi_ref / pi)
             grad = pi * (w - torch.sum(pi * w, -1, keepdim=True))
             velocity = momentum * velocity + grad
-            theta = theta - eta * velocity
+            theta = theta - learning_rate * velocity
         final = softmax(theta) @ r
         if not curves:
             return final.numpy()

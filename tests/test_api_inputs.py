@@ -20,14 +20,14 @@ def _bad_calls():
     run = ps.calibration.resolve_run_config({})
     return [
         # an object of the wrong type where a config, log, run config or calibration is expected
-        ("simulate a dict", lambda: ps.simulate({"eta": 0.1}, 10), "config must be a ps.bandit.Config"),
+        ("simulate a dict", lambda: ps.simulate({"learning_rate": 0.1}, 10), "config must be a ps.bandit.Config"),
         ("predict an int", lambda: ps.predict(2), "config must be a ps.bandit.Config"),
         ("rollout_count", lambda: ps.bandit.rollout_count(2, 4), "config must be a ps.bandit.Config"),
         ("outcomes", lambda: ps.outcomes(None, 10), "config must be a ps.bandit.Config"),
         ("make_optimizer", lambda: ps.bandit.make_optimizer({}), "config must be a ps.bandit.Config"),
         (
             "with_hyperparameters",
-            lambda: ps.bandit.with_hyperparameters(3, eta=0.1),
+            lambda: ps.bandit.with_hyperparameters(3, learning_rate=0.1),
             "config must be a ps.bandit.Config",
         ),
         ("set_hyperparameters None", lambda: ps.bandit.set_hyperparameters(CONFIG, None), "values must be a mapping"),
@@ -56,16 +56,28 @@ def _bad_calls():
         ("simulate key text", lambda: ps.simulate(CONFIG, 5, mode="sampled", key="abc"), "key must be"),
         ("simulate key -1", lambda: ps.simulate(CONFIG, 5, mode="sampled", key=-1), "seed"),
         # None, text, arrays and fractions where one number is expected: refused, not trained on
-        ("eta None", lambda: ps.bandit.config(eta=None), "eta must be a number, got None"),
+        (
+            "learning_rate None",
+            lambda: ps.bandit.config(learning_rate=None),
+            "learning_rate must be a number, got None",
+        ),
         ("beta None", lambda: ps.bandit.config(beta=None), "beta must be a number"),
-        ("clip None", lambda: ps.bandit.config(clip=None), "clip_low must be a number"),
+        ("clip None", lambda: ps.bandit.config(epsilon=None), "epsilon must be a number"),
         ("lag None", lambda: ps.bandit.config(lag=None), "lag must be a number"),
-        ("group_size None", lambda: ps.bandit.config(group_size=None), "group_size must be a number"),
+        ("num_generations None", lambda: ps.bandit.config(num_generations=None), "num_generations must be a number"),
         ("advantage None", lambda: ps.bandit.config(advantage=None), "advantage must be one of"),
-        ("eta text", lambda: ps.bandit.config(eta="0.1"), "eta must be a number"),
-        ("eta a list", lambda: ps.bandit.config(eta=[0.1, 0.2]), "eta must be a single number"),
-        ("replace eta None", lambda: CONFIG.replace(eta=None), "eta must be a number"),
-        ("with_hyperparameters None", lambda: ps.bandit.with_hyperparameters(CONFIG, group_size=None), "group_size"),
+        ("learning_rate text", lambda: ps.bandit.config(learning_rate="0.1"), "learning_rate must be a number"),
+        (
+            "learning_rate a list",
+            lambda: ps.bandit.config(learning_rate=[0.1, 0.2]),
+            "learning_rate must be a single number",
+        ),
+        ("replace learning_rate None", lambda: CONFIG.replace(learning_rate=None), "learning_rate must be a number"),
+        (
+            "with_hyperparameters None",
+            lambda: ps.bandit.with_hyperparameters(CONFIG, num_generations=None),
+            "num_generations",
+        ),
         ("warmup_steps 5.5", lambda: ps.bandit.config(warmup_steps=5.5), "warmup_steps must be an integer"),
         ("max_lag 2.5", lambda: ps.bandit.config(lag_model="stale", lag=2, max_lag=2.5), "max_lag must be an integer"),
         ("dynamic_sampling text", lambda: ps.bandit.config(dynamic_sampling="no"), "dynamic_sampling must be True"),
@@ -78,17 +90,23 @@ def _bad_calls():
         # sweeps, phase predictions, search and forecasts
         (
             "sweep base key",
-            lambda: ps.analysis.check_sweep({"betaa": 0.1}, [ps.analysis.parse_axis("eta=0.1,0.2")], steps=10),
+            lambda: ps.analysis.check_sweep(
+                {"betaa": 0.1}, [ps.analysis.parse_axis("learning_rate=0.1,0.2")], steps=10
+            ),
             "'betaa'",
         ),
         (
             "sweep bare axis",
-            lambda: ps.analysis.check_sweep({}, ps.analysis.parse_axis("eta=0.1,0.2"), steps=10),
+            lambda: ps.analysis.check_sweep({}, ps.analysis.parse_axis("learning_rate=0.1,0.2"), steps=10),
             "list of Axis",
         ),
-        ("sweep axis text", lambda: ps.analysis.check_sweep({}, ["eta=0.1,0.2"], steps=10), "list of Axis"),
+        ("sweep axis text", lambda: ps.analysis.check_sweep({}, ["learning_rate=0.1,0.2"], steps=10), "list of Axis"),
         ("load_sweep missing", lambda: ps.analysis.load_sweep("/nonexistent"), "no finished sweep"),
-        ("predict_cells base key", lambda: ps.analysis.predict_cells({"betaa": 0.1}, {"eta": [0.1]}), "'betaa'"),
+        (
+            "predict_cells base key",
+            lambda: ps.analysis.predict_cells({"betaa": 0.1}, {"learning_rate": [0.1]}),
+            "'betaa'",
+        ),
         ("predict_cells no axis", lambda: ps.analysis.predict_cells({"beta": 0.1}, {}), "coords must map"),
         (
             "predict_cells axis",
@@ -97,13 +115,13 @@ def _bad_calls():
         ),
         (
             "search bounds",
-            lambda: ps.search("damping-ratio", ps.bandit.config(beta=0.1), target=1.0, bounds={"eta": 0.1}),
+            lambda: ps.search("damping-ratio", ps.bandit.config(beta=0.1), target=1.0, bounds={"learning_rate": 0.1}),
             "must be a pair",
         ),
         (
             "boundary beyond mu 1",
             lambda: ps.analysis.trace_boundary(
-                "damping_ratio", dict(lag=2, stiffness=0.3), "eta", (1e-3, 1.0), "momentum", (0, 1.5)
+                "damping_ratio", dict(lag=2, stiffness=0.3), "learning_rate", (1e-3, 1.0), "momentum", (0, 1.5)
             ),
             "momentum range must be in [0, 1)",
         ),
@@ -111,11 +129,15 @@ def _bad_calls():
         # the log laws' helpers
         (
             "fit_start beyond",
-            lambda: ps.logs.identify_stiffness(np.linspace(0.2, 0.8, 50), eta=0.1, fit_start=1000),
+            lambda: ps.logs.identify_stiffness(np.linspace(0.2, 0.8, 50), learning_rate=0.1, fit_start=1000),
             "fit_start",
         ),
-        ("lag -1", lambda: ps.logs.identify_stiffness(np.linspace(0.2, 0.8, 50), eta=0.1, lag=-1), "lag must be >= 0"),
-        ("empty curve", lambda: ps.logs.identify_stiffness([], eta=0.1), "rewards must be a curve"),
+        (
+            "lag -1",
+            lambda: ps.logs.identify_stiffness(np.linspace(0.2, 0.8, 50), learning_rate=0.1, lag=-1),
+            "lag must be >= 0",
+        ),
+        ("empty curve", lambda: ps.logs.identify_stiffness([], learning_rate=0.1), "rewards must be a curve"),
         ("law params", lambda: ps.logs.law_curve("saturation", np.arange(5.0), [0.9]), "saturation are 3 numbers"),
         ("omega_n -1", lambda: ps.logs.oscillator_stiffness(-1.0, 0.1), "omega_n"),
         ("zeta -1", lambda: ps.logs.oscillator_curve(np.arange(5.0), 0.5, -1.0, 0.1, 0.0, 0.0), "zeta"),
@@ -139,7 +161,7 @@ def _bad_calls():
         # settings the theory does not describe
         (
             "predict a schedule",
-            lambda: ps.predict(ps.bandit.config(beta=0.1, lr_schedule="cosine", decay_steps=100)),
+            lambda: ps.predict(ps.bandit.config(beta=0.1, lr_scheduler_type="cosine", decay_steps=100)),
             "constant learning rate",
         ),
         ("rtol", lambda: ps.solve_deterministic(np.arange(3.0), 0.1, 0.0, 0.1, 0.0, 1.0, 0.2, rtol=-1), "rtol"),
@@ -151,7 +173,11 @@ def _bad_calls():
             "momentum (3,)",
         ),
         ("damping_ratio shapes", lambda: ps.damping_ratio([0.1, 0.2], [0.1, 0.2, 0.3], 0.0, 0.3), "broadcast"),
-        ("companion shapes", lambda: ps.theory.companion_matrix([0.1, 0.2], [0.1, 0.2, 0.3], 2, 0.3), "eta (2,)"),
+        (
+            "companion shapes",
+            lambda: ps.theory.companion_matrix([0.1, 0.2], [0.1, 0.2, 0.3], 2, 0.3),
+            "learning_rate (2,)",
+        ),
         ("kl shapes", lambda: ps.bandit.kl_divergence(np.zeros((2, 3)), np.zeros(4)), "logits_ref (4,)"),
         ("stderr shape", lambda: ps.summarize_curve(np.linspace(0, 1, 50), stderr=np.ones(3)), "stderr"),
         ("diverged text", lambda: ps.summarize_curve(np.linspace(0, 1, 50), diverged="no"), "diverged"),
@@ -182,7 +208,10 @@ def test_convenient_forms_mean_what_they_say():
     assert ps.bandit.config(dynamic_sampling=0).dynamic_sampling is False
     run = ps.calibration.resolve_run_config({"learning_rate": 1e-6})
     assert ps.calibration.resolve_run_config(run.as_dict()) == run  # a RunConfig's dict (with its sources) reads back
-    assert ps.bandit.config(group_size=8.0).group_size == 8 and type(ps.bandit.config(group_size=8.0).group_size) is int
+    assert (
+        ps.bandit.config(num_generations=8.0).num_generations == 8
+        and type(ps.bandit.config(num_generations=8.0).num_generations) is int
+    )
     assert float(ps.bandit.clipped_surrogate([0.0], [0.0], [1.0]).loss[0]) == -1.0  # −min(ρA, clip(ρ)A) at ρ = 1, A = 1
     assert float(ps.bandit.kl_estimate([-1.0], [-1.0])[0]) == 0.0
 
@@ -195,7 +224,7 @@ def test_adv_eps_zero_gives_zero_advantage_to_an_all_equal_group():
     with jax.enable_x64(True):
         assert np.array_equal(ps.bandit.group_advantages(jnp.ones(3), eps=0.0), np.zeros(3))
         assert np.all(np.isnan(ps.bandit.group_advantages(jnp.asarray([0.0, np.nan, 1.0]), eps=0.0)))  # NaN not hidden
-        base = dict(p_ref=0.2, beta=0.1, group_size=4, eta=0.5)
+        base = dict(p_ref=0.2, beta=0.1, num_generations=4, learning_rate=0.5)
         exact = ps.simulate(ps.bandit.config(**base, adv_eps=0.0), 30)
         limit = ps.simulate(ps.bandit.config(**base, adv_eps=1e-30), 30)
         assert not bool(exact.diverged)
@@ -209,10 +238,12 @@ def test_traced_hyperparameters_out_of_range_make_the_run_diverge():
     """Under a caller's vmap the eager checks cannot see the values: a run with η < 0, μ ≥ 1 or a stale lag beyond
     the buffer (`max_lag` 2, which would wrap around it) is NaN from its first update, reported as diverged at
     step 0; the valid runs of the same batch are those of `simulate`."""
-    config = ps.bandit.config(eta=0.3, lag_model="stale", lag=2)
+    config = ps.bandit.config(learning_rate=0.3, lag_model="stale", lag=2)
 
-    def late(eta, momentum, lag):
-        return ps.bandit.run(config.replace(eta=eta, momentum=momentum, lag=lag), jax.random.key(0), 12, "expected")
+    def late(learning_rate, momentum, lag):
+        return ps.bandit.run(
+            config.replace(learning_rate=learning_rate, momentum=momentum, lag=lag), jax.random.key(0), 12, "expected"
+        )
 
     runs = jax.jit(jax.vmap(late))(
         jnp.asarray([0.3, -0.3, 0.3, 0.3]), jnp.asarray([0.0, 0.0, 1.2, 0.0]), jnp.asarray([2, 2, 2, 5])
@@ -230,7 +261,7 @@ def test_traced_step_counts_and_codes_out_of_range_make_the_run_diverge():
     """The integer leaves too: a reference sync every 0 steps (n % 0), an advantage code past `ADVANTAGES`, a negative
     warm-up or a decay before the warm-up ends ran to their end with numbers; they are marked invalid as
     `bandit.config` would refuse them, and a run from them is diverged at step 0."""
-    config = ps.bandit.config(beta=0.1, ref_sync_steps=4, lr_schedule="linear", warmup_steps=2, decay_steps=20)
+    config = ps.bandit.config(beta=0.1, ref_sync_steps=4, lr_scheduler_type="linear", warmup_steps=2, decay_steps=20)
     assert bool(ps.bandit.valid_hyperparameters(config))
     for name, value in [
         ("ref_sync_steps", 0),
@@ -258,7 +289,7 @@ def test_eager_checks_and_the_in_jit_mask_refuse_the_same_values():
     """Each real-valued leaf's range (`LEAF_RANGES`), at its ends and just beyond them: `bandit.config` refuses a
     value, naming the leaf, exactly when `valid_hyperparameters` masks it (a config built around the eager
     checks with `eqx.tree_at`)."""
-    base = ps.bandit.config(dual_clip=3.0, kl="k3", kl_clamp=10.0, grad_clip=1.0)
+    base = ps.bandit.config(dual_clip=3.0, kl="k3", kl_clamp=10.0, max_grad_norm=1.0)
     for name, interval in ps.bandit.LEAF_RANGES.items():
         ends = [x for x in (interval.low, interval.high) if x is not None]
         for value in [x + d for x in ends for d in (-1e-3, 0.0, 1e-3)] + [np.inf, np.nan]:

@@ -104,12 +104,12 @@ def test_simulate_reward_std_is_nan_where_undefined(tmp_path):
 @pytest.mark.parametrize(
     "argv, word",
     [
-        (["theory", "--eta", "-1", "--stiffness", "0.3"], "eta"),
+        (["theory", "--eta", "-1", "--stiffness", "0.3"], "learning_rate"),
         (["theory", "--eta", "0.1", "--momentum", "1", "--stiffness", "0.3"], "momentum"),
         (["theory", "--eta", "0.1", "--stiffness", "nan"], "stiffness"),
-        (["theory", "--eta", "0.1", "--stiffness", "0.3", "--noise", "0.1", "--group-size", "1"], "group_size"),
+        (["theory", "--eta", "0.1", "--stiffness", "0.3", "--noise", "0.1", "--group-size", "1"], "num_generations"),
         (["theory", "--eta", "x", "--stiffness", "0.3"], "--eta"),
-        (["simulate", "--out", "x.csv", "--group-size", "1"], "group_size"),
+        (["simulate", "--out", "x.csv", "--group-size", "1"], "num_generations"),
         (["simulate", "--out", "x.csv", "--p-ref", "1.5"], "p_ref"),
         (["simulate", "--out", "x.csv", "--lag", "2"], "lag"),
         (["simulate", "--out", "x.csv", "--lag-model", "async"], "lag-model"),
@@ -136,7 +136,7 @@ def test_predict_json_matches_python(capsys):
     argv = ["predict", "--eta", "0.1", "--momentum", "0.5", "--beta", "0.5", "--group-size", "8", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    pred = ps.predict(ps.bandit.config(eta=0.1, momentum=0.5, beta=0.5, group_size=8)).as_dict()
+    pred = ps.predict(ps.bandit.config(learning_rate=0.1, momentum=0.5, beta=0.5, num_generations=8)).as_dict()
     for key in (
         "p_star",
         "stiffness",
@@ -207,7 +207,7 @@ def test_oscillator_writes_paths(tmp_path, capsys):
     "argv, word",
     [
         (["predict", "--optimizer", "adam"], "optimizer"),
-        (["predict", "--eta", "0"], "eta"),
+        (["predict", "--eta", "0"], "learning_rate"),
         (
             ["oscillator", "--eta", "0.1", "--stiffness", "0.3", "--noise", "-1", "--group-size", "8", "--out", "x"],
             "noise",
@@ -282,10 +282,12 @@ def test_trl_names_set_the_same_settings_as_the_short_forms(command):
     short = [v for (_, value), flag in TRL_NAMES.items() for v in (flag, value)]
     a = commands[command].parse_args(trl + common + rest[command])
     b = commands[command].parse_args(short + common + rest[command])
-    assert {k: v for k, v in vars(a).items() if k not in ("explicit", "loss_type")} == {
-        k: v for k, v in vars(b).items() if k not in ("explicit", "loss_type")
+    parser_own = ("explicit", "typed", "loss_type")
+    assert {k: v for k, v in vars(a).items() if k not in parser_own} == {
+        k: v for k, v in vars(b).items() if k not in parser_own
     }
-    assert (a.eta, a.group_size, a.clip, a.clip_high) == (0.3, 4, 0.1, 0.3)
+    assert (a.typed["learning_rate"], b.typed["learning_rate"]) == ("--learning-rate", "--eta")  # for messages
+    assert (a.learning_rate, a.num_generations, a.epsilon, a.epsilon_high) == (0.3, 4, 0.1, 0.3)
     help_text = commands[command].format_help()
     for (name, _), flag in TRL_NAMES.items():
         assert f"{flag} " in help_text and f"{name} " in help_text  # help shows both
@@ -322,6 +324,6 @@ def test_readme_tune_usage_runs_and_an_edge_point_is_warned(tmp_path, capsys):
     edge = ["tune", "--objective", "damping-ratio", "--target", "1", "--out", str(tmp_path / "edge")]
     assert main([*edge, "--restarts", "2", "--iterations", "20", "--search-lr", "3"]) == 0
     summary = json.loads((tmp_path / "edge" / "summary.json").read_text())
-    assert summary["on_box_edge"] == {"eta": "upper"} and "edge of the search box" in summary["warning"]
+    assert summary["on_box_edge"] == {"learning_rate": "upper"} and "edge of the search box" in summary["warning"]
     err = capsys.readouterr().err
-    assert err.count("pgrpo-sim: warning:") == 1 and "eta at its upper bound" in err
+    assert err.count("pgrpo-sim: warning:") == 1 and "learning_rate at its upper bound" in err

@@ -18,8 +18,19 @@ SIMULATE = ["simulate", "--steps", "5", "--out", "traj.csv"]
 PREDICT = ["predict", "--beta", "0.5"]
 OSCILLATOR = ["oscillator", "--eta", "0.05", "--stiffness", "0.3", "--noise", "0.01", "--group-size", "8"]
 OSCILLATOR += ["--steps", "5", "--paths", "4", "--out", "osc.csv"]
-SWEEP = ["sweep", "--grid", "eta=0.1,0.2", "--beta", "0.5", "--steps", "5", "--quiet", "--out", "d"]
-PHASE = ["phase-diagram", "--grid", "eta=0.1,0.2", "--grid", "lag=0:1", "--steps", "5", "--quiet", "--out", "d"]
+SWEEP = ["sweep", "--grid", "learning_rate=0.1,0.2", "--beta", "0.5", "--steps", "5", "--quiet", "--out", "d"]
+PHASE = [
+    "phase-diagram",
+    "--grid",
+    "learning_rate=0.1,0.2",
+    "--grid",
+    "lag=0:1",
+    "--steps",
+    "5",
+    "--quiet",
+    "--out",
+    "d",
+]
 VALIDATE = ["validate", "--quick", "--out", "d"]
 FIT = ["fit", LOG, "--column", "reward=my_reward", "--out", "d"]
 TUNE = ["tune", "--objective", "damping-ratio", "--target", "1", "--beta", "0.5", "--restarts", "1"]
@@ -31,16 +42,16 @@ WATCH = ["watch", LOG, "--column", "reward=my_reward", "--until", "40", "--out",
 # FOREIGN holds a file pgrpo-sim did not write, OTHER holds another command's marked output
 CASES = {
     # theory
-    "theory negative eta": ([*THEORY, "--eta", "-1"], "eta"),
+    "theory negative learning_rate": ([*THEORY, "--eta", "-1"], "learning_rate"),
     "theory zero stiffness": ([*THEORY, "--stiffness", "0"], "stiffness"),
-    "theory nan eta": ([*THEORY, "--eta", "nan"], "--eta"),
+    "theory nan learning_rate": ([*THEORY, "--eta", "nan"], "--eta"),
     "theory inf stiffness": ([*THEORY, "--stiffness", "inf"], "--stiffness"),
     "theory momentum out of range": ([*THEORY, "--momentum", "1"], "momentum"),
     "theory negative lag": ([*THEORY, "--lag", "-1"], "lag"),
-    "theory group size out of range": ([*THEORY, "--noise", "0.1", "--group-size", "1"], "group_size"),
+    "theory group size out of range": ([*THEORY, "--noise", "0.1", "--group-size", "1"], "num_generations"),
     "theory fractional group size": ([*THEORY, "--noise", "0.1", "--group-size", "2.5"], "--group-size"),
     # simulate
-    "simulate negative eta": ([*SIMULATE, "--eta", "-0.1"], "eta"),
+    "simulate negative learning_rate": ([*SIMULATE, "--eta", "-0.1"], "learning_rate"),
     "simulate zero steps": ([*SIMULATE, "--steps", "0"], "steps"),
     "simulate negative seeds": ([*SIMULATE, "--mode", "sampled", "--seeds", "-1"], "seeds"),
     "simulate too many seeds": ([*SIMULATE, "--mode", "sampled", "--seeds", "100000000000"], "seeds must be in"),
@@ -52,7 +63,7 @@ CASES = {
     ),
     "simulate seed beyond 32 bits": ([*SIMULATE, "--seed", str(2**32)], "4294967295"),
     "simulate nan beta": ([*SIMULATE, "--beta", "nan"], "--beta"),
-    "simulate inf eta": ([*SIMULATE, "--eta", "inf"], "--eta"),
+    "simulate inf learning_rate": ([*SIMULATE, "--eta", "inf"], "--eta"),
     "simulate p_ref out of range": ([*SIMULATE, "--p-ref", "1.5"], "p_ref"),
     "simulate unknown mode": ([*SIMULATE, "--mode", "exact"], "--mode"),
     "simulate unknown optimizer": ([*SIMULATE, "--optimizer", "rmsprop"], "--optimizer"),
@@ -65,11 +76,11 @@ CASES = {
     "simulate out inside another command's directory": ([*SIMULATE, "--out", "OTHER/report.md"], "--overwrite"),
     "simulate existing plot": ([*SIMULATE, "--plot", "PLOT.png"], "--overwrite"),
     # predict
-    "predict zero eta": ([*PREDICT, "--eta", "0"], "eta"),
+    "predict zero learning_rate": ([*PREDICT, "--eta", "0"], "learning_rate"),
     "predict negative beta": ([*PREDICT, "--beta", "-1"], "beta"),
     "predict nan momentum": ([*PREDICT, "--momentum", "nan"], "--momentum"),
     "predict inf clip": ([*PREDICT, "--clip", "inf"], "--clip"),
-    "predict group size out of range": ([*PREDICT, "--group-size", "1"], "group_size"),
+    "predict group size out of range": ([*PREDICT, "--group-size", "1"], "num_generations"),
     "predict unknown kl": ([*PREDICT, "--kl", "k4"], "--kl"),
     # oscillator
     "oscillator nan e0": ([*OSCILLATOR, "--e0", "nan"], "--e0"),
@@ -107,21 +118,24 @@ CASES = {
         [*SWEEP, "--coordinator", "localhost:1", "--num-processes", "2", "--process-id", "2"],
         "--process-id must be",
     ),
-    "sweep zero clip": ([*SWEEP, "--clip", "0"], "clip"),
-    "sweep grid value zero": (["sweep", "--grid", "eta=0,0.1", "--steps", "5", "--quiet", "--out", "d"], "eta=0,0.1"),
+    "sweep zero clip": ([*SWEEP, "--clip", "0"], "epsilon must be in (0, 1)"),
+    "sweep grid value zero": (
+        ["sweep", "--grid", "learning_rate=0,0.1", "--steps", "5", "--quiet", "--out", "d"],
+        "learning_rate=0,0.1",
+    ),
     "sweep grid out of range": ([*SWEEP, "--grid", "momentum=0:1:5"], "momentum"),
     "sweep grid negative lag": ([*SWEEP, "--grid", "lag=-1:3", "--lag-model", "stale"], "lag"),
     "sweep grid nan": ([*SWEEP, "--grid", "beta=nan,0.1"], "beta"),
     "sweep grid inf": ([*SWEEP, "--grid", "beta=0.1,inf"], "beta"),
-    "sweep grid group size 1": ([*SWEEP, "--grid", "group_size=1,2"], "group_size"),
-    "sweep grid group size beyond MAX_GROUP_SIZE": ([*SWEEP, "--grid", "group_size=8,100000"], "[2, 4096]"),
+    "sweep grid group size 1": ([*SWEEP, "--grid", "num_generations=1,2"], "num_generations"),
+    "sweep grid group size beyond MAX_GROUP_SIZE": ([*SWEEP, "--grid", "num_generations=8,100000"], "[2, 4096]"),
     "sweep seed beyond 64 bits": ([*SWEEP, "--seed", "99999999999999999999"], "seed must be in [0, 4294967295]"),
     "sweep steps beyond MAX_STEPS": ([*SWEEP, "--steps", "100000000000"], "steps must be in [1, 100000000]"),
     "simulate group size beyond MAX_GROUP_SIZE": ([*SIMULATE, "--group-size", "100000"], "[2, 4096]"),
     "predict group size beyond MAX_GROUP_SIZE": ([*PREDICT, "--group-size", "100000"], "[2, 4096]"),
     "tune steps beyond MAX_STEPS": ([*TUNE, "--steps", "100000000000"], "steps must be in [1, 100000000]"),
     "sweep fixed momentum out of range": ([*SWEEP, "--momentum", "1.0"], "momentum"),
-    "sweep fixed group size 1": ([*SWEEP, "--group-size", "1"], "group_size"),
+    "sweep fixed group size 1": ([*SWEEP, "--group-size", "1"], "num_generations"),
     "sweep sampled with one seed": ([*SWEEP, "--mode", "sampled", "--seeds", "1"], "seeds"),
     "sweep zero steps": ([*SWEEP, "--steps", "0"], "steps"),
     "sweep negative save trajectories": ([*SWEEP, "--save-trajectories", "-1"], "save_trajectories"),
@@ -155,12 +169,12 @@ CASES = {
         "4096",
     ),
     "sweep expected-mode reuse of too many rollouts at one group size": (
-        [*SWEEP, "--lag-model", "refresh", "--lag", "2", "--arms", "5", "--grid", "group_size=4,16"],
+        [*SWEEP, "--lag-model", "refresh", "--lag", "2", "--arms", "5", "--grid", "num_generations=4,16"],
         "G = 16",
     ),
     "sweep unknown grid name": ([*SWEEP, "--grid", "temperature=1,2"], "temperature"),
-    "sweep flag and grid set eta": ([*SWEEP, "--eta", "0.3"], "--eta"),
-    "sweep flag equal to its default and grid set eta": ([*SWEEP, "--eta", "0.1"], "--eta"),
+    "sweep flag and grid set learning_rate": ([*SWEEP, "--eta", "0.3"], "--eta"),
+    "sweep flag equal to its default and grid set learning_rate": ([*SWEEP, "--eta", "0.1"], "--eta"),
     "sweep --num-iterations and a lag grid": (
         [*SWEEP, "--lag-model", "refresh", "--num-iterations", "2", "--grid", "lag=1:2"],
         "--num-iterations",
@@ -182,7 +196,17 @@ CASES = {
     "phase nan momentum": ([*PHASE, "--momentum", "nan"], "--momentum"),
     "phase inf max memory": ([*PHASE, "--max-memory", "inf"], "--max-memory"),
     "phase grid out of range": (
-        ["phase-diagram", "--y", "momentum", "--grid", "eta=0.1,0.2", "--grid", "momentum=0:1:5", "--out", "d"],
+        [
+            "phase-diagram",
+            "--y",
+            "momentum",
+            "--grid",
+            "learning_rate=0.1,0.2",
+            "--grid",
+            "momentum=0:1:5",
+            "--out",
+            "d",
+        ],
         "momentum",
     ),
     "phase axis without default": ([*PHASE, "--x", "beta"], "beta"),
@@ -239,8 +263,8 @@ CASES = {
     "tune nan learning rate": ([*TUNE, "--learning-rate", "nan"], "--learning-rate"),
     "tune negative damping-ratio bound": ([*TUNE, "--min-damping-ratio", "-1"], "min_damping_ratio"),
     "tune inf radius margin": ([*TUNE, "--radius-margin", "inf"], "--radius-margin"),
-    "tune zero eta": ([*TUNE, "--search", "momentum", "--eta", "0"], "eta"),
-    "tune flag of a searched name": ([*TUNE, "--eta", "0.5"], "--eta sets eta, which tune searches"),
+    "tune zero learning_rate": ([*TUNE, "--search", "momentum", "--eta", "0"], "learning_rate"),
+    "tune flag of a searched name": ([*TUNE, "--eta", "0.5"], "--eta sets learning_rate, which tune searches"),
     "tune unknown objective": ([*TUNE, "--objective", "speed"], "--objective"),
     "tune unwritable out": ([*TUNE, "--out", "FILE/d"], "--out"),
     "tune foreign out": ([*TUNE, "--out", "FOREIGN"], "--overwrite"),
@@ -249,11 +273,20 @@ CASES = {
     "tune zero search step": ([*TUNE, "--search-lr", "0"], "search_lr"),
     # 6: memory and the floating-point range of the oscillator (each value out of range in float32 and float64)
     "oscillator paths beyond memory": ([*OSCILLATOR, "--paths", "100000000", "--steps", "100000"], "GB of paths"),
-    "oscillator subnormal eta": ([*OSCILLATOR, "--eta", "1e-320"], "eta = 9.99989e-321 is outside the range"),
-    "oscillator overflowing K·eta": ([*OSCILLATOR, "--eta", "1e300", "--stiffness", "1e10"], "outside the range"),
+    "oscillator subnormal learning_rate": (
+        [*OSCILLATOR, "--eta", "1e-320"],
+        "learning_rate = 9.99989e-321 is outside the range",
+    ),
+    "oscillator overflowing K·learning_rate": (
+        [*OSCILLATOR, "--eta", "1e300", "--stiffness", "1e10"],
+        "outside the range",
+    ),
     # 7: theory beyond float64
-    "theory overflowing K·eta": ([*THEORY, "--eta", "1e308", "--stiffness", "1e308"], "Kη = inf"),
-    "theory subnormal eta": ([*THEORY, "--eta", "1e-320"], "outside the range the computation supports (float64"),
+    "theory overflowing K·learning_rate": ([*THEORY, "--eta", "1e308", "--stiffness", "1e308"], "Kη = inf"),
+    "theory subnormal learning_rate": (
+        [*THEORY, "--eta", "1e-320"],
+        "outside the range the computation supports (float64",
+    ),
     "theory subnormal stiffness": ([*THEORY, "--stiffness", "1e-310"], "stiffness = 1e-310"),
     "theory mass overflows": ([*THEORY, "--eta", "1e-309", "--lag", "0"], "outside the range"),
     "theory map below float64 resolution": ([*THEORY, "--eta", "1e-20", "--momentum", "0"], "resolution"),
@@ -270,16 +303,16 @@ CASES = {
     "sweep seeds in expected mode": ([*SWEEP, "--seeds", "8"], "--seeds"),
     "simulate ref-sync-alpha without ref-sync-steps": ([*SIMULATE, "--ref-sync-alpha", "0.5"], "--ref-sync-steps"),
     "sweep ref_sync_alpha axis without ref-sync-steps": ([*SWEEP, "--grid", "ref_sync_alpha=0.2,0.4"], "--ref-sync"),
-    "simulate clip-high below clip": ([*SIMULATE, "--clip-high", "0.1"], "--clip-high"),
-    "sweep clip axis above clip-high": ([*SWEEP, "--grid", "clip=0.1,0.3", "--clip-high", "0.2"], "--clip-high"),
+    "simulate clip-high below clip": ([*SIMULATE, "--clip-high", "0.1"], "--epsilon-high 0.1"),
+    "sweep clip axis above clip-high": ([*SWEEP, "--grid", "epsilon=0.1,0.3", "--clip-high", "0.2"], "--epsilon-high"),
     "run config epsilon_high below epsilon": ([*FORECAST, "--run-config", "CLIP.yaml"], "epsilon_high"),
     # 14: TRL names: the same checks as the short forms
     "simulate epsilon-high below epsilon": ([*SIMULATE, "--epsilon", "0.3", "--epsilon-high", "0.2"], "--epsilon-high"),
-    "simulate one generation": ([*SIMULATE, "--num-generations", "1"], "group_size"),
-    "simulate negative learning rate": ([*SIMULATE, "--learning-rate", "-1"], "eta"),
+    "simulate one generation": ([*SIMULATE, "--num-generations", "1"], "num_generations"),
+    "simulate negative learning rate": ([*SIMULATE, "--learning-rate", "-1"], "learning_rate"),
     "simulate loss type not simulated": ([*SIMULATE, "--loss-type", "cispo"], "not simulated"),
     "simulate scale-rewards against advantage": ([*SIMULATE, "--scale-rewards", "none", "--advantage", "std"], "mean"),
-    "tune TRL name of a searched eta": ([*TUNE, "--learning-rate", "0.5"], "which tune searches"),
+    "tune TRL name of a searched learning_rate": ([*TUNE, "--learning-rate", "0.5"], "which tune searches"),
     # 15: TRL and verl run configs
     "run config TRL dump with a partial group": ([*FORECAST, "--run-config", "TRL_PARTIAL.json"], "whole number"),
     "run config verl with another estimator": ([*FORECAST, "--run-config", "VERL_GAE.yaml"], "adv_estimator"),
@@ -335,7 +368,7 @@ def test_bad_input_exit_2_one_line_nothing_created(case, workdir, capsys):
 def test_console_script_bad_input_has_no_traceback(tmp_path):
     """The real console process (stderr as a user sees it) for one case per kind of failure."""
     for argv in (
-        ["sweep", "--grid", "eta=0.1", "--chunk-size", "-1", "--out", str(tmp_path / "d")],
+        ["sweep", "--grid", "learning_rate=0.1", "--chunk-size", "-1", "--out", str(tmp_path / "d")],
         [
             "oscillator",
             "--eta",

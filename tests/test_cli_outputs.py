@@ -23,7 +23,18 @@ from pgrpo_sim.base.outputs import MARK, read_mark
 from pgrpo_sim.cli import main, sweep as sweep_command
 from pgrpo_sim.reports.validate import sections as validate_sections
 
-SWEEP = ["sweep", "--grid", "eta=0.05,0.1,0.2", "--beta", "0.5", "--steps", "20", "--chunk-size", "1", "--quiet"]
+SWEEP = [
+    "sweep",
+    "--grid",
+    "learning_rate=0.05,0.1,0.2",
+    "--beta",
+    "0.5",
+    "--steps",
+    "20",
+    "--chunk-size",
+    "1",
+    "--quiet",
+]
 
 
 def _one_line(err: str) -> str:
@@ -33,12 +44,30 @@ def _one_line(err: str) -> str:
 
 def test_failed_validation_leaves_nothing_and_the_corrected_rerun_runs(tmp_path, capsys):
     out = tmp_path / "d"
-    for bad in (["--grid", "eta=0,0.1"], ["--grid", "eta=0.1", "--grid", "group_size=1,2"], ["--momentum", "1.0"]):
+    for bad in (
+        ["--grid", "learning_rate=0,0.1"],
+        ["--grid", "learning_rate=0.1", "--grid", "num_generations=1,2"],
+        ["--momentum", "1.0"],
+    ):
         assert main(["sweep", "--beta", "0.5", "--steps", "20", "--quiet", "--out", str(out), *bad]) == 2
         _one_line(capsys.readouterr().err)
         assert not out.exists()
     assert (
-        main(["sweep", "--grid", "eta=0.05,0.1", "--beta", "0.5", "--steps", "20", "--quiet", "--out", str(out)]) == 0
+        main(
+            [
+                "sweep",
+                "--grid",
+                "learning_rate=0.05,0.1",
+                "--beta",
+                "0.5",
+                "--steps",
+                "20",
+                "--quiet",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
     )
     assert read_mark(out)["command"] == "sweep" and (out / "sweep.nc").exists()
 
@@ -54,10 +83,23 @@ def test_rejected_sweep_error_is_not_glued_to_a_progress_bar(tmp_path, capsys):
 
 def test_sweep_of_only_static_axes(tmp_path):
     assert (
-        main(["sweep", "--grid", "group_size=2,4", "--beta", "0.5", "--steps", "20", "--quiet", "--out", str(tmp_path)])
+        main(
+            [
+                "sweep",
+                "--grid",
+                "num_generations=2,4",
+                "--beta",
+                "0.5",
+                "--steps",
+                "20",
+                "--quiet",
+                "--out",
+                str(tmp_path),
+            ]
+        )
         == 0
     )
-    assert load_sweep(tmp_path).regime.dims == ("group_size",)
+    assert load_sweep(tmp_path).regime.dims == ("num_generations",)
 
 
 def _validate_dir(path: Path) -> Path:
@@ -86,7 +128,7 @@ def test_a_command_refuses_another_commands_directory_unless_overwrite(tmp_path,
 
 def test_interrupted_validate_leaves_the_previous_results(tmp_path, monkeypatch, capsys):
     def first(res, seed, plot):
-        case = dict(lag_model="stale", eta=0.1, momentum=0.0, measured=3, exact=3, continuous=3.0)
+        case = dict(lag_model="stale", learning_rate=0.1, momentum=0.0, measured=3, exact=3, continuous=3.0)
         return {"verdict": {"holds": True, "text": "first"}, "figure": plot("lag_threshold", [case])}
 
     def second(res, seed, plot):  # the first section's figure is drawn by now: there is partial output
@@ -138,7 +180,7 @@ def test_interrupted_sweep_keeps_chunks_and_resumes_identically(tmp_path, monkey
 @pytest.mark.slow
 def test_ctrl_c_on_a_real_sweep_process(tmp_path):
     """SIGINT to the console process: one line on stderr, exit 130, and the resumed sweep equals a full one."""
-    cmd = [sys.executable, "-m", "pgrpo_sim.cli", "sweep", "--grid", "eta=log:0.01:0.5:12", "--beta", "0.5"]
+    cmd = [sys.executable, "-m", "pgrpo_sim.cli", "sweep", "--grid", "learning_rate=log:0.01:0.5:12", "--beta", "0.5"]
     cmd += ["--mode", "sampled", "--seeds", "64", "--steps", "1500", "--chunk-size", "1", "--quiet"]
     killed, full = tmp_path / "killed", tmp_path / "full"
     proc = subprocess.Popen([*cmd, "--out", str(killed)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -244,7 +286,7 @@ def test_plot_paths_are_checked_before_running(tmp_path, capsys):
 
 def test_sweep_that_would_not_fit_or_is_large_is_refused_before_it_starts(tmp_path, monkeypatch, capsys):
     out = tmp_path / "d"
-    argv = ["sweep", "--grid", "eta=log:0.01:0.5:40", "--beta", "0.5", "--steps", "20", "--out", str(out)]
+    argv = ["sweep", "--grid", "learning_rate=log:0.01:0.5:40", "--beta", "0.5", "--steps", "20", "--out", str(out)]
     usage = shutil.disk_usage(tmp_path)
     monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=1000))
     assert main(argv) == 2
@@ -262,7 +304,7 @@ def test_sweep_that_would_not_fit_or_is_large_is_refused_before_it_starts(tmp_pa
 
 def test_output_size_estimate(tmp_path):
     """`output_bytes` against the files a sweep writes (chunks kept: the final files go to another folder)."""
-    axes = [sweep_module.parse_axis("eta=log:0.001:1:40"), sweep_module.parse_axis("momentum=0:0.9:25")]
+    axes = [sweep_module.parse_axis("learning_rate=log:0.001:1:40"), sweep_module.parse_axis("momentum=0:0.9:25")]
     options = dict(steps=20, decimate=5)
     estimate = sweep_module.output_bytes({"beta": 0.5}, axes, **options)
     (tmp_path / "final").mkdir()

@@ -254,7 +254,7 @@ def test_a_run_in_pieces_equals_the_whole_run(caplog, settings, mode, seeds):
 
     from pgrpo_sim.models import bandit
 
-    config = bandit.config(eta=0.3, **settings)
+    config = bandit.config(learning_rate=0.3, **settings)
     whole = bandit.simulate(config, 30, mode=mode, seeds=seeds, key=jax.random.key(1))
     with jax.log_compiles(), caplog.at_level("WARNING"):
         pieces = bandit.simulate_in_chunks(config, 30, mode=mode, seeds=seeds, key=jax.random.key(1), chunk=7)

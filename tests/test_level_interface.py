@@ -80,6 +80,6 @@ def test_both_levels_runs_hold_their_read_outs_by_name():
     """`run.readouts["reward"]` on both levels: the language model's `Run` holds the mapping, the bandit's gives it
     from its fields (the read-outs it computed), the same arrays."""
     assert "readouts" in ps.lm.Run._fields
-    run = ps.bandit.simulate(ps.bandit.config(eta=0.1), 5, readouts=("reward", "entropy"))
+    run = ps.bandit.simulate(ps.bandit.config(learning_rate=0.1), 5, readouts=("reward", "entropy"))
     assert set(run.readouts) == {"reward", "entropy"}
     assert run.readouts["reward"] is run.reward

@@ -149,7 +149,7 @@ def test_every_command_that_claims_a_folder_records_its_settings(tmp_path, monke
 @pytest.mark.parametrize(
     "argv, words",
     [
-        (["sweep", "--grid", "eta=0.1,0.2"], "--out must name a folder, got an empty string"),
+        (["sweep", "--grid", "learning_rate=0.1,0.2"], "--out must name a folder, got an empty string"),
         (["simulate", "--steps", "3"], "--out must name a file, got an empty string"),
     ],
 )
@@ -165,9 +165,9 @@ def test_grid_values_are_short_and_read_back_exactly():
     """Spaced grid values to 6 significant digits (more only where 6 would merge two): what runs is what prints."""
     lm_values = lm_sweep.parse_grid(["learning_rate=log:1e-4:1e-2:5"])["learning_rate"]
     assert lm_values == [1e-4, 0.000316228, 0.001, 0.00316228, 0.01]
-    assert parse_axis("eta=log:1e-4:1e-2:5").values == tuple(lm_values)
+    assert parse_axis("learning_rate=log:1e-4:1e-2:5").values == tuple(lm_values)
     assert parse_axis("momentum=0:0.99:34").values[3] == 0.09  # not 0.09000000000000001
-    close = parse_axis("eta=log:1:1.000001:3").values  # 6 digits would merge the first two
+    close = parse_axis("learning_rate=log:1:1.000001:3").values  # 6 digits would merge the first two
     assert len(set(close)) == 3 and all(len(repr(v)) <= 10 for v in close)
     for value in (*lm_values, *close):
         assert float(repr(value)) == value
@@ -190,7 +190,19 @@ def test_ctrl_c_stops_a_bandit_sweep_within_two_seconds(tmp_path, monkeypatch, c
         return out
 
     monkeypatch.setattr(sweep_module, "run_chunk", run_then_interrupt)
-    argv = ["sweep", "--grid", "eta=0.1", "--beta", "0.5", "--mode", "sampled", "--seeds", "64", "--steps", "400000"]
+    argv = [
+        "sweep",
+        "--grid",
+        "learning_rate=0.1",
+        "--beta",
+        "0.5",
+        "--mode",
+        "sampled",
+        "--seeds",
+        "64",
+        "--steps",
+        "400000",
+    ]
     assert main([*argv, "--quiet", "--out", str(tmp_path / "s")]) == 130
     took = time.monotonic() - sent["at"]
     line = _one_line(capsys.readouterr().err)
@@ -201,7 +213,7 @@ def test_ctrl_c_stops_a_bandit_sweep_within_two_seconds(tmp_path, monkeypatch, c
 def test_sigterm_leaves_no_staging_folder(tmp_path):
     """`kill` (SIGTERM) during a sweep: the same clean-up as Ctrl-C, one line, and no `.pgrpo-sim-new-<pid>`."""
     out = tmp_path / "s"
-    argv = ["sweep", "--grid", "eta=0.1,0.2", "--beta", "0.5", "--mode", "sampled", "--seeds", "64"]
+    argv = ["sweep", "--grid", "learning_rate=0.1,0.2", "--beta", "0.5", "--mode", "sampled", "--seeds", "64"]
     argv += ["--steps", "2000000", "--chunk-size", "1", "--quiet", "--out", str(out)]
     proc = subprocess.Popen([sys.executable, "-m", "pgrpo_sim.cli", *argv], stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120

@@ -33,7 +33,7 @@ IMPLEMENTATIONS = {
     ("RUN_LOSS_TYPES", "models/lm/loss.py"): "the same table",
     ("LAG_MODELS", "prediction/lags.py"): "each lag model's continuous lag",
     ("FAILURE_MODES", "viz/log_figures.py"): "each failure mode's axis label",
-    ("ADVANTAGES", "reports/validate/group_size.py"): "the claim's own choice of three advantage kinds",
+    ("ADVANTAGES", "reports/validate/num_generations.py"): "the claim's own choice of three advantage kinds",
 }
 """(fact, file) → why a literal there names the fact's members: tables with one entry per choice."""
 

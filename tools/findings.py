@@ -43,8 +43,8 @@ def findings_markdown(results: dict, *, seed: int = 0) -> str:
     held = sum(bool(results[key]["verdict"]["holds"]) for key in SECTIONS if key in results)
     lines = [
         f"From `pgrpo-sim validate --quick` (seed {seed}; base: 2 arms, p_ref = {BASE['p_ref']}, "
-        f"β = {BASE['beta']}, G = {BASE['group_size']}, std advantages, on-policy heavy-ball SGD; η_eff = 2η is the "
-        "oscillator's learning rate). Each verdict's tolerance comes from the uncertainty of what it compares: "
+        f"β = {BASE['beta']}, G = {BASE['num_generations']}, std advantages, on-policy heavy-ball SGD; η_eff = 2η is "
+        "the oscillator's learning rate). Each verdict's tolerance comes from the uncertainty of what it compares: "
         f"{VERDICT_Z:g} standard errors for measured differences, one grid step for onsets and lags found on a "
         f"grid, a BIC difference over {BIC_DECISIVE:g} between laws. {held} of {len(results)} claims hold:",
         "",

@@ -52,8 +52,8 @@ from ..prediction import (
 
 KINDS = ("damping_ratio", "damping", "spectral_radius")
 """Boundaries: ζ = 1, C = 0, exact discrete spectral radius = 1."""
-OSCILLATOR_AXES = ("eta", "momentum", "lag", "stiffness")
-BANDIT_AXES = ("eta", "momentum", "lag", "beta", "p_ref")
+OSCILLATOR_AXES = ("learning_rate", "momentum", "lag", "stiffness")
+BANDIT_AXES = ("learning_rate", "momentum", "lag", "beta", "p_ref")
 LOG_AXES = ("stiffness", *tuple(n for n in BANDIT_AXES if HYPERPARAMETERS[n].log_scale))
 """Axes traced in log coordinates by default (K, and the log-scaled hyperparameters of the table)."""
 _NEWTON_STEPS, _BISECT_STEPS, _MAX_JUMP = 12, 12, 0.1
@@ -128,17 +128,17 @@ def _axis_values(spec: _Spec, ctx, u):
     return [lo[i] * (hi[i] / lo[i]) ** u[i] if spec.logs[i] else lo[i] + (hi[i] - lo[i]) * u[i] for i in range(2)]
 
 
-def _radius(spec: _Spec, eta, mu, k, lag_value):
+def _radius(spec: _Spec, learning_rate, mu, k, lag_value):
     """Exact per-step spectral radius; with the lag on an axis, the integer lag is traced: a padded companion
     matrix for "stale", a switch over the static refresh maps for "refresh"."""
     if spec.discrete_lag is not None:
         model = "stale" if spec.lag_model in ("none", "stale") else "refresh"
-        return linear.spectral_radius(eta, mu, spec.discrete_lag, k, lag_model=model)
+        return linear.spectral_radius(learning_rate, mu, spec.discrete_lag, k, lag_model=model)
     lag = jnp.clip(jnp.round(lag_value), 0, spec.max_lag).astype(jnp.int32)
     if spec.lag_model == "stale":
-        return stale_radius(eta * k, mu, lag, spec.max_lag)
+        return stale_radius(learning_rate * k, mu, lag, spec.max_lag)
     branches = [functools.partial(linear.spectral_radius, lag=n, lag_model="refresh") for n in range(spec.max_lag + 1)]
-    return jax.lax.switch(lag, [lambda e, m, s, f=f: f(e, m, stiffness=s) for f in branches], eta, mu, k)
+    return jax.lax.switch(lag, [lambda e, m, s, f=f: f(e, m, stiffness=s) for f in branches], learning_rate, mu, k)
 
 
 def _field(spec: _Spec, ctx, u):
@@ -150,14 +150,14 @@ def _field(spec: _Spec, ctx, u):
         k = stiffness(cfg, fixed_point(cfg)[0])
     else:
         k = values["stiffness"]
-    eta, mu = values["eta"] * ctx["eta_scale"], values["momentum"]
+    learning_rate, mu = values["learning_rate"] * ctx["eta_scale"], values["momentum"]
     tau = continuous_lag(values["lag"], spec.lag_model)
     return jax.lax.switch(
         ctx["kind"],
         [
-            lambda: theory.damping_ratio(eta, mu, tau, k) - 1.0,
-            lambda: theory.coefficients(eta, mu, tau, k).damping,
-            lambda: _radius(spec, eta, mu, k, values["lag"]) - 1.0,
+            lambda: theory.damping_ratio(learning_rate, mu, tau, k) - 1.0,
+            lambda: theory.coefficients(learning_rate, mu, tau, k).damping,
+            lambda: _radius(spec, learning_rate, mu, k, values["lag"]) - 1.0,
         ],
     )
 
@@ -356,9 +356,9 @@ def trace_boundary(
 ) -> list[Curve]:
     """Trace the boundary `kind` (`KINDS`) in the (x, y) slice through `point` (see the module docstring).
 
-    `point`: a mapping of oscillator parameters {eta, momentum, lag, stiffness} (axes among those; `lag_model`
+    `point`: a mapping of oscillator parameters {learning_rate, momentum, lag, stiffness} (axes among those; `lag_model`
     says how the lag enters), or a `bandit.Config` (η in the bandit's units, η_eff = η·N/(c(N−c)); K from its
-    exact fixed point; its lag model, "none" read as stale lag 0 by the exact map; axes among eta, momentum,
+    exact fixed point; its lag model, "none" read as stale lag 0 by the exact map; axes among learning_rate, momentum,
     lag, beta, p_ref). `x_range`/`y_range`: the box; log coordinates by default for η, K and β (`log_x`/`log_y`
     override). `grid` lines per axis seed the tracing; `step` (largest continuation step) and `xtol`
     (corrector tolerance on |F|/|∇F|) are in box coordinates; xtol defaults to 1e-10 (1e3·eps in float32).
@@ -366,7 +366,7 @@ def trace_boundary(
 
     Args:
         kind: the boundary, one of `KINDS`.
-        point: the slice's fixed values: a mapping with eta (per step), momentum, lag (optimiser steps) and
+        point: the slice's fixed values: a mapping with learning_rate (per step), momentum, lag (optimiser steps) and
             stiffness (per unit η) for those not on an axis, or a `bandit.Config`.
         x: the x axis, among `OSCILLATOR_AXES` (a mapping `point`) or `BANDIT_AXES` (a `bandit.Config`).
         x_range: (low, high) of x in its units, low < high, low > 0 on a log scale, within the hyperparameter's
@@ -435,8 +435,8 @@ def _slice(point, x, x_range, y, y_range, lag_model, log_x, log_y) -> tuple[_Spe
             raise PgrpoSimError("a lag axis needs lag_model 'stale' or 'refresh'")
         lag_model = point.lag_model
         cfg2, point_scale = two_arm_reduction(point), eta_scale(point)
-        dtype = cfg2.eta.dtype
-        base = dict(eta=point.eta, momentum=point.momentum, lag=point.lag, beta=point.beta)
+        dtype = cfg2.learning_rate.dtype
+        base = dict(learning_rate=point.learning_rate, momentum=point.momentum, lag=point.lag, beta=point.beta)
         base["p_ref"] = reference_mass(point)
         ctx: dict[str, Any] = dict(eta_scale=2 * point_scale)
         if {"beta", "p_ref"} & {x, y}:
@@ -479,7 +479,7 @@ def _to_curve(spec: _Spec, ctx, pts: np.ndarray, residual: float) -> Curve:
 
 def phase_boundaries(dataset, x: str, y: str) -> dict[str, list[Curve]] | None:
     """Traced ζ = 1, C = 0 and radius = 1 curves (keys `KINDS`) over a 2-D phase-diagram sweep whose axes are
-    among eta, momentum and lag; None for other axes. Uses the bandit of the sweep's fixed parameters, the
+    among learning_rate, momentum and lag; None for other axes. Uses the bandit of the sweep's fixed parameters, the
     grid's range and its spacing (log axes traced in log coordinates).
 
     Args:
@@ -489,13 +489,13 @@ def phase_boundaries(dataset, x: str, y: str) -> dict[str, list[Curve]] | None:
         y: the second axis's name.
 
     Returns:
-        Boundary kind (`KINDS`) → its `Curve` pieces (`trace_boundary`); None unless both axes are among eta,
+        Boundary kind (`KINDS`) → its `Curve` pieces (`trace_boundary`); None unless both axes are among learning_rate,
         momentum and lag.
 
     Raises:
         PgrpoSimError: as `trace_boundary`, or a sweep base that `bandit.config` refuses.
     """
-    if not {x, y} <= {"eta", "momentum", "lag"}:
+    if not {x, y} <= {"learning_rate", "momentum", "lag"}:
         return None
     spec = json.loads(dataset.attrs["spec"])
     spacing = json.loads(dataset.attrs.get("spacing", "{}"))

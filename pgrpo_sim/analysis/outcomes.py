@@ -134,7 +134,7 @@ def outcomes(
     check_range("fraction", fraction, 0.0, 1.0, low_open=True, high_open=True)
     check_range("smoothing", smoothing, 0.0, low_open=True)
     cfg2 = two_arm_reduction(config)
-    dtype = cfg2.eta.dtype
+    dtype = cfg2.learning_rate.dtype
     fixed = constant_fixed_point(cfg2)
     threshold = jnp.asarray(fraction, dtype), jnp.asarray(smoothing, dtype)
     return _outcomes_kernel(cfg2, fixed, *threshold, int(steps), bool(checkpoint))

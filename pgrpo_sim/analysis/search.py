@@ -46,11 +46,11 @@ from .search_settings import OBJECTIVES as OBJECTIVES, OPTIMISER_DEFAULTS, Searc
 from .sensitivities import check_differentiable
 
 DEFAULT_BOUNDS = {
-    "eta": (1e-3, 1.0),
+    "learning_rate": (1e-3, 1.0),
     "momentum": (0.0, 0.99),
     "beta": (1e-3, 10.0),
     "p_ref": (0.01, 0.99),
-    "clip": (0.01, 0.5),
+    "epsilon": (0.01, 0.5),
 }
 """Default search box per hyperparameter (config units: η is the bandit's η, not η_eff)."""
 
@@ -89,7 +89,7 @@ def _evaluate(problem: _Problem, cfg2: bandit.Config, numeric, values: Array) ->
     cfg = substitute(cfg2, dict(zip(problem.names, values, strict=True)), problem.scale)
     fixed = (numeric["x_star"], numeric["found"]) if "x_star" in numeric else None
     q = oscillator(cfg, continuous_lag(cfg.lag, cfg.lag_model), fixed)
-    eta_eff, k = 2 * cfg.eta, q["stiffness"]
+    eta_eff, k = 2 * cfg.learning_rate, q["stiffness"]
     radius = linear.spectral_radius(eta_eff, cfg.momentum, problem.lag, k, lag_model=problem.lag_model)
     zeta = q["damping_ratio"]
     if problem.objective == "damping-ratio":
@@ -173,7 +173,7 @@ def _evaluate_grid(problem: _Problem, cfg2, numeric, unit: np.ndarray) -> dict[s
     feasibility check) share one compiled program."""
     size = -(-len(unit) // 1024) * 1024
     padded = np.concatenate([unit, np.full((size - len(unit), unit.shape[1]), 0.5)])
-    aux = _evaluate_many(problem, cfg2, numeric, jnp.asarray(padded, cfg2.eta.dtype))
+    aux = _evaluate_many(problem, cfg2, numeric, jnp.asarray(padded, cfg2.learning_rate.dtype))
     return {k: np.asarray(v)[: len(unit)] for k, v in aux.items()}
 
 
@@ -182,7 +182,7 @@ class SearchResult(NamedTuple):
 
     Attributes:
         objective: the objective minimised, one of `OBJECTIVES`.
-        best: the hyperparameters found, by name (searched ones in config units, plus lag / group_size when they
+        best: the hyperparameters found, by name (searched ones in config units, plus lag / num_generations when they
             were an outer grid).
         objective_value: the objective there: ζ for damping-ratio, the smooth time to threshold in optimiser steps
             for time-to-threshold, the final expected reward p ∈ [0, 1] for final-reward.
@@ -197,8 +197,8 @@ class SearchResult(NamedTuple):
         history: per iteration × restart `loss`, `objective` and the searched values (each at the point that
             iteration evaluated, config units), of the winning outer-grid combination; name → float [iterations,
             restarts]; empty for `grid_search`.
-        outer: one row per outer-grid combination: its lag / group_size and its best `loss` and `objective_value`
-            (None when every evaluation of it was NaN); one row without lag / group_size without an outer grid.
+        outer: one row per outer-grid combination: its lag / num_generations and its best `loss` and `objective_value`
+            (None when every evaluation of it was NaN); one row without lag / num_generations without an outer grid.
         nan_evaluations: evaluations whose loss was NaN (diverged runs, no p*), skipped by the optimiser.
     """
 
@@ -244,7 +244,7 @@ def searched_names(objective: str, search: Sequence[str] | str | None) -> tuple[
         The names, in the order given; not validated (`search` checks them).
     """
     if search is None:
-        return ("eta",) if objective == "damping-ratio" else ("eta", "momentum")
+        return ("learning_rate",) if objective == "damping-ratio" else ("learning_rate", "momentum")
     return (search,) if isinstance(search, str) else tuple(search)
 
 
@@ -322,8 +322,8 @@ def _outer_grid(config: bandit.Config, lags, group_sizes) -> list[tuple[dict[str
                 label["lag"] = int(lag)
             if g is not None:
                 check_range("group_sizes", g, 2, integer=True)
-                changes["group_size"] = int(g)
-                label["group_size"] = int(g)
+                changes["num_generations"] = int(g)
+                label["num_generations"] = int(g)
             combos.append((label, config.replace(**changes) if changes else config))
     return combos
 
@@ -389,7 +389,7 @@ def _latin_hypercube(seed: int, restarts: int, d: int) -> np.ndarray:
 
 
 def _curve(problem: _Problem, cfg2, values: dict[str, float], steps: int) -> np.ndarray:
-    cfg = substitute(cfg2, {k: jnp.asarray(v, cfg2.eta.dtype) for k, v in values.items()}, problem.scale)
+    cfg = substitute(cfg2, {k: jnp.asarray(v, cfg2.learning_rate.dtype) for k, v in values.items()}, problem.scale)
     return np.asarray(simulate(cfg, steps).reward)
 
 
@@ -481,8 +481,10 @@ def search(
         _check_feasible(problem, cfg2, num, label)
         where = "".join(f", {k}={v}" for k, v in label.items())
         report(progress, f"searching{where} ({i + 1}/{len(grid)}): {restarts} restart(s) × {iterations} Adam steps")
-        z0 = jnp.asarray(_logit(_latin_hypercube(int(seed), restarts, len(names))), cfg2.eta.dtype)
-        history = _optimise(problem, cfg2, num, z0, jnp.asarray(learning_rate, cfg2.eta.dtype), int(iterations))
+        z0 = jnp.asarray(_logit(_latin_hypercube(int(seed), restarts, len(names))), cfg2.learning_rate.dtype)
+        history = _optimise(
+            problem, cfg2, num, z0, jnp.asarray(learning_rate, cfg2.learning_rate.dtype), int(iterations)
+        )
         runs.append((label, cfg2, problem, jax.tree.map(np.asarray, history)))
     return _collect(objective, runs, numeric, restarts * iterations, steps)
 
@@ -536,7 +538,7 @@ def grid_search(
 
 def _numeric_arrays(numeric: dict, cfg2: bandit.Config, names: Sequence[str]) -> dict[str, Array]:
     """The numbers of a search as arrays, plus p* computed once when no searched name moves it (β, p_ref)."""
-    out = {k: jnp.asarray(v, cfg2.eta.dtype) for k, v in numeric.items()}
+    out = {k: jnp.asarray(v, cfg2.learning_rate.dtype) for k, v in numeric.items()}
     if not {"beta", "p_ref"} & set(names):
         out["x_star"], out["found"], _ = fixed_point_stiffness(cfg2)
     return out

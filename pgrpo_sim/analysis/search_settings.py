@@ -17,7 +17,8 @@ class SearchSettings(NamedTuple):
     Attributes:
         target: ζ for "damping-ratio" (> 0); the fraction of the way from p_ref to p* for "time-to-threshold"
             (in (0, 1)); None for "final-reward".
-        search: the searched hyperparameters (names in η, μ, β, p_ref, clip); None: η for damping-ratio, else η, μ.
+        search: the searched hyperparameters (names in learning_rate, momentum, beta, p_ref, epsilon); None: η for
+            damping-ratio, else η, μ.
         bounds: name → (low, high) box of a searched hyperparameter, config units; default `DEFAULT_BOUNDS`.
         steps: expected-mode steps of a run (the step budget of "final-reward"); an integer in [1, MAX_STEPS].
         smoothing: width of the smooth time to threshold, in units of the threshold fraction; > 0.

@@ -36,14 +36,14 @@ def check_differentiable(names: str | Sequence[str], *, lag: bool = False) -> tu
         The names, as a tuple in the order given.
 
     Raises:
-        PgrpoSimError: a name that is integer-valued (lag without `lag`, group_size) or not a differentiated
+        PgrpoSimError: a name that is integer-valued (lag without `lag`, num_generations) or not a differentiated
             hyperparameter.
     """
     names = (names,) if isinstance(names, str) else tuple(names)
     for name in names:
         if name == "lag" and lag:
             continue
-        if name in ("lag", "group_size"):
+        if name in ("lag", "num_generations"):
             flag = "lags" if name == "lag" else "group_sizes"
             raise PgrpoSimError(
                 f"{name} is an integer hyperparameter and is not differentiated; search it as an outer grid "
@@ -111,9 +111,13 @@ def sensitivities(config: bandit.Config, wrt: Sequence[str] = PARAMETERS) -> Sen
     """
     wrt = check_differentiable(wrt, lag=True)
     cfg2, scale = two_arm_reduction(config), eta_scale(config)
-    dtype = cfg2.eta.dtype
+    dtype = cfg2.learning_rate.dtype
     current = dict(
-        eta=config.eta, momentum=config.momentum, beta=config.beta, p_ref=reference_mass(config), clip=config.clip_low
+        learning_rate=config.learning_rate,
+        momentum=config.momentum,
+        beta=config.beta,
+        p_ref=reference_mass(config),
+        epsilon=config.epsilon,
     )
     point = {name: jnp.asarray(current[name], dtype) for name in wrt if name != "lag"}
     point["lag"] = jnp.asarray(continuous_lag(config.lag, config.lag_model), dtype)

@@ -1,9 +1,9 @@
 """Hyperparameter sweeps of the bandit: grid specs, chunked nested-vmap execution, device sharding,
 resumable on-disk results and a labelled xarray dataset.
 
-A grid is a list of axes (`parse_axis("eta=log:1e-3:1:48")`). Traced hyperparameters (η, μ, β, p_ref,
+A grid is a list of axes (`parse_axis("learning_rate=log:1e-3:1:48")`). Traced hyperparameters (η, μ, β, p_ref,
 clip ranges, lag, ref_sync_alpha) are flattened into one configuration axis and run with `vmap` in fixed-size
-chunks (one compilation per static structure); `group_size` and `minibatches` set array shapes, so each of their
+chunks (one compilation per static structure); `num_generations` and `minibatches` set array shapes, so each of their
 values is its own static group. The configuration axis of a chunk is sharded over `jax.devices()`. Every finished
 chunk is written to `DIR/chunks/` at once (atomic rename); a rerun with the same spec skips the
 configurations already done, so an interrupted sweep resumes and ends with identical results; the compiled calls
@@ -247,7 +247,7 @@ def compute_sweep(
 
     Args:
         base: `bandit.config` keyword arguments of the fixed parameters.
-        axes: the grid, one `Axis` per swept parameter (`parse_axis` reads "eta=log:0.001:1:50").
+        axes: the grid, one `Axis` per swept parameter (`parse_axis` reads "learning_rate=log:0.001:1:50").
         out_dir: folder of the chunks and results; None: nothing is written.
         results_dir: write the results there instead (a caller's `StagedOutputs` folder, which moves them into
             `out_dir` and removes the chunks itself).
@@ -279,7 +279,7 @@ def compute_sweep(
             if traced:
                 params_all = {a.name: grid[:, i] for i, a in enumerate(traced)}
             else:  # only static axes: one configuration per group (η substituted by itself)
-                params_all = {"eta": np.asarray(config.eta, float).reshape(1)}
+                params_all = {"learning_rate": np.asarray(config.learning_rate, float).reshape(1)}
             results = _Results(n_traced)
             for index, chunk in share_from_first(list(store.load(g)) if store else []):  # process 0's, to every one
                 results.put(index, chunk)
@@ -401,7 +401,7 @@ def _plan(base: dict, axes: Sequence[Axis], settings: SweepSettings):
         )
     check_settings(base)
     if isinstance(axes, (Axis, str)) or not all(isinstance(a, Axis) for a in axes):
-        raise SweepError("axes must be a list of Axis (parse_axis reads 'eta=log:0.001:1:50')")
+        raise SweepError("axes must be a list of Axis (parse_axis reads 'learning_rate=log:0.001:1:50')")
     if not axes:
         raise SweepError("a sweep needs at least one grid axis")
     names = [a.name for a in axes]

@@ -16,6 +16,7 @@ from ..base.errors import PgrpoSimError
 from ..base.outputs import json_text
 from ..base.regimes import DISCRETE_REGIMES
 from ..models.bandit.hyperparameters import STATIC, TRACED, hyperparameter
+from ..models.bandit.renamed import RENAMED
 
 TRACED_AXES, STATIC_AXES = TRACED, STATIC
 """Sweepable hyperparameters (`models.bandit.hyperparameters`): traced ones share one compilation."""
@@ -37,7 +38,7 @@ class Axis:
         name: the swept hyperparameter, one of `TRACED_AXES` or `STATIC_AXES` (dashes read as underscores).
         values: its values, in the spec's order; ints for an integer hyperparameter, else floats, config units.
         spacing: how they were spaced: "list", "linear", "log" (figures draw log axes) or "int".
-        spec: the text `parse_axis` read, e.g. "eta=log:0.001:1:50" (what `SweepSpec` records).
+        spec: the text `parse_axis` read, e.g. "learning_rate=log:0.001:1:50" (what `SweepSpec` records).
     """
 
     name: str
@@ -83,7 +84,8 @@ def parse_axis(spec: str) -> Axis:
     inclusive) or `name=start:stop` (integers, inclusive, step 1); spaced values are rounded (`short_values`).
 
     Args:
-        spec: the axis as text; `name` a sweepable hyperparameter (`TRACED_AXES`, `STATIC_AXES`), in config units.
+        spec: the axis as text; `name` a sweepable hyperparameter (`TRACED_AXES`, `STATIC_AXES`) or a former name of
+            one (`models.bandit.configuration.RENAMED`, e.g. eta for learning_rate), in config units.
 
     Returns:
         The `Axis`: its values in order (ints for an integer hyperparameter), its spacing and `spec` itself.
@@ -95,6 +97,7 @@ def parse_axis(spec: str) -> Axis:
     """
     name, sep, body = spec.partition("=")
     name = name.strip().replace("-", "_")
+    name = RENAMED.get(name, name)  # the short aliases, as the command line's flags take them
     if not sep or not body:
         raise SweepError(f"grid spec {spec!r}: expected name=values")
     if name not in TRACED_AXES + STATIC_AXES:

@@ -168,16 +168,16 @@ class PopulationModel:
         rollouts = lambda logged: logged * self.optimizer_steps_per_logged / run.steps_per_rollout
         return bandit.config(
             p_ref=0.5,
-            eta=run.learning_rate * run.steps_per_generation,
+            learning_rate=run.learning_rate * run.steps_per_generation,
             beta=run.beta,
-            group_size=run.num_generations,
+            num_generations=run.num_generations,
             # one prompt's bandit: no spread across prompts for a batch std, so "batch" scales by the group's
             advantage="std" if run.scale_rewards == "batch" else SCALE_REWARDS[run.scale_rewards],
-            clip=clip[0],
-            clip_high=clip[1],
+            epsilon=clip[0],
+            epsilon_high=clip[1],
             lag_model="refresh" if epochs > 1 else "none",
             lag=epochs if epochs > 1 else 0,
-            lr_schedule=run.lr_scheduler_type,
+            lr_scheduler_type=run.lr_scheduler_type,
             warmup_steps=int(np.ceil(rollouts(run.warmup_steps(self.horizon)))) * epochs,
             decay_steps=max(int(np.ceil(rollouts(self.horizon))) * epochs, 1),
         )
@@ -238,7 +238,7 @@ def population_observables(config: bandit.Config, reading: LogReading, theta: Ar
     """
     theta = jnp.asarray(theta)
     read = np.asarray(reading.read)
-    config = config.replace(eta=jnp.exp(theta[2]) * config.eta)
+    config = config.replace(learning_rate=jnp.exp(theta[2]) * config.learning_rate)
     steps = max(int(read[-1]), 1)
     runs = jax.vmap(lambda logits: simulate(config.replace(init_logits=logits), steps, binary_rewards=True))(
         prompt_starts(reading.prompts, theta)
@@ -251,7 +251,7 @@ def population_observables(config: bandit.Config, reading: LogReading, theta: Ar
     spread2 = solvable * jnp.mean(p**2, 0) - mean**2
     zero = 1 - solvable * (1 - jnp.mean(per_prompt(runs.zero_adv_frac), 0))
     std = solvable * jnp.mean(per_prompt(runs.group_reward_std), 0)
-    g, batch = config.group_size, reading.batch
+    g, batch = config.num_generations, reading.batch
     offset, gain = (theta[4], jnp.exp(theta[5])) if theta.shape[0] > len(PARAMETERS) else (0.0, 1.0)
     return Observables(
         reward=offset + gain * mean,
@@ -339,17 +339,17 @@ def synthetic_log(run: RunConfig, theta, steps: int, *, seed: int = 0, scale: fl
         n_prompts=dataset,
         rewards=rewards,
         init_logits=np.stack([-np.logaddexp(0, -x), -np.logaddexp(0, x)], -1),
-        eta=float(np.exp(theta[2]) * run.learning_rate * dataset),
+        learning_rate=float(np.exp(theta[2]) * run.learning_rate * dataset),
         beta=run.beta,
-        group_size=run.num_generations,
+        num_generations=run.num_generations,
         advantage=one.advantage,
-        clip=float(one.clip_low),
-        clip_high=float(one.clip_high),
+        epsilon=float(one.epsilon),
+        epsilon_high=float(one.epsilon_high),
         lag_model="refresh" if run.steps_per_rollout > 1 else "none",  # m mini-batches of a rollout: reuse
         lag=run.steps_per_rollout if run.steps_per_rollout > 1 else 0,
         minibatches=run.steps_per_generation,
         batch_prompts=run.prompts_per_step,
-        lr_schedule=one.lr_schedule,
+        lr_scheduler_type=one.lr_scheduler_type,
         warmup_steps=int(one.warmup_steps) * run.steps_per_generation,
         decay_steps=int(one.decay_steps) * run.steps_per_generation,
     )

@@ -18,7 +18,7 @@ from .common import UsageError, finite_float, integer
 
 def add_oscillator_args(p: argparse.ArgumentParser) -> None:
     """The oscillator's flags (`theory`, `oscillator`): η, μ, τ, K."""
-    p.add_argument("--eta", type=finite_float, required=True, help=_help("eta"))
+    p.add_argument("--learning-rate", "--eta", type=finite_float, required=True, help=_help("learning_rate"))
     p.add_argument("--momentum", type=finite_float, default=0.0, help=_help("momentum"))
     p.add_argument("--lag", type=finite_float, default=0.0, help="off-policy lag τ in steps (>= 0)")
     p.add_argument("--stiffness", type=finite_float, required=True, help="stiffness K (> 0)")
@@ -38,15 +38,15 @@ def add_bandit_args(p: argparse.ArgumentParser) -> None:
     a("--correct", type=integer, default=D["n_correct"], help="number of correct arms c in [1, N-1]")
     a("--p-ref", type=finite_float, default=D["p_ref"], help=_help("p_ref", "(= KL reference)"))
     a("--prompts", type=integer, default=D["n_prompts"], help="independent bandits sharing the hyperparameters")
-    a("--eta", "--learning-rate", type=finite_float, default=D["eta"], help=_help("eta", "(TRL learning_rate)"))
+    a("--learning-rate", "--eta", type=finite_float, default=D["learning_rate"], help=_help("learning_rate"))
     a("--momentum", type=finite_float, default=D["momentum"], help=_help("momentum", "(Adam: b1)"))
     a("--beta", type=finite_float, default=D["beta"], help=_help("beta", "(TRL beta)"))
     a(
-        "--group-size",
         "--num-generations",
+        "--group-size",
         type=integer,
-        default=D["group_size"],
-        help=_help("group_size", "(TRL num_generations)"),
+        default=D["num_generations"],
+        help=_help("num_generations"),
     )
     a(
         "--lag-model",
@@ -132,21 +132,21 @@ def add_bandit_args(p: argparse.ArgumentParser) -> None:
     a("--kl", choices=KL_KINDS, default=D["kl"], help="KL estimator (exact: the full sum over arms)")
     a("--kl-clamp", type=finite_float, default=None, help="clamp k3 to [-c, c] (verl: 10)")
     a(
-        "--clip",
         "--epsilon",
+        "--clip",
         type=finite_float,
-        default=D["clip"],
-        help=_help("clip", "(TRL epsilon; ε_high too unless given)"),
+        default=D["epsilon"],
+        help=_help("epsilon", "(ε_high too unless given)"),
     )
     a(
-        "--clip-high",
         "--epsilon-high",
+        "--clip-high",
         type=finite_float,
         default=None,
-        help=_help("clip_high", "(TRL epsilon_high)"),
+        help=_help("epsilon_high"),
     )
     a("--dual-clip", type=finite_float, default=None, help="dual-clip constant c > 1 (verl: 3)")
-    a("--grad-clip", type=finite_float, default=None, help="global gradient-norm bound")
+    a("--max-grad-norm", "--grad-clip", type=finite_float, default=None, help="global gradient-norm bound")
     a("--optimizer", choices=OPTIMIZERS, default=D["optimizer"], help="optimiser of the logits")
 
 
@@ -213,14 +213,15 @@ def rollout_args(args: argparse.Namespace) -> dict:
     return out
 
 
-def check_clip_order(clip, clip_high) -> None:
-    """A `UsageError` where ε_high (`clip_high`, None: = ε_low) lies below ε_low (`clip`): each a value or the values
-    of a grid axis. The bandit would clip a gain before a loss of the same size, the opposite of DAPO's clip-higher;
-    TRL and verl do not refuse it, so a typo would pass silently."""
-    if clip_high is not None and np.min(clip_high) < np.max(clip):
+def check_clip_order(epsilon, epsilon_high) -> None:
+    """A `UsageError` where ε_high (`epsilon_high`, None: = ε_low) lies below ε_low (`epsilon`): each a value or the
+    values of a grid axis. The bandit would clip a gain before a loss of the same size, the opposite of DAPO's
+    clip-higher; TRL and verl do not refuse it, so a typo would pass silently."""
+    if epsilon_high is not None and np.min(epsilon_high) < np.max(epsilon):
         raise UsageError(
-            f"ε_high (--clip-high/--epsilon-high {np.min(clip_high):g}) must be >= ε_low (--clip/--epsilon "
-            f"{np.max(clip):g}): a smaller upper clip is not a clip-higher setting; leave it out for a symmetric clip"
+            f"ε_high (--epsilon-high {np.min(epsilon_high):g}) must be >= ε_low (--epsilon "
+            f"{np.max(epsilon):g}): a smaller upper clip is not a clip-higher setting; leave it out for a symmetric "
+            "clip"
         )
 
 
@@ -234,22 +235,22 @@ def config_from_flags(args: argparse.Namespace):
     """The `bandit.Config` the bandit flags describe (checked as `models.bandit.configuration.config` checks it)."""
     from ..models import bandit
 
-    check_clip_order(args.clip, args.clip_high)
+    check_clip_order(args.epsilon, args.epsilon_high)
     return bandit.config(
         n_arms=args.arms,
         n_correct=args.correct,
         n_prompts=args.prompts,
-        eta=args.eta,
+        learning_rate=args.learning_rate,
         momentum=args.momentum,
         beta=args.beta,
-        group_size=args.group_size,
+        num_generations=args.num_generations,
         kl=args.kl,
         kl_clamp=args.kl_clamp,
-        clip=args.clip,
-        clip_high=args.clip_high,
+        epsilon=args.epsilon,
+        epsilon_high=args.epsilon_high,
         dual_clip=args.dual_clip,
         optimizer=args.optimizer,
-        grad_clip=args.grad_clip,
+        max_grad_norm=args.max_grad_norm,
         **rollout_args(args),
         **population_args(args),
     )

@@ -53,10 +53,12 @@ class Parser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         """argparse's, and a command's parser also records the options given on the command line as `explicit`
         (their dests; a default is not a choice the user made): parsed again into a namespace that already holds
-        a placeholder for every option, which argparse leaves where no value was given. A command's unknown flag
-        is refused first (`_refuse_unknown_flags`), before a missing required one is."""
+        a placeholder for every option, which argparse leaves where no value was given; and as `typed`, dest → the
+        flag as typed (a short alias or the TRL name), for messages (`flag_of`). A command's unknown flag is refused
+        first (`_refuse_unknown_flags`), before a missing required one is."""
+        tokens = sys.argv[1:] if args is None else list(args)
         if self._subparsers is None:
-            self._refuse_unknown_flags(sys.argv[1:] if args is None else list(args))
+            self._refuse_unknown_flags(tokens)
         parsed, rest = super().parse_known_args(args, namespace)
         if self._subparsers is None:
             unset = {
@@ -66,6 +68,13 @@ class Parser(argparse.ArgumentParser):
             probe = argparse.Namespace(**unset)  # None where argparse adds to the value (append, count)
             super().parse_known_args(args, probe)
             parsed.explicit = frozenset(dest for dest, value in unset.items() if getattr(probe, dest) is not value)
+            parsed.typed = {
+                action.dest: token.partition("=")[0]
+                for token in tokens
+                if token.startswith("--")
+                for action in [self._option_string_actions.get(token.partition("=")[0])]
+                if action is not None
+            }
         return parsed, rest
 
     def _refuse_unknown_flags(self, args: list[str]) -> None:
@@ -90,6 +99,12 @@ class Parser(argparse.ArgumentParser):
         if unknown:
             hint = next((h for h in hints if h), "")
             raise UsageError(f"unrecognized arguments: {' '.join(unknown)}" + (f" ({hint})" if hint else ""))
+
+
+def flag_of(args: argparse.Namespace, dest: str) -> str:
+    """The flag that set `dest`, as the command line typed it (`--eta` or `--learning-rate`); `--` + dest when it
+    was not typed."""
+    return getattr(args, "typed", {}).get(dest, "--" + dest.replace("_", "-"))
 
 
 _UNSET = object()
@@ -272,10 +287,10 @@ def describe(args: argparse.Namespace, swept: Sequence[str] = ()) -> str:
     parts = [
         ("", f"N={args.arms} c={args.correct}"),
         ("p_ref", f"p_ref={args.p_ref}"),
-        ("eta", f"η={args.eta}"),
+        ("learning_rate", f"η={args.learning_rate}"),
         ("momentum", f"μ={args.momentum}"),
         ("beta", f"β={args.beta}"),
-        ("group_size", f"G={args.group_size}"),
+        ("num_generations", f"G={args.num_generations}"),
         ("lag", f"{args.lag_model}(lag={args.lag})"),
     ]
     fixed = [text for name, text in parts if name not in swept]
@@ -288,4 +303,4 @@ def describe(args: argparse.Namespace, swept: Sequence[str] = ()) -> str:
 
 
 def _axis_symbol(name: str) -> str:
-    return {"eta": "η", "momentum": "μ", "beta": "β", "lag": "τ", "group_size": "G"}.get(name, name)
+    return {"learning_rate": "η", "momentum": "μ", "beta": "β", "lag": "τ", "num_generations": "G"}.get(name, name)

@@ -16,6 +16,7 @@ from ..base.checks import check_seed, check_seeds, check_steps
 from ..base.errors import PgrpoSimError
 from ..base.outputs import staged_outputs, write_csv
 from ..base.progress import report, stage_lines
+from .common import flag_of
 from .outputs import check_distinct_outputs, check_output_file
 
 DEFAULT_STEPS = 100
@@ -55,7 +56,7 @@ def refuse_bandit_flags(args: argparse.Namespace, allowed: frozenset) -> None:
     """A `PgrpoSimError` naming the first option given on the command line that `--model lm` does not take."""
     given = sorted(set(getattr(args, "explicit", ())) - allowed)
     if given:
-        flag = "--" + given[0].replace("_", "-")
+        flag = flag_of(args, given[0])
         raise PgrpoSimError(
             f"{flag} is a bandit flag; with --model lm give settings as --set KEY=VALUE under TRL GRPOConfig names "
             "(e.g. --set learning_rate=3e-3)"

@@ -13,7 +13,7 @@ from ..base.outputs import other_settings, output_dir_owner
 
 NOT_SETTINGS = frozenset(
     {
-        "command", "func", "explicit", "interrupt_note", "compile_bound",  # the parser's and the program's own
+        "command", "func", "explicit", "typed", "interrupt_note", "compile_bound",  # the parser's and the program's own
         "out", "overwrite", "quiet", "yes", "no_compile_cache", "force",  # where and how it writes, not what
         "chunk_size", "max_memory", "coordinator", "num_processes", "process_id",  # how a sweep is split up
     }

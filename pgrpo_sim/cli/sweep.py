@@ -30,6 +30,7 @@ from .common import (
     claim,
     describe,
     finite_float,
+    flag_of,
     integer,
     plot,
     wrote,
@@ -48,7 +49,7 @@ def refuse_flags_setting(args: argparse.Namespace, name: str, role: str) -> None
     """A `UsageError` if the command line gave a flag that sets `name`, which the command varies itself (`role`)."""
     for dest in GRID_FLAGS.get(name, (name,)):
         if dest in getattr(args, "explicit", ()):
-            raise UsageError(f"--{dest.replace('_', '-')} sets {name}, {role}")
+            raise UsageError(f"{flag_of(args, dest)} sets {name}, {role}")
 
 
 def _sweep_base(args: argparse.Namespace, axes) -> dict:
@@ -58,28 +59,28 @@ def _sweep_base(args: argparse.Namespace, axes) -> dict:
         "n_arms": args.arms,
         "n_correct": args.correct,
         "n_prompts": args.prompts,
-        "eta": args.eta,
+        "learning_rate": args.learning_rate,
         "momentum": args.momentum,
         "beta": args.beta,
-        "group_size": args.group_size,
+        "num_generations": args.num_generations,
         "kl": args.kl,
-        "clip": args.clip,
+        "epsilon": args.epsilon,
         "optimizer": args.optimizer,
         **rollout_args(args),
         **population_args(args),
     }
     optional = {
         "kl_clamp": args.kl_clamp,
-        "clip_high": args.clip_high,
+        "epsilon_high": args.epsilon_high,
         "dual_clip": args.dual_clip,
-        "grad_clip": args.grad_clip,
+        "max_grad_norm": args.max_grad_norm,
     }
     base.update({k: v for k, v in optional.items() if v is not None})
     for axis in axes:
         refuse_flags_setting(args, axis.name, f"a grid axis here ({axis.spec}): drop one")
         base.pop(axis.name, None)
     values = {a.name: np.asarray(a.values) for a in axes}
-    check_clip_order(values.get("clip", args.clip), values.get("clip_high", args.clip_high))
+    check_clip_order(values.get("epsilon", args.epsilon), values.get("epsilon_high", args.epsilon_high))
     if "ref_sync_alpha" in values and args.ref_sync_steps is None:
         raise UsageError("grid axis ref_sync_alpha sets the mix at each KL reference sync: it needs --ref-sync-steps S")
     if any(a.name == "lag" for a in axes):
@@ -337,7 +338,11 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
     print(f"{len(points)} grid point(s) × {seeds} seed(s): {verdicts}; {wrote(out, LM_OUTPUTS)}")
 
 
-DEFAULT_PHASE_GRIDS = {"eta": "eta=log:1e-3:1:48", "lag": "lag=0:12", "momentum": "momentum=0:0.99:34"}
+DEFAULT_PHASE_GRIDS = {
+    "learning_rate": "learning_rate=log:1e-3:1:48",
+    "lag": "lag=0:12",
+    "momentum": "momentum=0:0.99:34",
+}
 
 
 def _cmd_phase_diagram(args: argparse.Namespace) -> None:
@@ -380,7 +385,9 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
         prediction = type(prediction)(*(np.reshape(v, ds["regime"].shape) for v in prediction))
         summary = agreement(ds["regime"].values, prediction)
         target = stage
-        boundaries = phase_boundaries(ds, args.x, args.y)  # None unless both axes are among eta, momentum, lag
+        boundaries = phase_boundaries(
+            ds, args.x, args.y
+        )  # None unless both axes are among learning_rate, momentum, lag
         title = describe(args, swept=(args.x, args.y))
         figure = str(target / "phase")
         plot(plot_phase_diagram, ds, prediction, args.x, args.y, figure, boundaries=boundaries, title=title)
@@ -424,7 +431,7 @@ def add_parsers(sub) -> None:
             add_model_args(p)
         add_bandit_args(p)
         if name == "phase-diagram":
-            p.add_argument("--x", default="eta", help="horizontal axis (a grid parameter)")
+            p.add_argument("--x", default="learning_rate", help="horizontal axis (a grid parameter)")
             p.add_argument("--y", default="lag", help="vertical axis (a grid parameter)")
             # β = 0 has no interior fixed point, so nothing to predict: the phase diagram's default β is 0.5
             p.set_defaults(lag_model="stale", beta=0.5, func=_cmd_phase_diagram)

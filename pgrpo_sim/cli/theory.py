@@ -31,7 +31,7 @@ def _cmd_theory(args: argparse.Namespace) -> None:
     jax.config.update("jax_enable_x64", True)  # closed forms are cheap: report them in float64
     from ..models.oscillator import linear, theory
 
-    osc = (args.eta, args.momentum, args.lag, args.stiffness)
+    osc = (args.learning_rate, args.momentum, args.lag, args.stiffness)
     coef = theory.coefficients(*osc)  # the inputs' own ranges first, then the range float64 can compute them in
     theory.check_representable(*osc)
     out = dict(
@@ -41,27 +41,27 @@ def _cmd_theory(args: argparse.Namespace) -> None:
         damping_ratio=float(theory.damping_ratio(*osc)),
         natural_frequency=float(theory.natural_frequency(*osc)),
         regime=theory.regime(*osc),
-        critical_lag=float(theory.critical_lag(args.eta, args.momentum, args.stiffness)),
+        critical_lag=float(theory.critical_lag(args.learning_rate, args.momentum, args.stiffness)),
     )
     if args.lag != round(args.lag):
         raise UsageError("theory: --lag must be an integer for the exact discrete map")
     radius = {}
     for model in ("stale", "refresh"):
-        disc = (args.eta, args.momentum, int(args.lag), args.stiffness)
+        disc = (args.learning_rate, args.momentum, int(args.lag), args.stiffness)
         radius[model] = out[f"spectral_radius_{model}"] = float(linear.spectral_radius(*disc, lag_model=model))
         out[f"discrete_regime_{model}"] = linear.discrete_regime(*disc, lag_model=model)
     # the slowest multiplier is 1 − Kη/(1−μ) to first order: below float64's spacing at 1 it rounds to 1, and the
     # map would read as unstable whatever its true radius
-    shift, eps = args.stiffness * args.eta / (1 - args.momentum), float(np.finfo(np.float64).eps)
+    shift, eps = args.stiffness * args.learning_rate / (1 - args.momentum), float(np.finfo(np.float64).eps)
     if radius["stale"] >= 1 and shift < eps:
         raise UsageError(
             f"theory: Kη/(1−μ) = {shift:.3g} is below float64's resolution at 1 ({eps:.3g}): the discrete map's "
             "slowest multiplier 1 − Kη/(1−μ) rounds to 1, so its stability cannot be computed; give a larger η or K"
         )
-    if (args.noise is None) != (args.group_size is None):
-        raise UsageError("theory: give both --noise and --group-size for the stationary variance")
+    if (args.noise is None) != (args.num_generations is None):
+        raise UsageError("theory: give both --noise and --num-generations for the stationary variance")
     if args.noise is not None:
-        out["stationary_variance"] = float(theory.stationary_variance(*osc, args.noise, args.group_size))
+        out["stationary_variance"] = float(theory.stationary_variance(*osc, args.noise, args.num_generations))
         if float(coef.damping) > 0:  # else +inf by definition: no stationary distribution
             check_normal("stationary variance D/(2GCK)", out["stationary_variance"], np.float64, " at these inputs")
     if args.json:
@@ -94,8 +94,8 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
     check_range("sample_paths", args.sample_paths, 0, integer=True)
     check_seed(args.seed)
     check_range("noise", args.noise, 0.0)
-    check_range("group_size", args.group_size, 2.0)
-    osc = (args.eta, args.momentum, args.lag, args.stiffness)
+    check_range("num_generations", args.num_generations, 2.0)
+    osc = (args.learning_rate, args.momentum, args.lag, args.stiffness)
     theory.check_representable(*osc)
     # every path's value at every step is held, on the device and again on the host
     itemsize = np.dtype(jax.dtypes.canonicalize_dtype(float)).itemsize
@@ -123,7 +123,7 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
         args.v0,
         *osc,
         args.noise,
-        args.group_size,
+        args.num_generations,
         paths=args.paths,
         key=jax.random.key(args.seed),
         dt=dt,
@@ -138,7 +138,7 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
             closed = np.asarray(theory.trajectory(ts, args.e0, args.v0, *osc))
             figure = staged.file(args.plot)
             plot(plot_ensemble, ts, np.asarray(ens.mean), np.asarray(ens.std), paths[:shown], closed, figure)
-    var = float(theory.stationary_variance(*osc, args.noise, args.group_size))
+    var = float(theory.stationary_variance(*osc, args.noise, args.num_generations))
     if theory.regime(*osc) == "unstable" or not np.all(np.isfinite(paths)):  # growing without bound: no number
         late = "diverged (unstable: damping C <= 0 at this lag)" if np.isinf(var) else "diverged (overflow)"
     else:
@@ -151,7 +151,7 @@ def add_theory_parser(sub) -> None:
     p = sub.add_parser("theory", help="closed-form oscillator and exact discrete map for one setting")
     add_oscillator_args(p)
     p.add_argument("--noise", type=finite_float, default=None, help="noise scale D (>= 0)")
-    p.add_argument("--group-size", type=integer, default=None, help="group size G (>= 2)")
+    p.add_argument("--num-generations", "--group-size", type=integer, default=None, help="group size G (>= 2)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_theory)
 
@@ -166,7 +166,7 @@ def add_predict_parsers(sub) -> None:
     p = sub.add_parser("oscillator", help="ensemble of the reduced SDE M ë + C ė + K e = √(D/G) ξ")
     add_oscillator_args(p)
     p.add_argument("--noise", type=finite_float, required=True, help="noise scale D (>= 0)")
-    p.add_argument("--group-size", type=integer, required=True, help="group size G (>= 2)")
+    p.add_argument("--num-generations", "--group-size", type=integer, required=True, help="group size G (>= 2)")
     p.add_argument("--e0", type=finite_float, default=-0.5, help="initial deviation e(0) = p0 - p*")
     p.add_argument("--v0", type=finite_float, default=0.0, help="initial velocity de/dt(0) per step")
     p.add_argument("--steps", type=integer, default=500, help="length in optimiser steps (>= 1)")

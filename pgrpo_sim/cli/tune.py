@@ -154,8 +154,8 @@ def add_parser(sub) -> None:
         "--search",
         default=None,
         metavar="NAMES",
-        help="comma-separated, from eta, momentum, beta, p_ref, clip "
-        "(default: eta for damping-ratio, else eta,momentum)",
+        help="comma-separated, from learning_rate, momentum, beta, p_ref, epsilon "
+        "(default: learning_rate for damping-ratio, else learning_rate,momentum)",
     )
     p.add_argument(
         "--bound", action="append", default=[], metavar="NAME=LOW:HIGH", help="search box of one searched name"

@@ -75,13 +75,21 @@ FAILURE_MODES = ("hacking", "degeneracy", "concentration", "instability")
 PROVOKED = {
     # the proxy pays 1 for a "hack" arm that is wrong, 0.8 for the truly correct arm: both gain at first, then
     # mass moves from the correct arm to the hack arm and the true reward falls while the proxy keeps rising
-    "hacking": dict(rewards=[0.8, 1.0, 0, 0, 0, 0], true_rewards=[1.0, 0, 0, 0, 0, 0], eta=0.1, beta=0.1, group_size=8),
+    "hacking": dict(
+        rewards=[0.8, 1.0, 0, 0, 0, 0],
+        true_rewards=[1.0, 0, 0, 0, 0, 0],
+        learning_rate=0.1,
+        beta=0.1,
+        num_generations=8,
+    ),
     # p_ref = 0.01 with G = 4: 96 % of groups are all-wrong and carry no gradient
-    "degeneracy": dict(n_arms=10, n_correct=1, p_ref=0.01, eta=0.1, beta=0.1, group_size=4),
+    "degeneracy": dict(n_arms=10, n_correct=1, p_ref=0.01, learning_rate=0.1, beta=0.1, num_generations=4),
     # β = 0: nothing holds the policy near the reference; one arm takes all the mass
-    "concentration": dict(n_arms=10, n_correct=1, p_ref=0.1, eta=0.1, beta=0.0, group_size=16),
+    "concentration": dict(n_arms=10, n_correct=1, p_ref=0.1, learning_rate=0.1, beta=0.0, num_generations=16),
     # τ = 4 beyond the critical lag τ* = 2.13 (predict: C = −0.40, Floquet radius 1.05): a large limit cycle
-    "instability": dict(n_arms=10, n_correct=1, p_ref=0.1, eta=2.0, beta=0.5, lag_model="stale", lag=4, group_size=16),
+    "instability": dict(
+        n_arms=10, n_correct=1, p_ref=0.1, learning_rate=2.0, beta=0.5, lag_model="stale", lag=4, num_generations=16
+    ),
 }
 """`bandit.config` arguments of one bandit run that provokes each failure mode (600 steps)."""
 

@@ -100,13 +100,15 @@ def oscillator_curve(
     return p_star + theory.trajectory(t * rate, e0, v0 / rate, 1.0, 0.0, 0.0, 1 / (2 * zeta**2))
 
 
-def oscillator_stiffness(omega_n: ArrayLike, eta: ArrayLike, momentum: ArrayLike = 0.0, lag: ArrayLike = 0.0) -> Array:
+def oscillator_stiffness(
+    omega_n: ArrayLike, learning_rate: ArrayLike, momentum: ArrayLike = 0.0, lag: ArrayLike = 0.0
+) -> Array:
     """K from a fitted natural frequency: ω_n² = K/M with M = ((1+μ)+Kητ²)/(2η) gives
     K = ω_n²(1+μ)/(η(2 − ω_n²τ²)); NaN when ω_n τ ≥ √2 (no positive K has that frequency).
 
     Args:
         omega_n: fitted natural frequency ω_n; per step, ≥ 0; any shape that broadcasts with the others.
-        eta: learning rate η (η_eff for a bandit); per step, > 0.
+        learning_rate: learning rate η (η_eff for a bandit); per step, > 0.
         momentum: heavy-ball momentum μ; in [0, 1).
         lag: continuous off-policy lag τ; optimiser steps, ≥ 0.
 
@@ -117,11 +119,11 @@ def oscillator_stiffness(omega_n: ArrayLike, eta: ArrayLike, momentum: ArrayLike
         PgrpoSimError: a concrete argument that is non-finite or outside its range.
     """
     check_range("omega_n", omega_n, 0.0)
-    STEP_RANGES["eta"].check("eta", eta)
+    STEP_RANGES["learning_rate"].check("learning_rate", learning_rate)
     STEP_RANGES["momentum"].check("momentum", momentum)
     check_range("lag", lag, 0.0)
-    omega_n, eta, momentum, lag = (as_float(x) for x in (omega_n, eta, momentum, lag))
-    denom = eta * (2 - omega_n**2 * lag**2)
+    omega_n, learning_rate, momentum, lag = (as_float(x) for x in (omega_n, learning_rate, momentum, lag))
+    denom = learning_rate * (2 - omega_n**2 * lag**2)
     return jnp.where(denom > 0, omega_n**2 * (1 + momentum) / jnp.where(denom > 0, denom, 1.0), jnp.nan)
 
 

@@ -47,7 +47,9 @@ def _plateau(rewards: Array, fraction: float = 0.1) -> Array:
     return jnp.mean(rewards[..., -tail:], axis=-1)
 
 
-def stiffness_from_slope(rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike, *, early_steps: int = 5) -> Array:
+def stiffness_from_slope(
+    rewards: ArrayLike, learning_rate: ArrayLike, momentum: ArrayLike, *, early_steps: int = 5
+) -> Array:
     """(b) K = C·ṗ(0)/(p* − p0) with C = (1−μ)/η, ṗ(0) the least-squares slope over the first `early_steps`
     steps and p* the plateau (mean of the last 10 % of the curve).
 
@@ -58,28 +60,28 @@ def stiffness_from_slope(rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike
 
     Args:
         rewards: reward curves, one value per optimiser step from step 0; shape (..., T); reward units.
-        eta: learning rate η (η_eff for a bandit); per step, > 0; broadcasts with the leading shape of `rewards`.
-        momentum: heavy-ball momentum μ; in [0, 1); broadcasts like `eta`.
+        learning_rate: η (η_eff for a bandit); per step, > 0; broadcasts with the leading shape of `rewards`.
+        momentum: heavy-ball momentum μ; in [0, 1); broadcasts like `learning_rate`.
         early_steps: points of the early slope; integer in [2, T].
 
     Returns:
         K per curve; shape (...), the leading shape of `rewards`; per unit η. Not finite when p* = p0.
 
     Raises:
-        PgrpoSimError: `early_steps` is not an integer in [2, T], or `eta` or `momentum` is out of its range.
+        PgrpoSimError: `early_steps` is not an integer in [2, T], or `learning_rate` or `momentum` is out of its range.
     """
     r = as_float(rewards)
     check_range("early_steps", early_steps, 2, r.shape[-1], integer=True)
-    STEP_RANGES["eta"].check("eta", eta)  # no-ops on tracers, as the closed forms' checks
+    STEP_RANGES["learning_rate"].check("learning_rate", learning_rate)  # no-ops on tracers, as the closed forms' checks
     STEP_RANGES["momentum"].check("momentum", momentum)
     n = jnp.arange(early_steps, dtype=r.dtype)
     y = r[..., :early_steps]
     slope = jnp.sum((n - n.mean()) * (y - y.mean(-1, keepdims=True)), -1) / jnp.sum((n - n.mean()) ** 2)
-    return (1 - as_float(momentum)) / as_float(eta) * slope / (_plateau(r) - r[..., 0])
+    return (1 - as_float(momentum)) / as_float(learning_rate) * slope / (_plateau(r) - r[..., 0])
 
 
 def stiffness_from_fit(
-    rewards: ArrayLike, eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike = 0.0, *, k0: ArrayLike = 0.1
+    rewards: ArrayLike, learning_rate: ArrayLike, momentum: ArrayLike, lag: ArrayLike = 0.0, *, k0: ArrayLike = 0.1
 ) -> LeastSquares:
     """(c) Fit p(t) = p* + e(t) with e the closed-form oscillator (`theory.trajectory`) to `rewards`; free
     parameters log K (from `k0`), p* and ė(0); e(0) = rewards[0] − p*. Returns the `LeastSquares` result with
@@ -87,7 +89,7 @@ def stiffness_from_fit(
 
     Args:
         rewards: one reward curve, one value per optimiser step from step 0; shape (T,); reward units.
-        eta: learning rate η (η_eff for a bandit); per step, > 0; scalar.
+        learning_rate: learning rate η (η_eff for a bandit); per step, > 0; scalar.
         momentum: heavy-ball momentum μ; in [0, 1); scalar.
         lag: continuous off-policy lag τ; optimiser steps, ≥ 0; scalar.
         k0: starting value of K; per unit η, > 0.
@@ -97,8 +99,8 @@ def stiffness_from_fit(
         step).
 
     Raises:
-        PgrpoSimError: `rewards` is not one curve or `k0` is not > 0; (eagerly, from `theory.trajectory`) an `eta`,
-            `momentum` or `lag` outside its range, or a non-finite K at the solution.
+        PgrpoSimError: `rewards` is not one curve or `k0` is not > 0; (eagerly, from `theory.trajectory`) a
+            `learning_rate`, `momentum` or `lag` outside its range, or a non-finite K at the solution.
     """
     r = as_float(rewards)
     if r.ndim != 1:  # r[0] and r[1] - r[0] below read one curve
@@ -109,7 +111,7 @@ def stiffness_from_fit(
 
     def residuals(x):
         k, p, v = jnp.exp(x[0]), x[1], x[2]
-        return p + theory.trajectory(t, r[0] - p, v, eta, momentum, lag, k) - r
+        return p + theory.trajectory(t, r[0] - p, v, learning_rate, momentum, lag, k) - r
 
     x0 = jnp.stack([jnp.log(jnp.asarray(as_float(k0), r.dtype)), _plateau(r), v_init])
     res = least_squares(residuals, x0)
@@ -120,7 +122,7 @@ def stiffness_from_fit(
 def identify_stiffness(
     rewards: ArrayLike,
     *,
-    eta: float,
+    learning_rate: float,
     momentum: float = 0.0,
     lag: float = 0.0,
     config=None,
@@ -134,7 +136,7 @@ def identify_stiffness(
 
     Args:
         rewards: one reward curve, one value per optimiser step from step 0; shape (T,), T ≥ 3; reward units.
-        eta: learning rate η (η_eff for a bandit); per step, > 0.
+        learning_rate: learning rate η (η_eff for a bandit); per step, > 0.
         momentum: heavy-ball momentum μ; in [0, 1).
         lag: continuous off-policy lag τ of the fit (c); optimiser steps, ≥ 0.
         config: the `bandit.Config` that produced the curve, for (a); None: `exact` is NaN.
@@ -145,10 +147,10 @@ def identify_stiffness(
         `StiffnessEstimates` (scalars).
 
     Raises:
-        PgrpoSimError: `eta`, `momentum` or `lag` outside its range, `rewards` not 1-D with at least 3 points,
+        PgrpoSimError: `learning_rate`, `momentum` or `lag` outside its range, `rewards` not 1-D with at least 3 points,
             `early_steps` or `fit_start` outside its range, or a `config` that `predict` refuses.
     """
-    STEP_RANGES["eta"].check("eta", eta)
+    STEP_RANGES["learning_rate"].check("learning_rate", learning_rate)
     STEP_RANGES["momentum"].check("momentum", momentum)
     check_range("lag", lag, 0.0)
     r = as_float(rewards)
@@ -160,17 +162,17 @@ def identify_stiffness(
         from ..prediction import predict
 
         exact = predict(config).stiffness.astype(r.dtype)
-    slope = stiffness_from_slope(r, eta, momentum, early_steps=early_steps)
-    k, k_err = _best_fit(r[fit_start:], as_float(eta), as_float(momentum), as_float(lag), slope)
+    slope = stiffness_from_slope(r, learning_rate, momentum, early_steps=early_steps)
+    k, k_err = _best_fit(r[fit_start:], as_float(learning_rate), as_float(momentum), as_float(lag), slope)
     return StiffnessEstimates(exact, slope, k, k_err, _plateau(r))
 
 
 @jax.jit
-def _best_fit(r: Array, eta: Array, momentum: Array, lag: Array, slope: Array) -> tuple[Array, Array]:
+def _best_fit(r: Array, learning_rate: Array, momentum: Array, lag: Array, slope: Array) -> tuple[Array, Array]:
     """(c) from several starting values of K (the slope estimate and a log grid, never the exact answer):
     the fit of least cost wins. One start after another (`lax.map`; see `_fit_padded`)."""
     starts = jnp.concatenate([jnp.where(slope > 0, slope, 0.1)[None], jnp.logspace(-3, 1, 9, dtype=r.dtype)])
-    fits = jax.lax.map(lambda k0: stiffness_from_fit(r, eta, momentum, lag, k0=k0), starts)
+    fits = jax.lax.map(lambda k0: stiffness_from_fit(r, learning_rate, momentum, lag, k0=k0), starts)
     best = jnp.nanargmin(fits.cost)  # -1 if every cost is NaN: no fit, so NaN below, never the last start
     failed = jnp.all(jnp.isnan(fits.cost))
     return jnp.where(failed, jnp.nan, fits.params[best, 0]), jnp.where(failed, jnp.nan, fits.stderr[best, 0])

@@ -133,8 +133,8 @@ def clipped_surrogate(
     logp: Float[ArrayLike, "*#shape"],
     logp_old: Float[ArrayLike, "*#shape"],
     advantages: Float[ArrayLike, "*#shape"],
-    clip_low: ArrayLike = 0.2,
-    clip_high: ArrayLike = 0.2,
+    epsilon: ArrayLike = 0.2,
+    epsilon_high: ArrayLike = 0.2,
     dual_clip: ArrayLike | None = None,
 ) -> Surrogate:
     """Per-sample PPO/GRPO loss −min(ρA, clip(ρ, 1−ε_low, 1+ε_high)·A), ρ = exp(clamp(logp−logp_old, ±20)).
@@ -148,23 +148,23 @@ def clipped_surrogate(
             with logp_old and advantages.
         logp_old: log-probabilities under the rollout policy π_old (nats); broadcasts.
         advantages: advantages A (e.g. `group_advantages`); broadcasts.
-        clip_low: ε_low; ρ is clipped below at 1 − ε_low; > 0; scalar or broadcasting.
-        clip_high: ε_high; ρ is clipped above at 1 + ε_high; > 0; scalar or broadcasting.
+        epsilon: ε_low; ρ is clipped below at 1 − ε_low; > 0; scalar or broadcasting.
+        epsilon_high: ε_high; ρ is clipped above at 1 + ε_high; > 0; scalar or broadcasting.
         dual_clip: c > 1 (or +inf), bound of the loss of samples with A < 0; None: off.
 
     Returns:
         `Surrogate` (loss, clipped, ratio), in the float dtype of the inputs.
 
     Raises:
-        PgrpoSimError: eagerly, if clip_low or clip_high is <= 0 or non-finite, or dual_clip <= 1 or NaN.
+        PgrpoSimError: eagerly, if epsilon or epsilon_high is <= 0 or non-finite, or dual_clip <= 1 or NaN.
     """
-    check_range("clip_low", clip_low, 0.0, low_open=True)
-    check_range("clip_high", clip_high, 0.0, low_open=True)
+    check_range("epsilon", epsilon, 0.0, low_open=True)
+    check_range("epsilon_high", epsilon_high, 0.0, low_open=True)
     check_range("dual_clip", dual_clip, 1.0, low_open=True, allow_inf=True)
     logp, logp_old, advantages = as_float(logp), as_float(logp_old), as_float(advantages)
     ratio = jnp.exp(jnp.clip(logp - logp_old, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
     unclipped = -advantages * ratio
-    clipped = -advantages * jnp.clip(ratio, 1 - clip_low, 1 + clip_high)
+    clipped = -advantages * jnp.clip(ratio, 1 - epsilon, 1 + epsilon_high)
     loss = jnp.maximum(unclipped, clipped)
     if dual_clip is not None:
         loss = jnp.minimum(loss, jnp.where(advantages < 0, -advantages * dual_clip, jnp.inf))

@@ -146,7 +146,9 @@ def oscillator(config2: bandit.Config, tau, fixed: tuple[Array, Array] | None = 
         damping_ratio=theory.damping_ratio(*osc),
         natural_frequency=theory.natural_frequency(*osc),
         critical_lag=theory.critical_lag(eta_eff, config2.momentum, k),
-        stationary_variance=theory.stationary_variance(*osc, noise, jnp.asarray(config2.group_size, eta_eff.dtype)),
+        stationary_variance=theory.stationary_variance(
+            *osc, noise, jnp.asarray(config2.num_generations, eta_eff.dtype)
+        ),
     )
     return {name: jnp.where(found, v, jnp.nan) for name, v in out.items()}
 
@@ -205,10 +207,10 @@ def predict(config: bandit.Config) -> Prediction:
             distinct rollouts to enumerate for "refresh"), or a stale max_lag above `linear.MAX_LAG`.
     """
     check_config(config)
-    if config.lr_schedule != "constant":  # its optimiser state counts steps: the map changes from step to step
+    if config.lr_scheduler_type != "constant":  # its optimiser state counts steps: the map changes from step to step
         raise PgrpoSimError(
-            f"predict needs a constant learning rate (lr_schedule 'constant'), got {config.lr_schedule!r}: its "
-            "spectral radius is that of the map at one η; predict the run at its peak η, or simulate it"
+            f"predict needs a constant learning rate (lr_scheduler_type 'constant'), got {config.lr_scheduler_type!r}: "
+            "its spectral radius is that of the map at one η; predict the run at its peak η, or simulate it"
         )
     reduced = two_arm_reduction(config)
     check_mode(reduced, "expected")  # the reduction's: a population or N arms reduce to one 2-arm prompt

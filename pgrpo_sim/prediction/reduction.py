@@ -114,7 +114,7 @@ def two_arm_reduction(config: bandit.Config) -> bandit.Config:
         true_rewards=None,
         batch_prompts=None,
         minibatches=1,
-        eta=config.eta * eta_scale(config),
+        learning_rate=config.learning_rate * eta_scale(config),
     )
 
 
@@ -128,7 +128,7 @@ def effective_eta(config2: bandit.Config) -> Array:
     Returns:
         η_eff (per optimiser step), 0-d, in the dtype of its η (traced if η is).
     """
-    return 2 * config2.eta
+    return 2 * config2.learning_rate
 
 
 def two_arm_logits(x: Array) -> Array:
@@ -215,7 +215,7 @@ def noise_scale(config2: bandit.Config, x: Array) -> Array:
     Returns:
         D >= 0 (probability² per unit η_eff²), 0-d float.
     """
-    g = config2.group_size
+    g = config2.num_generations
     theta = two_arm_logits(x)
     arms = (jnp.arange(g)[None, :] >= jnp.arange(g + 1)[:, None]).astype(jnp.int32)  # row k: k zeros (correct)
     rewards = (arms == 0).astype(theta.dtype)
@@ -272,8 +272,8 @@ def substitute(config2: bandit.Config, values, scale) -> bandit.Config:
         PgrpoSimError: as `set_hyperparameters` (unknown name, a value out of range, ...).
     """
     values = dict(values)
-    if "eta" in values:
-        values["eta"] = values["eta"] * scale
+    if "learning_rate" in values:
+        values["learning_rate"] = values["learning_rate"] * scale
     return set_hyperparameters(config2, values)
 
 

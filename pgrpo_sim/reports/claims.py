@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-BASE: dict[str, Any] = dict(p_ref=0.2, beta=0.5, group_size=8)
+BASE: dict[str, Any] = dict(p_ref=0.2, beta=0.5, num_generations=8)
 """The bandit setting sections vary one knob of: start p = 0.2, β = 0.5, G = 8."""
 VERDICT_Z = 3.0
 """A measured difference counts when it exceeds VERDICT_Z standard errors (of the numbers compared)."""

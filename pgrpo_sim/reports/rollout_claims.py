@@ -84,17 +84,17 @@ def rollout_reuse(res: RolloutResolution, plot: Callable | None) -> dict:
     within the range tried is within one epoch of ⌈K_ref*⌉ and none is measured where K_ref* predicts one."""
     epochs = np.arange(1, res.max_epochs + 1)
     cases = []
-    for eta in res.reuse_etas:
+    for learning_rate in res.reuse_etas:
         for clip in res.reuse_clips:
-            row = dict(eta=eta, clip=clip)
+            row = dict(learning_rate=learning_rate, epsilon=clip)
             for model in ("refresh", "refresh_fresh"):
-                config = bandit.config(**BASE, eta=eta, clip=clip, lag_model=model, lag=1)
+                config = bandit.config(**BASE, learning_rate=learning_rate, epsilon=clip, lag_model=model, lag=1)
                 row[model] = _first_unstable(config, epochs, res.cycles)
-            reduced = two_arm_reduction(bandit.config(**BASE, eta=eta, clip=clip))
+            reduced = two_arm_reduction(bandit.config(**BASE, learning_rate=learning_rate, epsilon=clip))
             _, found, stiffness = fixed_point_stiffness(reduced)  # K alone: no Floquet map to compile
             row["paper"] = float(1.0 / (effective_eta(reduced) * stiffness)) if found else float("nan")
             row["continuous"] = float(config_lag(row["paper"], "refresh"))  # μ = 0: τ* is the paper's K_ref*
-            reuse = bandit.config(**BASE, eta=eta, clip=clip, lag_model="refresh", lag=1)
+            reuse = bandit.config(**BASE, learning_rate=learning_rate, epsilon=clip, lag_model="refresh", lag=1)
             row["floquet"], row["floquet_undetermined"] = _floquet_onset(reuse, epochs)
             for key in ("refresh", "refresh_fresh", "floquet"):
                 if row[key] is None:
@@ -118,7 +118,7 @@ def rollout_reuse(res: RolloutResolution, plot: Callable | None) -> dict:
     equal = sum(c["refresh"] == c["refresh_fresh"] for c in cases)
     floquet = sum(c["floquet"] == c["refresh"] for c in cases)
     undetermined = "; ".join(
-        f"η {c['eta']:g}, clip {c['clip']:g}: K_ref = {', '.join(map(str, c['floquet_undetermined']))}"
+        f"η {c['learning_rate']:g}, clip {c['epsilon']:g}: K_ref = {', '.join(map(str, c['floquet_undetermined']))}"
         for c in cases
         if c["floquet_undetermined"]
     )
@@ -131,8 +131,8 @@ def rollout_reuse(res: RolloutResolution, plot: Callable | None) -> dict:
         + (f" (radius undetermined, no fixed point of the averaged cycle, at {undetermined})" * bool(undetermined))
         + "; onsets (η, clip: reuse / fresh / K_ref* / 2K_ref* + 1): "
         + "; ".join(
-            f"{c['eta']:g}, {c['clip']:g}: {show(c['refresh'])} / {show(c['refresh_fresh'])} / {c['paper']:.1f}"
-            f" / {c['continuous']:.1f}"
+            f"{c['learning_rate']:g}, {c['epsilon']:g}: {show(c['refresh'])} / {show(c['refresh_fresh'])} / "
+            f"{c['paper']:.1f} / {c['continuous']:.1f}"
             for c in cases
         )
         + f" (none: stable up to {res.max_epochs} epochs)"
@@ -140,8 +140,8 @@ def rollout_reuse(res: RolloutResolution, plot: Callable | None) -> dict:
     figure = plot("rollout_reuse", cases, res.max_epochs) if plot else None
     table = [["η", "clip", "onset, reuse", "onset, fresh samples", "paper's K_ref*", "2K_ref* + 1", "exact (Floquet)"]]
     table += [
-        [f"{c['eta']:g}", f"{c['clip']:g}", show(c["refresh"]), show(c["refresh_fresh"]), f"{c['paper']:.1f}",
-         f"{c['continuous']:.1f}", show(c["floquet"])]
+        [f"{c['learning_rate']:g}", f"{c['epsilon']:g}", show(c["refresh"]), show(c["refresh_fresh"]),
+         f"{c['paper']:.1f}", f"{c['continuous']:.1f}", show(c["floquet"])]
         for c in cases
     ]  # fmt: skip
     holds = matches == len(cases)
@@ -156,14 +156,14 @@ def mean_field(res: RolloutResolution, plot: Callable | None) -> dict:
     each prompt's share of the mean loss): R², and ζ
     (difference against the two fits' combined standard error). Holds when every per-prompt-parameter fit has
     R² ≥ 0.99 and its ζ is within 2 combined s.e. of the single prompt's."""
-    momentum, eta = 0.8, 0.8
+    momentum, learning_rate = 0.8, 0.8
     rng = np.random.default_rng(0)
     features = rng.standard_normal((res.prompts, res.features)) / np.sqrt(res.features)
     steps = np.arange(res.population_steps + 1)
     others = {k: v for k, v in BASE.items() if k != "p_ref"}
 
-    def fitted(step=eta, **kwargs):
-        config = bandit.config(**others, eta=step, momentum=momentum, **kwargs)
+    def fitted(step=learning_rate, **kwargs):
+        config = bandit.config(**others, learning_rate=step, momentum=momentum, **kwargs)
         run = simulate(config, res.population_steps, readouts=("reward", "prompt_spread"))
         reward = np.asarray(run.reward)
         fit = fit_law("oscillator", steps, reward)
@@ -171,7 +171,7 @@ def mean_field(res: RolloutResolution, plot: Callable | None) -> dict:
 
     # the loss is the mean over prompts, so each of D independent prompts moves with η/D: the reference is the
     # single prompt at the mean start with that step
-    _, ref_curve, ref = fitted(step=eta / res.prompts, p_ref=0.2)
+    _, ref_curve, ref = fitted(step=learning_rate / res.prompts, p_ref=0.2)
     ref_zeta, ref_se = ref["zeta"], float(ref.stderr[ref.names.index("zeta")])
     rows, curves = [], {"single prompt": (ref_curve, ref.curve(steps))}
     for kappa in res.spreads:

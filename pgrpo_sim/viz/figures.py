@@ -268,7 +268,7 @@ def _fig_lag(cases):
         label="exact (Floquet)",
     )
     ax.plot(x, [c["continuous"] for c in cases], "_", color=PALETTE[3], ms=16, mew=2, label="continuous τ*")
-    ax.set_xticks(x, [f"{c['lag_model']}\nη={c['eta']} μ={c['momentum']}" for c in cases], fontsize=7)
+    ax.set_xticks(x, [f"{c['lag_model']}\nη={c['learning_rate']} μ={c['momentum']}" for c in cases], fontsize=7)
     ax.set_xlabel("case: lag model, learning rate η, momentum μ")
     ax.set_ylabel("critical lag (steps)")
     ax.legend(fontsize=8)
@@ -313,7 +313,7 @@ def _fig_stiffness(cases):
         ms=5,
         label="(c) oscillator fit ± 2 s.e.",
     )
-    ax.set_xticks(x, [f"η={c['eta']} μ={c['momentum']}\n{c['regime']}" for c in cases], fontsize=7)
+    ax.set_xticks(x, [f"η={c['learning_rate']} μ={c['momentum']}\n{c['regime']}" for c in cases], fontsize=7)
     ax.set_xlabel("case: learning rate η, momentum μ, predicted regime")
     ax.set_ylabel("stiffness K")
     ax.set_ylim(bottom=0)
@@ -344,13 +344,13 @@ def _fig_failure_modes(runs, readouts, first_steps, first):
 
 
 def _fig_rollout_reuse(cases, max_epochs):
-    clips = sorted({c["clip"] for c in cases})
+    clips = sorted({c["epsilon"] for c in cases})
     fig, axes = plt.subplots(1, len(clips), figsize=(4.2 * len(clips), 3.8), layout="constrained", sharey=True)
     axes = np.atleast_1d(axes)
     above = max_epochs + 1
     for ax, clip in zip(axes, clips, strict=True):
-        mine = [c for c in cases if c["clip"] == clip]
-        etas = np.array([c["eta"] for c in mine])
+        mine = [c for c in cases if c["epsilon"] == clip]
+        etas = np.array([c["learning_rate"] for c in mine])
         for key, style, colour, label in (
             ("refresh", "o-", PALETTE[0], "reuse (measured)"),
             ("refresh_fresh", "s--", PALETTE[1], "fresh samples (measured)"),

@@ -28,7 +28,7 @@ def _critical_damping_a(mu, tau):
 
 def test_eta_lag_slice_against_closed_forms_and_levin_may():
     """One slice (μ = 0, K = 1, stale lag), all three boundaries (one compiled program serves them)."""
-    point, box = dict(momentum=0.0, stiffness=1.0), ("eta", (1e-2, 3.0), "lag", (0.0, 4.0))
+    point, box = dict(momentum=0.0, stiffness=1.0), ("learning_rate", (1e-2, 3.0), "lag", (0.0, 4.0))
     (c,) = B.trace_boundary("damping", point, *box)
     assert c.residual <= TOL and len(c.x) > 20
     # C = 0 ⇔ η·K·τ = 1 − μ; the tolerance is a distance in box coordinates, ~1e-10 relative here
@@ -45,7 +45,7 @@ def test_eta_lag_slice_against_closed_forms_and_levin_may():
 
 @pytest.mark.parametrize("lag_model", ["stale", "refresh"])
 def test_eta_momentum_slice_against_closed_form_and_bisection(lag_model):
-    point, box = dict(lag=3, stiffness=K), ("eta", (1e-3, 20.0), "momentum", (0.0, 0.9))
+    point, box = dict(lag=3, stiffness=K), ("learning_rate", (1e-3, 20.0), "momentum", (0.0, 0.9))
     (r,) = B.trace_boundary("spectral_radius", point, *box, lag_model=lag_model)
     assert r.residual <= TOL and r.y.min() < 0.01 and r.y.max() > 0.89  # across the box, both coordinates moving
     reference = np.array([float(ps.theory.critical_eta(mu, 3, K, lag_model=lag_model)) for mu in r.y[::5]])
@@ -68,44 +68,65 @@ def test_padded_stale_radius_and_its_derivative_equal_the_exact_map():
 @pytest.mark.slow  # ~8 s: the traced field solves for the fixed point at every evaluation (compile-bound)
 def test_bandit_slice_where_the_stiffness_moves():
     """(η, β) slice of a bandit: K(β) from the exact fixed point inside the traced field."""
-    cfg = ps.bandit.config(p_ref=0.2, beta=0.5, group_size=8, momentum=0.9, lag_model="stale", lag=2)
-    (curve,) = B.trace_boundary("damping_ratio", cfg, "eta", (1e-3, 0.1), "beta", (0.2, 2.0), grid=6, step=0.1)
+    cfg = ps.bandit.config(p_ref=0.2, beta=0.5, num_generations=8, momentum=0.9, lag_model="stale", lag=2)
+    (curve,) = B.trace_boundary(
+        "damping_ratio", cfg, "learning_rate", (1e-3, 0.1), "beta", (0.2, 2.0), grid=6, step=0.1
+    )
     assert curve.residual <= TOL
-    for eta, beta in zip(curve.x[::4], curve.y[::4], strict=True):
-        assert float(ps.predict(cfg.replace(eta=eta, beta=beta)).damping_ratio) == pytest.approx(1.0, abs=1e-8)
+    for learning_rate, beta in zip(curve.x[::4], curve.y[::4], strict=True):
+        assert float(ps.predict(cfg.replace(learning_rate=learning_rate, beta=beta)).damping_ratio) == pytest.approx(
+            1.0, abs=1e-8
+        )
 
 
 @pytest.mark.slow
 def test_phase_boundaries_of_a_sweep():
-    """A phase-diagram dataset (eta × lag, stale): C = 0 is η·τ = const, and at τ = 1 the exact discrete
+    """A phase-diagram dataset (learning_rate × lag, stale): C = 0 is η·τ = const, and at τ = 1 the exact discrete
     threshold equals it (README: the continuous threshold is exact at τ = 1)."""
-    base = dict(p_ref=0.2, beta=0.5, group_size=8, momentum=0.9, lag_model="stale")
+    base = dict(p_ref=0.2, beta=0.5, num_generations=8, momentum=0.9, lag_model="stale")
     spec = SweepSpec(
-        base=base, axes=["eta=log:0.003:1:5", "lag=0:2"], steps=20, mode="expected", seeds=1, seed=0, decimate=0
+        base=base,
+        axes=["learning_rate=log:0.003:1:5", "lag=0:2"],
+        steps=20,
+        mode="expected",
+        seeds=1,
+        seed=0,
+        decimate=0,
     )
     ds = xr.Dataset(
-        {"regime": (("eta", "lag"), np.zeros((5, 3), int))}, coords={"eta": np.geomspace(0.003, 1, 5), "lag": [0, 1, 2]}
+        {"regime": (("learning_rate", "lag"), np.zeros((5, 3), int))},
+        coords={"learning_rate": np.geomspace(0.003, 1, 5), "lag": [0, 1, 2]},
     )
-    ds.attrs.update(spec=spec.to_json(), spacing=json.dumps({"eta": "log", "lag": "int"}))
-    curves = B.phase_boundaries(ds, "eta", "lag")
+    ds.attrs.update(spec=spec.to_json(), spacing=json.dumps({"learning_rate": "log", "lag": "int"}))
+    curves = B.phase_boundaries(ds, "learning_rate", "lag")
     (c,) = curves["damping"]
     np.testing.assert_allclose(c.x * c.y, c.x[0] * c.y[0], rtol=1e-9)
     (r,) = curves["spectral_radius"]
     assert list(r.y) == [1, 2] and r.x[0] == pytest.approx(c.x[0] * c.y[0], rel=1e-9)
-    assert len(curves["damping_ratio"]) == 1 and B.phase_boundaries(ds, "eta", "beta") is None
+    assert len(curves["damping_ratio"]) == 1 and B.phase_boundaries(ds, "learning_rate", "beta") is None
 
 
 @pytest.mark.parametrize(
     "args, word",
     [
-        (("damping", dict(momentum=0.9, stiffness=K), "eta", (1e-3, 1.0), "temperature", (0, 1)), "temperature"),
-        (("damping", dict(momentum=0.9), "eta", (1e-3, 1.0), "lag", (0, 1)), "stiffness"),
         (
-            ("spectral_radius", dict(momentum=0.9, lag=2.5, stiffness=K), "eta", (1e-3, 1.0), "momentum", (0, 0.9)),
+            ("damping", dict(momentum=0.9, stiffness=K), "learning_rate", (1e-3, 1.0), "temperature", (0, 1)),
+            "temperature",
+        ),
+        (("damping", dict(momentum=0.9), "learning_rate", (1e-3, 1.0), "lag", (0, 1)), "stiffness"),
+        (
+            (
+                "spectral_radius",
+                dict(momentum=0.9, lag=2.5, stiffness=K),
+                "learning_rate",
+                (1e-3, 1.0),
+                "momentum",
+                (0, 0.9),
+            ),
             "integer lag",
         ),
-        (("damping", dict(lag=2, stiffness=K), "eta", (0.0, 1.0), "momentum", (0, 0.9)), "log scale"),
-        (("zeta", dict(lag=2, stiffness=K), "eta", (1e-3, 1.0), "momentum", (0, 0.9)), "kind"),
+        (("damping", dict(lag=2, stiffness=K), "learning_rate", (0.0, 1.0), "momentum", (0, 0.9)), "log scale"),
+        (("zeta", dict(lag=2, stiffness=K), "learning_rate", (1e-3, 1.0), "momentum", (0, 0.9)), "kind"),
     ],
 )
 def test_bad_slices_are_refused(args, word):

@@ -7,7 +7,7 @@ import pytest
 
 import pgrpo_sim as ps
 
-BASE = dict(p_ref=0.2, beta=0.5, group_size=8, eta=0.1, momentum=0.9)
+BASE = dict(p_ref=0.2, beta=0.5, num_generations=8, learning_rate=0.1, momentum=0.9)
 
 
 @pytest.mark.slow  # moved out of the default suite's 5-minute budget (~10 s on 2 cores)
@@ -15,7 +15,7 @@ def test_outcome_gradients_through_three_thousand_steps():
     steps = 3000
     cfg = ps.bandit.config(**BASE, lag_model="stale", lag=2)
     names = ("final_reward", "time_to_threshold", "overshoot", "area", "late_variance")
-    point = dict(eta=0.1, momentum=0.9, beta=0.5, p_ref=0.2)
+    point = dict(learning_rate=0.1, momentum=0.9, beta=0.5, p_ref=0.2)
 
     def read(**values):
         out = ps.outcomes(ps.bandit.with_hyperparameters(cfg, **values), steps)
@@ -42,7 +42,7 @@ def test_checkpointed_outcomes_have_the_same_reverse_mode_gradient():
     def area(p, checkpoint):
         return ps.outcomes(ps.bandit.with_hyperparameters(cfg, **p), 400, checkpoint=checkpoint).area
 
-    point = dict(eta=0.1, momentum=0.9)
+    point = dict(learning_rate=0.1, momentum=0.9)
     plain, blocks = (jax.value_and_grad(area)(point, c) for c in (False, True))
     assert float(blocks[0]) == pytest.approx(float(plain[0]), rel=1e-12)
     for name in point:
@@ -68,7 +68,7 @@ def test_gradient_in_momentum_alone():
 
 @pytest.mark.slow
 def test_time_to_threshold_is_the_interpolated_first_passage_time():
-    cfg = ps.bandit.config(**(BASE | dict(eta=0.002)), lag_model="stale", lag=2)  # overdamped: monotone
+    cfg = ps.bandit.config(**(BASE | dict(learning_rate=0.002)), lag_model="stale", lag=2)  # overdamped: monotone
     out = ps.outcomes(cfg, 3000, smoothing=1e-4)
     reward = np.asarray(out.reward)
     u = (reward - reward[0]) / (float(out.p_star) - reward[0])
@@ -100,7 +100,7 @@ def test_outcomes_of_a_scheduled_run_are_its_simulated_curve():
     cosine-decayed run is `simulate`'s, to float32 rounding over 15 steps (1e-6); only `predict`, whose radius is
     that of one η, refuses a schedule (tests/test_api_inputs.py)."""
     cfg = ps.bandit.config(
-        eta=0.5, lr_schedule="cosine", warmup_steps=3, decay_steps=20, beta=0.1, n_arms=5, n_correct=2
+        learning_rate=0.5, lr_scheduler_type="cosine", warmup_steps=3, decay_steps=20, beta=0.1, n_arms=5, n_correct=2
     )
     np.testing.assert_allclose(ps.outcomes(cfg, 15).reward, ps.simulate(cfg, 15).reward, rtol=1e-6)
 
@@ -109,5 +109,5 @@ def test_outcomes_of_a_scheduled_run_are_its_simulated_curve():
 def test_outcomes_of_reused_rollouts_enumerate_binary_rewards():
     # G = 64 with rollout reuse: 0/1 rewards enumerate 65 reward counts; taken as arbitrary they would exceed
     # the enumeration bound and be refused. Same curve as simulate's (the exact two-arm reduction)
-    cfg = ps.bandit.config(group_size=64, lag_model="refresh", lag=2)
+    cfg = ps.bandit.config(num_generations=64, lag_model="refresh", lag=2)
     np.testing.assert_allclose(ps.outcomes(cfg, 5).reward, ps.simulate(cfg, 5).reward, rtol=1e-5)

@@ -21,13 +21,13 @@ def test_interior_mask():
 
 @pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_predicted_regimes_match_theory_cell_by_cell():
-    base = dict(p_ref=0.2, beta=0.5, group_size=8, momentum=0.9, lag_model="stale")
-    ds = run_sweep(base, [parse_axis("eta=log:0.003:1:5"), parse_axis("lag=0,4")], steps=400, progress=False)
+    base = dict(p_ref=0.2, beta=0.5, num_generations=8, momentum=0.9, lag_model="stale")
+    ds = run_sweep(base, [parse_axis("learning_rate=log:0.003:1:5"), parse_axis("lag=0,4")], steps=400, progress=False)
     pred = predict_grid(ds)
-    k = float(ps.predict(ps.bandit.config(**base, eta=0.1)).stiffness)  # K does not depend on η or τ
-    for i, eta in enumerate(ds.eta.values):
+    k = float(ps.predict(ps.bandit.config(**base, learning_rate=0.1)).stiffness)  # K does not depend on η or τ
+    for i, learning_rate in enumerate(ds.learning_rate.values):
         for j, lag in enumerate(ds.lag.values):
-            eta_eff = 2 * eta
+            eta_eff = 2 * learning_rate
             assert pred.stiffness[i, j] == pytest.approx(k, rel=1e-6)
             code = int(ps.theory.regime_code(eta_eff, 0.9, float(lag), k))
             assert pred.continuous[i, j] == [0, 0, 1, 3][code]
@@ -42,11 +42,11 @@ def test_phase_diagram_command(tmp_path, capsys, monkeypatch):
     argv = [
         "phase-diagram",
         "--x",
-        "eta",
+        "learning_rate",
         "--y",
         "lag",
         "--grid",
-        "eta=log:0.003:1:8",
+        "learning_rate=log:0.003:1:8",
         "--grid",
         "lag=0:3",
         "--momentum",
@@ -86,8 +86,8 @@ def test_phase_diagram_command(tmp_path, capsys, monkeypatch):
 def test_cells_without_a_fixed_point_are_left_out_of_the_agreement():
     """β as an axis: at β = 0 there is no interior fixed point, so no predicted regime; those cells are counted,
     not scored as "predicted unstable"."""
-    base = dict(p_ref=0.2, group_size=8, momentum=0.0, lag_model="stale")
-    ds = run_sweep(base, [parse_axis("beta=0,0.5"), parse_axis("eta=0.05,0.1")], steps=300, progress=False)
+    base = dict(p_ref=0.2, num_generations=8, momentum=0.0, lag_model="stale")
+    ds = run_sweep(base, [parse_axis("beta=0,0.5"), parse_axis("learning_rate=0.05,0.1")], steps=300, progress=False)
     pred = predict_grid(ds)
     np.testing.assert_array_equal(pred.valid, [[False, False], [True, True]])
     scores = agreement(ds.regime.values, pred)
@@ -99,12 +99,12 @@ def test_cells_without_a_fixed_point_are_left_out_of_the_agreement():
 @pytest.mark.parametrize(
     "argv, word",
     [
-        (["sweep", "--grid", "eta=log:0:1:10"], "eta=log:0:1:10"),
+        (["sweep", "--grid", "learning_rate=log:0:1:10"], "learning_rate=log:0:1:10"),
         (["sweep", "--grid", "temperature=1,2"], "temperature"),
         (["sweep", "--grid", "lag=0:3"], "lag-model"),
         (["sweep"], "--grid"),
         (["phase-diagram", "--x", "beta", "--y", "lag"], "beta"),
-        (["sweep", "--grid", "eta=0.1,-0.2"], "eta"),
+        (["sweep", "--grid", "learning_rate=0.1,-0.2"], "learning_rate"),
     ],
 )
 def test_sweep_cli_errors(argv, word, tmp_path, capsys):

@@ -4,7 +4,7 @@ import pytest
 
 import pgrpo_sim as ps
 
-BASE = dict(p_ref=0.2, beta=0.5, group_size=8, eta=0.1, momentum=0.9)
+BASE = dict(p_ref=0.2, beta=0.5, num_generations=8, learning_rate=0.1, momentum=0.9)
 
 
 @pytest.mark.slow
@@ -15,11 +15,11 @@ def test_sensitivities_match_finite_differences():
     for q in ps.bandit.QUANTITIES:  # the values are predict's (both from prediction.fixed_point)
         assert sens.values[q] == pytest.approx(pred[q], rel=1e-10), q
     perturbed = {
-        "eta": lambda h: cfg.replace(eta=0.1 + h),
+        "learning_rate": lambda h: cfg.replace(learning_rate=0.1 + h),
         "momentum": lambda h: cfg.replace(momentum=0.9 + h),
         "beta": lambda h: cfg.replace(beta=0.5 + h),
         "p_ref": lambda h: ps.bandit.config(**(BASE | dict(p_ref=0.2 + h))),
-        "clip": lambda h: cfg.replace(clip_low=0.2 + h, clip_high=0.2 + h),
+        "clip": lambda h: cfg.replace(epsilon=0.2 + h, epsilon_high=0.2 + h),
     }
     h = 1e-6
     for name, make in perturbed.items():
@@ -31,5 +31,5 @@ def test_sensitivities_match_finite_differences():
     # the continuous lag (here τ = 0) enters only the oscillator formulas; one-sided difference, error O(h)
     osc = lambda tau: ps.damping_ratio(2 * 0.1, 0.9, tau, sens.values["stiffness"])
     assert sens.partials["damping_ratio"]["lag"] == pytest.approx(float((osc(h) - osc(0.0)) / h), rel=1e-5)
-    assert sens.partials["p_star"]["eta"] == 0.0 and sens.partials["stiffness"]["clip"] == 0.0
+    assert sens.partials["p_star"]["learning_rate"] == 0.0 and sens.partials["stiffness"]["clip"] == 0.0
     assert "d/dbeta" in sens.table()

@@ -15,28 +15,32 @@ import pgrpo_sim as ps
 from pgrpo_sim.analysis.summaries import FLIP, MONOTONE, OSCILLATORY, UNSTABLE, summarize_curve
 from pgrpo_sim.analysis.sweep import SweepError, compute_sweep, load_sweep, parse_axis, run_sweep
 
-BASE = dict(p_ref=0.2, beta=0.5, group_size=4, momentum=0.9, lag_model="stale")
+BASE = dict(p_ref=0.2, beta=0.5, num_generations=4, momentum=0.9, lag_model="stale")
 
 
 def test_parse_axis_forms():
-    a = parse_axis("eta=log:1e-3:1:4")
+    a = parse_axis("learning_rate=log:1e-3:1:4")
     np.testing.assert_allclose(a.values, [1e-3, 1e-2, 1e-1, 1.0])
     assert a.spacing == "log"
     assert parse_axis("momentum=0:0.9:4").values == pytest.approx((0.0, 0.3, 0.6, 0.9))
     assert parse_axis("lag=0:3").values == (0, 1, 2, 3)
     assert parse_axis("beta=0.1,0.5").values == (0.1, 0.5)
-    assert parse_axis("group-size=4,8").name == "group_size"
+    assert parse_axis("group-size=4,8").name == "num_generations"  # a former name, as the command line's alias
+    assert parse_axis("num-generations=4,8").name == "num_generations"
+    short = parse_axis("eta=log:1e-3:1:4")
+    assert (short.name, short.values, short.spec) == ("learning_rate", a.values, "eta=log:1e-3:1:4")
+    assert parse_axis("clip=0.1,0.2").name == "epsilon"
 
 
 @pytest.mark.parametrize(
     "spec, words",
     [
-        ("eta=log:0:1:10", "log spacing"),
+        ("learning_rate=log:0:1:10", "log spacing"),
         ("temperature=1,2", "unknown parameter"),
-        ("eta=0.1:1:0", "empty"),
+        ("learning_rate=0.1:1:0", "empty"),
         ("lag=0.5,1", "integer"),
-        ("eta", "name=values"),
-        ("eta=a:b:c", "numbers"),
+        ("learning_rate", "name=values"),
+        ("learning_rate=a:b:c", "numbers"),
         ("lag=0:2.5", "integer"),
     ],
 )
@@ -73,12 +77,12 @@ def test_regime_classification_on_synthetic_curves():
 
 @pytest.mark.slow
 def test_sweep_equals_direct_runs(tmp_path):
-    axes = [parse_axis("eta=0.01,0.3"), parse_axis("lag=0,3")]
+    axes = [parse_axis("learning_rate=0.01,0.3"), parse_axis("lag=0,3")]
     ds = run_sweep(BASE, axes, steps=300, out_dir=tmp_path, progress=False)
-    for eta in (0.01, 0.3):
+    for learning_rate in (0.01, 0.3):
         for lag in (0, 3):
-            run = ps.simulate(ps.bandit.config(**BASE, eta=eta, lag=lag, max_lag=3), 300)
-            cell = ds.sel(eta=eta, lag=lag)
+            run = ps.simulate(ps.bandit.config(**BASE, learning_rate=learning_rate, lag=lag, max_lag=3), 300)
+            cell = ds.sel(learning_rate=learning_rate, lag=lag)
             assert float(cell.final_reward) == pytest.approx(float(run.reward[-1]), rel=1e-6)
             assert int(cell.regime) == int(summarize_curve(run.reward).regime)
     saved = load_sweep(tmp_path)
@@ -91,21 +95,23 @@ def test_expected_reuse_sweep_enumerates_arms_only_and_equals_direct_runs():
     """Expected-mode rollout reuse in a sweep enumerates multisets of arms only, as binary rewards allow
     (C(G + N − 1, N − 1) = 5 rollouts at N = 2, G = 4, not C(G + 2N − 1, 2N − 1) = 35), and equals `simulate`
     enumerating every (arm, reward) multiset (float64: rel 1e-10 leaves room for the other summation order)."""
-    base = dict(p_ref=0.2, beta=0.5, group_size=4, lag_model="refresh")
-    ds = run_sweep(base, [parse_axis("eta=0.2,1.0"), parse_axis("lag=1,3")], steps=60, progress=False)
-    for eta in (0.2, 1.0):
+    base = dict(p_ref=0.2, beta=0.5, num_generations=4, lag_model="refresh")
+    ds = run_sweep(base, [parse_axis("learning_rate=0.2,1.0"), parse_axis("lag=1,3")], steps=60, progress=False)
+    for learning_rate in (0.2, 1.0):
         for lag in (1, 3):
-            config = ps.bandit.config(**base, eta=eta, lag=lag, max_lag=3)
+            config = ps.bandit.config(**base, learning_rate=learning_rate, lag=lag, max_lag=3)
             assert (ps.bandit.rollout_count(config, True), ps.bandit.rollout_count(config, False)) == (5, 35)
             run = ps.simulate(config, 60, binary_rewards=False)
-            assert float(ds.sel(eta=eta, lag=lag).final_reward) == pytest.approx(float(run.reward[-1]), rel=1e-10)
+            assert float(ds.sel(learning_rate=learning_rate, lag=lag).final_reward) == pytest.approx(
+                float(run.reward[-1]), rel=1e-10
+            )
 
 
 def test_sweep_with_prompt_features_saves_and_resumes(tmp_path):
     """Array-valued settings (shared-parameter prompt features) are saved with the spec, and a rerun resumes."""
     features = np.random.default_rng(0).standard_normal((3, 2))
-    base = dict(p_ref=0.2, beta=0.5, group_size=4, n_prompts=3, features=features)
-    axes = [parse_axis("eta=0.1,0.3")]
+    base = dict(p_ref=0.2, beta=0.5, num_generations=4, n_prompts=3, features=features)
+    axes = [parse_axis("learning_rate=0.1,0.3")]
     ds = run_sweep(base, axes, steps=20, mode="sampled", seeds=2, out_dir=tmp_path, progress=False)
     again = run_sweep(base, axes, steps=20, mode="sampled", seeds=2, out_dir=tmp_path, progress=False)
     np.testing.assert_array_equal(again.final_reward.values, ds.final_reward.values)
@@ -120,11 +126,11 @@ def test_saved_files_are_what_xarray_and_pandas_write(tmp_path):
     import pandas as pd
     import xarray as xr
 
-    axes = [parse_axis("eta=0.05,0.4"), parse_axis("group_size=2,8"), parse_axis("lag=0,2")]
-    base = {k: v for k, v in BASE.items() if k != "group_size"}
+    axes = [parse_axis("learning_rate=0.05,0.4"), parse_axis("num_generations=2,8"), parse_axis("lag=0,2")]
+    base = {k: v for k, v in BASE.items() if k != "num_generations"}
     result = compute_sweep(base, axes, steps=40, decimate=10, out_dir=tmp_path / "ours", progress=False)
     ds = result.to_dataset()
-    assert result.size == 8 and ds.trajectory.dims == ("group_size", "eta", "lag", "step")
+    assert result.size == 8 and ds.trajectory.dims == ("num_generations", "learning_rate", "lag", "step")
     ds.to_netcdf(tmp_path / "xarray.nc", engine="scipy")
     ours = load_sweep(tmp_path / "ours")
     xr.testing.assert_identical(ours, xr.load_dataset(tmp_path / "xarray.nc", engine="scipy"))
@@ -133,8 +139,10 @@ def test_saved_files_are_what_xarray_and_pandas_write(tmp_path):
     pd.testing.assert_frame_equal(
         table, ds.drop_vars(["trajectory", "step"]).to_dataframe().reset_index(), check_dtype=False
     )
-    run = ps.simulate(ps.bandit.config(**base, eta=0.4, group_size=2, lag=2, max_lag=2), 40)
-    np.testing.assert_array_equal(ds.trajectory.sel(eta=0.4, group_size=2, lag=2).values, run.reward[::10])
+    run = ps.simulate(ps.bandit.config(**base, learning_rate=0.4, num_generations=2, lag=2, max_lag=2), 40)
+    np.testing.assert_array_equal(
+        ds.trajectory.sel(learning_rate=0.4, num_generations=2, lag=2).values, run.reward[::10]
+    )
 
 
 @pytest.mark.slow
@@ -142,12 +150,14 @@ def test_sampled_sweep_equals_direct_runs():
     """The sweep's own batched loop draws what `simulate` draws: the same seeds, the same numbers."""
     import jax
 
-    base = dict(p_ref=0.3, beta=0.5, group_size=4, lag_model="stale", lag=2, max_lag=2)
-    ds = run_sweep(base, [parse_axis("eta=0.1,0.5")], steps=60, mode="sampled", seeds=8, progress=False)
-    for eta in (0.1, 0.5):
-        run = ps.simulate(ps.bandit.config(**base, eta=eta), 60, mode="sampled", seeds=8, key=jax.random.key(0))
+    base = dict(p_ref=0.3, beta=0.5, num_generations=4, lag_model="stale", lag=2, max_lag=2)
+    ds = run_sweep(base, [parse_axis("learning_rate=0.1,0.5")], steps=60, mode="sampled", seeds=8, progress=False)
+    for learning_rate in (0.1, 0.5):
+        run = ps.simulate(
+            ps.bandit.config(**base, learning_rate=learning_rate), 60, mode="sampled", seeds=8, key=jax.random.key(0)
+        )
         reward = np.asarray(run.reward)
-        cell = ds.sel(eta=eta)
+        cell = ds.sel(learning_rate=learning_rate)
         assert float(cell.final_reward) == pytest.approx(reward[:, -1].mean(), rel=1e-12)
         late_variance = np.mean(np.var(reward[:, -15:], axis=0))
         assert float(cell.late_variance) == pytest.approx(late_variance, rel=1e-10)
@@ -155,8 +165,8 @@ def test_sampled_sweep_equals_direct_runs():
 
 @pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_results_do_not_depend_on_chunk_size():
-    axes = [parse_axis("eta=log:0.01:0.5:5"), parse_axis("momentum=0,0.5,0.9")]
-    base = dict(p_ref=0.2, beta=0.5, group_size=4)
+    axes = [parse_axis("learning_rate=log:0.01:0.5:5"), parse_axis("momentum=0,0.5,0.9")]
+    base = dict(p_ref=0.2, beta=0.5, num_generations=4)
     runs = [run_sweep(base, axes, steps=200, chunk_size=c, progress=False) for c in (2, 7, None)]
     for other in runs[1:]:  # XLA may vectorise another batch size differently: equal to a few ulp
         for field in ("regime", "time_to_90", "sign_changes"):
@@ -167,19 +177,19 @@ def test_results_do_not_depend_on_chunk_size():
 
 @pytest.mark.slow
 def test_sampled_sweep_shares_seeds_and_static_group_axis():
-    axes = [parse_axis("group_size=2,8"), parse_axis("eta=0.1,0.2")]
+    axes = [parse_axis("num_generations=2,8"), parse_axis("learning_rate=0.1,0.2")]
     ds = run_sweep(dict(p_ref=0.3, beta=0.5), axes, steps=50, mode="sampled", seeds=16, progress=False)
-    assert ds.final_reward.dims == ("group_size", "eta") and np.all(ds.late_variance.values > 0)
+    assert ds.final_reward.dims == ("num_generations", "learning_rate") and np.all(ds.late_variance.values > 0)
     # common random numbers: the same (seed, step) draws at both learning rates for G = 2
     again = run_sweep(dict(p_ref=0.3, beta=0.5), axes, steps=50, mode="sampled", seeds=16, progress=False)
     np.testing.assert_array_equal(ds.final_reward.values, again.final_reward.values)
 
 
 def test_foreign_output_directory_refused(tmp_path):
-    run_sweep(BASE, [parse_axis("eta=0.1,0.2")], steps=20, out_dir=tmp_path, progress=False)
+    run_sweep(BASE, [parse_axis("learning_rate=0.1,0.2")], steps=20, out_dir=tmp_path, progress=False)
     with pytest.raises(SweepError, match="different sweep"):
-        run_sweep(BASE, [parse_axis("eta=0.1,0.3")], steps=20, out_dir=tmp_path, progress=False)
-    run_sweep(BASE, [parse_axis("eta=0.1,0.3")], steps=20, out_dir=tmp_path, overwrite=True, progress=False)
+        run_sweep(BASE, [parse_axis("learning_rate=0.1,0.3")], steps=20, out_dir=tmp_path, progress=False)
+    run_sweep(BASE, [parse_axis("learning_rate=0.1,0.3")], steps=20, out_dir=tmp_path, overwrite=True, progress=False)
 
 
 def test_write_error_keeps_finished_chunks(tmp_path, monkeypatch):
@@ -194,13 +204,17 @@ def test_write_error_keeps_finished_chunks(tmp_path, monkeypatch):
 
     monkeypatch.setattr(np, "savez", flaky)
     with pytest.raises(SweepError, match=r"No space left on device.*kept"):
-        run_sweep(BASE, [parse_axis("eta=0.1,0.2,0.3")], steps=20, out_dir=tmp_path, chunk_size=1, progress=False)
+        run_sweep(
+            BASE, [parse_axis("learning_rate=0.1,0.2,0.3")], steps=20, out_dir=tmp_path, chunk_size=1, progress=False
+        )
     done = list((tmp_path / "chunks").glob("*.npz"))
     # a chunk is a whole number of points per device: 1 point here, 2 where the process runs 2 CPU devices (as the
     # command line sets it up, and so a test process after an in-process `main()`)
     assert len(done) == 1 and np.load(done[0])["final_reward"].shape == (jax.device_count(),)
     monkeypatch.setattr(np, "savez", real)
-    ds = run_sweep(BASE, [parse_axis("eta=0.1,0.2,0.3")], steps=20, out_dir=tmp_path, chunk_size=1, progress=False)
+    ds = run_sweep(
+        BASE, [parse_axis("learning_rate=0.1,0.2,0.3")], steps=20, out_dir=tmp_path, chunk_size=1, progress=False
+    )
     assert ds.final_reward.shape == (3,)
 
 
@@ -210,7 +224,7 @@ SWEEP_CMD = [
     "pgrpo_sim.cli",
     "sweep",
     "--grid",
-    "eta=log:0.01:0.5:12",
+    "learning_rate=log:0.01:0.5:12",
     "--momentum",
     "0.5",
     "--beta",
@@ -254,7 +268,8 @@ def test_identical_results_on_eight_simulated_devices(tmp_path):
         jax.config.update("jax_enable_x64", True)
         from pgrpo_sim.analysis.sweep import parse_axis, run_sweep
         assert jax.device_count() == {{n}}
-        ds = run_sweep({BASE!r}, [parse_axis("eta=log:0.01:0.5:6"), parse_axis("lag=0:2")], steps=200, progress=False)
+        axes = [parse_axis("learning_rate=log:0.01:0.5:6"), parse_axis("lag=0:2")]
+        ds = run_sweep({BASE!r}, axes, steps=200, progress=False)
         np.savez("{tmp_path}/out_{{n}}.npz", final=ds.final_reward.values, regime=ds.regime.values)
         """
     )
@@ -275,7 +290,7 @@ def test_a_sweep_over_two_processes_equals_the_one_process_sweep(two_processes, 
     both) write, through process 0, the one-process sweep's summary byte for byte; process 1 writes and says
     nothing. (It failed before 2026-12-07: jax.distributed was started after the sweep's checks had started JAX.)
     An --out that process 0 refuses ends both processes with one line each, exit 2."""
-    argv = ["sweep", "--grid", "eta=log:0.01:1:6", "--steps", "50", "--quiet"]
+    argv = ["sweep", "--grid", "learning_rate=log:0.01:1:6", "--steps", "50", "--quiet"]
     alone = subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", *argv, "--out", str(tmp_path / "one")],
                            capture_output=True, text=True)  # fmt: skip
     assert alone.returncode == 0, alone.stderr
@@ -310,14 +325,14 @@ def test_noisy_curves_are_judged_against_their_standard_error():
 def test_sampled_sweep_regimes_agree_with_expected_mode():
     """Issue 17: at η ≥ 0.14, G = 4 nothing diverges and the expected curves are monotone; the seed-mean of 16
     sampled runs must not be called unstable. Underdamped settings (μ = 0.9) still read as oscillatory."""
-    base = dict(beta=0.5, group_size=4)
-    axes = [parse_axis("eta=0.14,0.5,1")]
+    base = dict(beta=0.5, num_generations=4)
+    axes = [parse_axis("learning_rate=0.14,0.5,1")]
     sampled = run_sweep(base, axes, steps=300, mode="sampled", seeds=16, progress=False)
     expected = run_sweep(base, axes, steps=300, progress=False)
     assert np.all(expected.regime.values == MONOTONE) and np.all(sampled.diverged.values == 0)
     np.testing.assert_array_equal(sampled.regime.values, expected.regime.values)
-    base = dict(beta=0.5, group_size=16, momentum=0.9)
-    axes = [parse_axis("eta=0.03,0.1")]
+    base = dict(beta=0.5, num_generations=16, momentum=0.9)
+    axes = [parse_axis("learning_rate=0.03,0.1")]
     sampled = run_sweep(base, axes, steps=400, mode="sampled", seeds=64, progress=False)
     expected = run_sweep(base, axes, steps=400, progress=False)
     assert np.all(expected.regime.values == OSCILLATORY)
@@ -327,14 +342,14 @@ def test_sampled_sweep_regimes_agree_with_expected_mode():
 def test_sweep_validates_everything_before_creating_the_directory(tmp_path):
     out = tmp_path / "d"
     for axes, base, kwargs in (
-        ([parse_axis("eta=0,0.1")], BASE, {}),
+        ([parse_axis("learning_rate=0,0.1")], BASE, {}),
         ([parse_axis("momentum=0:1:5")], dict(beta=0.5), {}),
         ([parse_axis("lag=-1:3")], BASE, {}),
-        ([parse_axis("eta=0.1"), parse_axis("group_size=1,2")], dict(beta=0.5), {}),
-        ([parse_axis("eta=0.1")], dict(beta=0.5, group_size=1), {}),
-        ([parse_axis("eta=0.1")], BASE, dict(chunk_size=0)),
-        ([parse_axis("eta=0.1")], BASE, dict(max_memory=-1.0)),
-        ([parse_axis("eta=0.1")], BASE, dict(mode="sampled", seeds=1)),
+        ([parse_axis("learning_rate=0.1"), parse_axis("num_generations=1,2")], dict(beta=0.5), {}),
+        ([parse_axis("learning_rate=0.1")], dict(beta=0.5, num_generations=1), {}),
+        ([parse_axis("learning_rate=0.1")], BASE, dict(chunk_size=0)),
+        ([parse_axis("learning_rate=0.1")], BASE, dict(max_memory=-1.0)),
+        ([parse_axis("learning_rate=0.1")], BASE, dict(mode="sampled", seeds=1)),
     ):
         with pytest.raises(ValueError):
             run_sweep(base, axes, steps=20, out_dir=out, progress=False, **kwargs)

@@ -107,13 +107,13 @@ def test_checkpointed_bandit_gradient_memory_grows_as_square_root():
     the tape at 6400 steps."""
 
     def temp(steps, checkpoint):
-        def final_reward(eta):
-            return ps.simulate(config.replace(eta=eta), steps, checkpoint=checkpoint).reward[-1]
+        def final_reward(learning_rate):
+            return ps.simulate(config.replace(learning_rate=learning_rate), steps, checkpoint=checkpoint).reward[-1]
 
         return _temp_bytes(jax.grad(final_reward), jnp.float64(0.01))
 
     with jax.enable_x64(True):
-        config = ps.bandit.config().replace(eta=jnp.float64(0.01))
+        config = ps.bandit.config().replace(learning_rate=jnp.float64(0.01))
         tape = [temp(s, False) for s in (400, 6400)]
         blocks = [temp(s, True) for s in (400, 6400)]
     assert tape[1] / tape[0] > 12, tape

@@ -14,7 +14,7 @@ def test_write_csv_reads_back_as_pandas_writes_it(tmp_path):
     """A frame with a named MultiIndex, float32 and float64 columns (NaN, ±inf, 1/3, a tiny value), integers and
     strings that need quoting: read back by pandas, Arrow's file equals `to_csv`'s exactly (float32 values in
     their shortest round-trip form, so float32(read) is bit-equal to the original)."""
-    index = pd.MultiIndex.from_product([[0.001, 0.1], [0.0, 0.5]], names=["eta", "momentum"])
+    index = pd.MultiIndex.from_product([[0.001, 0.1], [0.0, 0.5]], names=["learning_rate", "momentum"])
     frame = pd.DataFrame(
         {
             "reward": np.array([0.1, np.nan, np.inf, -1e-30], np.float32),
@@ -29,7 +29,7 @@ def test_write_csv_reads_back_as_pandas_writes_it(tmp_path):
     ours, theirs = pd.read_csv(tmp_path / "arrow.csv"), pd.read_csv(tmp_path / "pandas.csv")
     pd.testing.assert_frame_equal(ours, theirs)
     assert np.array_equal(ours["reward"].to_numpy(np.float32), frame["reward"].to_numpy(), equal_nan=True)
-    assert (tmp_path / "arrow.csv").read_text().splitlines()[0] == "eta,momentum,reward,variance,step,regime"
+    assert (tmp_path / "arrow.csv").read_text().splitlines()[0] == "learning_rate,momentum,reward,variance,step,regime"
 
 
 def _dataset() -> xr.Dataset:
@@ -37,8 +37,11 @@ def _dataset() -> xr.Dataset:
     reward = np.array([[0.25, np.nan, 1e-30], [1 / 3, -np.inf, 0.5]], np.float32)
     step = np.array([[1, -1, 0], [7, 8, 9]], np.int32)
     return xr.Dataset(
-        {"reward": (("eta", "lag"), reward, {"note": "per grid point"}), "step": (("eta", "lag"), step)},
-        coords={"eta": [0.001, 0.1], "lag": np.array([0, 2, 5])},
+        {
+            "reward": (("learning_rate", "lag"), reward, {"note": "per grid point"}),
+            "step": (("learning_rate", "lag"), step),
+        },
+        coords={"learning_rate": [0.001, 0.1], "lag": np.array([0, 2, 5])},
         attrs={"spec": '{"steps": 10}'},
     )
 
@@ -47,7 +50,9 @@ def test_grid_columns_lay_out_rows_as_to_dataframe(tmp_path):
     """The columns are the Dataset's table, and written as columns (NumPy, no pandas) or as that table (pandas)
     they give the same file, NaN as an empty field."""
     ds = _dataset()
-    columns = grid_columns({d: ds[d].values for d in ("eta", "lag")}, {k: ds[k].values for k in ("reward", "step")})
+    columns = grid_columns(
+        {d: ds[d].values for d in ("learning_rate", "lag")}, {k: ds[k].values for k in ("reward", "step")}
+    )
     pd.testing.assert_frame_equal(pd.DataFrame(columns), ds.to_dataframe().reset_index())
     write_csv(columns, tmp_path / "columns.csv")
     write_csv(ds.to_dataframe(), tmp_path / "frame.csv")
@@ -104,7 +109,7 @@ def test_write_csv_in_blocks_writes_the_same_text(tmp_path, monkeypatch):
     from pgrpo_sim.base import outputs
 
     monkeypatch.setattr(outputs, "CSV_BLOCK_ROWS", 3)
-    columns = {"eta": np.linspace(0.1, 1.0, 10), "reward": np.array([np.nan, *np.arange(9)], np.float32)}
+    columns = {"learning_rate": np.linspace(0.1, 1.0, 10), "reward": np.array([np.nan, *np.arange(9)], np.float32)}
     seen = []
     write_csv(columns, tmp_path / "blocks.csv", progress=seen.append)
     write_csv(columns, tmp_path / "whole.csv")

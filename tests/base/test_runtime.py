@@ -68,7 +68,7 @@ def test_only_validate_is_compile_bound():
     assert parser.parse_args(["validate", "--quick", "--out", "v"]).compile_bound is True
     for argv in (
         ["simulate", "--out", "r.csv"],
-        ["sweep", "--grid", "eta=0.1", "--out", "s"],
+        ["sweep", "--grid", "learning_rate=0.1", "--out", "s"],
         ["phase-diagram", "--out", "p"],
     ):
         assert getattr(parser.parse_args(argv), "compile_bound", False) is False
@@ -94,7 +94,7 @@ def _sweep(tmp_path: Path, name: str, *flags: str, **env: str) -> Path:
     home = tmp_path / name
     environ = {k: v for k, v in os.environ.items() if k not in (NO_CACHE_ENV, "JAX_COMPILATION_CACHE_DIR")}
     environ.update(XDG_CACHE_HOME=str(home), **env)
-    argv = [sys.executable, "-m", "pgrpo_sim.cli", *flags, "sweep", "--grid", "eta=0.1,0.2", "--steps", "50"]
+    argv = [sys.executable, "-m", "pgrpo_sim.cli", *flags, "sweep", "--grid", "learning_rate=0.1,0.2", "--steps", "50"]
     proc = subprocess.run([*argv, "--quiet", "--out", str(tmp_path / f"{name}-out")], env=environ, capture_output=True)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     return home

@@ -20,7 +20,7 @@ def test_one_difficulty_is_the_plain_bandit():
     model = population_model(RUN, 60, log_format="jsonl")
     theta = jnp.array([-1.2, -30.0, math.log(0.2 / 1e-5), -40.0])
     got = np.asarray(model.observables(theta).reward)
-    plain = ps.simulate(ps.bandit.config(p_ref=1 / (1 + math.exp(1.2)), eta=0.2, group_size=8), 60)
+    plain = ps.simulate(ps.bandit.config(p_ref=1 / (1 + math.exp(1.2)), learning_rate=0.2, num_generations=8), 60)
     np.testing.assert_allclose(got, np.asarray(plain.reward), rtol=1e-10)
 
 

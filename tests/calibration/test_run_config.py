@@ -57,7 +57,8 @@ def test_yaml_and_json_files(tmp_path):
         ("num_generations: true\n", "num_generations must be a number, got True"),
         ("prompts_per_step: 6\nsteps_per_generation: 4\n", "must divide"),
         ("lr_scheduler_type: exponential\n", "lr_scheduler_type"),
-        # beyond float32, where the bandit's η lives: refused here, not as "eta must be finite" after calibrating
+        # beyond float32, where the bandit's η lives: refused here, not as "learning_rate must be finite" after
+        # calibrating
         ("learning_rate: 1.0e+300\n", r"learning_rate must be in \(0, 3\.40282e\+38\]"),
         ("beta: 1.0e+39\n", "beta"),
         ("num_generations: 100000\n", "num_generations must be in \\[2, 4096\\]"),

@@ -44,7 +44,7 @@ def test_sampled_seed_mean_gives_the_same_first_flag(mode):
 
 def test_healthy_run_raises_no_flag():
     """Overdamped, KL-regularised, on-policy: p rises from 0.2 to p* = 0.81 and no read-out fires."""
-    d = diag.diagnose(ps.simulate(ps.bandit.config(p_ref=0.2, eta=0.1, beta=0.5, group_size=8), STEPS))
+    d = diag.diagnose(ps.simulate(ps.bandit.config(p_ref=0.2, learning_rate=0.1, beta=0.5, num_generations=8), STEPS))
     assert d.first() is None and not any(d.flags().values())
     assert d.hacking.available is False and d.instability.available
 
@@ -116,6 +116,6 @@ def test_countdown_anchor_degeneracy():
 @pytest.mark.parametrize("window", [0, -3, 2.5])
 def test_diagnose_refuses_a_window_that_is_not_a_positive_integer(window):
     """A negative window used to return flags from all-NaN medians; 2.5 a TypeError."""
-    log = logs.from_run(ps.simulate(ps.bandit.config(p_ref=0.2, eta=0.1, group_size=4), 40))
+    log = logs.from_run(ps.simulate(ps.bandit.config(p_ref=0.2, learning_rate=0.1, num_generations=4), 40))
     with pytest.raises(ValueError, match="window must be"):
         diag.diagnose(log, window=window)

@@ -145,9 +145,9 @@ def test_oscillator_law_contains_the_other_two():
 
 
 def test_oscillator_stiffness_inverts_natural_frequency():
-    for eta, mu, lag, k in [(0.1, 0.0, 0.0, 0.3), (0.05, 0.9, 2.0, 0.2), (0.2, 0.5, 1.0, 1.5)]:
-        omega = ps.natural_frequency(eta, mu, lag, k)
-        assert float(fit.oscillator_stiffness(omega, eta, mu, lag)) == pytest.approx(k, rel=1e-12)
+    for learning_rate, mu, lag, k in [(0.1, 0.0, 0.0, 0.3), (0.05, 0.9, 2.0, 0.2), (0.2, 0.5, 1.0, 1.5)]:
+        omega = ps.natural_frequency(learning_rate, mu, lag, k)
+        assert float(fit.oscillator_stiffness(omega, learning_rate, mu, lag)) == pytest.approx(k, rel=1e-12)
     assert np.isnan(fit.oscillator_stiffness(2.0, 0.1, 0.0, 1.0))  # ω_n τ ≥ √2: no positive K
 
 
@@ -157,12 +157,17 @@ def _linear_start(e, fraction):
     return int(np.argmax(tail_max < fraction * abs(e[0])))
 
 
-BASE = dict(p_ref=0.2, beta=0.5, group_size=8)
+BASE = dict(p_ref=0.2, beta=0.5, num_generations=8)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "kwargs", [dict(eta=0.02, momentum=0.9), dict(eta=0.1, momentum=0.9), dict(eta=0.05, momentum=0.95)]
+    "kwargs",
+    [
+        dict(learning_rate=0.02, momentum=0.9),
+        dict(learning_rate=0.1, momentum=0.9),
+        dict(learning_rate=0.05, momentum=0.95),
+    ],
 )
 def test_bandit_oscillator_fit_agrees_with_predict(kwargs):
     """Underdamped expected-mode bandit, fitted from where |e| < 1 % of |e(0)| (the drive is linear there to
@@ -185,7 +190,7 @@ def test_bandit_overdamped_decay_rate_agrees_with_predict():
     """Without momentum the expected bandit relaxes as one exponential: only its rate is identified, not ζ and
     ω_n separately (the continuous model's fast mode, at ~2 per step, is invisible in per-step data). The fitted
     slow rate ω_n(ζ − √(ζ²−1)) matches predict's within 1 % (measured 0.1 %)."""
-    config = ps.bandit.config(**BASE, eta=0.2)
+    config = ps.bandit.config(**BASE, learning_rate=0.2)
     pred = ps.predict(config)
     p = np.asarray(ps.simulate(config, 1200).reward)
     n0 = _linear_start(p - float(pred.p_star), 0.01)
@@ -328,7 +333,7 @@ def test_coupling_ratio_of_a_flat_train_reward_is_undefined():
 def test_stiffness_fit_of_a_diverged_curve_is_nan():
     # every start's cost is NaN once the curve is: no fit, never the last start's K (10)
     rewards = np.concatenate([np.linspace(0.2, 0.6, 30), np.full(20, np.nan)])
-    est = ps.logs.identify_stiffness(rewards, eta=0.1)
+    est = ps.logs.identify_stiffness(rewards, learning_rate=0.1)
     assert np.isnan(est.fit) and np.isnan(est.fit_stderr)
 
 
@@ -336,7 +341,7 @@ def test_stiffness_readings_refuse_what_they_cannot_read():
     """η out of range was divided by in the slope reading; k0 <= 0 ended as 'stiffness must be finite, got nan'; a
     stack of curves was read as one (its first row taken as the start)."""
     curve = np.linspace(0.2, 0.8, 50)
-    with pytest.raises(ValueError, match="eta must be > 0"):
+    with pytest.raises(ValueError, match="learning_rate must be > 0"):
         stiffness_from_slope(curve, -0.1, 0.0)
     with pytest.raises(ValueError, match="k0 must be > 0"):
         stiffness_from_fit(curve, 0.1, 0.0, k0=-1.0)

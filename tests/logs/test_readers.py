@@ -84,7 +84,7 @@ def test_simulate_csv_output():
 def test_from_run_expected_and_sampled():
     """An expected-mode run maps field by field; a sampled one (here a stand-in with the `bandit.Run` fields of
     shape (seeds, steps)) is averaged over seeds with reward_std the spread across seeds and n_samples = seeds."""
-    run = ps.simulate(ps.bandit.config(p_ref=0.2, eta=0.2, beta=0.5, group_size=8), 30)
+    run = ps.simulate(ps.bandit.config(p_ref=0.2, learning_rate=0.2, beta=0.5, num_generations=8), 30)
     expected = logs.from_run(run)
     assert expected.format == "simulation" and len(expected) == 31 and "reward_std" not in expected
     np.testing.assert_array_equal(expected["kl"], np.asarray(run.kl_ref))

@@ -19,7 +19,7 @@ def test_reuse_onset_is_the_first_unstable_epoch_count():
     (case,) = out["cases"]
     k = case["refresh"]
     assert k is not None and 1 < k <= TINY.max_epochs  # η = 1 with a tight clip destabilises within the range
-    config = ps.bandit.config(**rc.BASE, eta=1.0, clip=0.1, lag_model="refresh")
+    config = ps.bandit.config(**rc.BASE, learning_rate=1.0, epsilon=0.1, lag_model="refresh")
     for epochs, unstable in ((k - 1, False), (k, True)):  # the onset, re-derived from two direct runs
         run = ps.simulate(config.replace(lag=epochs), TINY.cycles * epochs)
         strobe = np.asarray(run.reward)[::epochs]

@@ -44,7 +44,7 @@ def test_fluctuations_ticks_at_the_group_sizes():
 
 
 def test_lag_threshold_has_axis_labels():
-    cases = [dict(lag_model="stale", eta=0.1, momentum=0.5, measured=3, exact=3, continuous=2.5)]
+    cases = [dict(lag_model="stale", learning_rate=0.1, momentum=0.5, measured=3, exact=3, continuous=2.5)]
     ax = make_validation_figure("lag_threshold", cases).axes[0]
     assert ax.get_xlabel() and ax.get_ylabel()
 
@@ -57,7 +57,9 @@ def test_saturation_figure_zooms_into_the_start():
 
 
 def test_stiffness_and_failure_mode_figures():
-    cases = [dict(eta=0.05, momentum=0.0, regime="overdamped", exact=0.225, slope=0.09, fit=0.23, fit_stderr=1e-3)]
+    cases = [
+        dict(learning_rate=0.05, momentum=0.0, regime="overdamped", exact=0.225, slope=0.09, fit=0.23, fit_stderr=1e-3)
+    ]
     ax = make_validation_figure("stiffness", cases).axes[0]
     assert ax.get_ylabel() == "stiffness K" and ax.get_xlabel()
     fig = make_validation_figure(
@@ -83,7 +85,7 @@ def test_rollout_reuse_figure_draws_each_onset_per_clip():
     """One panel per clip; each panel's lines carry its cases' onsets, a count never reached drawn just above the
     largest tried, and the continuous model's 2τ* + 1 beside the paper's K_ref*."""
     cases = [
-        dict(clip=c, eta=e, refresh=r, refresh_fresh=None, floquet=f, paper=p, continuous=2 * p + 1)
+        dict(epsilon=c, learning_rate=e, refresh=r, refresh_fresh=None, floquet=f, paper=p, continuous=2 * p + 1)
         for c, e, r, f, p in ((0.1, 0.25, 6, 5, 2.0), (0.1, 1.0, None, None, 0.5), (0.2, 1.0, 3, 3, 0.5))
     ]
     fig = make_validation_figure("rollout_reuse", cases, 10)

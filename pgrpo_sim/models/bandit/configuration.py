@@ -27,6 +27,7 @@ from ...base.errors import PgrpoSimError
 from ..grpo import ADVANTAGES, KL_ESTIMATORS, advantage_code
 from ..schedules import LR_SCHEDULES
 from ..step_ranges import STEP_RANGES
+from .renamed import RENAMED, check_renamed
 
 MODES = ("expected", "sampled")
 """How a run takes its groups: their exact expectation ("expected") or drawn ("sampled") (`models.bandit`)."""
@@ -101,19 +102,29 @@ def _static_bool(x: ArrayLike) -> bool:
     return cast(bool, x)  # not a truth value: kept, for `__check_init__` to refuse
 
 
-SCALARS = ("eta", "momentum", "beta", "clip_low", "clip_high", "ref_sync_alpha", "adv_eps", "lag", "advantage")
+SCALARS = (
+    "learning_rate",
+    "momentum",
+    "beta",
+    "epsilon",
+    "epsilon_high",
+    "ref_sync_alpha",
+    "adv_eps",
+    "lag",
+    "advantage",
+)
 """Leaves that hold one number each (per configuration: sweeps vmap over configurations)."""
-OPTIONAL_SCALARS = ("dual_clip", "kl_clamp", "grad_clip", "ref_sync_steps")
+OPTIONAL_SCALARS = ("dual_clip", "kl_clamp", "max_grad_norm", "ref_sync_steps")
 """Scalar leaves that may be None (off)."""
 LEAF_RANGES: Mapping[str, Interval] = MappingProxyType(
     {
-        **STEP_RANGES,  # eta and momentum: the ranges the oscillator checks too (`models.step_ranges`)
+        **STEP_RANGES,  # learning_rate and momentum: the ranges the oscillator checks too (`models.step_ranges`)
         "beta": Interval(0.0),
-        "clip_low": Interval(0.0, 1.0, low_open=True, high_open=True),
-        "clip_high": Interval(0.0, None, low_open=True),
+        "epsilon": Interval(0.0, 1.0, low_open=True, high_open=True),
+        "epsilon_high": Interval(0.0, None, low_open=True),
         "dual_clip": Interval(1.0, None, low_open=True),
         "kl_clamp": Interval(0.0, None, low_open=True),
-        "grad_clip": Interval(0.0, None, low_open=True),
+        "max_grad_norm": Interval(0.0, None, low_open=True),
         "ref_sync_alpha": Interval(0.0, 1.0),
         "adv_eps": Interval(0.0),
     }
@@ -143,15 +154,15 @@ class Config(eqx.Module):
             (reference sync moves the run's copy, `State.ref_logits`, not this field).
         true_rewards: leaf, (D, N) float in [0, 1]: a second reward table, read out as `true_reward` and not
             trained on (reward-hacking studies); None: no such read-out.
-        eta: leaf, 0-d float > 0: learning rate η, the optimiser's step size (times the schedule's factor).
+        learning_rate: leaf, 0-d float > 0: learning rate η, the optimiser's step size (times the schedule's factor).
         momentum: leaf, 0-d float in [0, 1): heavy-ball μ of "sgd" and "nesterov", Adam's b1.
         beta: leaf, 0-d float >= 0: KL coefficient β.
-        clip_low: leaf, 0-d float in (0, 1): ε_low, the ratio π/π_old is clipped below at 1 − ε_low.
-        clip_high: leaf, 0-d float > 0: ε_high, the ratio is clipped above at 1 + ε_high.
+        epsilon: leaf, 0-d float in (0, 1): ε_low, the ratio π/π_old is clipped below at 1 − ε_low.
+        epsilon_high: leaf, 0-d float > 0: ε_high, the ratio is clipped above at 1 + ε_high.
         dual_clip: leaf, 0-d float > 1: dual-clip constant c (the loss of a sample with A < 0 is capped at −c·A);
             None: off.
         kl_clamp: leaf, 0-d float > 0: bound on the k3 estimator (nats); None: off.
-        grad_clip: leaf, 0-d float > 0: bound on the gradient's global L2 norm; None: off.
+        max_grad_norm: leaf, 0-d float > 0: bound on the gradient's global L2 norm; None: off.
         ref_sync_steps: leaf, 0-d int32 >= 1: KL reference sync every S optimiser steps; None: no sync.
         ref_sync_alpha: leaf, 0-d float in [0, 1]: the sync's mixing weight α (π_ref ← α·π + (1 − α)·π_ref on
             the logits).
@@ -165,7 +176,7 @@ class Config(eqx.Module):
             `ADVANTAGES`), traced so every kind shares one compilation; `advantage_name` reads it back.
         warmup_steps: leaf, 0-d int32 >= 0: optimiser steps of the learning rate's linear warm-up.
         decay_steps: leaf, 0-d int32 >= 1: the optimiser step at which "linear" and "cosine" reach 0.
-        group_size: static int in [2, `MAX_GROUP_SIZE`]: G, samples per group.
+        num_generations: static int in [2, `MAX_GROUP_SIZE`]: G, samples per group.
         kl: static, one of `KL_KINDS`: the KL estimator.
         lag_model: static, one of `LAG_MODELS`.
         max_lag: static int >= 0: the stale-lag buffer holds max_lag + 1 logits ("stale" only).
@@ -174,7 +185,7 @@ class Config(eqx.Module):
         batch_prompts: static int in [1, D]: P, prompts per rollout (sampled mode); None: the whole dataset.
         dynamic_sampling: static bool: DAPO's dropping of groups whose rewards are all equal (sampled mode).
         optimizer: static, one of `OPTIMIZERS`.
-        lr_schedule: static, one of `LR_SCHEDULES`.
+        lr_scheduler_type: static, one of `LR_SCHEDULES`.
 
     Raises:
         PgrpoSimError: on construction or `replace`, for a concrete value out of its range, a static field that is
@@ -185,14 +196,14 @@ class Config(eqx.Module):
     rewards: Array = eqx.field(converter=_as_float)
     init_logits: Array = eqx.field(converter=_as_float)
     true_rewards: Array | None = eqx.field(converter=_as_float)
-    eta: Array = eqx.field(converter=_as_float)
+    learning_rate: Array = eqx.field(converter=_as_float)
     momentum: Array = eqx.field(converter=_as_float)
     beta: Array = eqx.field(converter=_as_float)
-    clip_low: Array = eqx.field(converter=_as_float)
-    clip_high: Array = eqx.field(converter=_as_float)
+    epsilon: Array = eqx.field(converter=_as_float)
+    epsilon_high: Array = eqx.field(converter=_as_float)
     dual_clip: Array | None = eqx.field(converter=_as_float)
     kl_clamp: Array | None = eqx.field(converter=_as_float)
-    grad_clip: Array | None = eqx.field(converter=_as_float)
+    max_grad_norm: Array | None = eqx.field(converter=_as_float)
     ref_sync_steps: Array | None = eqx.field(converter=_as_int)
     ref_sync_alpha: Array = eqx.field(converter=_as_float)
     features: Array | None = eqx.field(converter=_as_float)
@@ -201,7 +212,7 @@ class Config(eqx.Module):
     advantage: Array = eqx.field(converter=advantage_code)
     warmup_steps: Array = eqx.field(converter=_as_int)
     decay_steps: Array = eqx.field(converter=_as_int)
-    group_size: int = eqx.field(static=True, converter=_static_int)
+    num_generations: int = eqx.field(static=True, converter=_static_int)
     kl: str = eqx.field(static=True)
     lag_model: str = eqx.field(static=True)
     max_lag: int = eqx.field(static=True, converter=_static_int)
@@ -209,12 +220,12 @@ class Config(eqx.Module):
     batch_prompts: int | None = eqx.field(static=True, converter=_static_int)
     dynamic_sampling: bool = eqx.field(static=True, converter=_static_bool)
     optimizer: str = eqx.field(static=True)
-    lr_schedule: str = eqx.field(static=True)
+    lr_scheduler_type: str = eqx.field(static=True)
 
     def __check_init__(self):
         for name in SCALARS + OPTIONAL_SCALARS + ("warmup_steps", "decay_steps"):
             check_scalar(name, getattr(self, name), optional=name in OPTIONAL_SCALARS)
-        for name in ("group_size", "max_lag", "minibatches", "batch_prompts"):
+        for name in ("num_generations", "max_lag", "minibatches", "batch_prompts"):
             check_scalar(name, getattr(self, name), optional=name == "batch_prompts")
             check_range(name, getattr(self, name), integer=True)
             if not isinstance(getattr(self, name), (int, type(None))):  # 2.5: refused above; a traced value here
@@ -224,10 +235,10 @@ class Config(eqx.Module):
         check_choice("kl", self.kl, KL_KINDS)
         check_choice("lag_model", self.lag_model, LAG_MODELS)
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        check_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)
+        check_choice("lr_scheduler_type", self.lr_scheduler_type, LR_SCHEDULES)
         check_range("warmup_steps", self.warmup_steps, 0, integer=True)
         check_range("decay_steps", self.decay_steps, 1, integer=True)
-        check_range("group_size", self.group_size, 2, MAX_GROUP_SIZE, integer=True)
+        check_range("num_generations", self.num_generations, 2, MAX_GROUP_SIZE, integer=True)
         check_range("max_lag", self.max_lag, 0, integer=True)
         check_range("batch_prompts", self.batch_prompts, 1, self.rewards.shape[0], integer=True)
         per_rollout = self.prompts_per_rollout
@@ -318,8 +329,10 @@ def check_settings(settings, name: str = "base") -> None:
     """
     if not isinstance(settings, Mapping):
         raise PgrpoSimError(f"{name} must be a mapping of ps.bandit.config settings, got {type(settings).__name__}")
-    known = inspect.signature(config).parameters
+    params = inspect.signature(config).parameters
+    known = [name for name, p in params.items() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     unknown = sorted(set(settings) - set(known))
+    check_renamed({name: None for name in unknown if name in RENAMED})
     if unknown:
         raise PgrpoSimError(f"unknown ps.bandit.config setting {unknown[0]!r} in {name} (known: {', '.join(known)})")
 
@@ -363,21 +376,21 @@ def config(
     init_logits: ArrayLike | None = None,
     true_rewards: ArrayLike | None = None,
     n_prompts: int | None = None,
-    eta: ArrayLike = 0.1,
+    learning_rate: ArrayLike = 0.1,
     momentum: ArrayLike = 0.0,
     beta: ArrayLike = 0.0,
-    group_size: int = 8,
+    num_generations: int = 8,
     advantage: str | ArrayLike = "std",
     kl: str = "k3",
     kl_clamp: ArrayLike | None = None,
-    clip: ArrayLike = 0.2,
-    clip_high: ArrayLike | None = None,
+    epsilon: ArrayLike = 0.2,
+    epsilon_high: ArrayLike | None = None,
     dual_clip: ArrayLike | None = None,
     lag_model: str = "none",
     lag: ArrayLike = 0,
     max_lag: int | None = None,
     optimizer: str = "sgd",
-    grad_clip: ArrayLike | None = None,
+    max_grad_norm: ArrayLike | None = None,
     adv_eps: ArrayLike = 1e-6,
     minibatches: int = 1,
     ref_sync_steps: ArrayLike | None = None,
@@ -386,9 +399,10 @@ def config(
     batch_prompts: int | None = None,
     dynamic_sampling: bool = False,
     features: ArrayLike | None = None,
-    lr_schedule: str = "constant",
+    lr_scheduler_type: str = "constant",
     warmup_steps: ArrayLike = 0,
     decay_steps: ArrayLike | None = None,
+    **renamed: object,
 ) -> Config:
     """Build and validate a `Config`.
 
@@ -427,17 +441,17 @@ def config(
         true_rewards: a second reward table in [0, 1], read out as `true_reward` and not trained on
             (reward-hacking studies); shape (N,) or (D, N); None: no such read-out (default).
         n_prompts: D, prompts in the dataset; integer >= 1; None: the rows of a (D, N) `rewards`, else 1.
-        eta: learning rate η, the optimiser's step size on the logits (on W with `features`); > 0 (default 0.1).
+        learning_rate: η, the optimiser's step size on the logits (on W with `features`); > 0 (default 0.1).
         momentum: heavy-ball μ of "sgd" and "nesterov", Adam's b1; in [0, 1) (default 0: plain gradient steps).
         beta: KL coefficient β; >= 0 (default 0: no KL penalty).
-        group_size: G, samples per group; static integer in [2, `MAX_GROUP_SIZE`] (default 8).
+        num_generations: G, samples per group; static integer in [2, `MAX_GROUP_SIZE`] (default 8).
         advantage: the advantage kind, a name in `ADVANTAGES` ("std": GRPO, "mean": Dr. GRPO, "rloo", "batch":
             group mean, batch std) or its integer code (`advantage_code`; may be traced) (default "std").
         kl: the KL estimator, one of `KL_KINDS` ("exact": analytic KL(π‖π_ref) over the arms); static (default
             "k3").
         kl_clamp: bound on k3 (nats); > 0; None: no clamp (default). The other estimators ignore it.
-        clip: ε_low, the ratio π/π_old is clipped below at 1 − ε_low; in (0, 1) (default 0.2).
-        clip_high: ε_high, clipped above at 1 + ε_high; > 0; None: equal to `clip` (default).
+        epsilon: ε_low, the ratio π/π_old is clipped below at 1 − ε_low; in (0, 1) (default 0.2).
+        epsilon_high: ε_high, clipped above at 1 + ε_high; > 0; None: equal to `epsilon` (default).
         dual_clip: dual-clip constant c > 1, the loss of a sample with A < 0 is capped at −c·A; None: off
             (default).
         lag_model: one of `LAG_MODELS`: "none", "refresh", "refresh_fresh", "stale"; static (default "none").
@@ -447,7 +461,7 @@ def config(
         max_lag: the stale-lag buffer holds max_lag + 1 logits, so `lag` can be swept up to it; static integer
             >= 0; None: the concrete `lag` (its largest value), 0 for a traced one.
         optimizer: one of `OPTIMIZERS` ("sgd", "nesterov", "adam"); static (default "sgd").
-        grad_clip: bound on the gradient's global L2 norm; > 0; None: no clipping (default).
+        max_grad_norm: bound on the gradient's global L2 norm; > 0; None: no clipping (default).
         adv_eps: added to the std in "std" and "batch" advantages (reward units); >= 0 (default 1e-6).
         minibatches: m, optimiser steps per pass over a rollout; static integer >= 1 dividing the prompts per
             rollout; > 1 needs lag_model "refresh" (default 1).
@@ -461,10 +475,11 @@ def config(
             static bool; sampled mode only (default False).
         features: Φ, shape (D, F), finite: shared parameters, θ_d = θ_0,d + φ_d W with W (F, N) trained from 0
             instead of the per-prompt logits; None: per-prompt logits (default).
-        lr_schedule: one of `LR_SCHEDULES`; static (default "constant").
+        lr_scheduler_type: one of `LR_SCHEDULES`; static (default "constant").
         warmup_steps: optimiser steps of linear warm-up from 0; integer >= 0 (default 0: none).
         decay_steps: the optimiser step at which "linear" and "cosine" reach 0 (the run's total steps); integer
             >= 1 and >= `warmup_steps`; required by those two, unused by the others (None: stored as 1).
+        **renamed: none: a former name (`RENAMED`, e.g. `eta`) is refused with its TRL name.
 
     Returns:
         The validated `Config`: rewards, init_logits and true_rewards of shape (D, N), scalar leaves 0-d, in
@@ -474,18 +489,21 @@ def config(
         PgrpoSimError: for a value out of its range (concrete values), a name not among its choices, an array
             where one number is needed, shapes that disagree (n_prompts and the rows of rewards, p_ref's length,
             arms), or arguments that exclude each other (p_ref with difficulty, init_logits or explicit rewards;
-            "linear" or "cosine" without decay_steps, or warmup_steps > decay_steps), and for every check of
-            `Config`.
+            "linear" or "cosine" without decay_steps, or warmup_steps > decay_steps), a former name (`RENAMED`) or
+            another unknown keyword, and for every check of `Config`.
     """
+    check_renamed(renamed)
     if rewards is not None and np.ndim(rewards) == 2:  # one row of rewards per prompt
         if n_prompts not in (None, np.shape(rewards)[0]):
             raise PgrpoSimError(f"n_prompts ({n_prompts}) must equal the rows of rewards ({np.shape(rewards)[0]})")
         n_prompts = np.shape(rewards)[0]
     n_prompts = 1 if n_prompts is None else n_prompts
     check_range("n_prompts", n_prompts, 1, integer=True)
-    if lr_schedule in ("linear", "cosine"):
+    if lr_scheduler_type in ("linear", "cosine"):
         if decay_steps is None:
-            raise PgrpoSimError(f"lr_schedule {lr_schedule!r} decays to 0 at decay_steps: give it (>= 1 steps)")
+            raise PgrpoSimError(
+                f"lr_scheduler_type {lr_scheduler_type!r} decays to 0 at decay_steps: give it (>= 1 steps)"
+            )
         if is_concrete([warmup_steps, decay_steps]) and np.any(np.asarray(warmup_steps) > np.asarray(decay_steps)):
             raise PgrpoSimError(f"warmup_steps must be <= decay_steps ({decay_steps}), got {warmup_steps}")
     decay_steps = 1 if decay_steps is None else decay_steps
@@ -543,17 +561,17 @@ def config(
         rewards=per_prompt(rewards, "rewards"),
         init_logits=per_prompt(init_logits, "init_logits"),
         true_rewards=None if true_rewards is None else per_prompt(true_rewards, "true_rewards"),
-        eta=scalar(eta),
+        learning_rate=scalar(learning_rate),
         momentum=scalar(momentum),
         beta=scalar(beta),
-        clip_low=scalar(clip),
-        clip_high=scalar(clip if clip_high is None else clip_high),
+        epsilon=scalar(epsilon),
+        epsilon_high=scalar(epsilon if epsilon_high is None else epsilon_high),
         dual_clip=scalar(dual_clip),
         kl_clamp=scalar(kl_clamp),
-        grad_clip=scalar(grad_clip),
+        max_grad_norm=scalar(max_grad_norm),
         lag=lag,
         adv_eps=scalar(adv_eps),
-        group_size=group_size,
+        num_generations=num_generations,
         advantage=advantage,
         kl=kl,
         lag_model=lag_model,
@@ -562,7 +580,7 @@ def config(
         batch_prompts=batch_prompts,
         dynamic_sampling=dynamic_sampling,
         optimizer=optimizer,
-        lr_schedule=lr_schedule,
+        lr_scheduler_type=lr_scheduler_type,
         warmup_steps=warmup_steps,
         decay_steps=decay_steps,
         ref_sync_steps=ref_sync_steps,

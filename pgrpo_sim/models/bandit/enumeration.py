@@ -65,7 +65,7 @@ def rollout_count(config: Config, binary_rewards: bool) -> int:
         PgrpoSimError: if `config` is not a `Config`, has more than one prompt, or O > `MAX_OUTCOMES`.
     """
     check_config(config)
-    g, n = config.group_size, config.n_arms
+    g, n = config.num_generations, config.n_arms
     kinds = n if binary_rewards else 2 * n
     count = math.comb(g + kinds - 1, kinds - 1)
     if config.n_prompts != 1:
@@ -103,7 +103,7 @@ def rollout_outcomes(config: Config, *, binary_rewards: bool = False) -> tuple[A
     """
     binary_rewards = rewards_are_binary(config, binary_rewards) if binary_rewards else False
     rollout_count(config, binary_rewards)
-    g, n = config.group_size, config.n_arms
+    g, n = config.num_generations, config.n_arms
     kinds = n if binary_rewards else 2 * n
     table = np.asarray(list(itertools.combinations_with_replacement(range(kinds), g)), np.int32)
     dtype = config.rewards.dtype

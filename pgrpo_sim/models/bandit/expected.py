@@ -34,7 +34,7 @@ def advantage_table(config: Config) -> Array:
         PgrpoSimError: for a configuration `check_mode` refuses in expected mode.
     """
     check_mode(config, "expected")
-    g = config.group_size
+    g = config.num_generations
     successes = jnp.arange(g + 1)[:, None]
     groups = (jnp.arange(g)[None, :] < successes).astype(config.rewards.dtype)
     adv = group_advantages(groups, config.advantage, config.adv_eps)
@@ -141,7 +141,7 @@ def expected_loss(logits: Array, behaviour_logits: Array, config: Config) -> tup
         PgrpoSimError: for a configuration `check_mode` refuses in expected mode (checked while tracing, by
             `advantage_table`).
     """
-    g = config.group_size
+    g = config.num_generations
     logp = jax.nn.log_softmax(logits)
     logp_old = jax.nn.log_softmax(behaviour_logits)
     logp_ref = jax.nn.log_softmax(config.init_logits)
@@ -153,7 +153,7 @@ def expected_loss(logits: Array, behaviour_logits: Array, config: Config) -> tup
     weights = (pi_old[..., None] * outcome)[..., None] * binomial_pmf(g - 1, p_old)[:, None, None, :]
     adv = advantage_table(config)
     sur = clipped_surrogate(
-        logp[..., None, None], logp_old[..., None, None], adv, config.clip_low, config.clip_high, config.dual_clip
+        logp[..., None, None], logp_old[..., None, None], adv, config.epsilon, config.epsilon_high, config.dual_clip
     )
     per_prompt = jnp.sum(weights * sur.loss, axis=(1, 2, 3)) + config.beta * kl_term(
         config, logits, logp, logp_ref, pi_old
@@ -217,8 +217,8 @@ def on_policy_grad(logits: Array, config: Config) -> tuple[Array, UpdateStats]:
     r = config.rewards
     p = axis_sum(pi * r)
     adv = advantage_table(config)  # (2, G): own success / failure
-    alpha = binomial_mean(config.group_size - 1, p, adv)  # (P, 2)
-    alpha_sq = binomial_mean(config.group_size - 1, p, adv**2)
+    alpha = binomial_mean(config.num_generations - 1, p, adv)  # (P, 2)
+    alpha_sq = binomial_mean(config.num_generations - 1, p, adv**2)
     w = -(r * alpha[:, :1] + (1 - r) * alpha[:, 1:])
     if config.kl == "k3" and config.kl_clamp is None:
         kl_grad = pi - softmax(config.init_logits)
@@ -238,10 +238,10 @@ def on_policy_grad(logits: Array, config: Config) -> tuple[Array, UpdateStats]:
         ratio_max=one,
         ratio_mean=one,
         clip_frac=0 * one,
-        zero_adv_frac=jnp.mean(p**config.group_size + (1 - p) ** config.group_size),
+        zero_adv_frac=jnp.mean(p**config.num_generations + (1 - p) ** config.num_generations),
         adv_var=jnp.mean(p * alpha_sq[:, 0] + (1 - p) * alpha_sq[:, 1]),
         batch_reward=jnp.mean(p),
-        group_reward_std=jnp.mean(expected_group_std(config.group_size, p)),
+        group_reward_std=jnp.mean(expected_group_std(config.num_generations, p)),
         clip_low_frac=0 * one,
         clip_high_frac=0 * one,
         kl=jnp.mean(kl),

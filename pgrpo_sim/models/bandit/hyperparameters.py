@@ -25,7 +25,7 @@ class Hyperparameter:
     """One row of the table.
 
     Attributes:
-        name: the hyperparameter's name, its key in `HYPERPARAMETERS` (e.g. "eta").
+        name: the hyperparameter's name, its key in `HYPERPARAMETERS` (e.g. "learning_rate").
         domain: the allowed range (`base.checks.Interval`; the config leaf's own, `configuration.LEAF_RANGES`, where the
             hyperparameter is one).
         label: axis label with units.
@@ -64,7 +64,11 @@ class Hyperparameter:
 
 _ROWS = (
     Hyperparameter(
-        name="eta", domain=LEAF_RANGES["eta"], label="learning rate η (per step)", differentiable=True, log_scale=True
+        name="learning_rate",
+        domain=LEAF_RANGES["learning_rate"],
+        label="learning rate η (per step)",
+        differentiable=True,
+        log_scale=True,
     ),
     Hyperparameter(name="momentum", domain=LEAF_RANGES["momentum"], label="momentum μ", differentiable=True),
     Hyperparameter(
@@ -78,17 +82,19 @@ _ROWS = (
         differentiable=True,
     ),
     Hyperparameter(
-        name="clip",
-        domain=LEAF_RANGES["clip_low"],
+        name="epsilon",
+        domain=LEAF_RANGES["epsilon"],
         label="clip range ε",
-        field="clip_low",
+        field="epsilon",
         differentiable=True,
         log_scale=True,
     ),
-    Hyperparameter(name="clip_high", domain=LEAF_RANGES["clip_high"], label="upper clip range ε_high", log_scale=True),
+    Hyperparameter(
+        name="epsilon_high", domain=LEAF_RANGES["epsilon_high"], label="upper clip range ε_high", log_scale=True
+    ),
     Hyperparameter(name="lag", domain=Interval(0.0), label="off-policy lag τ (optimiser steps)", integer=True),
     Hyperparameter(
-        name="group_size",
+        name="num_generations",
         domain=Interval(2.0, MAX_GROUP_SIZE),
         label="group size G",
         traced=False,
@@ -120,7 +126,7 @@ def hyperparameter(name: str) -> Hyperparameter:
     """The table row of `name`; `PgrpoSimError` listing the known names otherwise.
 
     Args:
-        name: a key of `HYPERPARAMETERS`, e.g. "eta".
+        name: a key of `HYPERPARAMETERS`, e.g. "learning_rate".
 
     Returns:
         The `Hyperparameter` row.
@@ -174,10 +180,10 @@ def symmetric_logits(rewards, p_ref):
 def set_hyperparameters(config: Config, values: Mapping[str, Any]) -> Config:
     """`config` with hyperparameters replaced by name (`HYPERPARAMETERS`); traced values allowed.
 
-    `clip` sets ε_low, and ε_high too where the configuration has ε_high = ε_low (a `clip_high` value, if
+    `epsilon` sets ε_low, and ε_high too where the configuration has ε_high = ε_low (an `epsilon_high` value, if
     also given, is applied after it); `p_ref` rebuilds the class-symmetric start (and KL reference) with that
-    correct mass, which needs binary rewards; `lag` is stored as int32; `group_size`, `minibatches` (static) must be a
-    concrete integer. Concrete values are range-checked (`Hyperparameter.check`).
+    correct mass, which needs binary rewards; `lag` is stored as int32; `num_generations`, `minibatches` (static)
+    must be a concrete integer. Concrete values are range-checked (`Hyperparameter.check`).
 
     Args:
         config: the configuration to change (`Config`); it is not modified.
@@ -196,20 +202,20 @@ def set_hyperparameters(config: Config, values: Mapping[str, Any]) -> Config:
     if not isinstance(values, Mapping):
         raise PgrpoSimError(f"values must be a mapping of hyperparameter names to values, got {type(values).__name__}")
     changes: dict[str, Any] = {}
-    ordered = sorted(values, key=lambda n: n == "clip_high")  # clip_high after clip
+    ordered = sorted(values, key=lambda n: n == "epsilon_high")  # epsilon_high after epsilon
     for name in ordered:
         row, value = hyperparameter(name), values[name]
         check_scalar(name, value)
         row.check(value)
-        if name == "clip":
-            changes["clip_low"] = value
-            follows = config.clip_high == config.clip_low
-            changes["clip_high"] = jnp.where(follows, value, config.clip_high)
+        if name == "epsilon":
+            changes["epsilon"] = value
+            follows = config.epsilon_high == config.epsilon
+            changes["epsilon_high"] = jnp.where(follows, value, config.epsilon_high)
         elif name == "p_ref":
             if is_concrete(config.rewards) and not np.all(np.isin(np.asarray(config.rewards), (0.0, 1.0))):
                 raise PgrpoSimError("p_ref needs binary (0/1) rewards: it sets the mass of the correct arms")
             changes["init_logits"] = symmetric_logits(config.rewards, value)
-        elif name in ("group_size", "minibatches"):
+        elif name in ("num_generations", "minibatches"):
             changes[name] = int(value)
         elif name == "lag":
             changes["lag"] = jnp.asarray(value, jnp.int32) if not isinstance(value, int) else value

@@ -18,14 +18,14 @@ def learning_rate_factor(config: Config, count: Array) -> Array:
     "constant".
 
     Args:
-        config: the configuration (`Config`): lr_schedule, warmup_steps and decay_steps.
+        config: the configuration (`Config`): lr_scheduler_type, warmup_steps and decay_steps.
         count: the optimiser step (optax's count), an integer array of any shape (0-d in optax).
 
     Returns:
         The factor in [0, 1], of count's shape, in η's dtype.
     """
     warmup, total = config.warmup_steps, config.decay_steps
-    return schedule_factor(config.lr_schedule, count, warmup, total, jnp, config.eta.dtype)
+    return schedule_factor(config.lr_scheduler_type, count, warmup, total, jnp, config.learning_rate.dtype)
 
 
 def make_optimizer(config: Config) -> optax.GradientTransformation:
@@ -33,7 +33,7 @@ def make_optimizer(config: Config) -> optax.GradientTransformation:
     Nesterov, or Adam (b1 = μ, b2 = 0.999), at step η × `learning_rate_factor` (a plain η for "constant").
 
     Args:
-        config: the configuration (`Config`): optimizer, eta, momentum, grad_clip and the schedule (traced
+        config: the configuration (`Config`): optimizer, learning_rate, momentum, max_grad_norm and the schedule (traced
             leaves stay traced inside the transformation).
 
     Returns:
@@ -43,11 +43,11 @@ def make_optimizer(config: Config) -> optax.GradientTransformation:
         PgrpoSimError: if `config` is not a `Config`.
     """
     check_config(config)
-    eta = config.eta
-    if config.lr_schedule != "constant":
-        eta = lambda count: config.eta * learning_rate_factor(config, count)
+    learning_rate = config.learning_rate
+    if config.lr_scheduler_type != "constant":
+        learning_rate = lambda count: config.learning_rate * learning_rate_factor(config, count)
     if config.optimizer == "adam":
-        base = optax.adam(eta, b1=config.momentum)
+        base = optax.adam(learning_rate, b1=config.momentum)
     else:
-        base = optax.sgd(eta, momentum=config.momentum, nesterov=config.optimizer == "nesterov")
-    return base if config.grad_clip is None else optax.chain(optax.clip_by_global_norm(config.grad_clip), base)
+        base = optax.sgd(learning_rate, momentum=config.momentum, nesterov=config.optimizer == "nesterov")
+    return base if config.max_grad_norm is None else optax.chain(optax.clip_by_global_norm(config.max_grad_norm), base)

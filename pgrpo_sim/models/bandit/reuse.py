@@ -19,7 +19,7 @@ def _rollout_probabilities(config: Config, logits: Array, counts: Array) -> Arra
     pi = softmax(logits)[0]
     r = config.rewards[0]
     q = jnp.stack([pi * (1 - r), pi * r], -1).reshape(-1)  # category 2a + reward
-    g = config.group_size
+    g = config.num_generations
     log_coef = gammaln(g + 1.0) - jnp.sum(gammaln(counts + 1.0), -1)
     impossible = jnp.any((counts > 0) & (q == 0), -1)  # e.g. reward 1 from a wrong arm: probability 0, not 0·∞
     log_q = jnp.log(jnp.where(q > 0, q, 1.0))

@@ -61,7 +61,7 @@ def sampled_loss(
         pick(jax.nn.log_softmax(config.init_logits)),
     )
     adv = group_advantages(rewards, config.advantage, config.adv_eps)
-    sur = clipped_surrogate(lp, lp_old, adv, config.clip_low, config.clip_high, config.dual_clip)
+    sur = clipped_surrogate(lp, lp_old, adv, config.epsilon, config.epsilon_high, config.dual_clip)
     uniform = jnp.full(lp.shape, 1.0 / lp.shape[-1], lp.dtype)
     kl_logits = logits if config.kl == "exact" else None
     kl = kl_term(config, kl_logits, lp, lp_ref, uniform)
@@ -136,7 +136,7 @@ def draw_rollout(config: Config, behaviour_logits: Array, key: Array) -> tuple[A
 
     Args:
         config: the configuration of the P prompts drawn for (`Config`, e.g. `batch_config`'s): P =
-            `n_prompts`, G = `group_size`, rewards (P, N) the success probabilities.
+            `n_prompts`, G = `num_generations`, rewards (P, N) the success probabilities.
         behaviour_logits: the sampling policy's logits, (P, N).
         key: a JAX PRNG key (Threefry keys take the fused counter-based draw of `base.threefry`).
 
@@ -146,7 +146,7 @@ def draw_rollout(config: Config, behaviour_logits: Array, key: Array) -> tuple[A
     """
     pi = softmax(behaviour_logits)
     cdf = _cumsum_arms(pi)
-    u = _random.uniform(key, (config.n_prompts, config.group_size), pi.dtype) * cdf[:, -1:]
+    u = _random.uniform(key, (config.n_prompts, config.num_generations), pi.dtype) * cdf[:, -1:]
     arms = jnp.minimum(jnp.sum(u[..., None] >= cdf[:, None, :], axis=-1), config.n_arms - 1)
     width = _pick(arms, pi)
     within = jnp.clip((u - _pick(arms, cdf - pi)) / jnp.where(width > 0, width, 1), 0, 1)
@@ -184,7 +184,7 @@ def sampled_on_policy_grad(logits: Array, arms: Array, rewards: Array, config: C
         else:
             w = w + config.beta * kl_slope(_pick(arms, d), config)
     per_arm = _sum_by_arm(arms, w, config.n_arms) - pi * axis_sum(w, keepdims=True)
-    grad = (per_arm / config.group_size + kl_grad) / config.n_prompts
+    grad = (per_arm / config.num_generations + kl_grad) / config.n_prompts
     one = jnp.ones((), pi.dtype)
     if config.kl == "exact":
         kl = kl_divergence(logits, config.init_logits)

@@ -96,7 +96,7 @@ def valid_hyperparameters(config: Config) -> Array:
     for name in ("ref_sync_steps", "decay_steps"):  # a step count (0 would divide by zero)
         if getattr(config, name) is not None:
             ok &= in_range(getattr(config, name), 1)
-    if config.decay_steps is not None and config.lr_schedule in ("linear", "cosine"):
+    if config.decay_steps is not None and config.lr_scheduler_type in ("linear", "cosine"):
         ok &= config.warmup_steps <= config.decay_steps
     return ok
 
@@ -157,7 +157,9 @@ def run_loop(
         PgrpoSimError: for a configuration `check_mode` refuses in `mode` (expected-mode reuse: when called;
             otherwise when `update` is traced).
     """
-    config = eqx.tree_at(lambda c: c.eta, config, nan_unless(valid_hyperparameters(config), config.eta))
+    config = eqx.tree_at(
+        lambda c: c.learning_rate, config, nan_unless(valid_hyperparameters(config), config.learning_rate)
+    )
     optimizer = make_optimizer(config)
     state = initial_state(config, optimizer, config.init_logits)
     if mode == "expected" and config.lag_model == "refresh":

@@ -3,7 +3,7 @@
 The deviation e_n = p_n - p* of the expected reward from its fixed point, linearised, obeys the
 heavy-ball recursion (Polyak 1964) with a lagged restoring force (Levin & May 1976)
 
-    e_{n+1} = (1 + mu) e_n - mu e_{n-1} - a e_{n-tau},        a = eta * stiffness,
+    e_{n+1} = (1 + mu) e_n - mu e_{n-1} - a e_{n-tau},        a = learning_rate * stiffness,
 
 with momentum mu in [0, 1) and an integer lag tau >= 0 (in optimiser steps). Two lag models:
 
@@ -18,7 +18,7 @@ with momentum mu in [0, 1) and an integer lag tau >= 0 (in optimiser steps). Two
   same map as ``"stale"`` with lag 0.
 
 Everything is per optimiser step (a spectral radius r means |e_n| ~ r^n). Functions are pure and
-jit/vmap/grad-compatible in ``eta``, ``momentum`` and ``stiffness`` (which broadcast against each
+jit/vmap/grad-compatible in ``learning_rate``, ``momentum`` and ``stiffness`` (which broadcast against each
 other); ``lag`` and ``lag_model`` are static (``lag`` sets a matrix shape). Inputs are validated
 eagerly (``ValueError`` naming the parameter); under a JAX transformation invalid values give NaN.
 
@@ -52,8 +52,8 @@ MONOTONE, OSCILLATORY, FLIP, UNSTABLE = Regime.MONOTONE, Regime.OSCILLATORY, Reg
 DISCRETE_LAG_MODELS = ("stale", "refresh")
 """Lag models of the exact map (a bandit's "none" is stale lag 0: `prediction.discrete_lag`)."""
 
-# critical_eta search: log grid in a = eta * stiffness, then bisection of the first unstable cell (a cell spans a
-# factor 1.23; about 50 halvings reach adjacent float64 values, _MAX_BISECT leaves room for a bracket from 0).
+# critical_eta search: log grid in a = learning_rate * stiffness, then bisection of the first unstable cell (a cell
+# spans a factor 1.23; about 50 halvings reach adjacent float64 values, _MAX_BISECT leaves room for a bracket from 0).
 _A_LO, _A_HI, _N_GRID, _MAX_BISECT = 1e-8, 5.0, 96, 128
 # Every stale map with lag >= 1 is unstable for a >= 1 (the product of the lag+1 roots is a), lag 0 for
 # a > 2(1 + mu) < 4, and the refresh map for a >= 4 (checked numerically for K <= 80, mu <= 0.999:
@@ -78,10 +78,10 @@ def _static_lag(lag) -> int:
     return int(lag)
 
 
-def _validate(eta, momentum, lag, stiffness, lag_model) -> int:
+def _validate(learning_rate, momentum, lag, stiffness, lag_model) -> int:
     """Eager checks (no-ops on tracers, except the static `lag` and `lag_model`, and the shapes)."""
-    check_shapes(eta=eta, momentum=momentum, stiffness=stiffness)
-    STEP_RANGES["eta"].check("eta", eta)
+    check_shapes(learning_rate=learning_rate, momentum=momentum, stiffness=stiffness)
+    STEP_RANGES["learning_rate"].check("learning_rate", learning_rate)
     STEP_RANGES["momentum"].check("momentum", momentum)
     check_range("stiffness", stiffness, 0, low_open=True)
     check_choice("lag_model", lag_model, DISCRETE_LAG_MODELS)
@@ -100,10 +100,10 @@ def _float_dtype(*xs):
     return dtype
 
 
-def _ok(eta, momentum, stiffness):
+def _ok(learning_rate, momentum, stiffness):
     ok = STEP_RANGES["momentum"].holds(momentum) & in_range(stiffness, 0, low_open=True)
-    if eta is not None:
-        ok &= STEP_RANGES["eta"].holds(eta)
+    if learning_rate is not None:
+        ok &= STEP_RANGES["learning_rate"].holds(learning_rate)
     return ok
 
 
@@ -112,7 +112,7 @@ def _default_tol(dtype) -> float:
 
 
 # ----------------------------------------------------------------------------------------------------
-# scalar cores in terms of a = eta * stiffness and mu (all per step)
+# scalar cores in terms of a = learning_rate * stiffness and mu (all per step)
 
 
 def companion(a, mu, lag: int):
@@ -214,8 +214,8 @@ class _WidthBisection(optx.Bisection):
 
 
 def _critical_a(mu, lag: int, lag_model: str):
-    """Smallest a = eta*K at which the per-step radius reaches 1 (inf if none below _A_HI, NaN if the bisection
-    fails). Differentiable in mu by the implicit function theorem (optimistix `ImplicitAdjoint`)."""
+    """Smallest a = learning_rate*K at which the per-step radius reaches 1 (inf if none below _A_HI, NaN if the
+    bisection fails). Differentiable in mu by the implicit function theorem (optimistix `ImplicitAdjoint`)."""
     dtype = mu.dtype
     excess = functools.partial(_radius_excess, lag=lag, lag_model=lag_model)
     grid = jnp.geomspace(_A_LO, _A_HI, _N_GRID, dtype=dtype)
@@ -252,35 +252,35 @@ def _critical_a(mu, lag: int, lag_model: str):
 # jitted kernels (one jit per public entry; lag and lag_model static)
 
 
-def _prepare(eta, momentum, stiffness):
-    dtype = _float_dtype(eta, momentum, stiffness)
-    eta, momentum, stiffness = (jnp.asarray(x, dtype) for x in (eta, momentum, stiffness))
-    ok = _ok(eta, momentum, stiffness)
+def _prepare(learning_rate, momentum, stiffness):
+    dtype = _float_dtype(learning_rate, momentum, stiffness)
+    learning_rate, momentum, stiffness = (jnp.asarray(x, dtype) for x in (learning_rate, momentum, stiffness))
+    ok = _ok(learning_rate, momentum, stiffness)
     # substitute harmless values where invalid so no NaN reaches eig or the gradients
-    a = jnp.where(ok, eta * stiffness, 0.1)
+    a = jnp.where(ok, learning_rate * stiffness, 0.1)
     mu = jnp.where(ok, momentum, 0)
     return a, mu, ok
 
 
 @functools.partial(jax.jit, static_argnames=("lag", "lag_model"))
-def _root_radius_kernel(eta, momentum, stiffness, lag, lag_model):
-    a, mu, ok = _prepare(eta, momentum, stiffness)
+def _root_radius_kernel(learning_rate, momentum, stiffness, lag, lag_model):
+    a, mu, ok = _prepare(learning_rate, momentum, stiffness)
     core = jnp.vectorize(lambda a, m: _root_and_radius(a, m, lag, lag_model))
     root, radius = core(a, mu)
     return nan_unless(ok, root), nan_unless(ok, radius)
 
 
 @functools.partial(jax.jit, static_argnames=("lag", "lag_model"))
-def _regime_kernel(eta, momentum, stiffness, tol, lag, lag_model):
-    root, radius = _root_radius_kernel(eta, momentum, stiffness, lag, lag_model)
+def _regime_kernel(learning_rate, momentum, stiffness, tol, lag, lag_model):
+    root, radius = _root_radius_kernel(learning_rate, momentum, stiffness, lag, lag_model)
     if tol is None:
         tol = _default_tol(radius.dtype)
     return _regime_code(root, radius, jnp.asarray(tol, radius.dtype))
 
 
 @functools.partial(jax.jit, static_argnames=("lag", "lag_model"))
-def _matrix_kernel(eta, momentum, stiffness, lag, lag_model):
-    a, mu, ok = _prepare(eta, momentum, stiffness)
+def _matrix_kernel(learning_rate, momentum, stiffness, lag, lag_model):
+    a, mu, ok = _prepare(learning_rate, momentum, stiffness)
     if lag_model == "stale":
         n = max(lag, 1) + 1
         core = jnp.vectorize(lambda a, m: companion(a, m, lag), signature=f"(),()->({n},{n})")
@@ -305,7 +305,7 @@ def _critical_eta_kernel(momentum, stiffness, lag, lag_model):
 # public API
 
 
-def companion_matrix(eta: ArrayLike, momentum: ArrayLike, lag: int, stiffness: ArrayLike) -> Array:
+def companion_matrix(learning_rate: ArrayLike, momentum: ArrayLike, lag: int, stiffness: ArrayLike) -> Array:
     """Companion matrix of the stale-lag recursion, shape (..., L+1, L+1), L = max(lag, 1).
 
     Acts on the state (e_n, e_{n-1}, ..., e_{n-L}); first row holds 1+mu, -mu and -eta*stiffness
@@ -313,13 +313,13 @@ def companion_matrix(eta: ArrayLike, momentum: ArrayLike, lag: int, stiffness: A
     delay: Levin & May (1976).
 
     Args:
-        eta: learning rate η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
+        learning_rate: η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
         momentum: heavy-ball momentum μ; scalar or array (broadcasts); in [0, 1).
         lag: constant lag τ, in optimiser steps; a static Python int in [0, `MAX_LAG`].
         stiffness: stiffness K, per unit η (a = ηK is the per-step force); scalar or array (broadcasts); > 0.
 
     Returns:
-        Matrices of shape (..., L+1, L+1), with ... the broadcast shape of eta, momentum and stiffness, in the
+        Matrices of shape (..., L+1, L+1), with ... the broadcast shape of learning_rate, momentum and stiffness, in the
             inputs' float dtype (at least float32); NaN where an input is invalid under a transformation.
 
     Raises:
@@ -327,12 +327,12 @@ def companion_matrix(eta: ArrayLike, momentum: ArrayLike, lag: int, stiffness: A
             a scalar integer in [0, `MAX_LAG`].
         TypeError: if `lag` is a tracer.
     """
-    eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
-    lag = _validate(eta, momentum, lag, stiffness, "stale")
-    return _matrix_kernel(eta, momentum, stiffness, lag, "stale")
+    learning_rate, momentum, stiffness = _arrays(learning_rate, momentum, stiffness)
+    lag = _validate(learning_rate, momentum, lag, stiffness, "stale")
+    return _matrix_kernel(learning_rate, momentum, stiffness, lag, "stale")
 
 
-def monodromy_matrix(eta: ArrayLike, momentum: ArrayLike, lag: int, stiffness: ArrayLike) -> Array:
+def monodromy_matrix(learning_rate: ArrayLike, momentum: ArrayLike, lag: int, stiffness: ArrayLike) -> Array:
     """One-cycle (monodromy) map of the refresh model, shape (..., 2, 2).
 
     Maps (e_{n0}, e_{n0-1}) to (e_{n0+K}, e_{n0+K-1}) over one refresh cycle of K = max(lag, 1) steps
@@ -340,27 +340,27 @@ def monodromy_matrix(eta: ArrayLike, momentum: ArrayLike, lag: int, stiffness: A
     Its eigenvalues are multipliers per cycle (Floquet multipliers).
 
     Args:
-        eta: learning rate η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
+        learning_rate: η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
         momentum: heavy-ball momentum μ; scalar or array (broadcasts); in [0, 1).
         lag: refresh period K_ref, in optimiser steps; a static Python int in [0, `MAX_LAG`].
         stiffness: stiffness K, per unit η (a = ηK is the per-step force); scalar or array (broadcasts); > 0.
 
     Returns:
-        Matrices of shape (..., 2, 2), with ... the broadcast shape of eta, momentum and stiffness, in the inputs' float
-            dtype (at least float32); NaN where an input is invalid under a transformation.
+        Matrices of shape (..., 2, 2), with ... the broadcast shape of learning_rate, momentum and stiffness, in the
+            inputs' float dtype (at least float32); NaN where an input is invalid under a transformation.
 
     Raises:
         PgrpoSimError: eagerly, if a value is non-finite or out of range, the shapes do not broadcast, or `lag` is not
             a scalar integer in [0, `MAX_LAG`].
         TypeError: if `lag` is a tracer.
     """
-    eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
-    lag = _validate(eta, momentum, lag, stiffness, "refresh")
-    return _matrix_kernel(eta, momentum, stiffness, lag, "refresh")
+    learning_rate, momentum, stiffness = _arrays(learning_rate, momentum, stiffness)
+    lag = _validate(learning_rate, momentum, lag, stiffness, "refresh")
+    return _matrix_kernel(learning_rate, momentum, stiffness, lag, "refresh")
 
 
 def spectral_radius(
-    eta: ArrayLike, momentum: ArrayLike, lag: int, stiffness: ArrayLike, lag_model: str = "stale"
+    learning_rate: ArrayLike, momentum: ArrayLike, lag: int, stiffness: ArrayLike, lag_model: str = "stale"
 ) -> Array:
     """Largest modulus of the per-step multipliers (|e_n| ~ radius^n); < 1 means stable.
 
@@ -368,7 +368,7 @@ def spectral_radius(
     Heavy ball: Polyak (1964); delay: Levin & May (1976).
 
     Args:
-        eta: learning rate η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
+        learning_rate: η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
         momentum: heavy-ball momentum μ; scalar or array (broadcasts); in [0, 1).
         lag: constant lag τ ("stale") or refresh period K_ref ("refresh"), in optimiser steps; a static Python int in
             [0, `MAX_LAG`].
@@ -376,7 +376,7 @@ def spectral_radius(
         lag_model: "stale" or "refresh" (`DISCRETE_LAG_MODELS`); static.
 
     Returns:
-        The radius per optimiser step (>= 0), of the broadcast shape of eta, momentum and stiffness,
+        The radius per optimiser step (>= 0), of the broadcast shape of learning_rate, momentum and stiffness,
             in the inputs' float dtype (at least float32); NaN where an input is invalid under a transformation.
 
     Raises:
@@ -384,13 +384,13 @@ def spectral_radius(
             scalar integer in [0, `MAX_LAG`] or `lag_model` is unknown.
         TypeError: if `lag` is a tracer.
     """
-    eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
-    lag = _validate(eta, momentum, lag, stiffness, lag_model)
-    return _root_radius_kernel(eta, momentum, stiffness, lag, lag_model)[1]
+    learning_rate, momentum, stiffness = _arrays(learning_rate, momentum, stiffness)
+    lag = _validate(learning_rate, momentum, lag, stiffness, lag_model)
+    return _root_radius_kernel(learning_rate, momentum, stiffness, lag, lag_model)[1]
 
 
 def dominant_root(
-    eta: ArrayLike, momentum: ArrayLike, lag: int, stiffness: ArrayLike, lag_model: str = "stale"
+    learning_rate: ArrayLike, momentum: ArrayLike, lag: int, stiffness: ArrayLike, lag_model: str = "stale"
 ) -> Array:
     """Per-step multiplier of largest modulus (complex; of a conjugate pair, the one with imag >= 0).
 
@@ -399,7 +399,7 @@ def dominant_root(
     negative lambda at K >= 2 reads as an oscillation of period 2K steps.
 
     Args:
-        eta: learning rate η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
+        learning_rate: η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
         momentum: heavy-ball momentum μ; scalar or array (broadcasts); in [0, 1).
         lag: constant lag τ ("stale") or refresh period K_ref ("refresh"), in optimiser steps; a static Python int in
             [0, `MAX_LAG`].
@@ -408,20 +408,20 @@ def dominant_root(
 
     Returns:
         The root per optimiser step, complex (complex64, or complex128 for float64 inputs), of the broadcast shape
-            of eta, momentum and stiffness; NaN where an input is invalid under a transformation.
+            of learning_rate, momentum and stiffness; NaN where an input is invalid under a transformation.
 
     Raises:
         PgrpoSimError: eagerly, if a value is non-finite or out of range, the shapes do not broadcast, `lag` is not a
             scalar integer in [0, `MAX_LAG`] or `lag_model` is unknown.
         TypeError: if `lag` is a tracer.
     """
-    eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
-    lag = _validate(eta, momentum, lag, stiffness, lag_model)
-    return _root_radius_kernel(eta, momentum, stiffness, lag, lag_model)[0]
+    learning_rate, momentum, stiffness = _arrays(learning_rate, momentum, stiffness)
+    lag = _validate(learning_rate, momentum, lag, stiffness, lag_model)
+    return _root_radius_kernel(learning_rate, momentum, stiffness, lag, lag_model)[0]
 
 
 def discrete_regime_code(
-    eta: ArrayLike,
+    learning_rate: ArrayLike,
     momentum: ArrayLike,
     lag: int,
     stiffness: ArrayLike,
@@ -437,7 +437,7 @@ def discrete_regime_code(
     roots closer to the real axis than this count as real.
 
     Args:
-        eta: learning rate η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
+        learning_rate: η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
         momentum: heavy-ball momentum μ; scalar or array (broadcasts); in [0, 1).
         lag: constant lag τ ("stale") or refresh period K_ref ("refresh"), in optimiser steps; a static Python int in
             [0, `MAX_LAG`].
@@ -446,7 +446,7 @@ def discrete_regime_code(
         tol: relative tolerance |imag| <= tol·|root| under which a root counts as real; >= 0; None: the default.
 
     Returns:
-        int32 `base.regimes.Regime` codes in {−1, 0, 1, 2, 3}, of the broadcast shape of eta, momentum and
+        int32 `base.regimes.Regime` codes in {−1, 0, 1, 2, 3}, of the broadcast shape of learning_rate, momentum and
             stiffness; −1 (`INVALID`) where an input is invalid under a transformation.
 
     Raises:
@@ -454,15 +454,15 @@ def discrete_regime_code(
             scalar integer in [0, `MAX_LAG`], `lag_model` is unknown or tol < 0.
         TypeError: if `lag` is a tracer.
     """
-    eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
-    lag = _validate(eta, momentum, lag, stiffness, lag_model)
+    learning_rate, momentum, stiffness = _arrays(learning_rate, momentum, stiffness)
+    lag = _validate(learning_rate, momentum, lag, stiffness, lag_model)
     if tol is not None:
         check_range("tol", tol, 0)
-    return _regime_kernel(eta, momentum, stiffness, tol, lag, lag_model)
+    return _regime_kernel(learning_rate, momentum, stiffness, tol, lag, lag_model)
 
 
 def discrete_regime(
-    eta: ArrayLike,
+    learning_rate: ArrayLike,
     momentum: ArrayLike,
     lag: int,
     stiffness: ArrayLike,
@@ -475,7 +475,7 @@ def discrete_regime(
     inputs and a numpy array of ``str`` otherwise. See `discrete_regime_code` for ``tol``.
 
     Args:
-        eta: learning rate η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
+        learning_rate: η, per optimiser step; scalar or array, broadcasting with momentum and stiffness; > 0.
         momentum: heavy-ball momentum μ; scalar or array (broadcasts); in [0, 1).
         lag: constant lag τ ("stale") or refresh period K_ref ("refresh"), in optimiser steps; a static Python int in
             [0, `MAX_LAG`].
@@ -484,25 +484,26 @@ def discrete_regime(
         tol: relative tolerance |imag| <= tol·|root| under which a root counts as real; >= 0; None: the default.
 
     Returns:
-        A `str` for scalar inputs, else a numpy array of `str` of the broadcast shape of eta, momentum and stiffness.
+        A `str` for scalar inputs, else a numpy array of `str` of the broadcast shape of learning_rate, momentum and
+        stiffness.
 
     Raises:
         PgrpoSimError: if a value is non-finite or out of range, the shapes do not broadcast, `lag` is not a scalar
             integer in [0, `MAX_LAG`], `lag_model` is unknown or tol < 0.
         TypeError: if an argument is a tracer.
     """
-    eta, momentum, stiffness = _arrays(eta, momentum, stiffness)
-    if not is_concrete(eta, momentum, stiffness, tol):
+    learning_rate, momentum, stiffness = _arrays(learning_rate, momentum, stiffness)
+    if not is_concrete(learning_rate, momentum, stiffness, tol):
         raise TypeError("discrete_regime returns strings and cannot be traced; use discrete_regime_code")
-    code = np.asarray(discrete_regime_code(eta, momentum, lag, stiffness, lag_model, tol))
+    code = np.asarray(discrete_regime_code(learning_rate, momentum, lag, stiffness, lag_model, tol))
     names = np.array((*DISCRETE_REGIMES, "invalid"))[code]  # code -1 -> "invalid"
     return str(names) if names.ndim == 0 else names
 
 
 def critical_eta(momentum: ArrayLike, lag: int, stiffness: ArrayLike, lag_model: str = "stale") -> Array:
-    """Learning rate at which the per-step radius first reaches 1 as eta grows from 0.
+    """Learning rate at which the per-step radius first reaches 1 as learning_rate grows from 0.
 
-    Returns a_crit / stiffness, where a_crit = (eta*stiffness)_crit is found by a 96-point log grid
+    Returns a_crit / stiffness, where a_crit = (learning_rate*stiffness)_crit is found by a 96-point log grid
     in a over [1e-8, 5] that brackets the first unstable point, then bisection (``optimistix.root_find``)
     to a few ulp. A stable window narrower than one grid cell (~23 % in a) would be missed; none is
     known for these maps. ``inf`` if no crossing below a = 5 (does not happen for valid inputs); NaN

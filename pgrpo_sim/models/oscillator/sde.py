@@ -85,7 +85,7 @@ def solve_deterministic(
     ts: ArrayLike,
     e0: ArrayLike,
     v0: ArrayLike,
-    eta: ArrayLike,
+    learning_rate: ArrayLike,
     momentum: ArrayLike,
     lag: ArrayLike,
     stiffness: ArrayLike,
@@ -101,7 +101,7 @@ def solve_deterministic(
         ts: save times (optimiser steps), shape (T,); finite, non-decreasing; the solve runs from ts[0] to ts[-1].
         e0: initial deviation e(ts[0]) (reward units); scalar or array, finite; with v0 it sets the batch shape S.
         v0: initial velocity ė(ts[0]) (reward per step); finite; broadcasts with e0.
-        eta: learning rate η, per optimiser step; > 0; scalar or any shape broadcasting to S.
+        learning_rate: learning rate η, per optimiser step; > 0; scalar or any shape broadcasting to S.
         momentum: heavy-ball momentum μ; in [0, 1); scalar or broadcasting to S.
         lag: off-policy lag τ (optimiser steps, continuous); >= 0; scalar or broadcasting to S.
         stiffness: stiffness K, per unit η; > 0; scalar or broadcasting to S.
@@ -121,7 +121,7 @@ def solve_deterministic(
     check_range("e0", e0)
     check_range("v0", v0)
     ts = _times(ts)
-    coef = theory.coefficients(eta, momentum, lag, stiffness)
+    coef = theory.coefficients(learning_rate, momentum, lag, stiffness)
     y0 = jnp.stack(jnp.broadcast_arrays(as_float(e0), as_float(v0)), axis=-1).astype(ts.dtype)
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(_drift),
@@ -255,7 +255,7 @@ def _save_e(t, y, args):
 
 
 def euler_step_limit(
-    eta: float, momentum: float, lag: float, stiffness: float, span: float, *, tolerance: float = 0.1
+    learning_rate: float, momentum: float, lag: float, stiffness: float, span: float, *, tolerance: float = 0.1
 ) -> float:
     """The largest step 2^−k ≤ 1 (optimiser steps) at which Euler's one-step map 1 + dt·λ reproduces, for each
     eigenvalue λ of the noise-free oscillator, the exact decay rate Re λ and frequency Im λ to within
@@ -265,7 +265,7 @@ def euler_step_limit(
     gives a wrong trajectory. Concrete inputs only (host-side).
 
     Args:
-        eta: learning rate η, per optimiser step; a concrete scalar > 0.
+        learning_rate: learning rate η, per optimiser step; a concrete scalar > 0.
         momentum: heavy-ball momentum μ; a concrete scalar in [0, 1).
         lag: off-policy lag τ (optimiser steps, continuous); a concrete scalar >= 0.
         stiffness: stiffness K, per unit η; a concrete scalar > 0.
@@ -278,7 +278,7 @@ def euler_step_limit(
     Raises:
         PgrpoSimError: if η, μ, τ or K is non-finite or out of range, or span or tolerance <= 0 or non-finite.
     """
-    m, c, k = (float(x) for x in theory.coefficients(eta, momentum, lag, stiffness))
+    m, c, k = (float(x) for x in theory.coefficients(learning_rate, momentum, lag, stiffness))
     check_range("span", span, 0.0, low_open=True)
     check_range("tolerance", tolerance, 0.0, low_open=True)
     roots = np.roots([m, c, k])
@@ -299,12 +299,12 @@ def solve_ensemble(
     ts: ArrayLike,
     e0: ArrayLike,
     v0: ArrayLike,
-    eta: ArrayLike,
+    learning_rate: ArrayLike,
     momentum: ArrayLike,
     lag: ArrayLike,
     stiffness: ArrayLike,
     noise: ArrayLike,
-    group_size: ArrayLike,
+    num_generations: ArrayLike,
     *,
     paths: int = 1000,
     key: Array | None = None,
@@ -329,12 +329,12 @@ def solve_ensemble(
             solve on the host, so `solve_ensemble` is not jittable).
         e0: initial deviation e(ts[0]) (reward units); finite; scalar, or shape (paths,) for one value per path.
         v0: initial velocity ė(ts[0]) (reward per step); finite; scalar or shape (paths,).
-        eta: learning rate η, per optimiser step; > 0; scalar or shape (paths,).
+        learning_rate: learning rate η, per optimiser step; > 0; scalar or shape (paths,).
         momentum: heavy-ball momentum μ; in [0, 1); scalar or shape (paths,).
         lag: off-policy lag τ (optimiser steps, continuous); >= 0; scalar or shape (paths,).
         stiffness: stiffness K, per unit η; > 0; scalar or shape (paths,).
         noise: diffusion D, G times the per-step variance of Δe/η (reward² per unit η²); >= 0; scalar or (paths,).
-        group_size: group size G (the noise amplitude is √(D/G)); >= 2; scalar or shape (paths,).
+        num_generations: group size G (the noise amplitude is √(D/G)); >= 2; scalar or shape (paths,).
         paths: number of independent paths; an integer >= 1 (static: each value compiles its own program).
         key: JAX PRNG key or int seed in [0, 2³² − 1]; None: seed 0.
         dt: fixed step (optimiser steps); a concrete number > 0.
@@ -348,22 +348,22 @@ def solve_ensemble(
             solve failed (non-finite values, or too many steps) or, under a transformation, a parameter is invalid.
 
     Raises:
-        PgrpoSimError: eagerly, if paths is not an integer >= 1, dt or tree_tol <= 0, noise < 0, group_size < 2,
+        PgrpoSimError: eagerly, if paths is not an integer >= 1, dt or tree_tol <= 0, noise < 0, num_generations < 2,
             solver or brownian is unknown, e0 or v0 is non-finite, `ts` is not a non-empty, finite, non-decreasing
             1-D array, key is neither a PRNG key nor a valid seed, or η, μ, τ, K is out of range.
     """
     check_range("paths", paths, 1, integer=True)
     check_range("dt", dt, 0.0, low_open=True)
     check_range("noise", noise, 0.0)
-    check_range("group_size", group_size, 2.0)
+    check_range("num_generations", num_generations, 2.0)
     check_choice("solver", solver, tuple(SOLVERS))
     check_choice("brownian", brownian, BROWNIAN)
     check_range("tree_tol", tree_tol, 0.0, low_open=True)
     check_range("e0", e0)
     check_range("v0", v0)
     ts = _times(ts)
-    coef = theory.coefficients(eta, momentum, lag, stiffness)
-    scale = jnp.sqrt(as_float(noise) / as_float(group_size)) / coef.mass
+    coef = theory.coefficients(learning_rate, momentum, lag, stiffness)
+    scale = jnp.sqrt(as_float(noise) / as_float(num_generations)) / coef.mass
     rates = tuple(jnp.asarray(x, ts.dtype) for x in (coef.damping / coef.mass, coef.stiffness / coef.mass, scale))
     y0 = tuple(jnp.asarray(x, ts.dtype) for x in (as_float(e0), as_float(v0)))
     key = as_key(0 if key is None else key)

@@ -44,19 +44,29 @@ class Coefficients(NamedTuple):
     stiffness: Array
 
 
-def _check(eta=None, momentum=None, lag=None, stiffness=None, noise=None, group_size=None, **more) -> None:
-    check_shapes(eta=eta, momentum=momentum, lag=lag, stiffness=stiffness, noise=noise, group_size=group_size, **more)
-    STEP_RANGES["eta"].check("eta", eta)
+def _check(
+    learning_rate=None, momentum=None, lag=None, stiffness=None, noise=None, num_generations=None, **more
+) -> None:
+    check_shapes(
+        learning_rate=learning_rate,
+        momentum=momentum,
+        lag=lag,
+        stiffness=stiffness,
+        noise=noise,
+        num_generations=num_generations,
+        **more,
+    )
+    STEP_RANGES["learning_rate"].check("learning_rate", learning_rate)
     STEP_RANGES["momentum"].check("momentum", momentum)
     check_range("lag", lag, 0.0)
     check_range("stiffness", stiffness, 0.0, low_open=True)
     check_range("noise", noise, 0.0)
-    check_range("group_size", group_size, 2.0)
+    check_range("num_generations", num_generations, 2.0)
 
 
-def _valid(eta, momentum, lag, stiffness):
+def _valid(learning_rate, momentum, lag, stiffness):
     return (
-        STEP_RANGES["eta"].holds(eta)
+        STEP_RANGES["learning_rate"].holds(learning_rate)
         & STEP_RANGES["momentum"].holds(momentum)
         & in_range(lag, 0.0)
         & in_range(stiffness, 0.0, low_open=True)
@@ -69,11 +79,11 @@ def _float(*xs: ArrayLike) -> list[Array]:
     return [a.astype(dtype) for a in arrays]
 
 
-def coefficients(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Coefficients:
+def coefficients(learning_rate: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Coefficients:
     """M = ((1+μ)+Kητ²)/(2η), C = ((1−μ)−Kητ)/η and K; NaN where an input is invalid under jit.
 
     Args:
-        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        learning_rate: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
         momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
         lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
         stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
@@ -85,22 +95,24 @@ def coefficients(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness:
     Raises:
         PgrpoSimError: eagerly, if the shapes do not broadcast or a value is non-finite or out of range.
     """
-    _check(eta, momentum, lag, stiffness)
-    eta, momentum, lag, stiffness = _float(eta, momentum, lag, stiffness)
-    ok = _valid(eta, momentum, lag, stiffness)
-    mass = ((1 + momentum) + stiffness * eta * lag**2) / (2 * eta)
-    damping = ((1 - momentum) - stiffness * eta * lag) / eta
+    _check(learning_rate, momentum, lag, stiffness)
+    learning_rate, momentum, lag, stiffness = _float(learning_rate, momentum, lag, stiffness)
+    ok = _valid(learning_rate, momentum, lag, stiffness)
+    mass = ((1 + momentum) + stiffness * learning_rate * lag**2) / (2 * learning_rate)
+    damping = ((1 - momentum) - stiffness * learning_rate * lag) / learning_rate
     return Coefficients(nan_unless(ok, mass), nan_unless(ok, damping), nan_unless(ok, stiffness + 0 * mass))
 
 
-def check_representable(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike, dtype=None) -> None:
+def check_representable(
+    learning_rate: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike, dtype=None
+) -> None:
     """Raise `PgrpoSimError` unless η, K and the closed forms' M, C, Kη, ζ, ω_n and τ* are zero or finite normal
     numbers of `dtype` (default: JAX's float dtype, float32 unless x64 is on): the range in which they are computed
     without overflow or underflow (e.g. η = 1e308 with K = 1e308 overflows Kη; η = 1e-320 is subnormal and 1/η
     overflows). For concrete inputs within their ranges (`coefficients` checks those); a no-op on tracers.
 
     Args:
-        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        learning_rate: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
         momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
         lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
         stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
@@ -110,17 +122,23 @@ def check_representable(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, sti
         PgrpoSimError: if η or K, or one of M, C, Kη, ζ, ω_n, τ* computed from them, is not zero or a finite normal
             number of `dtype` (overflow, underflow or a subnormal value); the message names the quantity.
     """
-    if not is_concrete(eta, momentum, lag, stiffness):
+    if not is_concrete(learning_rate, momentum, lag, stiffness):
         return
     dtype = np.dtype(jax.dtypes.canonicalize_dtype(float) if dtype is None else dtype)
-    check_normal("eta", eta, dtype)
+    check_normal("learning_rate", learning_rate, dtype)
     check_normal("stiffness", stiffness, dtype)
-    where = f" at eta={eta:g}, momentum={momentum:g}, lag={lag:g}, stiffness={stiffness:g}" if np.ndim(eta) == 0 else ""
+    where = (
+        f" at learning_rate={learning_rate:g}, momentum={momentum:g}, lag={lag:g}, stiffness={stiffness:g}"
+        if np.ndim(learning_rate) == 0
+        else ""
+    )
     with np.errstate(all="ignore"):
-        eta, momentum, lag, stiffness = (np.asarray(x, dtype) for x in (eta, momentum, lag, stiffness))
-        k_eta = stiffness * eta
-        m = ((1 + momentum) + k_eta * lag**2) / (2 * eta)
-        c = ((1 - momentum) - k_eta * lag) / eta
+        learning_rate, momentum, lag, stiffness = (
+            np.asarray(x, dtype) for x in (learning_rate, momentum, lag, stiffness)
+        )
+        k_eta = stiffness * learning_rate
+        m = ((1 + momentum) + k_eta * lag**2) / (2 * learning_rate)
+        c = ((1 - momentum) - k_eta * lag) / learning_rate
         derived = {
             "Kη": k_eta,
             "mass M": m,
@@ -133,11 +151,11 @@ def check_representable(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, sti
         check_normal(name, value, dtype, where)
 
 
-def damping_ratio(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Array:
+def damping_ratio(learning_rate: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Array:
     """ζ = C/(2√(MK)) = ((1−μ)−Kητ)/√(2Kη((1+μ)+Kητ²)); dimensionless, negative when C < 0.
 
     Args:
-        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        learning_rate: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
         momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
         lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
         stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
@@ -148,15 +166,15 @@ def damping_ratio(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness
     Raises:
         PgrpoSimError: eagerly, if the shapes do not broadcast or a value is non-finite or out of range.
     """
-    m, c, k = coefficients(eta, momentum, lag, stiffness)
+    m, c, k = coefficients(learning_rate, momentum, lag, stiffness)
     return c / (2 * jnp.sqrt(m * k))
 
 
-def natural_frequency(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Array:
+def natural_frequency(learning_rate: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike) -> Array:
     """ω_n = √(K/M), in radians per optimiser step.
 
     Args:
-        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        learning_rate: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
         momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
         lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
         stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
@@ -168,15 +186,15 @@ def natural_frequency(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiff
     Raises:
         PgrpoSimError: eagerly, if the shapes do not broadcast or a value is non-finite or out of range.
     """
-    m, _, k = coefficients(eta, momentum, lag, stiffness)
+    m, _, k = coefficients(learning_rate, momentum, lag, stiffness)
     return jnp.sqrt(k / m)
 
 
-def critical_lag(eta: ArrayLike, momentum: ArrayLike, stiffness: ArrayLike) -> Array:
+def critical_lag(learning_rate: ArrayLike, momentum: ArrayLike, stiffness: ArrayLike) -> Array:
     """τ* = (1−μ)/(ηK): the lag (steps) at which the damping C vanishes and the oscillator turns unstable.
 
     Args:
-        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        learning_rate: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
         momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
         stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
 
@@ -187,18 +205,20 @@ def critical_lag(eta: ArrayLike, momentum: ArrayLike, stiffness: ArrayLike) -> A
     Raises:
         PgrpoSimError: eagerly, if the shapes do not broadcast or a value is non-finite or out of range.
     """
-    _check(eta, momentum, None, stiffness)
-    eta, momentum, stiffness = _float(eta, momentum, stiffness)
-    return nan_unless(_valid(eta, momentum, 0.0, stiffness), (1 - momentum) / (eta * stiffness))
+    _check(learning_rate, momentum, None, stiffness)
+    learning_rate, momentum, stiffness = _float(learning_rate, momentum, stiffness)
+    return nan_unless(_valid(learning_rate, momentum, 0.0, stiffness), (1 - momentum) / (learning_rate * stiffness))
 
 
-def regime_code(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike, tol: float = 1e-6) -> Array:
+def regime_code(
+    learning_rate: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike, tol: float = 1e-6
+) -> Array:
     """jit-compatible regime: 0 overdamped (ζ>1+tol), 1 critical (|ζ−1|≤tol), 2 underdamped, 3 unstable (C≤0).
 
     Codes are `base.regimes.Damping`; invalid inputs under jit give `INVALID` (−1). Names are in `REGIMES`.
 
     Args:
-        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        learning_rate: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
         momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
         lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
         stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
@@ -211,7 +231,7 @@ def regime_code(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: 
         PgrpoSimError: eagerly, if the shapes do not broadcast, a value is non-finite or out of range, or tol < 0.
     """
     check_range("tol", tol, 0.0)
-    m, c, k = coefficients(eta, momentum, lag, stiffness)
+    m, c, k = coefficients(learning_rate, momentum, lag, stiffness)
     zeta = c / (2 * jnp.sqrt(m * k))
     code = jnp.where(
         c <= 0,
@@ -223,14 +243,14 @@ def regime_code(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: 
     return jnp.where(jnp.isnan(zeta), INVALID, code)
 
 
-def regime(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike, tol: float = 1e-6):
+def regime(learning_rate: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: ArrayLike, tol: float = 1e-6):
     """Regime name ('overdamped', 'critical', 'underdamped', 'unstable', or 'invalid' where `regime_code` is
     `INVALID`); a NumPy str array for array input.
 
     Host function (names are not JAX values): use `regime_code` under jit.
 
     Args:
-        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        learning_rate: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
         momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
         lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
         stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
@@ -242,18 +262,18 @@ def regime(eta: ArrayLike, momentum: ArrayLike, lag: ArrayLike, stiffness: Array
     Raises:
         PgrpoSimError: if the shapes do not broadcast, a value is non-finite or out of range, or tol < 0.
     """
-    codes = np.asarray(regime_code(eta, momentum, lag, stiffness, tol))
+    codes = np.asarray(regime_code(learning_rate, momentum, lag, stiffness, tol))
     names = np.asarray((*REGIMES, "invalid"))[codes]  # code −1 → "invalid"
     return str(names) if names.ndim == 0 else names
 
 
 def stationary_variance(
-    eta: ArrayLike,
+    learning_rate: ArrayLike,
     momentum: ArrayLike,
     lag: ArrayLike,
     stiffness: ArrayLike,
     noise: ArrayLike,
-    group_size: ArrayLike,
+    num_generations: ArrayLike,
 ) -> Array:
     """Stationary Var(e) = D/(2·G·C·K) of the forced oscillator (units of reward²).
 
@@ -261,12 +281,12 @@ def stationary_variance(
     invalid inputs under jit.
 
     Args:
-        eta: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
+        learning_rate: learning rate η, per optimiser step; scalar or array, all inputs broadcasting together; > 0.
         momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
         lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
         stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
         noise: diffusion D, G times the per-step variance of Δe/η (reward² per unit η²); broadcasts; >= 0.
-        group_size: group size G (samples per group; real values allowed); broadcasts; >= 2.
+        num_generations: group size G (samples per group; real values allowed); broadcasts; >= 2.
 
     Returns:
         Var(e) (reward², >= 0, +inf where C <= 0), of the broadcast shape of the inputs (float).
@@ -274,11 +294,11 @@ def stationary_variance(
     Raises:
         PgrpoSimError: eagerly, if the shapes do not broadcast or a value is non-finite or out of range.
     """
-    _check(eta, momentum, lag, stiffness, noise, group_size)
-    m, c, k = coefficients(eta, momentum, lag, stiffness)
-    noise, group_size = _float(noise, group_size)
-    ok = in_range(noise, 0.0) & in_range(group_size, 2.0) & ~jnp.isnan(m)
-    var = noise / (2 * group_size * jnp.where(c > 0, c, 1.0) * k)
+    _check(learning_rate, momentum, lag, stiffness, noise, num_generations)
+    m, c, k = coefficients(learning_rate, momentum, lag, stiffness)
+    noise, num_generations = _float(noise, num_generations)
+    ok = in_range(noise, 0.0) & in_range(num_generations, 2.0) & ~jnp.isnan(m)
+    var = noise / (2 * num_generations * jnp.where(c > 0, c, 1.0) * k)
     return nan_unless(ok, jnp.where(c > 0, var, jnp.inf))
 
 
@@ -293,7 +313,7 @@ def trajectory(
     t: ArrayLike,
     e0: ArrayLike,
     v0: ArrayLike,
-    eta: ArrayLike,
+    learning_rate: ArrayLike,
     momentum: ArrayLike,
     lag: ArrayLike,
     stiffness: ArrayLike,
@@ -309,7 +329,7 @@ def trajectory(
         t: times (optimiser steps, real); scalar or array, all inputs broadcasting together.
         e0: initial deviation e(0) = p(0) − p* (reward units); broadcasts.
         v0: initial velocity ė(0) (reward per step); broadcasts.
-        eta: learning rate η, per optimiser step; broadcasts; > 0.
+        learning_rate: learning rate η, per optimiser step; broadcasts; > 0.
         momentum: heavy-ball momentum μ; broadcasts; in [0, 1).
         lag: off-policy lag τ (optimiser steps, continuous); broadcasts; >= 0.
         stiffness: stiffness K (curvature of the expected update per unit η); broadcasts; > 0.
@@ -321,8 +341,8 @@ def trajectory(
     Raises:
         PgrpoSimError: eagerly, if the shapes do not broadcast or η, μ, τ, K is non-finite or out of range.
     """
-    _check(eta, momentum, lag, stiffness, t=t, e0=e0, v0=v0)
-    m, c, k = coefficients(eta, momentum, lag, stiffness)
+    _check(learning_rate, momentum, lag, stiffness, t=t, e0=e0, v0=v0)
+    m, c, k = coefficients(learning_rate, momentum, lag, stiffness)
     t, e0, v0, m, c, k = _float(t, e0, v0, m, c, k)
     gamma = c / (2 * m)
     disc = gamma**2 - k / m

@@ -9,7 +9,7 @@ resolution, not the content.
 Base setting unless a section says otherwise: two arms, p_ref = 0.2, β = 0.5 (k3), G = 8, std advantages,
 on-policy heavy-ball SGD; η_eff = η·N/(c(N−c)) = 2η is the oscillator's learning rate (see `prediction`).
 
-One module per claim (sections 1 and 10 share their runs, `group_size`; 8, 9 and 11 are computed in
+One module per claim (sections 1 and 10 share their runs, `num_generations`; 8, 9 and 11 are computed in
 `reports.rollout_claims` and `reports.lm_claims`, `delegated`), what they share (`common`), their table
 (`sections`), the runner (`runner`: `validate`) and the report (`report`).
 """
@@ -25,13 +25,13 @@ from .common import (
 )
 from .delegated import lm_collapse as lm_collapse, mean_field as mean_field, rollout_reuse as rollout_reuse
 from .failures import failure_modes as failure_modes
-from .group_size import (
+from .lag import lag_threshold as lag_threshold
+from .num_generations import (
     GROUP_READOUTS as GROUP_READOUTS,
     GROUP_STEPS as GROUP_STEPS,
     group_size_invariance as group_size_invariance,
     group_spread as group_spread,
 )
-from .lag import lag_threshold as lag_threshold
 from .onset import oscillation_onset as oscillation_onset
 from .report import report_markdown as report_markdown
 from .runner import SCHEDULE as SCHEDULE, validate as validate

@@ -15,7 +15,7 @@ from .common import BASE, Resolution, verdict
 def failure_modes(res: Resolution, seed: int, plot: Callable | None) -> dict:
     """Claim: the four failure modes are separable. The four read-outs of the log diagnostics that `fit` reports
     on four provoked bandit runs (`diagnostics.PROVOKED`) and on a healthy one: which flag fires, and which first."""
-    runs = {**PROVOKED, "healthy": BASE | dict(eta=0.1)}
+    runs = {**PROVOKED, "healthy": BASE | dict(learning_rate=0.1)}
     cases = {}
     for name, kwargs in runs.items():
         d = diagnose(simulate(bandit.config(**kwargs), 600, readouts=tuple(RUN_COLUMNS.values())))

@@ -25,8 +25,8 @@ def _critical_lags(res: Resolution) -> list[dict]:
     # refresh here is the fresh-sample variant (a new group from π_old every step, the infinite-batch limit);
     # rollout reuse (lag model "refresh") has its own section, 8 (`rollout_claims.rollout_reuse`)
     for model, pairs in (("stale", res.lag_pairs), ("refresh_fresh", res.refresh_pairs)):
-        for eta, mu in pairs:
-            fixed: dict[str, Any] = BASE | dict(eta=eta, momentum=mu, lag_model=model)
+        for learning_rate, mu in pairs:
+            fixed: dict[str, Any] = BASE | dict(learning_rate=learning_rate, momentum=mu, lag_model=model)
             ds = run_sweep(fixed, [parse_axis(f"lag=0:{res.max_lag}")], steps=res.lag_steps, progress=False)
             unstable = ds["regime"].values == UNSTABLE
             base = bandit.config(**fixed, lag=0, max_lag=res.max_lag)
@@ -35,7 +35,7 @@ def _critical_lags(res: Resolution) -> list[dict]:
             cases.append(
                 dict(
                     lag_model=model,
-                    eta=eta,
+                    learning_rate=learning_rate,
                     momentum=mu,
                     measured=int(lags[np.argmax(unstable)]) if unstable.any() else None,
                     exact=int(lags[np.argmax(radii >= 1)]) if np.any(radii >= 1) else None,
@@ -115,7 +115,7 @@ def lag_threshold(res: Resolution, seed: int, plot: Callable | None) -> dict:
         + [
             [
                 c["lag_model"],
-                c["eta"],
+                c["learning_rate"],
                 c["momentum"],
                 show(c["measured"]),
                 show(c["exact"]),

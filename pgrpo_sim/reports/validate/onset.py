@@ -27,8 +27,8 @@ def _bisect(f: Callable[[float], bool], lo: float, hi: float, iters: int = 60) -
 def oscillation_onset(res: Resolution, seed: int, plot: Callable | None) -> dict:
     """Claim: oscillation starts at ζ = 1. Along μ at fixed η, the first μ whose expected curve changes sign
     twice around p*, against ζ = 1 (continuous) and the complex-root onset of the exact discrete map."""
-    eta, steps = 0.05, 3000
-    config = bandit.config(**BASE, eta=eta)
+    learning_rate, steps = 0.05, 3000
+    config = bandit.config(**BASE, learning_rate=learning_rate)
     pred = predict(config)
     k, eta_eff, p_star = float(pred.stiffness), float(pred.eta_eff), float(pred.p_star)
     mus = np.linspace(0.0, res.onset_max, res.onset_points)
@@ -54,7 +54,7 @@ def oscillation_onset(res: Resolution, seed: int, plot: Callable | None) -> dict
         f"({'within' if ok_continuous else 'outside'} one step)"
     )
     out = {
-        "eta": eta,
+        "learning_rate": learning_rate,
         "stiffness": k,
         "momenta": mus.tolist(),
         "sign_changes": changes.tolist(),

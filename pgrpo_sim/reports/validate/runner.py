@@ -33,7 +33,7 @@ SCHEDULE = (
 )
 """The jobs, in the order they start: longest first (measured, quick resolution), so that the last to start are
 short and the workers finish together. Section 10 runs after section 1 in one job: it reuses section 1's runs
-(`group_size._base_run`). Sections not listed start after these, one job each."""
+(`num_generations._base_run`). Sections not listed start after these, one job each."""
 
 
 def _host(value):

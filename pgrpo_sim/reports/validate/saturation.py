@@ -19,20 +19,20 @@ def saturation_law(res: Resolution, seed: int, plot: Callable | None) -> dict:
     """Claim: R(t) = R∞(1 − e^{−t/t0}) is the overdamped limit, and momentum adds a slow start that favours the
     critically damped law. R² and BIC of the three laws on overdamped bandit curves with and without momentum."""
     cases, curves = [], {}
-    for eta, mu in ((0.05, 0.0), (0.01, 0.8)):
-        config = bandit.config(**BASE, eta=eta, momentum=mu)
+    for learning_rate, mu in ((0.05, 0.0), (0.01, 0.8)):
+        config = bandit.config(**BASE, learning_rate=learning_rate, momentum=mu)
         pred = predict(config)
         # six relaxation times of the overdamped heavy ball, (1 − μ)/(η_eff K) each (momentum speeds it up)
         steps = int(6 * (1 - mu) / float(pred.eta_eff * pred.stiffness))
         p = np.asarray(simulate(config, steps, readouts=REWARD).reward)
         fits = fit_laws(np.arange(steps + 1.0), p)
         best = min(fits, key=lambda law: fits[law].bic)
-        label = f"η={eta}, μ={mu}"
+        label = f"η={learning_rate}, μ={mu}"
         zoom = max(20, steps // 8)  # the start, where a slow start shows
         curves[label] = (p, {law: f.curve(np.arange(steps + 1.0)) for law, f in fits.items()}, zoom)
         cases.append(
             dict(
-                eta=eta,
+                learning_rate=learning_rate,
                 momentum=mu,
                 damping_ratio=float(pred.damping_ratio),
                 steps=steps,
@@ -70,7 +70,7 @@ def saturation_law(res: Resolution, seed: int, plot: Callable | None) -> dict:
         ]
         + [
             [
-                c["eta"],
+                c["learning_rate"],
                 c["momentum"],
                 f"{c['damping_ratio']:.2f}",
                 f"{c['r2_saturation']:.5f}",

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from .delegated import lm_collapse, mean_field, rollout_reuse
 from .failures import failure_modes
-from .group_size import group_size_invariance, group_spread
 from .lag import lag_threshold
+from .num_generations import group_size_invariance, group_spread
 from .onset import oscillation_onset
 from .saturation import saturation_law
 from .stationary_variance import fluctuations

@@ -17,10 +17,10 @@ from .common import BASE, REWARD, VERDICT_Z, Resolution, verdict
 
 def fluctuations(res: Resolution, seed: int, plot: Callable | None) -> dict:
     """Claim: the stationary variance scales as 1/G. Late-time Var(p) across seeds vs G at small step."""
-    eta, batches = 0.05, 10
+    learning_rate, batches = 0.05, 10
     rows = []
     for g in res.fluct_group_sizes:
-        config = bandit.config(**BASE | dict(group_size=g), eta=eta)
+        config = bandit.config(**BASE | dict(num_generations=g), learning_rate=learning_rate)
         pred = predict(config)
         steps = int(25 / float(pred.eta_eff * pred.stiffness))
         p = np.asarray(
@@ -56,7 +56,7 @@ def fluctuations(res: Resolution, seed: int, plot: Callable | None) -> dict:
         f"({np.max(np.abs(ratio_z)):.1f} s.e. at most)"
     )
     out = {
-        "eta": eta,
+        "learning_rate": learning_rate,
         "group_sizes": g.tolist(),
         "variance": var.tolist(),
         "variance_stderr": se.tolist(),

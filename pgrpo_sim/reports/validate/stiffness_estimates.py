@@ -18,17 +18,19 @@ from .common import BASE, REWARD, VERDICT_Z, Resolution, verdict
 def stiffness(res: Resolution, seed: int, plot: Callable | None) -> dict:
     """Claim: K is measurable. Exact Jacobian, the paper's early slope, and an oscillator fit near p*."""
     rows, cases = [], []
-    for eta, mu in ((0.05, 0.0), (0.2, 0.0), (0.1, 0.3), (0.02, 0.9)):
-        config = bandit.config(**BASE, eta=eta, momentum=mu)
+    for learning_rate, mu in ((0.05, 0.0), (0.2, 0.0), (0.1, 0.3), (0.02, 0.9)):
+        config = bandit.config(**BASE, learning_rate=learning_rate, momentum=mu)
         pred = predict(config)
         p = np.asarray(simulate(config, 1500, readouts=REWARD).reward)
         e = np.abs(p - float(pred.p_star))
         start = int(np.argmax(np.maximum.accumulate(e[::-1])[::-1] < 0.05 * e[0]))  # |e| < 5 % of |e(0)| from here on
-        est = identify_stiffness(p[: start + 150], eta=float(pred.eta_eff), momentum=mu, config=config, fit_start=start)
+        est = identify_stiffness(
+            p[: start + 150], learning_rate=float(pred.eta_eff), momentum=mu, config=config, fit_start=start
+        )
         regime = theory.REGIMES[int(pred.regime)]
         cases.append(
             dict(
-                eta=eta,
+                learning_rate=learning_rate,
                 momentum=mu,
                 regime=regime,
                 exact=float(est.exact),
@@ -37,7 +39,9 @@ def stiffness(res: Resolution, seed: int, plot: Callable | None) -> dict:
                 fit_stderr=float(est.fit_stderr),
             )
         )
-        rows.append([eta, mu, regime, f"{est.exact:.4f}", f"{est.slope:.4f}", f"{est.fit:.4f} ± {est.fit_stderr:.1e}"])
+        rows.append(
+            [learning_rate, mu, regime, f"{est.exact:.4f}", f"{est.slope:.4f}", f"{est.fit:.4f} ± {est.fit_stderr:.1e}"]
+        )
     over = [c for c in cases if c["regime"] == "overdamped"]
     for c in cases:
         c["fit_z"] = abs(c["fit"] - c["exact"]) / c["fit_stderr"]

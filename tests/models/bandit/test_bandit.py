@@ -1,5 +1,6 @@
 """The softmax-bandit GRPO environment: exactness of expected mode, reductions, sampling, gradients."""
 
+import inspect
 import itertools
 import math
 
@@ -39,7 +40,7 @@ _expected_grad = jax.jit(jax.grad(lambda theta, old, config: expected_loss(theta
 
 def _enumerated_grad(config, theta, theta_old):
     """Gradient of the group loss averaged over every possible group (N^G arm sequences × 2^G reward draws)."""
-    n, g = config.n_arms, config.group_size
+    n, g = config.n_arms, config.num_generations
     arms = np.array(list(itertools.product(range(n), repeat=g)))
     outcomes = np.array(list(itertools.product([1.0, 0.0], repeat=g)))
     arms_all = np.repeat(arms, len(outcomes), axis=0)
@@ -59,18 +60,18 @@ ENUMERATED = [(3, a, k) for a in ("std", "mean", "rloo") for k in ("k1", "k2", "
 ]
 
 
-@pytest.mark.parametrize("group_size, advantage, kl", ENUMERATED)
-def test_expected_mode_equals_average_over_every_group(group_size, advantage, kl):
+@pytest.mark.parametrize("num_generations, advantage, kl", ENUMERATED)
+def test_expected_mode_equals_average_over_every_group(num_generations, advantage, kl):
     """Bernoulli rewards, off-policy ratios with asymmetric clipping and dual clip: float64 agreement."""
     config = ps.bandit.config(
         rewards=[0.9, 0.3, 0.0],
         init_logits=REF[0],
         beta=0.3,
-        group_size=group_size,
+        num_generations=num_generations,
         advantage=advantage,
         kl=kl,
-        clip=0.1,
-        clip_high=0.15,
+        epsilon=0.1,
+        epsilon_high=0.15,
         dual_clip=1.5,
     )
     exact = _expected_grad(THETA, THETA_OLD, config)
@@ -85,7 +86,7 @@ def test_on_policy_fast_path_equals_general_expectation(advantage, kl, kl_clamp)
         rewards=[[0.9, 0.3, 0.0], [1.0, 0.0, 0.5]],
         init_logits=REF[0],
         beta=0.3,
-        group_size=5,
+        num_generations=5,
         advantage=advantage,
         kl=kl,
         kl_clamp=kl_clamp,
@@ -112,7 +113,7 @@ def test_sampled_on_policy_fast_path_equals_autodiff(advantage, kl, kl_clamp, n_
         rewards=rng.uniform(0, 1, (2, n_arms)),
         init_logits=rng.normal(size=(2, n_arms)),
         beta=0.3,
-        group_size=6,
+        num_generations=6,
         advantage=advantage,
         kl=kl,
         kl_clamp=kl_clamp,
@@ -130,7 +131,7 @@ def test_sampled_on_policy_fast_path_equals_autodiff(advantage, kl, kl_clamp, n_
 def test_one_expected_update_with_momentum_matches_enumeration():
     """Two heavy-ball steps of `simulate` equal two steps built by hand from enumerated gradients."""
     config = ps.bandit.config(
-        rewards=[1.0, 0.0, 0.0], init_logits=REF[0], eta=0.4, momentum=0.8, beta=0.2, group_size=3
+        rewards=[1.0, 0.0, 0.0], init_logits=REF[0], learning_rate=0.4, momentum=0.8, beta=0.2, num_generations=3
     )
     run = ps.simulate(config, 2)
     opt = optax.sgd(0.4, momentum=0.8)
@@ -141,11 +142,11 @@ def test_one_expected_update_with_momentum_matches_enumeration():
     np.testing.assert_allclose(run.final_logits, theta, rtol=1e-10, atol=1e-13)
 
 
-def _scalar_logit_map(p, p_ref, beta, group_size, eps=1e-6):
+def _scalar_logit_map(p, p_ref, beta, num_generations, eps=1e-6):
     """Independent scalar form (on-policy, std advantages, k3): Δx/η_eff = p(1−p)(α₊ − α₋) − β(p − p_ref)."""
     from math import comb
 
-    g = group_size
+    g = num_generations
     k = np.arange(g + 1)
     s = np.sqrt(k * (g - k) / (g * (g - 1)))
     a_pos, a_neg = (1 - k / g) / (s + eps), -(k / g) / (s + eps)
@@ -156,10 +157,12 @@ def _scalar_logit_map(p, p_ref, beta, group_size, eps=1e-6):
 
 @pytest.mark.parametrize("momentum", [0.0, 0.7])
 def test_class_symmetric_reduction_to_scalar_logit(momentum):
-    n, c, p_ref, eta, beta, g = 5, 2, 0.3, 0.2, 0.4, 6
-    config = ps.bandit.config(n_arms=n, n_correct=c, p_ref=p_ref, eta=eta, momentum=momentum, beta=beta, group_size=g)
+    n, c, p_ref, learning_rate, beta, g = 5, 2, 0.3, 0.2, 0.4, 6
+    config = ps.bandit.config(
+        n_arms=n, n_correct=c, p_ref=p_ref, learning_rate=learning_rate, momentum=momentum, beta=beta, num_generations=g
+    )
     p_n_arm = np.asarray(ps.simulate(config, 60).reward)
-    eta_eff = eta * n / (c * (n - c))
+    eta_eff = learning_rate * n / (c * (n - c))
     x = np.log(p_ref / (1 - p_ref))
     v, ps_scalar = 0.0, [p_ref]
     for _ in range(60):
@@ -173,16 +176,22 @@ def test_class_symmetric_reduction_to_scalar_logit(momentum):
 @pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
 def test_class_symmetric_reduction_holds_off_policy():
     """With refresh lag and clipping the N-arm dynamics still equal the 2-arm ones at η·N/(2c(N−c))."""
-    common = dict(p_ref=0.25, momentum=0.5, beta=0.2, group_size=5, lag_model="refresh_fresh", lag=3, clip=0.05)
-    many = ps.simulate(ps.bandit.config(n_arms=7, n_correct=3, eta=0.3, **common), 40)
-    two = ps.simulate(ps.bandit.config(n_arms=2, n_correct=1, eta=0.3 * 7 / (2 * 3 * 4), **common), 40)
+    common = dict(p_ref=0.25, momentum=0.5, beta=0.2, num_generations=5, lag_model="refresh_fresh", lag=3, epsilon=0.05)
+    many = ps.simulate(ps.bandit.config(n_arms=7, n_correct=3, learning_rate=0.3, **common), 40)
+    two = ps.simulate(ps.bandit.config(n_arms=2, n_correct=1, learning_rate=0.3 * 7 / (2 * 3 * 4), **common), 40)
     np.testing.assert_allclose(many.reward, two.reward, rtol=1e-11)
     assert np.max(many.clip_frac) > 0  # clipping was active
     # from an asymmetric start the reduction does not hold: richer arms of a class grow faster
     asym = ps.bandit.config(
-        rewards=[1, 1, 0, 0], init_logits=[np.log(1.5), np.log(0.5), 0.0, 0.0], eta=0.3, beta=0.2, group_size=5
+        rewards=[1, 1, 0, 0],
+        init_logits=[np.log(1.5), np.log(0.5), 0.0, 0.0],
+        learning_rate=0.3,
+        beta=0.2,
+        num_generations=5,
     )
-    sym = ps.bandit.config(rewards=[1, 1, 0, 0], init_logits=[0.0, 0.0, 0.0, 0.0], eta=0.3, beta=0.2, group_size=5)
+    sym = ps.bandit.config(
+        rewards=[1, 1, 0, 0], init_logits=[0.0, 0.0, 0.0, 0.0], learning_rate=0.3, beta=0.2, num_generations=5
+    )
     assert np.isclose(ps.simulate(asym, 1).reward[0], ps.simulate(sym, 1).reward[0])
     assert abs(ps.simulate(asym, 30).reward[-1] - ps.simulate(sym, 30).reward[-1]) > 1e-3
 
@@ -215,10 +224,10 @@ def test_lag_models_match_python_loop_reference(lag_model, optimizer):
     config = ps.bandit.config(
         n_arms=3,
         p_ref=0.3,
-        eta=0.3,
+        learning_rate=0.3,
         momentum=0.6,
         beta=0.1,
-        group_size=4,
+        num_generations=4,
         lag_model=lag_model,
         lag=3,
         optimizer=optimizer,
@@ -233,7 +242,12 @@ def test_lag_models_match_python_loop_reference(lag_model, optimizer):
 @pytest.mark.slow
 def test_sampled_one_step_update_is_unbiased():
     config = ps.bandit.config(
-        rewards=[0.9, 0.3, 0.0], init_logits=[0.0, 0.2, 0.4], eta=0.5, beta=0.2, group_size=4, advantage="rloo"
+        rewards=[0.9, 0.3, 0.0],
+        init_logits=[0.0, 0.2, 0.4],
+        learning_rate=0.5,
+        beta=0.2,
+        num_generations=4,
+        advantage="rloo",
     )
     s = 20000
     run = ps.simulate(config, 1, mode="sampled", seeds=s, key=jax.random.key(7))
@@ -249,7 +263,7 @@ def test_sampled_one_step_update_is_unbiased():
 @pytest.mark.slow
 def test_sampled_mean_tracks_expected_curve_at_small_step():
     """η = 0.03, G = 4, 1000 seeds: seed-mean p_t within 4 standard errors of the expected curve."""
-    config = ps.bandit.config(p_ref=0.2, beta=0.5, group_size=4, eta=0.03)
+    config = ps.bandit.config(p_ref=0.2, beta=0.5, num_generations=4, learning_rate=0.03)
     expected = np.asarray(ps.simulate(config, 1000).reward)
     sampled = np.asarray(ps.simulate(config, 1000, mode="sampled", seeds=1000, key=jax.random.key(3)).reward)
     t = np.array([300, 500, 700, 1000])
@@ -258,10 +272,10 @@ def test_sampled_mean_tracks_expected_curve_at_small_step():
     assert np.all(np.abs(z) < 4), z
 
 
-def _late_drift(eta, group_size, seeds=4000):
+def _late_drift(learning_rate, num_generations, seeds=4000):
     """Seed-mean minus expected-mode p over the last half of 60/η steps, with its standard error."""
-    config = ps.bandit.config(p_ref=0.2, beta=0.5, group_size=group_size, eta=eta)
-    steps = round(60 / eta)
+    config = ps.bandit.config(p_ref=0.2, beta=0.5, num_generations=num_generations, learning_rate=learning_rate)
+    steps = round(60 / learning_rate)
     expected = np.asarray(ps.simulate(config, steps).reward)[steps // 2 :]
     sampled = np.asarray(ps.simulate(config, steps, mode="sampled", seeds=seeds, key=jax.random.key(11)).reward)
     per_seed = (sampled[:, steps // 2 :] - expected).mean(1)
@@ -280,9 +294,9 @@ def test_noise_induced_drift_shrinks_with_step_and_group_size():
         assert abs(big[0]) - abs(smaller[0]) > 4 * np.hypot(big[1], smaller[1])
 
 
-def _fixed_point(group_size, beta=0.5, p_ref=0.2):
+def _fixed_point(num_generations, beta=0.5, p_ref=0.2):
     """p* of the expected 2-arm dynamics: bisection on the sign of the expected logit drive."""
-    config = ps.bandit.config(p_ref=p_ref, beta=beta, group_size=group_size)
+    config = ps.bandit.config(p_ref=p_ref, beta=beta, num_generations=num_generations)
 
     @jax.jit
     def drive(x):
@@ -311,10 +325,12 @@ def test_fixed_point_tends_to_large_group_closed_form():
 
 @pytest.mark.slow
 def test_grad_of_late_reward_matches_finite_differences():
-    base = dict(eta=0.15, momentum=0.5, beta=0.3)
+    base = dict(learning_rate=0.15, momentum=0.5, beta=0.3)
 
-    def outcome(eta, momentum, beta):
-        config = ps.bandit.config(n_arms=3, p_ref=0.2, group_size=4, eta=eta, momentum=momentum, beta=beta)
+    def outcome(learning_rate, momentum, beta):
+        config = ps.bandit.config(
+            n_arms=3, p_ref=0.2, num_generations=4, learning_rate=learning_rate, momentum=momentum, beta=beta
+        )
         return jnp.mean(ps.simulate(config, 300).reward[-100:])
 
     grads = jax.grad(outcome, argnums=(0, 1, 2))(*base.values())
@@ -336,12 +352,12 @@ def test_loss_gradients_match_finite_differences(advantage, kl):
         rewards=[0.9, 0.3, 0.0],
         init_logits=REF[0],
         beta=0.3,
-        group_size=4,
+        num_generations=4,
         advantage=advantage,
         kl=kl,
         kl_clamp=10.0,
-        clip=0.1,
-        clip_high=0.15,
+        epsilon=0.1,
+        epsilon_high=0.15,
         dual_clip=1.5,
     )
     check_grads(
@@ -359,11 +375,11 @@ def test_loss_gradients_match_finite_differences(advantage, kl):
 
 
 def test_second_call_does_not_recompile(backend_compiles):
-    config = ps.bandit.config(p_ref=0.3, eta=0.2, group_size=5)
+    config = ps.bandit.config(p_ref=0.3, learning_rate=0.2, num_generations=5)
     ps.simulate(config, 50)
     backend_compiles.clear()
-    ps.simulate(config.replace(eta=0.05, momentum=0.9, beta=0.4), 50)
-    ps.simulate(ps.bandit.config(p_ref=0.6, eta=0.7, group_size=5, clip=0.3), 50)
+    ps.simulate(config.replace(learning_rate=0.05, momentum=0.9, beta=0.4), 50)
+    ps.simulate(ps.bandit.config(p_ref=0.6, learning_rate=0.7, num_generations=5, epsilon=0.3), 50)
     assert not [name for name in backend_compiles if "_simulate" in name], backend_compiles
 
 
@@ -371,9 +387,9 @@ def test_second_call_does_not_recompile(backend_compiles):
 def test_vmap_over_hyperparameters_and_divergence_flag():
     """A configuration whose logits blow up is flagged and NaN-masked; its neighbours run on."""
     # without KL a one-hot policy feels no force: θ coasts to η·g/(1 − μ), past the float64 maximum at η = 1e308
-    config = ps.bandit.config(p_ref=0.2, momentum=0.9, group_size=4)
+    config = ps.bandit.config(p_ref=0.2, momentum=0.9, num_generations=4)
     etas = jnp.array([0.1, 1e308])
-    runs = jax.vmap(lambda e: ps.simulate(config.replace(eta=e), 30))(etas)
+    runs = jax.vmap(lambda e: ps.simulate(config.replace(learning_rate=e), 30))(etas)
     assert not runs.diverged[0] and runs.diverged[1]
     step = int(runs.diverged_step[1])
     assert 0 <= step < 30
@@ -384,7 +400,9 @@ def test_vmap_over_hyperparameters_and_divergence_flag():
 
 @pytest.mark.slow
 def test_true_reward_and_output_shapes():
-    config = ps.bandit.config(rewards=[1.0, 1.0, 0.0], true_rewards=[1.0, 0.0, 0.0], n_prompts=2, eta=0.3, group_size=4)
+    config = ps.bandit.config(
+        rewards=[1.0, 1.0, 0.0], true_rewards=[1.0, 0.0, 0.0], n_prompts=2, learning_rate=0.3, num_generations=4
+    )
     run = ps.simulate(config, 20, mode="sampled", seeds=3)
     assert run.reward.shape == run.true_reward.shape == (3, 21) and run.final_logits.shape == (3, 2, 3)
     assert np.all(run.true_reward <= run.reward + 1e-12)
@@ -399,21 +417,21 @@ def test_true_reward_and_output_shapes():
         (dict(n_arms=1), "n_arms"),
         (dict(n_correct=2), "n_correct"),
         (dict(p_ref=1.0), "p_ref"),
-        (dict(group_size=1), "group_size"),
-        (dict(eta=0.0), "eta"),
+        (dict(num_generations=1), "num_generations"),
+        (dict(learning_rate=0.0), "learning_rate"),
         (dict(momentum=1.0), "momentum"),
         (dict(beta=-0.1), "beta"),
-        (dict(clip=0.0), "clip"),
+        (dict(epsilon=0.0), "epsilon"),
         (dict(dual_clip=1.0), "dual_clip"),
         (dict(lag_model="stale", lag=-1), "lag"),
         (dict(lag=2), "lag"),
         (dict(rewards=[0.5, 1.5]), "rewards"),
-        (dict(eta=float("nan")), "eta"),
+        (dict(learning_rate=float("nan")), "learning_rate"),
         (dict(advantage="gae"), "advantage"),
         (dict(advantage=7), "advantage"),
         (dict(lag_model="stale", lag=1.5), "lag"),
-        (dict(lr_schedule="linear"), "decay_steps"),  # a decay needs its end (default: η 0 from step 1)
-        (dict(lr_schedule="cosine", warmup_steps=20, decay_steps=10), "warmup_steps"),
+        (dict(lr_scheduler_type="linear"), "decay_steps"),  # a decay needs its end (default: η 0 from step 1)
+        (dict(lr_scheduler_type="cosine", warmup_steps=20, decay_steps=10), "warmup_steps"),
         (dict(init_logits=[0.0, 1.0], p_ref=0.3), "p_ref"),  # one start, not two
         (dict(difficulty=(1.0, 2.0), n_prompts=2, init_logits=[0.0, 1.0]), "difficulty"),
         (dict(rewards=[[1.0, 0.0], [0.0, 1.0]], n_prompts=3), "n_prompts"),
@@ -424,6 +442,20 @@ def test_bad_config_raises(kwargs, name):
         ps.bandit.config(**kwargs)
 
 
+@pytest.mark.parametrize(
+    "old, new",
+    [("eta", "learning_rate"), ("group_size", "num_generations"), ("clip", "epsilon"), ("clip_high", "epsilon_high"),
+     ("grad_clip", "max_grad_norm"), ("lr_schedule", "lr_scheduler_type")],
+)  # fmt: skip
+def test_former_names_are_refused_naming_trls(old, new):
+    """The bandit took TRL's names (issue 48): a former one is one line naming its replacement, not a TypeError."""
+    with pytest.raises(ValueError, match=f"takes {new} \\(TRL's name\\), not {old}$"):
+        ps.bandit.config(**{old: 0.2})
+    with pytest.raises(ValueError, match="unknown setting 'etta'"):
+        ps.bandit.config(etta=0.2)
+    assert new in inspect.signature(ps.bandit.config).parameters
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["expected", "sampled"])
 def test_advantage_kinds_share_one_program_and_rloo_is_rescaled_mean(mode, backend_compiles):
@@ -432,14 +464,14 @@ def test_advantage_kinds_share_one_program_and_rloo_is_rescaled_mean(mode, backe
     rloo run at (η, β) is the mean run at (c·η, β/c) step for step (heavy-ball momentum included; same key in
     sampled mode): equal up to rounding, 1e-12 over 60 steps."""
     c = 8 / 7
-    base = dict(eta=0.3, momentum=0.5, beta=0.2, clip=0.1, lag_model="refresh_fresh", lag=3)
+    base = dict(learning_rate=0.3, momentum=0.5, beta=0.2, epsilon=0.1, lag_model="refresh_fresh", lag=3)
     runs = {
         kind: ps.simulate(ps.bandit.config(advantage=kind, **base), 60, mode=mode, seeds=3)
         for kind in ("std", "mean", "rloo")
     }
     assert sum("simulate" in name for name in backend_compiles) == 1, backend_compiles
     scaled = ps.simulate(
-        ps.bandit.config(**base | dict(advantage="mean", eta=0.3 * c, beta=0.2 / c)), 60, mode=mode, seeds=3
+        ps.bandit.config(**base | dict(advantage="mean", learning_rate=0.3 * c, beta=0.2 / c)), 60, mode=mode, seeds=3
     )
     np.testing.assert_allclose(runs["rloo"].reward, scaled.reward, rtol=1e-12)
     assert all(np.isfinite(run.reward).all() for run in runs.values())
@@ -463,7 +495,7 @@ def test_expected_mode_refuses_batch_advantages_and_reports_a_traced_one_as_dive
 def test_readouts_keep_only_what_is_asked(mode):
     """`readouts` drops the other per-step read-outs (None) without moving the kept ones: another compiled program,
     so XLA may fuse differently (1e-13 over 40 steps); the final state and divergence flags are always there."""
-    config = ps.bandit.config(eta=0.4, momentum=0.6, beta=0.1, clip=0.1, lag_model="refresh_fresh", lag=2)
+    config = ps.bandit.config(learning_rate=0.4, momentum=0.6, beta=0.1, epsilon=0.1, lag_model="refresh_fresh", lag=2)
     full = ps.simulate(config, 40, mode=mode, seeds=3)
     kept = ps.simulate(config, 40, mode=mode, seeds=3, readouts=("group_reward_std", "reward"))
     for name in ps.bandit.STEP_READOUTS:
@@ -491,10 +523,10 @@ def test_checkpointed_run_equals_plain_run(mode, lag_model, steps):
     by branches): the same rewards and reverse-mode derivative in η (1e-12: another compiled program, XLA may
     fuse differently). The reward alone keeps the four compilations short."""
     lag = 0 if lag_model == "none" else 2
-    config = ps.bandit.config(eta=0.4, momentum=0.6, beta=0.1, clip=0.1, lag_model=lag_model, lag=lag)
+    config = ps.bandit.config(learning_rate=0.4, momentum=0.6, beta=0.1, epsilon=0.1, lag_model=lag_model, lag=lag)
 
-    def late(eta, checkpoint):
-        cfg = config.replace(eta=eta)
+    def late(learning_rate, checkpoint):
+        cfg = config.replace(learning_rate=learning_rate)
         run = ps.simulate(cfg, steps, mode=mode, seeds=3, readouts=("reward",), checkpoint=checkpoint)
         return run.reward[..., -10:].mean(), run.reward
 
@@ -523,7 +555,9 @@ def test_draw_frequencies_match_policy_and_reward_means(means):
     from pgrpo_sim.models.bandit import draw_rollout
 
     n = len(means)
-    config = ps.bandit.config(rewards=means, init_logits=np.linspace(0.5, -1.0, n), group_size=ps.bandit.MAX_GROUP_SIZE)
+    config = ps.bandit.config(
+        rewards=means, init_logits=np.linspace(0.5, -1.0, n), num_generations=ps.bandit.MAX_GROUP_SIZE
+    )
     keys = jax.random.split(jax.random.key(5), 12)
     arms, rewards = jax.vmap(lambda k: draw_rollout(config, config.init_logits, k))(keys)
     arms, rewards = np.asarray(arms).ravel(), np.asarray(rewards).ravel()
@@ -604,16 +638,16 @@ def test_learning_rate_schedule_matches_hugging_face(kind):
         progress = (step - warmup) / max(1, total - warmup)
         return max(0.0, 1.0 - progress) if kind == "linear" else max(0.0, 0.5 * (1.0 + math.cos(math.pi * progress)))
 
-    config = ps.bandit.config(lr_schedule=kind, warmup_steps=warmup, decay_steps=total)
+    config = ps.bandit.config(lr_scheduler_type=kind, warmup_steps=warmup, decay_steps=total)
     with jax.enable_x64(True):
-        got = [float(learning_rate_factor(config.replace(eta=jnp.float64(0.1)), n)) for n in range(total + 1)]
+        got = [float(learning_rate_factor(config.replace(learning_rate=jnp.float64(0.1)), n)) for n in range(total + 1)]
     np.testing.assert_allclose(got, [hf(n) for n in range(total + 1)], atol=1e-12)  # HF cosine rises again after
 
 
 def test_scheduled_run_takes_scaled_steps():
     """One on-policy SGD step at factor f moves the logits by f·η·∇ (the first warm-up step moves nothing)."""
-    config = ps.bandit.config(eta=0.3, lr_schedule="linear", warmup_steps=2, decay_steps=10)
-    plain = ps.bandit.config(eta=0.3)
+    config = ps.bandit.config(learning_rate=0.3, lr_scheduler_type="linear", warmup_steps=2, decay_steps=10)
+    plain = ps.bandit.config(learning_rate=0.3)
     run, ref = ps.simulate(config, 3), ps.simulate(plain, 1)
     assert float(run.reward[1]) == float(run.reward[0])  # factor 0 at step 0
     # step 1 at factor 1/2 from the unchanged start is half the plain first step in logit space
@@ -626,7 +660,7 @@ def test_scheduled_run_takes_scaled_steps():
 def test_kl_readout_is_finite_when_an_arm_probability_underflows(kl):
     """E_π[k1] = E_π[k3] = KL(π‖π_ref): the on-policy read-out equals the exact KL of the policy (`kl_ref`) even when
     a huge step sends an arm's probability to 0 (summed as π·k3 that gave 0·∞ = NaN in a run not diverged)."""
-    config = ps.bandit.config(eta=1e6, momentum=0.99, beta=0.5, kl=kl)
+    config = ps.bandit.config(learning_rate=1e6, momentum=0.99, beta=0.5, kl=kl)
     run = ps.simulate(config, 20)
     assert not bool(run.diverged) and float(np.min(run.entropy)) == 0.0  # a probability did underflow
     np.testing.assert_allclose(run.kl, run.kl_ref, rtol=1e-12, atol=0)

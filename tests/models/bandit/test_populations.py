@@ -25,7 +25,7 @@ def test_one_prompt_population_is_todays_bandit(extra):
     compiled programs (a batch's gather and scatter, or none), whose update arithmetic XLA may fuse differently (1 ulp
     in a few logits and rewards after 12 steps since the in-jit range mask grew, `valid_hyperparameters`), so the
     bound is 1e-15 relative (~5 ulp); other draws, or another update, would differ by far more."""
-    common = dict(p_ref=0.3, eta=0.4, momentum=0.5, beta=0.2, group_size=6)
+    common = dict(p_ref=0.3, learning_rate=0.4, momentum=0.5, beta=0.2, num_generations=6)
     plain = ps.simulate(ps.bandit.config(**common, **extra), 12, mode="sampled", seeds=4)
     batched = ps.simulate(ps.bandit.config(**common, **extra, batch_prompts=1), 12, mode="sampled", seeds=4)
     np.testing.assert_allclose(batched.final_logits, plain.final_logits, rtol=1e-15, atol=0)
@@ -34,7 +34,7 @@ def test_one_prompt_population_is_todays_bandit(extra):
 
 @pytest.mark.slow  # moved out of the default suite's 5-minute budget (~7 s on 2 cores)
 def test_batches_cover_the_dataset_once_per_epoch():
-    config = ps.bandit.config(n_prompts=6, batch_prompts=2, difficulty=(1.0, 2.0), eta=0.3, group_size=4)
+    config = ps.bandit.config(n_prompts=6, batch_prompts=2, difficulty=(1.0, 2.0), learning_rate=0.3, num_generations=4)
     opt = ps.bandit.make_optimizer(config)
     state = ps.bandit.initial_state(config, opt, config.init_logits)
     keys = jax.random.split(jax.random.key(2), 9)
@@ -54,7 +54,7 @@ def test_batches_cover_the_dataset_once_per_epoch():
 def test_difficulty_quantiles_and_spread():
     """difficulty=(a, b): the D prompts start at the quantiles (d + ½)/D of Beta(a, b); prompt_spread is the
     std over prompts of their success probability."""
-    config = ps.bandit.config(n_prompts=8, difficulty=(2.0, 5.0), n_arms=3, eta=0.2)
+    config = ps.bandit.config(n_prompts=8, difficulty=(2.0, 5.0), n_arms=3, learning_rate=0.2)
     start = np.asarray(ps.simulate(config, 1).reward)  # mean over prompts
     p = beta.ppf((np.arange(8) + 0.5) / 8, 2.0, 5.0)
     np.testing.assert_allclose(start[0], p.mean(), rtol=1e-12)
@@ -75,12 +75,12 @@ def test_batch_scaled_advantages_match_a_hand_computation():
 @pytest.mark.slow
 def test_dynamic_sampling_drops_groups_without_signal():
     """DAPO: a group whose rewards are all equal carries no weight; the others share the loss."""
-    config = ps.bandit.config(n_prompts=2, beta=0.3, group_size=4, dynamic_sampling=True)
+    config = ps.bandit.config(n_prompts=2, beta=0.3, num_generations=4, dynamic_sampling=True)
     theta = jnp.asarray([[0.3, -0.2], [0.1, 0.4]])
     arms = jnp.asarray([[0, 1, 0, 1], [0, 0, 1, 1]])
     rewards = jnp.asarray([[1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]])  # the second group has no signal
     loss, _ = ps.bandit.sampled_loss(theta, theta, arms, rewards, config)
-    alone = ps.bandit.config(n_prompts=1, beta=0.3, group_size=4)
+    alone = ps.bandit.config(n_prompts=1, beta=0.3, num_generations=4)
     only, _ = ps.bandit.sampled_loss(theta[:1], theta[:1], arms[:1], rewards[:1], alone)
     np.testing.assert_allclose(loss, only, rtol=1e-12)
     plain, _ = ps.bandit.sampled_loss(theta, theta, arms, rewards, config.replace(dynamic_sampling=False))
@@ -91,7 +91,7 @@ def test_dynamic_sampling_drops_groups_without_signal():
 def test_trl_read_outs_expected_equals_sampled_mean():
     """batch_reward, reward_std, frac_reward_zero_std, clip ratios low/high and kl of one update at a fixed
     (θ, π_old): the exact expectation (`expected_loss`) is the mean over drawn groups (`sampled_loss`), 4 s.e."""
-    config = ps.bandit.config(n_prompts=3, p_ref=[0.1, 0.5, 0.8], beta=0.3, group_size=5, clip=0.1)
+    config = ps.bandit.config(n_prompts=3, p_ref=[0.1, 0.5, 0.8], beta=0.3, num_generations=5, epsilon=0.1)
     old = config.init_logits
     theta = old + jnp.asarray([[0.4, -0.1], [-0.3, 0.2], [0.25, 0.0]])  # ratios well outside 1 ± 0.1
     _, want = ps.bandit.expected_loss(theta, old, config)
@@ -120,7 +120,7 @@ def test_cli_population_flags(tmp_path):
     argv = [*flags, "--dynamic-sampling", "--mode", "sampled", "--seeds", "4", "--steps", "6", "--eta", "0.5"]
     assert main(["simulate", *argv, "--out", str(out)]) == 0
     config = ps.bandit.config(
-        n_prompts=8, difficulty=(1.0, 3.0), batch_prompts=4, advantage="batch", dynamic_sampling=True, eta=0.5
+        n_prompts=8, difficulty=(1.0, 3.0), batch_prompts=4, advantage="batch", dynamic_sampling=True, learning_rate=0.5
     )
     run = ps.simulate(config, 6, mode="sampled", seeds=4, key=jax.random.key(0))
     table = np.loadtxt(out, delimiter=",", skiprows=1)
@@ -154,7 +154,7 @@ def test_cli_population_flags_refuse_bad_input(extra, words, tmp_path, capsys):
 @pytest.mark.slow  # two sampled runs with batches
 def test_identity_features_are_independent_prompts():
     """Shared parameters with Φ = I (one feature per prompt) are the per-prompt logits: the same run."""
-    common = dict(n_prompts=4, difficulty=(1.0, 2.0), eta=0.4, momentum=0.5, beta=0.1, batch_prompts=2)
+    common = dict(n_prompts=4, difficulty=(1.0, 2.0), learning_rate=0.4, momentum=0.5, beta=0.1, batch_prompts=2)
     plain = ps.simulate(ps.bandit.config(**common), 10, mode="sampled", seeds=3)
     shared = ps.simulate(ps.bandit.config(**common, features=np.eye(4)), 10, mode="sampled", seeds=3)
     np.testing.assert_allclose(shared.final_logits, plain.final_logits, rtol=1e-12, atol=1e-14)
@@ -164,7 +164,7 @@ def test_identity_features_are_independent_prompts():
 def test_shared_parameters_equal_a_hand_loop_and_move_every_prompt():
     """θ = θ_0 + Φ W, W ← W − η Φᵀ ∂L/∂θ (expected mode, SGD); with a batch of one prompt the others move too."""
     phi = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])
-    config = ps.bandit.config(n_prompts=3, p_ref=[0.2, 0.4, 0.6], eta=0.5, beta=0.2, features=phi)
+    config = ps.bandit.config(n_prompts=3, p_ref=[0.2, 0.4, 0.6], learning_rate=0.5, beta=0.2, features=phi)
     run = ps.simulate(config, 6)
     theta0 = np.asarray(config.init_logits)
     w = np.zeros((2, 2))
@@ -173,7 +173,7 @@ def test_shared_parameters_equal_a_hand_loop_and_move_every_prompt():
         grad, _ = grad_at(jnp.asarray(theta0 + phi @ w))
         w = w - 0.5 * phi.T @ np.asarray(grad)
     np.testing.assert_allclose(run.final_logits, theta0 + phi @ w, rtol=1e-12)
-    one = ps.bandit.config(n_prompts=3, p_ref=[0.2, 0.4, 0.6], eta=0.5, features=phi, batch_prompts=1)
+    one = ps.bandit.config(n_prompts=3, p_ref=[0.2, 0.4, 0.6], learning_rate=0.5, features=phi, batch_prompts=1)
     opt = ps.bandit.make_optimizer(one)
     state = ps.bandit.initial_state(one, opt, one.init_logits)
     state, _ = jax.jit(lambda state, key: ps.bandit.step(one, opt, "sampled", state, key))(state, jax.random.key(1))

@@ -11,7 +11,7 @@ import pytest
 
 import pgrpo_sim as ps
 
-BASE = dict(p_ref=0.2, eta=0.5, clip=0.2, group_size=4, lag_model="refresh")
+BASE = dict(p_ref=0.2, learning_rate=0.5, epsilon=0.2, num_generations=4, lag_model="refresh")
 
 
 @pytest.mark.slow
@@ -53,7 +53,7 @@ def test_reuse_equals_a_hand_written_loop_over_one_rollout():
 @pytest.mark.slow
 def test_clipping_stops_samples_that_left_the_trust_region():
     """Within a rollout the ratio drifts from 1 and clipping switches on; at every refresh it is exactly 1."""
-    config = ps.bandit.config(**(BASE | dict(eta=2.0)), n_prompts=8, lag=8)
+    config = ps.bandit.config(**(BASE | dict(learning_rate=2.0)), n_prompts=8, lag=8)
     run = ps.simulate(config, 32, mode="sampled", seeds=16, key=jax.random.key(0))
     assert np.all(np.asarray(run.ratio_max)[:, ::8] == 1.0) and np.all(np.asarray(run.clip_frac)[:, ::8] == 0.0)
     assert np.asarray(run.clip_frac)[:, 4::8].mean() > 0.05
@@ -99,14 +99,14 @@ def test_expected_cycle_equals_the_mean_of_sampled_reuse(advantage):
         z = np.abs(mean - np.asarray(getattr(expected, name))) / np.maximum(se, 1e-12)
         assert np.all(z[1:] < 4), (name, z)
     assert ps.bandit.rollout_outcomes(config)[0].shape == (35, 4)  # C(4 + 4 − 1, 3) rollouts of 2 arms × 2 rewards
-    assert ps.bandit.rollout_outcomes(ps.bandit.config(**(BASE | dict(group_size=8)), lag=2))[0].shape[0] == 165
+    assert ps.bandit.rollout_outcomes(ps.bandit.config(**(BASE | dict(num_generations=8)), lag=2))[0].shape[0] == 165
 
 
 def test_expected_reuse_refuses_what_it_cannot_enumerate():
     with pytest.raises(ps.PgrpoSimError, match="prompts"):
         ps.simulate(ps.bandit.config(**BASE, lag=2, n_prompts=2), 4)
     with pytest.raises(ps.PgrpoSimError, match="more than"):
-        ps.simulate(ps.bandit.config(**(BASE | dict(group_size=16)), n_arms=8, lag=2), 4)  # C(23, 7) arm multisets
+        ps.simulate(ps.bandit.config(**(BASE | dict(num_generations=16)), n_arms=8, lag=2), 4)  # C(23, 7) arm multisets
 
 
 @pytest.mark.slow  # 2 × 4000 seeds
@@ -124,7 +124,9 @@ def test_reuse_learns_less_than_fresh_samples():
 @pytest.mark.slow
 def test_reference_sync_equals_a_hand_loop():
     """Every S steps π_ref ← α·π + (1 − α)·π_ref on the logits, before the step's update."""
-    config = ps.bandit.config(p_ref=0.3, eta=0.4, beta=0.5, group_size=6, ref_sync_steps=3, ref_sync_alpha=0.25)
+    config = ps.bandit.config(
+        p_ref=0.3, learning_rate=0.4, beta=0.5, num_generations=6, ref_sync_steps=3, ref_sync_alpha=0.25
+    )
     run = ps.simulate(config, 10)
     theta = ref = np.asarray(config.init_logits)
     kls = []
@@ -198,18 +200,26 @@ def test_cli_rollout_flags_refuse_bad_input(extra, words, tmp_path, capsys):
 
 
 @pytest.mark.slow  # 5-15 s of compilation on 2 cores: in the slow suite (CI), to keep the default run under 5 minutes
-@pytest.mark.parametrize("n_arms, group_size", [(2, 8), (3, 4)])
-def test_binary_rewards_enumerate_fewer_rollouts_with_the_same_result(n_arms, group_size):
+@pytest.mark.parametrize("n_arms, num_generations", [(2, 8), (3, 4)])
+def test_binary_rewards_enumerate_fewer_rollouts_with_the_same_result(n_arms, num_generations):
     """With 0/1 rewards only multisets of arms occur (C(G+N−1, N−1) instead of C(G+2N−1, 2N−1)); the expected
     reuse run is the same to rounding (1e-12 in float64) as the full enumeration, which `simulate` takes for
     rewards that are not all 0 or 1: here a wrong arm's reward of 1e-300, which moves no number by 1e-12."""
     from pgrpo_sim.models.bandit import rollout_outcomes
 
-    kw = dict(n_arms=n_arms, p_ref=0.3, eta=0.8, beta=0.1, group_size=group_size, lag_model="refresh", lag=3)
+    kw = dict(
+        n_arms=n_arms,
+        p_ref=0.3,
+        learning_rate=0.8,
+        beta=0.1,
+        num_generations=num_generations,
+        lag_model="refresh",
+        lag=3,
+    )
     config = ps.bandit.config(**kw)
     arms, _, counts = rollout_outcomes(config, binary_rewards=True)
-    assert arms.shape[0] == math.comb(group_size + n_arms - 1, n_arms - 1)
-    assert np.all(np.asarray(counts).sum(1) == group_size)
+    assert arms.shape[0] == math.comb(num_generations + n_arms - 1, n_arms - 1)
+    assert np.all(np.asarray(counts).sum(1) == num_generations)
     almost = config.replace(rewards=config.rewards.at[..., 1].set(1e-300))
     assert ps.bandit.rewards_are_binary(config) and not ps.bandit.rewards_are_binary(almost)
     full, fast = (ps.simulate(c, 40) for c in (almost, config))
@@ -224,7 +234,7 @@ def test_binary_rewards_are_refused_for_other_rewards():
     from pgrpo_sim.models.bandit import rollout_outcomes
     from pgrpo_sim.prediction import floquet_radius
 
-    config = ps.bandit.config(rewards=[1.0, 0.5], group_size=4, lag_model="refresh", lag=3)
+    config = ps.bandit.config(rewards=[1.0, 0.5], num_generations=4, lag_model="refresh", lag=3)
     for call in (
         lambda: ps.simulate(config, 5, binary_rewards=True),
         lambda: rollout_outcomes(config, binary_rewards=True),

@@ -8,15 +8,15 @@ from __future__ import annotations
 import numpy as np
 
 
-def trl_advantages(rewards: np.ndarray, group_size: int, scale_rewards: str) -> np.ndarray:
-    """TRL advantages of a flat batch of rewards, groups of `group_size` consecutive completions: r − group mean,
+def trl_advantages(rewards: np.ndarray, num_generations: int, scale_rewards: str) -> np.ndarray:
+    """TRL advantages of a flat batch of rewards, groups of `num_generations` consecutive completions: r − group mean,
     divided by (unbiased group std + 1e-4) for "group", by (unbiased batch std + 1e-4) for "batch", not for "none"."""
-    grouped = rewards.reshape(-1, group_size)
+    grouped = rewards.reshape(-1, num_generations)
     centred = (grouped - grouped.mean(1, keepdims=True)).ravel()
     if scale_rewards == "none":
         return centred
     if scale_rewards == "group":
-        std = np.repeat(grouped.std(1, ddof=1), group_size)
+        std = np.repeat(grouped.std(1, ddof=1), num_generations)
     else:
         std = np.full_like(rewards, rewards.std(ddof=1))
     return centred / (std + 1e-4)

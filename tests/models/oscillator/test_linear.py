@@ -36,7 +36,7 @@ def refresh_cycle(a, mu, k, e0, em1):
 
 
 def continuous_dominant_exponent(a, mu, tau):
-    """Root of largest real part of M s^2 + C s + K (times eta/K; only a = eta K matters)."""
+    """Root of largest real part of M s^2 + C s + K (times learning_rate/K; only a = learning_rate K matters)."""
     m = ((1 + mu) + a * tau**2) / 2
     c = (1 - mu) - a * tau
     s = np.roots([m, c, a])
@@ -44,7 +44,7 @@ def continuous_dominant_exponent(a, mu, tau):
 
 
 # ---------------------------------------------------------------------------------------------------
-# 1. heavy ball without lag: stable iff 0 < eta K < 2(1 + mu)  (Polyak 1964)
+# 1. heavy ball without lag: stable iff 0 < learning_rate K < 2(1 + mu)  (Polyak 1964)
 
 
 def test_heavy_ball_no_lag_threshold():
@@ -66,7 +66,7 @@ def test_heavy_ball_no_lag_threshold():
 def test_levin_may(tau):
     expected = 2 * np.sin(np.pi / (2 * (2 * tau + 1)))
     np.testing.assert_allclose(float(L.critical_eta(0.0, tau, 1.0)), expected, rtol=1e-12)
-    # stiffness only rescales eta
+    # stiffness only rescales learning_rate
     np.testing.assert_allclose(float(L.critical_eta(0.0, tau, 4.0)), expected / 4, rtol=1e-12)
 
 
@@ -77,7 +77,7 @@ def test_levin_may_float32(tau):
     np.testing.assert_allclose(float(out), 2 * np.sin(np.pi / (2 * (2 * tau + 1))), rtol=1e-5)
 
 
-# 3. at tau = 1 the continuous threshold eta K tau = 1 - mu is exact (|z|^2 = mu + a)
+# 3. at tau = 1 the continuous threshold learning_rate K tau = 1 - mu is exact (|z|^2 = mu + a)
 
 
 def test_tau_one_continuous_threshold_exact():
@@ -90,7 +90,7 @@ def test_tau_one_continuous_threshold_exact():
 
 
 def test_continuous_matches_discrete_small_step():
-    """For eta K <= 0.01, tau <= 5 the continuous exponent matches log(dominant root) to < 1e-2.
+    """For learning_rate K <= 0.01, tau <= 5 the continuous exponent matches log(dominant root) to < 1e-2.
 
     Holds over this grid (observed max 9.2e-3 at mu = 0.9, tau = 5, a = 0.01); see the next test
     for where it fails.
@@ -116,7 +116,7 @@ def test_continuous_fails_near_critical_damping():
     """Known breakdown: near a double root the exponent error is amplified (~ sqrt of model error).
 
     mu = 0.8, tau = 1, a = 0.01: the discrete map has the exact double root z = 0.9 while the
-    continuous zeta = 0.9986 -> relative error 5.3e-2 at eta K = 0.01.
+    continuous zeta = 0.9986 -> relative error 5.3e-2 at learning_rate K = 0.01.
     """
     root = complex(L.dominant_root(0.01, 0.8, 1, 1.0))
     np.testing.assert_allclose(root, 0.9, atol=1e-7)
@@ -175,15 +175,20 @@ def test_regime_tolerance_treats_near_double_root_as_real():
 
 
 def test_refresh_lag_one_is_stale_lag_zero():
-    eta = np.array([0.1, 0.7, 1.4, 2.3, 3.5])
+    learning_rate = np.array([0.1, 0.7, 1.4, 2.3, 3.5])
     mu = np.array([0.0, 0.5, 0.3, 0.9, 0.8])
     for lag in (0, 1):
         np.testing.assert_array_equal(
-            L.spectral_radius(eta, mu, lag, 1.3, "refresh"), L.spectral_radius(eta, mu, 0, 1.3)
+            L.spectral_radius(learning_rate, mu, lag, 1.3, "refresh"), L.spectral_radius(learning_rate, mu, 0, 1.3)
         )
-        np.testing.assert_array_equal(L.dominant_root(eta, mu, lag, 1.3, "refresh"), L.dominant_root(eta, mu, 0, 1.3))
+        np.testing.assert_array_equal(
+            L.dominant_root(learning_rate, mu, lag, 1.3, "refresh"), L.dominant_root(learning_rate, mu, 0, 1.3)
+        )
         np.testing.assert_allclose(
-            L.monodromy_matrix(eta, mu, lag, 1.3), L.companion_matrix(eta, mu, 0, 1.3), rtol=1e-13, atol=1e-15
+            L.monodromy_matrix(learning_rate, mu, lag, 1.3),
+            L.companion_matrix(learning_rate, mu, 0, 1.3),
+            rtol=1e-13,
+            atol=1e-15,
         )
 
 
@@ -200,24 +205,24 @@ def test_matrices_against_brute_force():
 
 
 def test_closed_forms_agree_with_numpy_eig():
-    eta = np.array([0.05, 0.2, 0.9, 1.6, 3.0])
+    learning_rate = np.array([0.05, 0.2, 0.9, 1.6, 3.0])
     mu = np.array([0.0, 0.9, 0.5, 0.2, 0.7])
     for lag, model, mats in [
-        (0, "stale", L.companion_matrix(eta, mu, 0, 1.0)),
-        (1, "stale", L.companion_matrix(eta, mu, 1, 1.0)),
-        (3, "stale", L.companion_matrix(eta, mu, 3, 1.0)),
-        (4, "refresh", L.monodromy_matrix(eta, mu, 4, 1.0)),
+        (0, "stale", L.companion_matrix(learning_rate, mu, 0, 1.0)),
+        (1, "stale", L.companion_matrix(learning_rate, mu, 1, 1.0)),
+        (3, "stale", L.companion_matrix(learning_rate, mu, 3, 1.0)),
+        (4, "refresh", L.monodromy_matrix(learning_rate, mu, 4, 1.0)),
     ]:
         k = lag if model == "refresh" else 1
         ref = np.array([np.max(np.abs(np.linalg.eigvals(m))) ** (1 / k) for m in np.asarray(mats)])
-        np.testing.assert_allclose(np.asarray(L.spectral_radius(eta, mu, lag, 1.0, model)), ref, rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(L.spectral_radius(learning_rate, mu, lag, 1.0, model)), ref, rtol=1e-12)
     # lag-0 roots themselves (closed form) against numpy roots, imag >= 0 convention
     ref_root = []
-    for e, m in zip(eta, mu, strict=True):
+    for e, m in zip(learning_rate, mu, strict=True):
         r = np.roots([1, -(1 + m - e), m])
         r = r[np.argmax(np.abs(r))]
         ref_root.append(complex(r.real, abs(r.imag)))
-    np.testing.assert_allclose(np.asarray(L.dominant_root(eta, mu, 0, 1.0)), ref_root, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(L.dominant_root(learning_rate, mu, 0, 1.0)), ref_root, rtol=1e-12)
 
 
 @pytest.mark.parametrize("a,mu,k", [(0.3, 0.6, 3), (0.12, 0.5, 5), (0.05, 0.9, 4), (0.9, 0.2, 2)])
@@ -250,18 +255,18 @@ def test_stale_radius_matches_simulated_growth(a, mu, tau):
 
 
 def test_broadcasting_and_vmap_float32():
-    eta = jnp.linspace(0.01, 0.5, 4, dtype=jnp.float32)
+    learning_rate = jnp.linspace(0.01, 0.5, 4, dtype=jnp.float32)
     mu = jnp.array([[0.0], [0.5], [0.9]], jnp.float32)
-    out = L.spectral_radius(eta, mu, 2, 1.0)
+    out = L.spectral_radius(learning_rate, mu, 2, 1.0)
     assert out.shape == (3, 4) and out.dtype == jnp.float32
-    assert L.dominant_root(eta, mu, 2, 1.0).dtype == jnp.complex64
-    vm = jax.vmap(lambda e: L.spectral_radius(e, 0.5, 2, 1.0))(eta)
+    assert L.dominant_root(learning_rate, mu, 2, 1.0).dtype == jnp.complex64
+    vm = jax.vmap(lambda e: L.spectral_radius(e, 0.5, 2, 1.0))(learning_rate)
     np.testing.assert_allclose(vm, out[1], rtol=1e-6)
     # float32 agrees with float64 at these well-conditioned points
-    ref = L.spectral_radius(np.asarray(eta, np.float64), np.asarray(mu, np.float64), 2, 1.0)
+    ref = L.spectral_radius(np.asarray(learning_rate, np.float64), np.asarray(mu, np.float64), 2, 1.0)
     np.testing.assert_allclose(out, ref, rtol=1e-5)
-    assert L.companion_matrix(eta, mu, 2, 1.0).shape == (3, 4, 3, 3)
-    assert L.monodromy_matrix(eta, mu, 5, 1.0).shape == (3, 4, 2, 2)
+    assert L.companion_matrix(learning_rate, mu, 2, 1.0).shape == (3, 4, 3, 3)
+    assert L.monodromy_matrix(learning_rate, mu, 5, 1.0).shape == (3, 4, 2, 2)
     assert L.critical_eta(mu[:, 0], 2, jnp.array([1.0, 2.0, 4.0], jnp.float32)).shape == (3,)
     # Python lists broadcast too
     assert L.spectral_radius([0.1, 0.2], 0.5, 2, 1.0).shape == (2,)
@@ -282,9 +287,9 @@ def test_float32_critical_eta_matches_float64():
 @pytest.mark.parametrize(
     "kwargs,name",
     [
-        ({"eta": 0.0}, "eta"),
-        ({"eta": -0.1}, "eta"),
-        ({"eta": np.nan}, "eta"),
+        ({"learning_rate": 0.0}, "learning_rate"),
+        ({"learning_rate": -0.1}, "learning_rate"),
+        ({"learning_rate": np.nan}, "learning_rate"),
         ({"momentum": 1.0}, "momentum"),
         ({"momentum": -0.1}, "momentum"),
         ({"lag": -1}, "lag"),
@@ -295,11 +300,11 @@ def test_float32_critical_eta_matches_float64():
     ],
 )
 def test_bad_input_raises(kwargs, name):
-    args = {"eta": 0.1, "momentum": 0.5, "lag": 2, "stiffness": 1.0, "lag_model": "stale"} | kwargs
+    args = {"learning_rate": 0.1, "momentum": 0.5, "lag": 2, "stiffness": 1.0, "lag_model": "stale"} | kwargs
     with pytest.raises(ValueError, match=name):
         L.spectral_radius(**args)
-    if name != "eta":
-        args.pop("eta")
+    if name != "learning_rate":
+        args.pop("learning_rate")
         with pytest.raises(ValueError, match=name):
             L.critical_eta(**args)
 
@@ -311,19 +316,19 @@ def test_bad_input_other_entries():
         L.monodromy_matrix(0.1, 0.5, 2, -1.0)
     with pytest.raises(ValueError, match="tol"):
         L.discrete_regime(0.1, 0.5, 2, 1.0, tol=-1.0)
-    with pytest.raises(ValueError, match="eta"):
+    with pytest.raises(ValueError, match="learning_rate"):
         L.discrete_regime([0.1, -0.1], 0.5, 2, 1.0)
     with pytest.raises(TypeError, match="discrete_regime_code"):
         jax.jit(lambda e: L.discrete_regime(e, 0.5, 2, 1.0))(0.1)
 
 
-@pytest.mark.parametrize("eta", [1e200, 1e300])
-def test_huge_steps_are_unstable_not_tiny(eta):
+@pytest.mark.parametrize("learning_rate", [1e200, 1e300])
+def test_huge_steps_are_unstable_not_tiny(learning_rate):
     """Where a = ηK overflows eig's balancing, the radius is the exact lower bound a^(1/(lag+1)) (the roots' moduli
     multiply to a; at this size all three are about that large), never the tiny radius eig returned (1e-62)."""
-    radius = float(L.spectral_radius(eta, 0.9, 2, 0.3))
-    assert radius == pytest.approx((0.3 * eta) ** (1 / 3), rel=1e-6)
-    assert L.discrete_regime(eta, 0.9, 2, 0.3) == "unstable"
+    radius = float(L.spectral_radius(learning_rate, 0.9, 2, 0.3))
+    assert radius == pytest.approx((0.3 * learning_rate) ** (1 / 3), rel=1e-6)
+    assert L.discrete_regime(learning_rate, 0.9, 2, 0.3) == "unstable"
 
 
 def test_invalid_under_jit_gives_nan():
@@ -343,14 +348,14 @@ def test_invalid_under_jit_gives_nan():
 
 
 @pytest.mark.parametrize(
-    "eta,mu,lag,model",
+    "learning_rate,mu,lag,model",
     [(0.05, 0.5, 3, "stale"), (0.3, 0.2, 1, "stale"), (0.08, 0.4, 4, "refresh")],
 )
-def test_grad_spectral_radius_matches_finite_difference(eta, mu, lag, model):
+def test_grad_spectral_radius_matches_finite_difference(learning_rate, mu, lag, model):
     f = lambda e: L.spectral_radius(e, mu, lag, 2.0, model)
-    g = float(jax.grad(f)(eta))
+    g = float(jax.grad(f)(learning_rate))
     h = 1e-6
-    fd = (float(f(eta + h)) - float(f(eta - h))) / (2 * h)
+    fd = (float(f(learning_rate + h)) - float(f(learning_rate - h))) / (2 * h)
     assert np.isfinite(g)
     np.testing.assert_allclose(g, fd, rtol=1e-6)
 

@@ -24,8 +24,8 @@ def test_deterministic_solve_matches_closed_form(params):
 
 @pytest.mark.slow  # moved out of the default suite's 5-minute budget (~10 s on 2 cores)
 def test_gradient_through_deterministic_solve_matches_finite_differences():
-    def e50(eta, momentum):
-        return ps.solve_deterministic(TS[:60], 0.3, 0.0, eta, momentum, 1.0, 0.3)[50]
+    def e50(learning_rate, momentum):
+        return ps.solve_deterministic(TS[:60], 0.3, 0.0, learning_rate, momentum, 1.0, 0.3)[50]
 
     g = jax.grad(e50, argnums=(0, 1))(0.05, 0.5)
     h = 1e-6
@@ -156,9 +156,9 @@ def test_bad_input():
         ps.solve_ensemble(TS, 0.1, 0.0, *REGIMES["over"], 0.01, 4, paths=0)
     with pytest.raises(ValueError, match="solver"):
         ps.solve_ensemble(TS, 0.1, 0.0, *REGIMES["over"], 0.01, 4, solver="rk4")
-    with pytest.raises(ValueError, match="group_size"):
+    with pytest.raises(ValueError, match="num_generations"):
         ps.solve_ensemble(TS, 0.1, 0.0, *REGIMES["over"], 0.01, 1)
-    with pytest.raises(ValueError, match="eta"):
+    with pytest.raises(ValueError, match="learning_rate"):
         ps.solve_deterministic(TS, 0.1, 0.0, -0.05, 0.0, 0.0, 0.3)
 
 

@@ -8,7 +8,7 @@ from scipy.integrate import solve_ivp
 
 import pgrpo_sim as ps
 
-# (eta, momentum, lag, stiffness) in each regime
+# (learning_rate, momentum, lag, stiffness) in each regime
 OVER = (0.05, 0.0, 0.0, 0.3)  # ζ = 1/sqrt(2·0.015) ≈ 5.8
 UNDER = (0.05, 0.9, 2.0, 0.3)  # ζ ≈ 0.29
 UNSTABLE = (0.05, 0.9, 10.0, 0.3)  # Kητ = 0.15 > 1 − μ = 0.1
@@ -25,15 +25,17 @@ def _critical_eta(momentum, lag, k):
 
 
 def test_coefficients_match_formulas():
-    eta, mu, tau, k = 0.07, 0.6, 3.0, 0.4
-    m, c, kk = ps.theory.coefficients(eta, mu, tau, k)
-    assert np.isclose(m, ((1 + mu) + k * eta * tau**2) / (2 * eta), rtol=1e-14)
-    assert np.isclose(c, ((1 - mu) - k * eta * tau) / eta, rtol=1e-14)
+    learning_rate, mu, tau, k = 0.07, 0.6, 3.0, 0.4
+    m, c, kk = ps.theory.coefficients(learning_rate, mu, tau, k)
+    assert np.isclose(m, ((1 + mu) + k * learning_rate * tau**2) / (2 * learning_rate), rtol=1e-14)
+    assert np.isclose(c, ((1 - mu) - k * learning_rate * tau) / learning_rate, rtol=1e-14)
     assert kk == k
-    zeta = ((1 - mu) - k * eta * tau) / np.sqrt(2 * k * eta * ((1 + mu) + k * eta * tau**2))
-    assert np.isclose(ps.damping_ratio(eta, mu, tau, k), zeta, rtol=1e-12)
-    assert np.isclose(ps.natural_frequency(eta, mu, tau, k), np.sqrt(k / m), rtol=1e-12)
-    assert np.isclose(ps.critical_lag(eta, mu, k), (1 - mu) / (eta * k), rtol=1e-14)
+    zeta = ((1 - mu) - k * learning_rate * tau) / np.sqrt(
+        2 * k * learning_rate * ((1 + mu) + k * learning_rate * tau**2)
+    )
+    assert np.isclose(ps.damping_ratio(learning_rate, mu, tau, k), zeta, rtol=1e-12)
+    assert np.isclose(ps.natural_frequency(learning_rate, mu, tau, k), np.sqrt(k / m), rtol=1e-12)
+    assert np.isclose(ps.critical_lag(learning_rate, mu, k), (1 - mu) / (learning_rate * k), rtol=1e-14)
 
 
 @pytest.mark.slow
@@ -157,24 +159,24 @@ def test_empirical_laws():
 @pytest.mark.parametrize(
     "bad, name",
     [
-        (dict(eta=0.0), "eta"),
-        (dict(eta=-1.0), "eta"),
+        (dict(learning_rate=0.0), "learning_rate"),
+        (dict(learning_rate=-1.0), "learning_rate"),
         (dict(momentum=1.0), "momentum"),
         (dict(momentum=-0.1), "momentum"),
         (dict(lag=-1.0), "lag"),
         (dict(stiffness=0.0), "stiffness"),
-        (dict(eta=np.nan), "eta"),
+        (dict(learning_rate=np.nan), "learning_rate"),
         (dict(stiffness=np.inf), "stiffness"),
     ],
 )
 def test_bad_input_raises(bad, name):
-    args = dict(eta=0.05, momentum=0.5, lag=1.0, stiffness=0.3) | bad
+    args = dict(learning_rate=0.05, momentum=0.5, lag=1.0, stiffness=0.3) | bad
     with pytest.raises(ValueError, match=name):
         ps.damping_ratio(**args)
 
 
 def test_bad_group_size_and_nan_under_jit():
-    with pytest.raises(ValueError, match="group_size"):
+    with pytest.raises(ValueError, match="num_generations"):
         ps.stationary_variance(*UNDER, 0.1, 1)
     assert np.isnan(jax.jit(ps.damping_ratio)(-0.1, 0.5, 1.0, 0.3))
     assert np.isnan(jax.jit(ps.stationary_variance)(*UNDER, 0.1, 1.0))

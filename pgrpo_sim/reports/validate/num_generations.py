@@ -43,10 +43,16 @@ def group_size_invariance(res: Resolution, seed: int, plot: Callable | None) -> 
     for kind in ("std", "mean", "rloo"):
         runs = [(g, kind, res.seeds_curves, seed) for g in res.group_sizes]
         expected = np.stack(
-            [_base_run(steps, "expected", 1, 0, group_size=g, advantage=a, eta=0.1).reward for g, a, *_ in runs]
+            [
+                _base_run(steps, "expected", 1, 0, num_generations=g, advantage=a, learning_rate=0.1).reward
+                for g, a, *_ in runs
+            ]
         )
         sampled = np.stack(
-            [_base_run(steps, "sampled", n, s, group_size=g, advantage=a, eta=0.1).reward for g, a, n, s in runs]
+            [
+                _base_run(steps, "sampled", n, s, num_generations=g, advantage=a, learning_rate=0.1).reward
+                for g, a, n, s in runs
+            ]
         )
         p_star = expected[:, -1].tolist()  # converged: 300 steps ≈ 13 relaxation times here
         spread = float(np.max(expected.max(0) - expected.min(0)))
@@ -116,14 +122,14 @@ def group_spread(res: Resolution, seed: int, plot: Callable | None) -> dict:
     steps, window = GROUP_STEPS, 50
     rows, curves = [], {}
     for g in res.group_sizes:  # section 1's sampled runs (std advantages)
-        run = _base_run(steps, "sampled", res.seeds_curves, seed, group_size=g, advantage="std", eta=0.1)
+        run = _base_run(steps, "sampled", res.seeds_curves, seed, num_generations=g, advantage="std", learning_rate=0.1)
         p = np.asarray(run.reward)[:, -window:]
         spread = np.asarray(run.group_reward_std)[:, -window:]
         zero = np.asarray(run.zero_adv_frac)[:, -window:]
         exact_spread = np.asarray(_expected_group_std(g, jnp.asarray(p)))
         exact_zero = p**g + (1 - p) ** g
         leading = np.sqrt(p * (1 - p))
-        row = {"group_size": g, "p": float(p.mean())}
+        row = {"num_generations": g, "p": float(p.mean())}
         for name, measured, exact, lead in (
             ("spread", spread, exact_spread, leading),
             ("zero_std_frac", zero, exact_zero, np.zeros_like(p)),
@@ -143,8 +149,8 @@ def group_spread(res: Resolution, seed: int, plot: Callable | None) -> dict:
         f"({res.seeds_curves} sampled seeds per G, last {window} of {steps} steps; a difference counts beyond "
         f"{VERDICT_Z:g} s.e.): within-group reward std measured / exact E[s_G | p] / leading order √(p(1 − p)): "
         + "; ".join(
-            f"G = {r['group_size']}: {r['spread']:.4f} / {r['spread_exact']:.4f} ({r['spread_exact_z']:.1f} s.e.) / "
-            f"{r['spread_leading']:.4f} ({r['spread_leading_z']:.0f} s.e.)"
+            f"G = {r['num_generations']}: {r['spread']:.4f} / {r['spread_exact']:.4f} "
+            f"({r['spread_exact_z']:.1f} s.e.) / {r['spread_leading']:.4f} ({r['spread_leading_z']:.0f} s.e.)"
             for r in rows
         )
         + "; zero-std fraction measured vs p^G + (1 − p)^G: "
@@ -152,7 +158,7 @@ def group_spread(res: Resolution, seed: int, plot: Callable | None) -> dict:
     )
     table = [["G", "late p", "reward_std", "exact E[s_G|p]", "leading √(p(1−p))", "zero-std frac", "p^G+(1−p)^G"]] + [
         [
-            r["group_size"],
+            r["num_generations"],
             f"{r['p']:.4f}",
             f"{r['spread']:.4f}",
             f"{r['spread_exact']:.4f} ({r['spread_exact_z']:.1f} s.e.)",
