@@ -386,7 +386,7 @@ def _grid_curves(cal: Calibration, rates, which, horizon: int, seed: int, progre
             for lr in rates for _ in range(level.seeds)
         ]  # fmt: skip
         try:
-            curves.append(cached_rewards(settings, horizon, seed))
+            curves.append(np.asarray(cached_runs(settings, horizon, seed).readouts["reward"], float))
         except StartNotReached as exc:
             raise PgrpoSimError(
                 f"the log starts at reward {cal.reward[0]:.3g}, and the language-model level's SFT start does not "
@@ -457,10 +457,10 @@ def grid_posterior(
     return weights / np.sum(weights), phi, c[best, 0, 0], joint / np.sum(joint)
 
 
-def cached_rewards(settings: list[dict], steps: int, seed: int) -> np.ndarray:
-    """The reward curves of `lm.simulate_each` over the configurations `settings`, kept in the SFT starts' cache
-    folder (`models.lm.pretrain.cache_dir`) under a hash of the settings, steps, seed and the level's source code: a
-    second what-if on a log of the same shape skips the grid.
+def cached_runs(settings: list[dict], steps: int, seed: int) -> lm.Run:
+    """The runs of `lm.simulate_each` over the configurations `settings`, kept in the SFT starts' cache folder
+    (`models.lm.pretrain.cache_dir`) under a hash of the settings, steps, seed and the level's source code: a second
+    calibration on a log of the same shape skips the grid, and a what-if asked again skips its scenarios' runs.
 
     Args:
         settings: one dict of `lm.config`'s keyword arguments per run; one static structure, at least one.
@@ -468,25 +468,36 @@ def cached_rewards(settings: list[dict], steps: int, seed: int) -> np.ndarray:
         seed: the runs' seed (`lm.simulate_each`'s `key`); integer in [0, 2³² − 1].
 
     Returns:
-        The level's rollout reward per run and GRPO step; float [len(settings), steps], in [0, 1], NaN where a run
-        diverged.
+        The `lm.Run` on the host (NumPy arrays, `params` None): every read-out float32 [len(settings), steps], NaN
+        from a run's divergence on, `diverged` and `diverged_step` [len(settings)].
 
     Raises:
         PgrpoSimError: as `lm.config` and `lm.simulate_each` (an invalid setting, steps or seed; checked before any
             run).
     """
     spec = json.dumps(dict(settings=settings, steps=steps, seed=seed, code=_code()), sort_keys=True, default=str)
-    path = cache_dir() / f"runs-{hashlib.sha256(spec.encode()).hexdigest()[:20]}.npy"
+    path = cache_dir() / f"level-{hashlib.sha256(spec.encode()).hexdigest()[:20]}.npz"
     try:
-        curves = np.load(path)
-        if curves.shape == (len(settings), steps):
-            return curves
-    except (OSError, ValueError):
+        with np.load(path) as saved:
+            names = [str(name) for name in saved["names"]]
+            run = lm.Run(
+                dict(zip(names, saved["readouts"], strict=True)), None, saved["diverged"], saved["diverged_step"]
+            )
+        if run.readouts["reward"].shape == (len(settings), steps):
+            return run
+    except (OSError, ValueError, KeyError):
         pass  # absent or unreadable: run below
-    configs = [lm.config(**s) for s in settings]
-    curves = np.asarray(lm.simulate_each(configs, steps, key=seed).readouts["reward"], float)
-    save_atomically(path, lambda handle: np.save(handle, curves))
-    return curves
+    result = lm.simulate_each([lm.config(**s) for s in settings], steps, key=seed)
+    names = sorted(result.readouts)
+    readouts = np.stack([np.asarray(result.readouts[name], np.float32) for name in names])
+    diverged, diverged_step = np.asarray(result.diverged, bool), np.asarray(result.diverged_step, np.int32)
+    save_atomically(
+        path,
+        lambda handle: np.savez(
+            handle, names=np.asarray(names), readouts=readouts, diverged=diverged, diverged_step=diverged_step
+        ),
+    )
+    return lm.Run(dict(zip(names, readouts, strict=True)), None, diverged, diverged_step)
 
 
 def _code() -> str:

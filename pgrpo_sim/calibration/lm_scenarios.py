@@ -18,8 +18,8 @@ from ..logs.readers import TrainingLog
 from ..models import lm
 from ..models.lm import READOUTS
 from .inference import Band
-from .language_model import Calibration
-from .lm_level import LEVEL_KEYS, Level, level_config
+from .language_model import Calibration, cached_runs
+from .lm_level import LEVEL_KEYS, Level, level_config, level_settings
 from .results import Forecast, Scenario, WhatIf
 from .run_config import RunConfig
 
@@ -125,17 +125,18 @@ def scenario(cal: Calibration, changes: Mapping[str, object], *, steps: int, lev
 
 
 def _runs(run: RunConfig, cal: Calibration, formats, rates, steps: int, seed: int) -> lm.Run:
-    """The runs of a scenario's draws, in draw order: one program per start format (a static setting)."""
+    """The runs of a scenario's draws, in draw order: one program per start format (a static setting), each kept in
+    the level's cache (`language_model.cached_runs`), so a what-if asked again reads them."""
     readouts = {name: np.zeros((len(rates), steps), np.float32) for name in READOUTS}
     diverged, diverged_step = np.zeros(len(rates), bool), np.zeros(len(rates), int)
     schedule = cal.schedule_steps(run)
     for i, start_format in enumerate(np.unique(formats)):
         which = np.flatnonzero(formats == start_format)
-        configs = [
-            level_config(run, float(rates[j]), cal.start_accuracy, cal.level, schedule, float(start_format))
+        settings = [
+            level_settings(run, float(rates[j]), cal.start_accuracy, cal.level, schedule, float(start_format))
             for j in which
         ]  # fmt: skip
-        result = lm.simulate_each(configs, steps, key=seed + i)
+        result = cached_runs(settings, steps, seed + i)
         for name in READOUTS:
             readouts[name][which] = np.asarray(result.readouts[name])
         diverged[which], diverged_step[which] = np.asarray(result.diverged), np.asarray(result.diverged_step)

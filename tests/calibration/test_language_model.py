@@ -134,11 +134,12 @@ def test_the_refined_posterior_finds_the_rate_inside_its_coarse_cell(tmp_path, m
         t = np.arange(20.0) * (start_format == 0.3)
         return 0.1 + 0.002 * (seed_index - 1) + 0.7 * (1 - np.exp(-t * lr / 3e-3))
 
-    def rewards(settings, steps, seed):
+    def runs(settings, steps, seed):
         calls.append({s["start_format"] for s in settings})
-        return np.stack([curve(s["learning_rate"], s["start_format"], i % 3) for i, s in enumerate(settings)])
+        reward = np.stack([curve(s["learning_rate"], s["start_format"], i % 3) for i, s in enumerate(settings)])
+        return lm.Run({"reward": reward}, None, None, None)
 
-    monkeypatch.setattr(lmcal, "cached_rewards", rewards)
+    monkeypatch.setattr(lmcal, "cached_runs", runs)
     truth = 10**-2.75  # a quarter decade off the coarse grid's rates (3e-5 … 1e-2, 0.505 decades apart)
     log = TrainingLog(
         data={"step": np.arange(20.0), "reward": curve(truth, 0.3, 1)}, sources={"reward": "reward"}, other={},
@@ -263,20 +264,24 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
 def test_grid_runs_are_cached_by_their_settings(tmp_path, monkeypatch):
     monkeypatch.setenv("PGRPO_SIM_CACHE", str(tmp_path))
     calls = []
-    fake = np.arange(6.0).reshape(2, 3)
+    fake = {"reward": np.arange(6.0).reshape(2, 3), "completions/mean_length": np.full((2, 3), np.nan)}
 
     def simulate(configs, steps, key):
         calls.append(len(configs))
-        return lm.Run({"reward": fake}, None, None, None)
+        return lm.Run(fake, None, np.array([False, True]), np.array([-1, 2]))
 
     monkeypatch.setattr(lmcal.lm, "simulate_each", simulate)
     settings = [dict(learning_rate=1e-3, **TINY_SIZES), dict(learning_rate=2e-3, **TINY_SIZES)]
-    first = lmcal.cached_rewards(settings, 3, seed=0)
-    again = lmcal.cached_rewards(settings, 3, seed=0)
-    np.testing.assert_array_equal(first, fake)
-    np.testing.assert_array_equal(again, fake)
+    first = lmcal.cached_runs(settings, 3, seed=0)
+    again = lmcal.cached_runs(settings, 3, seed=0)
     assert calls == [2]  # the second call read the file
-    lmcal.cached_rewards(settings, 3, seed=1)  # another seed is another file
+    for run in (first, again):  # every read-out (a name with a slash, NaN) and the divergence, as they ran
+        assert set(run.readouts) == set(fake) and run.params is None
+        for name, values in fake.items():
+            np.testing.assert_array_equal(run.readouts[name], values)
+        np.testing.assert_array_equal(run.diverged, [False, True])
+        np.testing.assert_array_equal(run.diverged_step, [-1, 2])
+    lmcal.cached_runs(settings, 3, seed=1)  # another seed is another file
     assert calls == [2, 2]
 
 
@@ -296,8 +301,14 @@ def test_what_if_and_forecast_with_the_level_write_their_files(tmp_path, monkeyp
     config.write_text("num_generations: 4\nprompts_per_step: 4\nlr_scheduler_type: constant\n")
     out = tmp_path / "whatif"
     args = ["what-if", str(log), "--run-config", str(config), "--quiet", "--out", str(out)]
-    assert main([*args, "--scenario", "learning_rate=1e-5", "--scenario", "epsilon=none,num_iterations=2"]) == 0
-    result = json.loads((out / "whatif.json").read_text())
+    args += ["--scenario", "learning_rate=1e-5", "--scenario", "epsilon=none,num_iterations=2"]
+    assert main(args) == 0
+    first = (out / "whatif.json").read_text()
+    with monkeypatch.context() as asked_again:  # the calibration's and the scenarios' runs all come from the cache
+        asked_again.setattr(lmcal.lm, "simulate_each", lambda *a, **k: pytest.fail("a cached run ran again"))
+        assert main([*args, "--overwrite"]) == 0
+    assert (out / "whatif.json").read_text() == first
+    result = json.loads(first)
     assert result["model"] == "lm" and len(result["scenarios"]) == 2
     for entry in (result["baseline"], *result["scenarios"]):
         assert entry["model"] == "lm" and 0 <= entry["collapse_probability"] <= 1 and entry["runs"] == 2
@@ -320,7 +331,7 @@ def test_a_start_the_level_cannot_reach_is_one_line_naming_the_other_level(tmp_p
     def unreachable(settings, steps, seed=0):
         raise StartNotReached(settings[0]["start_accuracy"], 0.41)
 
-    monkeypatch.setattr(lmcal, "cached_rewards", unreachable)
+    monkeypatch.setattr(lmcal, "cached_runs", unreachable)
     out = tmp_path / "out"
     path = tmp_path / "high.jsonl"
     path.write_text("".join(f'{{"step": {i}, "reward": {0.7 + 0.01 * i}}}\n' for i in range(12)))
@@ -339,7 +350,7 @@ def test_a_forecast_window_too_short_for_the_bandit_goes_to_the_level(tmp_path, 
     def unreachable(settings, steps, seed=0):
         raise StartNotReached(settings[0]["start_accuracy"], 0.41)
 
-    monkeypatch.setattr(lmcal, "cached_rewards", unreachable)
+    monkeypatch.setattr(lmcal, "cached_runs", unreachable)
     path = tmp_path / "short.jsonl"
     path.write_text("".join(f'{{"step": {4 * i}, "reward": {0.7 + 0.01 * i}}}\n' for i in range(12)))
     for model, message in (("auto", "language-model level's SFT start"), ("bandit", "needs at least 10")):
@@ -441,7 +452,7 @@ def test_a_run_near_a_collapse_edge_is_forecast_on_the_level(tmp_path, capsys, m
     def unreachable(settings, steps, seed=0):
         raise StartNotReached(settings[0]["start_accuracy"], 0.41)
 
-    monkeypatch.setattr(lmcal, "cached_rewards", unreachable)
+    monkeypatch.setattr(lmcal, "cached_runs", unreachable)
     log = tmp_path / "log.jsonl"
     log.write_text("".join(f'{{"step": {i}, "reward": {0.3 + 0.01 * i}}}\n' for i in range(40)))
     config = tmp_path / "run.yaml"
