@@ -506,14 +506,14 @@ def sweep(
 
 def _save(path: Path, run: lm.Run) -> None:
     """A finished point's runs to its file, atomically."""
-    arrays = dict(run.readouts, diverged=run.diverged, diverged_step=run.diverged_step)
+    arrays = lm.run_arrays(run)
     write_atomically(path, lambda handle: np.savez(handle, **arrays))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
 
 
 def _load(path: Path) -> lm.Run:
     """A finished point's runs from its file: a host run (NumPy arrays, no parameters)."""
     with np.load(path) as saved:
-        return lm.Run({name: saved[name] for name in READOUTS}, None, saved["diverged"], saved["diverged_step"])
+        return lm.host_run(saved)
 
 
 def _pack(runs: Sequence[lm.Run | None], seeds: int, steps: int) -> dict:

@@ -479,25 +479,14 @@ def cached_runs(settings: list[dict], steps: int, seed: int) -> lm.Run:
     path = cache_dir() / f"level-{hashlib.sha256(spec.encode()).hexdigest()[:20]}.npz"
     try:
         with np.load(path) as saved:
-            names = [str(name) for name in saved["names"]]
-            run = lm.Run(
-                dict(zip(names, saved["readouts"], strict=True)), None, saved["diverged"], saved["diverged_step"]
-            )
-        if run.readouts["reward"].shape == (len(settings), steps):
+            run = lm.host_run(saved)
+        if np.shape(run.readouts["reward"]) == (len(settings), steps):
             return run
     except (OSError, ValueError, KeyError):
-        pass  # absent or unreadable: run below
-    result = lm.simulate_each([lm.config(**s) for s in settings], steps, key=seed)
-    names = sorted(result.readouts)
-    readouts = np.stack([np.asarray(result.readouts[name], np.float32) for name in names])
-    diverged, diverged_step = np.asarray(result.diverged, bool), np.asarray(result.diverged_step, np.int32)
-    save_atomically(
-        path,
-        lambda handle: np.savez(
-            handle, names=np.asarray(names), readouts=readouts, diverged=diverged, diverged_step=diverged_step
-        ),
-    )
-    return lm.Run(dict(zip(names, readouts, strict=True)), None, diverged, diverged_step)
+        pass  # absent or unreadable (another code's file): run below
+    run = lm.host_run(lm.run_arrays(lm.simulate_each([lm.config(**s) for s in settings], steps, key=seed)))
+    save_atomically(path, lambda handle: np.savez(handle, **lm.run_arrays(run)))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
+    return run
 
 
 def _code() -> str:

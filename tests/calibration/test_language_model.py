@@ -264,7 +264,8 @@ def test_a_log_made_by_the_level_is_recovered_and_its_scenarios_run(tmp_path):
 def test_grid_runs_are_cached_by_their_settings(tmp_path, monkeypatch):
     monkeypatch.setenv("PGRPO_SIM_CACHE", str(tmp_path))
     calls = []
-    fake = {"reward": np.arange(6.0).reshape(2, 3), "completions/mean_length": np.full((2, 3), np.nan)}
+    fake = {name: np.full((2, 3), float(i)) for i, name in enumerate(lm.READOUTS)}
+    fake["reward"], fake["completions/mean_length"] = np.arange(6.0).reshape(2, 3), np.full((2, 3), np.nan)
 
     def simulate(configs, steps, key):
         calls.append(len(configs))

@@ -52,9 +52,11 @@ from .task import (
 from .train import (
     READOUTS as READOUTS,
     Run as Run,
+    host_run as host_run,
     make_optimizer as make_optimizer,
     make_run as make_run,
     reward_spread as reward_spread,
+    run_arrays as run_arrays,
     simulate as simulate,
     simulate_each as simulate_each,
 )

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax import Array
 from jax.typing import ArrayLike
@@ -99,6 +100,23 @@ class Run(NamedTuple):
     params: Policy | None
     diverged: ArrayLike
     diverged_step: ArrayLike
+
+
+def run_arrays(run: Run) -> dict[str, ArrayLike]:
+    """A run's arrays by name, as a `.npz` file keeps them (`np.savez(file, **run_arrays(run))`): every read-out
+    under its name, `diverged` and `diverged_step`; not the parameters."""
+    return dict(run.readouts, diverged=run.diverged, diverged_step=run.diverged_step)
+
+
+def host_run(arrays: Mapping[str, ArrayLike]) -> Run:
+    """The run `run_arrays` gave (e.g. a loaded `.npz` file): the read-outs `READOUTS`, `diverged` and
+    `diverged_step`, as NumPy arrays, `params` None.
+
+    Raises:
+        KeyError: an array is missing (a file of other code, or not a run's).
+    """
+    readouts = {name: np.asarray(arrays[name]) for name in READOUTS}
+    return Run(readouts, None, np.asarray(arrays["diverged"]), np.asarray(arrays["diverged_step"]))
 
 
 def make_optimizer(config: Config, run_steps: ArrayLike) -> optax.GradientTransformation:
