@@ -8,6 +8,7 @@ run (`run`, `run_loop`, `step`, rollout reuse's branches) for callers who vmap o
 log (`calibrate`, `forecast`, `what_if`, also in `ps.calibration`): the verbs `ps.lm` has, under the same names.
 """
 
+from .analysis.sweep import sweep as sweep
 from .calibration import (
     Calibration as Calibration,
     Forecast as Forecast,

@@ -7,6 +7,7 @@ with what-if scenarios and forecasts (`calibrate`, `what_if`, `forecast`; `watch
 without the group's name: `ps.lm.simulate`, `ps.lm.Config`, `ps.lm.calibrate`.
 """
 
+from .analysis.lm_dataset import sweep as sweep
 from .analysis.lm_sweep import (
     SUMMARY_FIELDS as SUMMARY_FIELDS,
     grid_points as grid_points,
@@ -15,7 +16,6 @@ from .analysis.lm_sweep import (
     parse_grid as parse_grid,
     parse_settings as parse_settings,
     summarize_runs as summarize_runs,
-    sweep as sweep,
 )
 from .calibration.language_model import Calibration as Calibration, calibrate as calibrate
 from .calibration.lm_level import LEVEL_KEYS as LEVEL_KEYS, Level as Level

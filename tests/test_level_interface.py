@@ -27,7 +27,10 @@ def test_both_levels_simulate_with_the_same_shared_parameters():
 
 
 LEVELS = ("bandit", "lm")
-VERBS = ("Config", "config", "simulate", "Run", "calibrate", "Calibration", "forecast", "what_if", "Forecast", "WhatIf")
+VERBS = (
+    "Config", "config", "simulate", "Run", "sweep", "calibrate", "Calibration", "forecast", "what_if", "Forecast",
+    "WhatIf",
+)  # fmt: skip
 
 
 def test_both_levels_expose_the_same_verbs_under_names_without_the_group_s():
@@ -40,6 +43,7 @@ def test_both_levels_expose_the_same_verbs_under_names_without_the_group_s():
 
 
 SHARED = {
+    "sweep": ("base", "grid", "*steps", "*seeds", "*key", "*progress"),
     "calibrate": ("log", "run", "*fit_until", "*progress"),
     "forecast": ("log", "calibration", "*until", "*level", "*seed"),
     "what_if": ("calibration", "scenarios", "*until", "*level", "*seed", "*progress"),
@@ -83,3 +87,31 @@ def test_both_levels_runs_hold_their_read_outs_by_name():
     run = ps.bandit.simulate(ps.bandit.config(learning_rate=0.1), 5, readouts=("reward", "entropy"))
     assert set(run.readouts) == {"reward", "entropy"}
     assert run.readouts["reward"] is run.reward
+
+
+def test_both_levels_sweep_into_one_result_form_whose_points_are_their_runs():
+    """`sweep(base, grid, *, steps, seeds, key)` returns an `xarray.Dataset` on both levels: a dimension per grid
+    setting with its values, `final_reward` among the variables; each point is the run `simulate` makes of it
+    (bit for bit: the same program and key)."""
+    import numpy as np
+    import xarray as xr
+
+    from tests.analysis.test_lm_sweep import TINY
+
+    bandit = ps.bandit.sweep(
+        dict(p_ref=0.2, beta=0.5, lag_model="stale", max_lag=2), {"learning_rate": [0.05, 0.1], "lag": [0, 2]}, steps=40
+    )
+    lm = ps.lm.sweep(TINY, {"learning_rate": [1e-3, 3e-3], "epsilon": [0.2, None]}, steps=4, seeds=2, key=5)
+    for ds, grid in ((bandit, ("learning_rate", "lag")), (lm, ("learning_rate", "epsilon"))):
+        assert isinstance(ds, xr.Dataset) and ds["final_reward"].dims[:2] == grid
+    alone = ps.bandit.simulate(
+        ps.bandit.config(p_ref=0.2, beta=0.5, lag_model="stale", lag=2, max_lag=2, learning_rate=0.1), 40
+    )
+    assert float(bandit.final_reward.sel(learning_rate=0.1, lag=2)) == float(alone.reward[-1])
+    run = ps.lm.simulate(ps.lm.config(**TINY, learning_rate=3e-3, epsilon=None), 4, seeds=2, key=5)
+    point = lm.sel(learning_rate=3e-3).isel(epsilon=1)  # epsilon None: an object coordinate
+    np.testing.assert_array_equal(point["reward"].values, np.asarray(run.readouts["reward"]))
+    rows = ps.lm.summarize_runs(run, ps.lm.config(**TINY, learning_rate=3e-3, epsilon=None))
+    assert list(point["verdict"].values) == [row["verdict"] for row in rows]
+    assert float(point["collapse_share"]) == np.mean([row["verdict"] == "collapses" for row in rows])
+    assert "completions_mean_length" in lm and lm.attrs["model"] == "lm"

@@ -45,7 +45,7 @@ def _one_line(err: str) -> str:
 
 
 def _stand_in(base, grid, *, seeds, steps, seed=0, chunks=None, progress=None):
-    """`lm.sweep` without runs: rows with `VERDICTS` by learning rate, curves of zeros."""
+    """`lm_sweep.sweep_rows` without runs: rows with `VERDICTS` by learning rate, curves of zeros."""
     rows = []
     for point in lm_sweep.grid_points(base, grid):
         for s in range(seeds):
@@ -58,7 +58,7 @@ def _stand_in(base, grid, *, seeds, steps, seed=0, chunks=None, progress=None):
 
 @pytest.fixture
 def stand_in(monkeypatch):
-    monkeypatch.setattr(lm_sweep, "sweep", _stand_in)
+    monkeypatch.setattr(lm_sweep, "sweep_rows", _stand_in)
     monkeypatch.setattr(jax, "default_backend", lambda: "cpu")  # the time estimate is of a CPU
 
 
@@ -79,7 +79,7 @@ def test_a_large_lm_sweep_needs_yes_and_is_told_its_size_and_time(tmp_path, stan
     assert main([*argv, "--yes"]) == 2
     assert "GB free in" in _one_line(capsys.readouterr().err) and not out.exists()
     monkeypatch.undo()
-    monkeypatch.setattr(lm_sweep, "sweep", _stand_in)
+    monkeypatch.setattr(lm_sweep, "sweep_rows", _stand_in)
     monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
     assert main([*argv, "--yes", "--quiet"]) == 0  # confirmed, it runs
     assert (out / "summary.csv").exists()

@@ -414,7 +414,7 @@ def _point_file(chunks: Path, point: Mapping, base: Mapping, steps: int, seeds: 
     return chunks / f"point-{hashlib.sha256(spec.encode()).hexdigest()[:16]}.npz"
 
 
-def sweep(
+def sweep_rows(
     base: Mapping,
     grid: Mapping[str, Sequence],
     *,
@@ -542,7 +542,7 @@ def _run_on_host(config: lm.Config, steps: int, seeds: int, seed: int) -> lm.Run
 
 
 def verdict_shares(rows: Sequence[Mapping], keys: Sequence[str]) -> list[dict[str, float]]:
-    """Per row of a sweep (`sweep`), the share of its grid point's seeds whose verdict is each of
+    """Per row of a sweep (`sweep_rows`), the share of its grid point's seeds whose verdict is each of
     `SHARE_FIELDS`' (the same on every row of the point): verdicts may differ between the seeds of one setting.
 
     Args:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import jax
@@ -225,6 +225,48 @@ def run_sweep(base: dict, axes: Sequence[Axis], **options) -> xarray.Dataset:
         late_variance, diverged, diverged_step; trajectory with `decimate`).
     """
     return compute_sweep(base, axes, **options).to_dataset()
+
+
+def sweep(
+    base: Mapping,
+    grid: Mapping[str, Sequence],
+    *,
+    steps: int,
+    seeds: int = 1,
+    key: int = 0,
+    mode: str = "expected",
+    progress: bool = False,
+) -> xarray.Dataset:
+    """The bandit at every point of `grid` over `base`: `ps.bandit.sweep`, the verb `ps.lm.sweep` shares
+    (`analysis.lm_dataset`); `run_sweep` on list axes, held in memory.
+
+    Args:
+        base: `bandit.config` keyword arguments of the fixed parameters (TRL's names).
+        grid: hyperparameter → its values (`TRACED_AXES`, `STATIC_AXES`, or a short alias of one, as the command
+            line's `--grid`), e.g. {"learning_rate": [0.05, 0.1], "lag": [0, 2]}; numbers in config units.
+        steps: optimiser steps per run; integer in [1, `MAX_STEPS`].
+        seeds: drawn runs per point, "sampled" mode only (its curves' mean is summarised); integer ≥ 2 there, 1 in
+            "expected" mode.
+        key: the sweep's PRNG seed (the same draws at every point: common random numbers); integer in
+            [0, `MAX_SEED`].
+        mode: "expected" (the exact expectation over groups) or "sampled".
+        progress: a progress bar on stderr.
+
+    Returns:
+        The `xarray.Dataset` of `run_sweep`: one dimension per grid hyperparameter (its values as coordinates),
+        `final_reward` and the other summaries of each point's curve (`CurveSummary`), `regime`, `diverged`.
+
+    Raises:
+        SweepError: a grid axis that is not sweepable or a value that is not a number; PgrpoSimError: as `run_sweep`.
+    """
+    axes = []
+    for name, values in grid.items():
+        try:  # repr: the shortest text that reads back as the value (an integer as one)
+            text = [repr(int(v)) if isinstance(v, (int, np.integer)) else repr(float(v)) for v in values]
+        except (TypeError, ValueError):
+            raise SweepError(f"grid {name}: values must be numbers, got {list(values)!r}") from None
+        axes.append(parse_axis(f"{name}=" + ",".join(text)))
+    return run_sweep(dict(base), axes, steps=steps, mode=mode, seeds=seeds, seed=key, progress=progress)
 
 
 def compute_sweep(

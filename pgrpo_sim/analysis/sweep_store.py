@@ -130,7 +130,7 @@ def write_lm_sweep(into: Path, keys: Sequence[str], rows: Sequence[Mapping], cur
     Args:
         into: the folder (it exists).
         keys: the grid's settings, in the grid's order.
-        rows: the sweep's rows (`analysis.lm_sweep.sweep`), grid order, seeds fastest.
+        rows: the sweep's rows (`analysis.lm_sweep.sweep_rows`), grid order, seeds fastest.
         curves: read-out name → float32 (points, seeds, steps).
         spec: the sweep's settings, grid and points (JSON-able).
     """

@@ -279,7 +279,7 @@ LM_OUTPUTS = ("summary.csv", "curves.csv", "sweep.json", "README.md", "chunks")
 
 
 def _cmd_sweep_lm(args: argparse.Namespace) -> None:
-    """`sweep --model lm`: every --grid point × --seeds runs (`analysis.lm_sweep.sweep`); --out gets
+    """`sweep --model lm`: every --grid point × --seeds runs (`analysis.lm_sweep.sweep_rows`); --out gets
     summary.csv, curves.csv, sweep.json and README.md (`analysis.sweep_store.write_lm_sweep`). Checked first as the
     bandit's sweep is (`_check_size`: the files, and the runs' estimated time on CPU); finished points are kept in
     --out/chunks as they finish, so a rerun of the same command resumes, and removed once the sweep ends. A
@@ -319,14 +319,14 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
     report(progress, f"{len(points)} grid point(s) × {seeds} seed(s) × {steps} steps: {need}")
     if not writer:  # a multi-host run's other processes: their points, shared with process 0
         agree(lambda: None)  # process 0's claim of --out
-        lm_sweep.sweep(settings, grid, seeds=seeds, steps=steps, seed=args.seed, progress=progress)
+        lm_sweep.sweep_rows(settings, grid, seeds=seeds, steps=steps, seed=args.seed, progress=progress)
         return
     out = Path(args.out)
     with staged_outputs() as staged:
         results = agree(lambda: claim(args, staged, LM_SWEEP, LM_OUTPUTS, resumable=True))
         finished = lambda: len(list((out / "chunks").glob("point-*.npz")))  # temporary files are hidden
         args.interrupt_note = _KeptNote(out / "chunks", finished, "grid point")
-        rows, curves = lm_sweep.sweep(
+        rows, curves = lm_sweep.sweep_rows(
             settings, grid, seeds=seeds, steps=steps, seed=args.seed, chunks=out / "chunks", progress=progress
         )
         report(progress, "writing")

@@ -66,11 +66,11 @@ def summarize_setting(rows: list[dict], **point) -> dict:
 
 
 def _run_points(base: dict, points: list[dict], common: dict) -> list[dict]:
-    """`lm_sweep.sweep` rows of each of `points` (settings over `base`), tagged with all of the point's keys."""
+    """`lm_sweep.sweep_rows` rows of each of `points` (settings over `base`), tagged with all of the point's keys."""
     rows = []
     for point in points:
         (key, value), *rest = point.items()
-        found, _ = lm_sweep.sweep({**base, **dict(rest)}, {key: [value]}, **common)
+        found, _ = lm_sweep.sweep_rows({**base, **dict(rest)}, {key: [value]}, **common)
         rows += [{**point, **row} for row in found]
     return rows
 
@@ -121,7 +121,7 @@ def _rate_claim(res: LMResolution, common: dict) -> dict:
     """(a) a learning rate a few times the best collapses: the rates' summaries, the best, the lowest collapsing rate
     and its ratio to the best, and whether the claim holds (the best is interior, the highest rate collapses and the
     lowest is significantly worse than the best)."""
-    rows, curves = lm_sweep.sweep(dict(res.settings), dict(learning_rate=list(res.learning_rates)), **common)
+    rows, curves = lm_sweep.sweep_rows(dict(res.settings), dict(learning_rate=list(res.learning_rates)), **common)
     rates = [summarize_setting(rows, learning_rate=lr) for lr in res.learning_rates]
     best = best_rate(rates)
     lowest = min((s["learning_rate"] for s in rates if s["collapses"]), default=None)
@@ -148,7 +148,7 @@ def _reuse_claim(res: LMResolution, best: dict, common: dict) -> dict:
 def _clip_claim(res: LMResolution, best: dict, common: dict) -> tuple[dict, bool]:
     """(c) without the clip a reused rollout collapses where it does not with ε = 0.2: (epochs, ε) → summary, and
     whether the claim holds at some number of epochs."""
-    rows, _ = lm_sweep.sweep(
+    rows, _ = lm_sweep.sweep_rows(
         dict(res.settings, learning_rate=best["learning_rate"]),
         dict(num_iterations=list(res.clip_epochs), epsilon=[0.2, None]),
         **common,

@@ -119,7 +119,7 @@ def test_answers_at_chance_are_a_collapse_and_noise_is_not():
 def sweep(tmp_path_factory):
     """A 2-point sweep of 2 seeds, run straight through."""
     grid = dict(learning_rate=[1e-3, 3e-3])
-    rows, curves = lm_sweep.sweep(TINY, grid, seeds=2, steps=4, seed=5)
+    rows, curves = lm_sweep.sweep_rows(TINY, grid, seeds=2, steps=4, seed=5)
     return grid, rows, curves
 
 
@@ -141,10 +141,10 @@ def test_an_interrupted_sweep_resumes_with_the_same_results(sweep, tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        lm_sweep.sweep(TINY, grid, seeds=2, steps=4, seed=5, chunks=chunks, progress=stop_at_second)
+        lm_sweep.sweep_rows(TINY, grid, seeds=2, steps=4, seed=5, chunks=chunks, progress=stop_at_second)
     assert len(list(chunks.glob("point-*.npz"))) == 1
     ran = []
-    again, curves_again = lm_sweep.sweep(TINY, grid, seeds=2, steps=4, seed=5, chunks=chunks, progress=ran.append)
+    again, curves_again = lm_sweep.sweep_rows(TINY, grid, seeds=2, steps=4, seed=5, chunks=chunks, progress=ran.append)
     assert len(ran) == 1 and ran[0].startswith("grid point 2/")  # the first point was found, not run again
     assert again == rows
     for name in lm.READOUTS:
@@ -204,7 +204,7 @@ def progress(stage):
         raise KeyboardInterrupt
 chunks = None if args.chunks == "none" else args.chunks
 try:
-    rows, curves = lm_sweep.sweep(json.loads(args.tiny), dict(learning_rate=[1e-3, 3e-3, 1e-2]), seeds=2, steps=3,
+    rows, curves = lm_sweep.sweep_rows(json.loads(args.tiny), dict(learning_rate=[1e-3, 3e-3, 1e-2]), seeds=2, steps=3,
                                   seed=5, chunks=chunks and __import__("pathlib").Path(chunks), progress=progress)
 except KeyboardInterrupt:
     raise SystemExit(0)
