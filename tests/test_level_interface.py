@@ -96,22 +96,24 @@ def test_both_levels_sweep_into_one_result_form_whose_points_are_their_runs():
     import numpy as np
     import xarray as xr
 
-    from tests.analysis.test_lm_sweep import TINY
-
+    tiny = dict(
+        prompts_per_step=4, num_generations=4, modulus=5, operands=2, max_completion_length=8, width=16, layers=1,
+        heads=2, eval_size=16, eval_every=2, start_accuracy=0.3,
+    )  # fmt: skip  # tests/analysis/test_lm_sweep.py's TINY: the same SFT start, trained once per test session
     bandit = ps.bandit.sweep(
         dict(p_ref=0.2, beta=0.5, lag_model="stale", max_lag=2), {"learning_rate": [0.05, 0.1], "lag": [0, 2]}, steps=40
     )
-    lm = ps.lm.sweep(TINY, {"learning_rate": [1e-3, 3e-3], "epsilon": [0.2, None]}, steps=4, seeds=2, key=5)
+    lm = ps.lm.sweep(tiny, {"learning_rate": [1e-3, 3e-3], "epsilon": [0.2, None]}, steps=4, seeds=2, key=5)
     for ds, grid in ((bandit, ("learning_rate", "lag")), (lm, ("learning_rate", "epsilon"))):
         assert isinstance(ds, xr.Dataset) and ds["final_reward"].dims[:2] == grid
     alone = ps.bandit.simulate(
         ps.bandit.config(p_ref=0.2, beta=0.5, lag_model="stale", lag=2, max_lag=2, learning_rate=0.1), 40
     )
     assert float(bandit.final_reward.sel(learning_rate=0.1, lag=2)) == float(alone.reward[-1])
-    run = ps.lm.simulate(ps.lm.config(**TINY, learning_rate=3e-3, epsilon=None), 4, seeds=2, key=5)
+    run = ps.lm.simulate(ps.lm.config(**tiny, learning_rate=3e-3, epsilon=None), 4, seeds=2, key=5)
     point = lm.sel(learning_rate=3e-3).isel(epsilon=1)  # epsilon None: an object coordinate
     np.testing.assert_array_equal(point["reward"].values, np.asarray(run.readouts["reward"]))
-    rows = ps.lm.summarize_runs(run, ps.lm.config(**TINY, learning_rate=3e-3, epsilon=None))
+    rows = ps.lm.summarize_runs(run, ps.lm.config(**tiny, learning_rate=3e-3, epsilon=None))
     assert list(point["verdict"].values) == [row["verdict"] for row in rows]
     assert float(point["collapse_share"]) == np.mean([row["verdict"] == "collapses" for row in rows])
     assert "completions_mean_length" in lm and lm.attrs["model"] == "lm"
