@@ -96,7 +96,7 @@ def numpy_rewards(case: dict, learning_rate, momentum, beta, rng=None) -> np.nda
     """The NumPy baseline on `case`, draws from `rng` (default: a generator seeded 0): (C, seeds, steps+1)."""
     kwargs = {k: case[k] for k in ("seeds", "steps")} | _structure(case)
     rng = np.random.default_rng(0) if rng is None else rng
-    lag, clip = case["config"]["lag"], case["config"]["clip"]
+    lag, clip = case["config"]["lag"], case["config"]["epsilon"]
     return numpy_bandit.reuse_rewards(
         learning_rate, momentum, beta, rng=rng, lag=lag, epsilon=clip, dtype=np.dtype(case["dtype"]), **kwargs
     )
@@ -138,7 +138,7 @@ def check_gradient(points: int = 64, seed: int = 1) -> tuple[str, bool]:
         ours, stats = jax.jit(jax.vmap(grad))(theta, theta_old, arms, r[arms], beta)
         ours, clipped = np.asarray(ours), float(np.asarray(stats.clip_frac).mean())
     terms = numpy_bandit.rollout_terms(theta_old, arms, r[arms], theta_ref)
-    base = numpy_bandit.reuse_grad(theta, terms, beta[:, None, None], REUSE["clip"])
+    base = numpy_bandit.reuse_grad(theta, terms, beta[:, None, None], REUSE["epsilon"])
     err = float(np.max(np.abs(ours - base)))
     text = (
         f"reuse gradient = jax.grad(sampled_loss) at {points} points θ ≠ θ_old ({clipped:.0%} of samples clipped), "

@@ -188,7 +188,7 @@ def rollout_terms(logits_old, arms, rewards, logits_ref, eps=1e-6):
     return arms, group_advantages(rewards, eps), pick(logits_old), pick(logits_ref)
 
 
-def reuse_grad(logits, terms, beta, clip):
+def reuse_grad(logits, terms, beta, epsilon):
     """Gradient wrt the logits θ (…, N) of the GRPO loss on a reused rollout (`rollout_terms`), written out.
 
     Loss: L = mean_i [max(−A_i ρ_i, −A_i clip(ρ_i, 1 − ε, 1 + ε)) + β k3_i], with ρ_i = π_θ(a_i)/π_old(a_i)
@@ -204,7 +204,7 @@ def reuse_grad(logits, terms, beta, clip):
     lp = np.take_along_axis(logp, arms, axis=-1)
     log_ratio = lp - logp_old
     ratio = np.exp(np.clip(log_ratio, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
-    live = np.where(adv > 0, ratio <= 1 + clip, ratio >= 1 - clip) & (np.abs(log_ratio) <= LOG_RATIO_CLAMP)
+    live = np.where(adv > 0, ratio <= 1 + epsilon, ratio >= 1 - epsilon) & (np.abs(log_ratio) <= LOG_RATIO_CLAMP)
     w = -adv * ratio * live + beta * (1 - np.exp(logp_ref - lp))
     return score_grad(w, arms, np.exp(logp))
 
@@ -217,7 +217,7 @@ def reuse_rewards(
     seeds,
     rng,
     lag,
-    clip,
+    epsilon,
     n_arms=2,
     n_correct=1,
     p_ref=0.2,
@@ -230,7 +230,7 @@ def reuse_rewards(
 
     At every step n with n mod K = 0 (K = `lag`) π_old ← π_θ and one rollout is drawn from it (G arms per
     configuration and seed, as `sampled_rewards`); the K steps n … n+K−1 all take the clipped, importance-
-    weighted surrogate (clip ε_low = ε_high = `clip`) plus β k3 on that rollout: `reuse_grad`.
+    weighted surrogate (clip ε_low = ε_high = `epsilon`) plus β k3 on that rollout: `reuse_grad`.
     """
     rollout = None
 
@@ -238,7 +238,7 @@ def reuse_rewards(
         nonlocal rollout
         if n % lag == 0:
             rollout = rollout_terms(theta, *draw(pi, r, num_generations, rng, dtype), theta0, eps)
-        return reuse_grad(theta, rollout, beta, clip)
+        return reuse_grad(theta, rollout, beta, epsilon)
 
     structure = dict(n_arms=n_arms, n_correct=n_correct, p_ref=p_ref, steps=steps, dtype=dtype)
     return _sampled_run(learning_rate, momentum, beta, seeds, grad, **structure)

@@ -19,7 +19,7 @@ def test_sensitivities_match_finite_differences():
         "momentum": lambda h: cfg.replace(momentum=0.9 + h),
         "beta": lambda h: cfg.replace(beta=0.5 + h),
         "p_ref": lambda h: ps.bandit.config(**(BASE | dict(p_ref=0.2 + h))),
-        "clip": lambda h: cfg.replace(epsilon=0.2 + h, epsilon_high=0.2 + h),
+        "epsilon": lambda h: cfg.replace(epsilon=0.2 + h, epsilon_high=0.2 + h),
     }
     h = 1e-6
     for name, make in perturbed.items():
@@ -31,5 +31,5 @@ def test_sensitivities_match_finite_differences():
     # the continuous lag (here τ = 0) enters only the oscillator formulas; one-sided difference, error O(h)
     osc = lambda tau: ps.damping_ratio(2 * 0.1, 0.9, tau, sens.values["stiffness"])
     assert sens.partials["damping_ratio"]["lag"] == pytest.approx(float((osc(h) - osc(0.0)) / h), rel=1e-5)
-    assert sens.partials["p_star"]["learning_rate"] == 0.0 and sens.partials["stiffness"]["clip"] == 0.0
+    assert sens.partials["p_star"]["learning_rate"] == 0.0 and sens.partials["stiffness"]["epsilon"] == 0.0
     assert "d/dbeta" in sens.table()
