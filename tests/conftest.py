@@ -4,11 +4,16 @@ the tests start): tests never write into the user's cache directory. Nor the lan
 go to a folder of this test session's (`PGRPO_SIM_CACHE`, shared by the xdist workers of one run, so a start is
 trained once per run).
 
+A test run that inherits Ctrl-C ignored (a background job of a script without job control, `(pytest &)`) takes it
+back here: the commands the tests start would keep the ignore (`base.boot`, as they should for a user's `nohup`), and
+the interrupt tests need their SIGINT delivered.
+
 Every test process starts JAX's backend here, with the command line's default XLA flags (`fast_cpu_compilation`):
 otherwise the first test to call `main()` in-process would fix the flags (and the device count) of every later test
 in that process, and numbers would depend on the order the tests ran in."""
 
 import os
+import signal
 import tempfile
 
 import jax
@@ -16,6 +21,8 @@ import pytest
 
 from pgrpo_sim.base.runtime import fast_cpu_compilation
 
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 os.environ["PGRPO_SIM_NO_COMPILE_CACHE"] = "1"
 _RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())
 os.environ["PGRPO_SIM_CACHE"] = os.path.join(tempfile.gettempdir(), f"pgrpo-sim-test-cache-{_RUN}")
