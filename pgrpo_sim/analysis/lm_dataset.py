@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .lm_sweep import SHARE_FIELDS, SUMMARY_FIELDS, sweep_rows
+from .lm_sweep import SHARE_FIELDS, SUMMARY_FIELDS, sweep_rows, verdict_shares
 
 if TYPE_CHECKING:
     import xarray
@@ -62,9 +62,9 @@ def sweep(
     for field in SUMMARY_FIELDS:
         values = np.asarray([row[field] for row in rows]).reshape(shape)
         data[field] = ([*keys, "seed"], values)
-    broke = np.asarray([[row["verdict"] == verdict for verdict in SHARE_FIELDS.values()] for row in rows])
-    for i, share in enumerate(SHARE_FIELDS):
-        data[share] = (keys, broke[:, i].reshape(shape).mean(axis=-1))
+    shares = verdict_shares(rows, keys)  # the same on each of a point's seeds: its first seed's
+    for share in SHARE_FIELDS:
+        data[share] = (keys, np.asarray([s[share] for s in shares]).reshape(shape)[..., 0])
     for name, values in curves.items():
         data[name.replace("/", "_")] = ([*keys, "seed", "step"], values.reshape(*shape, steps))
     return xr.Dataset(data, coords=coords, attrs=dict(model="lm", steps=steps, seeds=seeds, key=key))
