@@ -177,6 +177,60 @@ def test_interrupted_sweep_keeps_chunks_and_resumes_identically(tmp_path, monkey
         np.testing.assert_array_equal(a[field].values, b[field].values)
 
 
+FORMER = {"learning_rate": "eta", "num_generations": "group_size", "epsilon": "clip", "epsilon_high": "clip_high",
+          "max_grad_norm": "grad_clip"}  # fmt: skip
+"""TRL's name → the name the command line's records (--out's mark, the chunks' spec) used for it before 0.1.0."""
+
+
+def _as_formerly_recorded(value):
+    """`value` as the version before the bandit took TRL's names recorded it (keys and grid axes)."""
+    if isinstance(value, dict):
+        return {FORMER.get(k, k): _as_formerly_recorded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_formerly_recorded(v) for v in value]
+    if isinstance(value, str) and value.partition("=")[0] in FORMER:
+        name, _, values = value.partition("=")
+        return f"{FORMER[name]}={values}"
+    return value
+
+
+def test_a_sweep_begun_under_the_former_names_resumes_from_its_chunks(tmp_path, monkeypatch, capsys):
+    """A folder whose mark and chunk spec hold the former names (eta, clip, group_size, …) is the same sweep: the
+    rerun keeps its finished chunk, and the result equals a fresh sweep's. A grid axis typed under the alias or
+    TRL's name is one setting."""
+    real, calls = sweep_module.run_chunk, {"n": 0}
+
+    def interrupt_second_chunk(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sweep_module, "run_chunk", interrupt_second_chunk)
+    out, full = tmp_path / "d", tmp_path / "full"
+    aliased = [*SWEEP[:2], "eta=0.05,0.1,0.2", *SWEEP[3:]]
+    assert main([*aliased, "--grid", "clip=0.1,0.2", "--out", str(out)]) == 130
+    capsys.readouterr()
+    for record in (out / MARK, out / "chunks" / "sweep.json"):
+        record.write_text(json.dumps(_as_formerly_recorded(json.loads(record.read_text()))))
+    assert '"eta=0.05,0.1,0.2"' in (out / "chunks" / "sweep.json").read_text()
+    calls["n"] = 0
+
+    def counted(*args, **kwargs):
+        calls["n"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sweep_module, "run_chunk", counted)
+    assert main([*SWEEP, "--grid", "epsilon=0.1,0.2", "--out", str(out)]) == 0, capsys.readouterr().err
+    assert calls["n"] == 5  # six grid points in chunks of one: the finished one is read back
+    assert main([*aliased, "--grid", "clip=0.1,0.2", "--out", str(full)]) == 0
+    a, b = load_sweep(out), load_sweep(full)
+    assert list(a.coords["learning_rate"].values) == [0.05, 0.1, 0.2]
+    for field in a.data_vars:
+        np.testing.assert_array_equal(a[field].values, b[field].values)
+    assert main([*SWEEP, "--grid", "epsilon=0.1,0.2", "--out", str(full)]) == 0  # TRL's name: the same setting
+
+
 @pytest.mark.slow
 def test_ctrl_c_on_a_real_sweep_process(tmp_path):
     """SIGINT to the console process: one line on stderr, exit 130, and the resumed sweep equals a full one."""

@@ -38,7 +38,8 @@ class Axis:
         name: the swept hyperparameter, one of `TRACED_AXES` or `STATIC_AXES` (dashes read as underscores).
         values: its values, in the spec's order; ints for an integer hyperparameter, else floats, config units.
         spacing: how they were spaced: "list", "linear", "log" (figures draw log axes) or "int".
-        spec: the text `parse_axis` read, e.g. "learning_rate=log:0.001:1:50" (what `SweepSpec` records).
+        spec: the text `parse_axis` read under `name`, e.g. "learning_rate=log:0.001:1:50" for "eta=log:0.001:1:50"
+            (what `SweepSpec` records, so that a sweep resumes whichever alias names its axis).
     """
 
     name: str
@@ -88,7 +89,8 @@ def parse_axis(spec: str) -> Axis:
             one (`models.bandit.configuration.RENAMED`, e.g. eta for learning_rate), in config units.
 
     Returns:
-        The `Axis`: its values in order (ints for an integer hyperparameter), its spacing and `spec` itself.
+        The `Axis`: its values in order (ints for an integer hyperparameter), its spacing and `spec` under the
+        hyperparameter's name (TRL's, whichever alias `spec` used).
 
     Raises:
         SweepError: naming the spec: no `=` or no values, an unknown name, a malformed form or number, log spacing
@@ -135,7 +137,7 @@ def parse_axis(spec: str) -> Axis:
         if np.any(values != np.round(values)):
             raise SweepError(f"grid spec {spec!r}: {name} takes integer values")
         values = values.astype(int)
-    return Axis(name, tuple(values.tolist()), spacing, spec)
+    return Axis(name, tuple(values.tolist()), spacing, f"{name}={body}")  # one record whatever alias was typed
 
 
 def grid_axes(axes: Sequence[Axis]) -> list[Axis]:

@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from ..base.files import write_atomically
-from ..base.outputs import grid_columns, staged_outputs, write_csv, write_netcdf3
+from ..base.outputs import grid_columns, json_text, staged_outputs, write_csv, write_netcdf3
 from ..base.progress import progress_bar
+from ..models.bandit.renamed import current_names
 from .sweep_grid import OtherSweepError, SweepError, SweepResult, SweepSpec
 
 
@@ -29,9 +30,9 @@ class ChunkStore:
         manifest = self.chunks / "sweep.json"
         try:
             for previous in (self.dir / "sweep.json", manifest):  # a finished sweep, unfinished chunks
-                if previous.exists() and previous.read_text() != spec.to_json() and not overwrite:
+                if previous.exists() and not _same_sweep(previous, spec) and not overwrite:
                     raise OtherSweepError(f"{self.dir} holds a different sweep; pass overwrite=True or another out_dir")
-            if (not manifest.exists() or manifest.read_text() != spec.to_json()) and self.chunks.exists():
+            if (not manifest.exists() or not _same_sweep(manifest, spec)) and self.chunks.exists():
                 shutil.rmtree(self.chunks)  # a partial delete must fail loudly: leftovers would load as new chunks
             self.chunks.mkdir(parents=True, exist_ok=True)
             write_atomically(manifest, lambda handle: handle.write(spec.to_json().encode()))
@@ -79,6 +80,18 @@ class ChunkStore:
             raise SweepError(f"cannot write the dataset to {self.dir}: {exc.strerror}") from None
         finally:
             bar.close()
+
+
+def _same_sweep(path: Path, spec: SweepSpec) -> bool:
+    """Whether the spec recorded in `path` is `spec`: as written, or once its former names are TRL's (a sweep begun
+    before the bandit took them resumes; `models.bandit.renamed.current_names`)."""
+    text, wanted = path.read_text(), spec.to_json()
+    if text == wanted:
+        return True
+    try:
+        return json_text(current_names(json.loads(text)), sort_keys=True) == wanted
+    except ValueError:
+        return False
 
 
 def load_sweep(out_dir: str | os.PathLike):

@@ -43,7 +43,9 @@ def read_mark(path: str | os.PathLike) -> dict | None:
     return data if isinstance(data, dict) else {"command": "unknown", "outputs": []}
 
 
-def other_settings(path: str | os.PathLike, command: str, settings: Mapping | None) -> tuple | None:
+def other_settings(
+    path: str | os.PathLike, command: str, settings: Mapping | None, translate: Callable[[dict], dict] | None = None
+) -> tuple | None:
     """Where directory `path` holds the output of `command` run with other settings than `settings` (its mark's
     record, as JSON): (the first setting that differs, its value there, its value now); else None (no mark, another
     command's, no settings recorded or given, or the same ones).
@@ -52,6 +54,8 @@ def other_settings(path: str | os.PathLike, command: str, settings: Mapping | No
         path: the output directory.
         command: the command that would write it.
         settings: its settings (JSON-able values, `json_text`); None: not compared.
+        translate: maps a recorded settings dict to today's names before comparing (a record written by an older
+            version); None: compared as recorded.
 
     Returns:
         (name, value there, value now), a missing value None; or None.
@@ -60,6 +64,8 @@ def other_settings(path: str | os.PathLike, command: str, settings: Mapping | No
     if settings is None or mark is None or mark.get("command") != command or "settings" not in mark:
         return None
     old, new = mark["settings"], json.loads(json_text(settings))
+    if isinstance(old, dict) and translate is not None:
+        old = translate(old)
     if not isinstance(old, dict) or old == new:
         return None
     name = next((k for k in sorted({*old, *new}) if old.get(k) != new.get(k)), None)
@@ -109,6 +115,7 @@ class StagedOutputs:
         overwrite: bool = False,
         resumable: bool = False,
         settings: Mapping | None = None,
+        translate: Callable[[dict], dict] | None = None,
     ) -> Path:
         """Where to write the outputs of `command` into directory `path`: a staging folder in it, created here, with
         the directory if needed; refused where the directory holds another command's output, the same command's run
@@ -116,13 +123,13 @@ class StagedOutputs:
         `overwrite`. `outputs`: the names (or glob patterns) the command writes, and `settings` (JSON-able), for the
         directory's mark. A `resumable` command (a sweep) keeps its resume state in the directory itself: it is
         marked at once, listing also the outputs of the command it replaces, so that a rerun finds its work.
-        `command` None: no check and no mark."""
+        `translate`: as `other_settings`'. `command` None: no check and no mark."""
         out, outputs = Path(path), sorted(outputs)
         owner = output_dir_owner(out) if command is not None else None
         if owner not in (None, command) and not overwrite:
             held = f"the output of {owner!r}" if owner else "files pgrpo-sim did not write"
             raise PgrpoSimError(f"{out} holds {held}; pass overwrite=True to replace them")
-        differs = other_settings(out, command, settings) if command is not None and not overwrite else None
+        differs = other_settings(out, command, settings, translate) if command is not None and not overwrite else None
         if differs is not None:
             raise PgrpoSimError(
                 f"{out} holds the output of {command!r} with other settings ({differs[0]} {differs[1]!r} there, "

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..base.errors import PgrpoSimError
 from ..models.bandit.configuration import MODES as MODES  # the --mode choices
+from ..models.bandit.renamed import current_names
 from .outputs import check_distinct_outputs, check_output_dir, check_output_file, command_settings
 
 
@@ -212,7 +213,9 @@ def claim(args: argparse.Namespace, staged, command: str, outputs: Sequence[str]
     note = untouched_note(args)
     settings = command_settings(args)  # in the mark: a rerun with other settings needs --overwrite
     check_output_dir(out, command, overwrite=args.overwrite, settings=settings)  # again: it may have changed
-    stage = staged.directory(out, command, outputs, overwrite=args.overwrite, resumable=resumable, settings=settings)
+    stage = staged.directory(
+        out, command, outputs, overwrite=args.overwrite, resumable=resumable, settings=settings, translate=current_names
+    )
     if resumable:
         args.interrupt_note = f"the finished chunks are kept in {out}/chunks; rerun the same command to resume"
     else:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..base.errors import PgrpoSimError
 from ..base.outputs import other_settings, output_dir_owner
+from ..models.bandit.renamed import current_names
 
 NOT_SETTINGS = frozenset(
     {
@@ -31,7 +32,8 @@ def command_settings(args) -> dict:
         args: the command's parsed `argparse.Namespace`.
 
     Returns:
-        Option name (argparse's dest) → its value; sorted by name.
+        Option name (argparse's dest) → its value; sorted by name; a grid axis typed under a short alias
+        (`--grid eta=…`) under TRL's name, so that both spellings are one setting.
     """
     simple = (str, int, float, bool, type(None))
     kept = {}
@@ -41,7 +43,7 @@ def command_settings(args) -> dict:
             kept[name] = list(value) if isinstance(value, (list, tuple)) else value
             if name in PATH_SETTINGS and isinstance(value, str) and value:
                 kept[name] = str(Path(value).absolute())
-    return kept
+    return current_names(kept)
 
 
 def _flag(name: str) -> str:
@@ -59,8 +61,9 @@ def check_output_dir(
 ) -> None:
     """Raise `PgrpoSimError` (creating nothing) unless `pgrpo-sim {command}` may write into directory `path`: it does
     not exist yet and can be created, or it is `command`'s own (with the same `settings`, `command_settings`, where
-    given and recorded), or it is empty; another command's directory, the same command's run with other settings or
-    a non-empty foreign one only with `overwrite`. An empty `path` is refused by name."""
+    given and recorded; a record made before the bandit took TRL's names is read in them, `current_names`), or it
+    is empty; another command's directory, the same command's run with other settings or a non-empty foreign one
+    only with `overwrite`. An empty `path` is refused by name."""
     _check_named(path, flag, "folder")
     out = Path(path)
     if out.exists() and not out.is_dir():
@@ -75,7 +78,7 @@ def check_output_dir(
     owner = output_dir_owner(out)
     if overwrite:
         return
-    differs = other_settings(out, command, settings) if owner == command else None
+    differs = other_settings(out, command, settings, current_names) if owner == command else None
     if differs is not None:
         name, there, now = differs
         raise PgrpoSimError(

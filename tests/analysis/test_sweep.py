@@ -28,7 +28,7 @@ def test_parse_axis_forms():
     assert parse_axis("group-size=4,8").name == "num_generations"  # a former name, as the command line's alias
     assert parse_axis("num-generations=4,8").name == "num_generations"
     short = parse_axis("eta=log:1e-3:1:4")
-    assert (short.name, short.values, short.spec) == ("learning_rate", a.values, "eta=log:1e-3:1:4")
+    assert (short.name, short.values, short.spec) == ("learning_rate", a.values, a.spec)  # one record, either name
     assert parse_axis("clip=0.1,0.2").name == "epsilon"
 
 

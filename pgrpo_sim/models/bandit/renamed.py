@@ -1,11 +1,13 @@
 """The bandit's former names of GRPO hyperparameters and TRL's that replaced them (issue 48, one vocabulary): the
-one translator of the short aliases, read by `config` (which refuses them) and the command line's grid axes (which
-take them, as its flags do)."""
+one translator of the short aliases, read by `config` (which refuses them), the command line's grid axes (which
+take them, as its flags do) and the records of folders written before (`current_names`: a sweep written with the
+former names resumes)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 from ...base.errors import PgrpoSimError
 
@@ -37,3 +39,24 @@ def check_renamed(settings: Mapping[str, object]) -> None:
         if name in RENAMED:
             raise PgrpoSimError(f"ps.bandit.config takes {RENAMED[name]} (TRL's name), not {name}")
         raise PgrpoSimError(f"ps.bandit.config got an unknown setting {name!r}")
+
+
+def current_names(record: Any) -> Any:
+    """`record` (JSON data: an output folder's recorded settings, a sweep's spec) with every former name in TRL's:
+    dict keys, and the name of each "NAME=VALUES" string (a grid axis, as typed). Other values are unchanged, so a
+    record already in TRL's names comes back equal.
+
+    Args:
+        record: JSON-like data (dicts, lists, strings, numbers, None).
+
+    Returns:
+        The same structure, renamed (new dicts and lists; `record` is not changed).
+    """
+    if isinstance(record, Mapping):
+        return {RENAMED.get(key, key): current_names(value) for key, value in record.items()}
+    if isinstance(record, list):
+        return [current_names(item) for item in record]
+    if isinstance(record, str) and "=" in record:
+        name, values = record.split("=", 1)
+        return f"{RENAMED.get(name.strip(), name)}={values}" if name.strip() in RENAMED else record
+    return record

@@ -20,6 +20,7 @@ from pgrpo_sim.models.bandit import (
     on_policy_grad,
     sampled_loss,
 )
+from pgrpo_sim.models.bandit.renamed import current_names
 
 # an off-policy point: θ ≠ θ_old far enough that several samples are clipped
 THETA_OLD = np.array([[0.2, -0.4, 0.5]])
@@ -454,6 +455,21 @@ def test_former_names_are_refused_naming_trls(old, new):
     with pytest.raises(ValueError, match="unknown setting 'etta'"):
         ps.bandit.config(etta=0.2)
     assert new in inspect.signature(ps.bandit.config).parameters
+
+
+def test_current_names_renames_keys_and_grid_axes_and_leaves_trls_names_alone():
+    """A record written under the former names (an output folder's settings, a sweep's spec) reads in TRL's."""
+    old = {"eta": 0.1, "grid": ["eta=0.05,0.1", "clip=0.1,0.2", "momentum=0.5"], "base": {"group_size": 8},
+           "set": ["note=eta"], "mode": "sampled"}  # fmt: skip
+    assert current_names(old) == {
+        "learning_rate": 0.1,
+        "grid": ["learning_rate=0.05,0.1", "epsilon=0.1,0.2", "momentum=0.5"],
+        "base": {"num_generations": 8},
+        "set": ["note=eta"],
+        "mode": "sampled",
+    }
+    assert current_names(current_names(old)) == current_names(old)
+    assert old["grid"][0] == "eta=0.05,0.1"  # not changed in place
 
 
 @pytest.mark.slow
