@@ -16,7 +16,7 @@ from ..base.errors import PgrpoSimError
 from ..base.outputs import json_text
 from ..base.regimes import DISCRETE_REGIMES
 from ..models.bandit.hyperparameters import STATIC, TRACED, hyperparameter
-from ..models.bandit.renamed import RENAMED
+from ..models.bandit.renamed import current_name
 
 TRACED_AXES, STATIC_AXES = TRACED, STATIC
 """Sweepable hyperparameters (`models.bandit.hyperparameters`): traced ones share one compilation."""
@@ -86,7 +86,7 @@ def parse_axis(spec: str) -> Axis:
 
     Args:
         spec: the axis as text; `name` a sweepable hyperparameter (`TRACED_AXES`, `STATIC_AXES`) or a former name of
-            one (`models.bandit.configuration.RENAMED`, e.g. eta for learning_rate), in config units.
+            one (`models.bandit.renamed.RENAMED`, e.g. eta for learning_rate), in config units.
 
     Returns:
         The `Axis`: its values in order (ints for an integer hyperparameter), its spacing and `spec` under the
@@ -99,7 +99,7 @@ def parse_axis(spec: str) -> Axis:
     """
     name, sep, body = spec.partition("=")
     name = name.strip().replace("-", "_")
-    name = RENAMED.get(name, name)  # the short aliases, as the command line's flags take them
+    name = current_name(name)  # the short aliases, as the command line's flags take them
     if not sep or not body:
         raise SweepError(f"grid spec {spec!r}: expected name=values")
     if name not in TRACED_AXES + STATIC_AXES:

@@ -14,6 +14,7 @@ from ..base.checks import check_range, check_seed, check_seeds, check_steps
 from ..base.outputs import json_text, staged_outputs, write_csv
 from ..base.progress import duration_text, report, stage_lines
 from ..base.sharding import agree
+from ..models.bandit.renamed import current_name
 from .bandit_flags import (
     add_bandit_args,
     check_clip_order,
@@ -354,6 +355,7 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
     _check_sweep_flags(args)
     axes = _parse_axes(args.grid)
     given = {a.name for a in axes}
+    args.x, args.y = (current_name(name.strip().replace("-", "_")) for name in (args.x, args.y))  # as --grid reads it
     for name in (args.x, args.y):
         if name not in given:
             if name not in DEFAULT_PHASE_GRIDS:
@@ -431,8 +433,8 @@ def add_parsers(sub) -> None:
             add_model_args(p)
         add_bandit_args(p)
         if name == "phase-diagram":
-            p.add_argument("--x", default="learning_rate", help="horizontal axis (a grid parameter)")
-            p.add_argument("--y", default="lag", help="vertical axis (a grid parameter)")
+            p.add_argument("--x", default="learning_rate", help="horizontal axis (a grid parameter or its alias)")
+            p.add_argument("--y", default="lag", help="vertical axis (a grid parameter or its alias)")
             # β = 0 has no interior fixed point, so nothing to predict: the phase diagram's default β is 0.5
             p.set_defaults(lag_model="stale", beta=0.5, func=_cmd_phase_diagram)
         else:

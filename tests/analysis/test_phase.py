@@ -80,6 +80,10 @@ def test_phase_diagram_command(tmp_path, capsys, monkeypatch):
     assert summary["cells_without_prediction"] == 0 and summary["agreement_discrete"] > 0.5
     # the title names the swept axes as axes, not as the fixed values of their flags
     assert "swept: η, τ" in titles[0] and "η=" not in titles[0] and "lag=" not in titles[0] and "μ=0.9" in titles[0]
+    # --x and --grid under the short alias: the same axis, the same settings (no --overwrite), the same summary
+    aliased = [{"learning_rate": "eta", "learning_rate=log:0.003:1:8": "eta=log:0.003:1:8"}.get(a, a) for a in argv]
+    assert "eta" in aliased and main(aliased) == 0
+    assert json.loads((tmp_path / "summary.json").read_text()) == summary
 
 
 @pytest.mark.slow

@@ -41,6 +41,11 @@ def check_renamed(settings: Mapping[str, object]) -> None:
         raise PgrpoSimError(f"ps.bandit.config got an unknown setting {name!r}")
 
 
+def current_name(name: str) -> str:
+    """TRL's name for a former one (`RENAMED`, e.g. "eta" → "learning_rate"); any other name unchanged."""
+    return RENAMED.get(name, name)
+
+
 def current_names(record: Any) -> Any:
     """`record` (JSON data: an output folder's recorded settings, a sweep's spec) with every former name in TRL's:
     dict keys, and the name of each "NAME=VALUES" string (a grid axis, as typed). Other values are unchanged, so a
@@ -53,10 +58,10 @@ def current_names(record: Any) -> Any:
         The same structure, renamed (new dicts and lists; `record` is not changed).
     """
     if isinstance(record, Mapping):
-        return {RENAMED.get(key, key): current_names(value) for key, value in record.items()}
+        return {current_name(key): current_names(value) for key, value in record.items()}
     if isinstance(record, list):
         return [current_names(item) for item in record]
     if isinstance(record, str) and "=" in record:
         name, values = record.split("=", 1)
-        return f"{RENAMED.get(name.strip(), name)}={values}" if name.strip() in RENAMED else record
+        return f"{current_name(name.strip())}={values}" if name.strip() in RENAMED else record
     return record
