@@ -153,17 +153,23 @@ def test_interrupted_validate_leaves_the_previous_results(tmp_path, monkeypatch,
     assert {p.name: p.read_text() for p in out.iterdir()} == before
 
 
-def test_interrupted_sweep_keeps_chunks_and_resumes_identically(tmp_path, monkeypatch, capsys):
-    real = sweep_module.run_chunk
-    calls = {"n": 0}
+def _count_chunks(monkeypatch, interrupt_at: int | None = None) -> dict:
+    """Patch the sweep's `run_chunk` to count its calls (`["n"]`), with Ctrl-C at call `interrupt_at`; returns the
+    counter and the real function (`["real"]`)."""
+    calls = {"n": 0, "real": sweep_module.run_chunk}
 
-    def interrupt_second_chunk(*args, **kwargs):
+    def counted(*args, **kwargs):
         calls["n"] += 1
-        if calls["n"] == 2:
+        if calls["n"] == interrupt_at:
             raise KeyboardInterrupt
-        return real(*args, **kwargs)
+        return calls["real"](*args, **kwargs)
 
-    monkeypatch.setattr(sweep_module, "run_chunk", interrupt_second_chunk)
+    monkeypatch.setattr(sweep_module, "run_chunk", counted)
+    return calls
+
+
+def test_interrupted_sweep_keeps_chunks_and_resumes_identically(tmp_path, monkeypatch, capsys):
+    real = _count_chunks(monkeypatch, interrupt_at=2)["real"]
     out, full = tmp_path / "d", tmp_path / "full"
     assert main([*SWEEP, "--out", str(out)]) == 130
     err = _one_line(capsys.readouterr().err)
@@ -198,15 +204,7 @@ def test_a_sweep_begun_under_the_former_names_resumes_from_its_chunks(tmp_path, 
     """A folder whose mark and chunk spec hold the former names (eta, clip, group_size, …) is the same sweep: the
     rerun keeps its finished chunk, and the result equals a fresh sweep's. A grid axis typed under the alias or
     TRL's name is one setting."""
-    real, calls = sweep_module.run_chunk, {"n": 0}
-
-    def interrupt_second_chunk(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(sweep_module, "run_chunk", interrupt_second_chunk)
+    _count_chunks(monkeypatch, interrupt_at=2)
     out, full = tmp_path / "d", tmp_path / "full"
     aliased = [*SWEEP[:2], "eta=0.05,0.1,0.2", *SWEEP[3:]]
     assert main([*aliased, "--grid", "clip=0.1,0.2", "--out", str(out)]) == 130
@@ -214,13 +212,7 @@ def test_a_sweep_begun_under_the_former_names_resumes_from_its_chunks(tmp_path, 
     for record in (out / MARK, out / "chunks" / "sweep.json"):
         record.write_text(json.dumps(_as_formerly_recorded(json.loads(record.read_text()))))
     assert '"eta=0.05,0.1,0.2"' in (out / "chunks" / "sweep.json").read_text()
-    calls["n"] = 0
-
-    def counted(*args, **kwargs):
-        calls["n"] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(sweep_module, "run_chunk", counted)
+    calls = _count_chunks(monkeypatch)
     assert main([*SWEEP, "--grid", "epsilon=0.1,0.2", "--out", str(out)]) == 0, capsys.readouterr().err
     assert calls["n"] == 5  # six grid points in chunks of one: the finished one is read back
     assert main([*aliased, "--grid", "clip=0.1,0.2", "--out", str(full)]) == 0
