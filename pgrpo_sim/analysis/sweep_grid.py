@@ -80,6 +80,12 @@ def short_values(values) -> list[float]:
     return values.tolist()
 
 
+def axis_name(text: str) -> str:
+    """The hyperparameter a grid axis's name means: dashes read as underscores, a short alias as TRL's name
+    (`models.bandit.renamed.current_name`, e.g. "group-size" → "num_generations"); not checked here."""
+    return current_name(text.strip().replace("-", "_"))
+
+
 def parse_axis(spec: str) -> Axis:
     """Parse `name=v1,v2,…`, `name=start:stop:num` (linear, inclusive), `name=log:start:stop:num` (log-spaced,
     inclusive) or `name=start:stop` (integers, inclusive, step 1); spaced values are rounded (`short_values`).
@@ -98,8 +104,7 @@ def parse_axis(spec: str) -> Axis:
             non-integer value of an integer hyperparameter.
     """
     name, sep, body = spec.partition("=")
-    name = name.strip().replace("-", "_")
-    name = current_name(name)  # the short aliases, as the command line's flags take them
+    name = axis_name(name)  # the short aliases, as the command line's flags take them
     if not sep or not body:
         raise SweepError(f"grid spec {spec!r}: expected name=values")
     if name not in TRACED_AXES + STATIC_AXES:

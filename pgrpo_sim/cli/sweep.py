@@ -9,12 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis.sweep_grid import SweepSettings
+from ..analysis.sweep_grid import SweepSettings, axis_name
 from ..base.checks import check_range, check_seed, check_seeds, check_steps
 from ..base.outputs import json_text, staged_outputs, write_csv
 from ..base.progress import duration_text, report, stage_lines
 from ..base.sharding import agree
-from ..models.bandit.renamed import current_name
 from .bandit_flags import (
     add_bandit_args,
     check_clip_order,
@@ -355,7 +354,7 @@ def _cmd_phase_diagram(args: argparse.Namespace) -> None:
     _check_sweep_flags(args)
     axes = _parse_axes(args.grid)
     given = {a.name for a in axes}
-    args.x, args.y = (current_name(name.strip().replace("-", "_")) for name in (args.x, args.y))  # as --grid reads it
+    args.x, args.y = axis_name(args.x), axis_name(args.y)  # as --grid reads an axis's name
     for name in (args.x, args.y):
         if name not in given:
             if name not in DEFAULT_PHASE_GRIDS:
