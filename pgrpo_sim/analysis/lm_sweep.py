@@ -405,12 +405,18 @@ def lm_output_bytes(grid: Mapping[str, Sequence], *, seeds: int, steps: int) -> 
     }
 
 
-def _point_file(chunks: Path, point: Mapping, base: Mapping, steps: int, seeds: int, seed: int) -> Path:
-    """A finished grid point's file, named by a hash of everything that determines its runs: every setting (the
-    defaults filled in, so one configuration written two ways is one file), steps, seeds and the seed."""
+def every_setting(base: Mapping, point: Mapping) -> dict:
+    """Every `lm.config` setting of `point` over `base`, the defaults filled in: one configuration written two ways
+    gives one dict."""
     settings = inspect.signature(lm.config).bind(**base, **point)
     settings.apply_defaults()
-    spec = json.dumps(dict(settings=settings.arguments, steps=steps, seeds=seeds, seed=seed), sort_keys=True)
+    return settings.arguments
+
+
+def _point_file(chunks: Path, point: Mapping, base: Mapping, steps: int, seeds: int, seed: int) -> Path:
+    """A finished grid point's file, named by a hash of everything that determines its runs: every setting
+    (`every_setting`), steps, seeds and the seed."""
+    spec = json.dumps(dict(settings=every_setting(base, point), steps=steps, seeds=seeds, seed=seed), sort_keys=True)
     return chunks / f"point-{hashlib.sha256(spec.encode()).hexdigest()[:16]}.npz"
 
 

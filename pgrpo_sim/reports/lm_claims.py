@@ -8,16 +8,24 @@ reward; a collapse on its chance-corrected reward, `analysis.lm_sweep.knowledge`
 below half the best it had (start or peak) by more than 3 standard errors; a setting collapses when at least half
 its seeds do, and its collapse share is given with its binomial standard error. Final rewards are compared with
 `VERDICT_Z` standard errors over seeds.
+
+The claims ask in three rounds, each of settings that do not depend on one another: the learning rates; at the best
+of them, reuse and the clip pairs; the K_ref check at the first collapsing reuse. A round's settings are handed to a
+`Deal`, which may run them in other processes (`pgrpo-sim validate` deals them over its workers): each setting's runs
+are one program with its own fixed key, so the numbers do not depend on where they ran.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import math
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -65,14 +73,37 @@ def summarize_setting(rows: list[dict], **point) -> dict:
     )
 
 
-def _run_points(base: dict, points: list[dict], common: dict) -> list[dict]:
-    """`lm_sweep.sweep_rows` rows of each of `points` (settings over `base`), tagged with all of the point's keys."""
-    rows = []
-    for point in points:
-        (key, value), *rest = point.items()
-        found, _ = lm_sweep.sweep_rows({**base, **dict(rest)}, {key: [value]}, **common)
-        rows += [{**point, **row} for row in found]
-    return rows
+Deal = Callable[[Callable, Sequence[tuple]], list[Callable[[], Any]]]
+"""How the claims run a round of settings: called with a module-level function and the argument tuples of its
+calls, it starts them (here or in other processes) and returns a getter of each call's result, in order."""
+
+
+def run_here(function: Callable, calls: Sequence[tuple]) -> list[Callable[[], Any]]:
+    """The `Deal` that runs each call in this process, once, when its result is first got."""
+    return [functools.cache(functools.partial(function, *args)) for args in calls]
+
+
+def run_setting(base: dict, point: dict, common: dict) -> tuple[list[dict], np.ndarray]:
+    """The `seeds` runs of `point` (settings over `base`) by `lm_sweep.sweep_rows` (`common`: its keyword arguments):
+    their rows and their reward curves float32[seeds, steps]."""
+    (key, value), *rest = point.items()
+    rows, curves = lm_sweep.sweep_rows({**base, **dict(rest)}, {key: [value]}, **common)
+    return rows, curves["reward"][0]
+
+
+def _start(settings: list[tuple[dict, dict]], common: dict, deal: Deal) -> list[Callable[[], tuple]]:
+    """Start the runs of each (base, point) of a round by `deal`, a setting asked twice in it (two ways of writing
+    one configuration) run once: a getter of each one's `run_setting` result, its rows tagged with all of the point's
+    keys."""
+    keys = [json.dumps(lm_sweep.every_setting(base, point), sort_keys=True) for base, point in settings]
+    unique = list(dict.fromkeys(keys))
+    getters = deal(run_setting, [(*settings[keys.index(key)], common) for key in unique])
+
+    def got(i: int) -> tuple[list[dict], np.ndarray]:
+        rows, reward = getters[unique.index(keys[i])]()
+        return [{**settings[i][1], **row} for row in rows], reward
+
+    return [functools.partial(got, i) for i in range(len(settings))]
 
 
 def significantly_worse(a: dict, b: dict) -> bool:
@@ -95,15 +126,15 @@ def _row(s: dict, label: str) -> list:
 HEADER = ["setting", "final reward (mean ± s.e.)", "peak", "mean length", "entropy", "collapse share (± s.e.)"]
 
 
-def lm_collapse(res: LMResolution, seed: int, plot: Callable | None) -> dict:
+def lm_collapse(res: LMResolution, seed: int, plot: Callable | None, deal: Deal = run_here) -> dict:
     """Claim: the language-model level fails where LLM runs fail. (a) Over two decades of learning rate the final reward
     rises, peaks and the largest rates collapse; (b) at the best rate (`best_rate`: the fastest of those tied with the
     top) with clip 0.2, 1 optimiser step per rollout learns and 16 collapse; (c) without the clip, reuse collapses where
     the clipped run does not; (d) near the edge some seeds collapse and others not. Holds when (a), (b) and (c) hold;
-    (d) is reported."""
-    chunks = Path(tempfile.mkdtemp(prefix="pgrpo-sim-lm-claims-"))  # a setting asked twice runs once
+    (d) is reported. `deal`: how each round of settings is run (`Deal`)."""
+    chunks = Path(tempfile.mkdtemp(prefix="pgrpo-sim-lm-claims-"))  # a setting asked in two rounds runs once
     try:
-        return _lm_collapse(res, seed, plot, dict(seeds=res.seeds, steps=res.steps, seed=seed, chunks=chunks))
+        return _lm_collapse(res, plot, dict(seeds=res.seeds, steps=res.steps, seed=seed, chunks=chunks), deal)
     finally:
         shutil.rmtree(chunks, ignore_errors=True)
 
@@ -117,27 +148,33 @@ def best_rate(rates: list[dict]) -> dict:
     return [s for s in rates if math.isfinite(s["final"]) and not significantly_worse(s, top)][-1]
 
 
-def _rate_claim(res: LMResolution, common: dict) -> dict:
+def _rate_claim(res: LMResolution, common: dict, deal: Deal) -> dict:
     """(a) a learning rate a few times the best collapses: the rates' summaries, the best, the lowest collapsing rate
-    and its ratio to the best, and whether the claim holds (the best is interior, the highest rate collapses and the
-    lowest is significantly worse than the best)."""
-    rows, curves = lm_sweep.sweep_rows(dict(res.settings), dict(learning_rate=list(res.learning_rates)), **common)
+    and its ratio to the best, whether the claim holds (the best is interior, the highest rate collapses and the
+    lowest is significantly worse than the best), and the reward curves float32[rates, seeds, steps]."""
+    settings = [(res.settings, dict(learning_rate=lr)) for lr in res.learning_rates]
+    runs = [got() for got in _start(settings, common, deal)]
+    rows = [row for found, _ in runs for row in found]
     rates = [summarize_setting(rows, learning_rate=lr) for lr in res.learning_rates]
     best = best_rate(rates)
     lowest = min((s["learning_rate"] for s in rates if s["collapses"]), default=None)
     interior = rates[0] is not best and rates[-1] is not best
     holds = bool(interior and rates[-1]["collapses"] and significantly_worse(rates[0], best))
     ratio = lowest / best["learning_rate"] if lowest else None
-    return dict(rates=rates, best=best, lowest=lowest, ratio=ratio, holds=holds, reward=curves["reward"])
+    return dict(rates=rates, best=best, lowest=lowest, ratio=ratio, holds=holds, reward=np.stack([r for _, r in runs]))
 
 
-def _reuse_claim(res: LMResolution, best: dict, common: dict) -> dict:
-    """(b) reusing a rollout for more optimiser steps degrades and then collapses a run at the best rate: the
-    settings' summaries, the first steps per rollout that degrade and that collapse, whether the claim holds."""
+def _reuse_settings(res: LMResolution, best: dict) -> list[tuple[dict, dict]]:
+    """(b)'s settings as (base, point): the steps per rollout at the best rate with clip 0.2."""
     base = dict(res.settings, learning_rate=best["learning_rate"], epsilon=0.2)
-    points = [dict(num_iterations=e, steps_per_generation=m) for e, m in res.reuse]
-    rows = _run_points(base, points, common)
-    reuse = [summarize_setting(rows, **point) for point in points]
+    return [(base, dict(num_iterations=e, steps_per_generation=m)) for e, m in res.reuse]
+
+
+def _reuse_claim(res: LMResolution, rows: list[dict]) -> dict:
+    """(b) reusing a rollout for more optimiser steps degrades and then collapses a run at the best rate: from the
+    rows of `_reuse_settings`, the settings' summaries, the first steps per rollout that degrade and that collapse,
+    whether the claim holds."""
+    reuse = [summarize_setting(rows, num_iterations=e, steps_per_generation=m) for e, m in res.reuse]
     first = reuse[0]
     degrades = next((e * m for (e, m), s in zip(res.reuse, reuse, strict=True) if significantly_worse(s, first)), None)
     collapse_at = next((e * m for (e, m), s in zip(res.reuse, reuse, strict=True) if s["collapses"]), None)
@@ -145,22 +182,23 @@ def _reuse_claim(res: LMResolution, best: dict, common: dict) -> dict:
     return dict(reuse=reuse, degrades=degrades, collapse_at=collapse_at, holds=holds)
 
 
-def _clip_claim(res: LMResolution, best: dict, common: dict) -> tuple[dict, bool]:
-    """(c) without the clip a reused rollout collapses where it does not with ε = 0.2: (epochs, ε) → summary, and
-    whether the claim holds at some number of epochs."""
-    rows, _ = lm_sweep.sweep_rows(
-        dict(res.settings, learning_rate=best["learning_rate"]),
-        dict(num_iterations=list(res.clip_epochs), epsilon=[0.2, None]),
-        **common,
-    )
+def _clip_settings(res: LMResolution, best: dict) -> list[tuple[dict, dict]]:
+    """(c)'s settings as (base, point): each number of epochs with ε = 0.2 and without the clip, at the best rate."""
+    base = dict(res.settings, learning_rate=best["learning_rate"])
+    return [(base, dict(num_iterations=e, epsilon=eps)) for e in res.clip_epochs for eps in (0.2, None)]
+
+
+def _clip_claim(res: LMResolution, rows: list[dict]) -> tuple[dict, bool]:
+    """(c) without the clip a reused rollout collapses where it does not with ε = 0.2: from the rows of
+    `_clip_settings`, (epochs, ε) → summary, and whether the claim holds at some number of epochs."""
     clip = {
         (e, eps): summarize_setting(rows, num_iterations=e, epsilon=eps) for e in res.clip_epochs for eps in (0.2, None)
     }
     return clip, any(clip[e, None]["collapses"] and not clip[e, 0.2]["collapses"] for e in res.clip_epochs)
 
 
-def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: dict) -> dict:
-    rate = _rate_claim(res, common)
+def _lm_collapse(res: LMResolution, plot: Callable | None, common: dict, deal: Deal) -> dict:
+    rate = _rate_claim(res, common, deal)
     rates, best, ratio, lowest_collapse, a_holds = (
         rate["rates"],
         rate["best"],
@@ -168,10 +206,12 @@ def _lm_collapse(res: LMResolution, seed: int, plot: Callable | None, common: di
         rate["lowest"],
         rate["holds"],
     )
-    reused = _reuse_claim(res, best, common)
+    reuse_at, clip_at = _reuse_settings(res, best), _clip_settings(res, best)
+    found = [got()[0] for got in _start(reuse_at + clip_at, common, deal)]  # (b) and (c): one round
+    reused = _reuse_claim(res, [row for rows in found[: len(reuse_at)] for row in rows])
     reuse, degrades, collapse_at, b_holds = reused["reuse"], reused["degrades"], reused["collapse_at"], reused["holds"]
-    clip, c_holds = _clip_claim(res, best, common)
-    oscillator = oscillator_claims(res, rates, rate["reward"], reuse, common)
+    clip, c_holds = _clip_claim(res, [row for rows in found[len(reuse_at) :] for row in rows])
+    oscillator = oscillator_claims(res, rates, rate["reward"], reuse, common, deal)
 
     settings = [*rates, *reuse, *clip.values(), *oscillator["reuse_slower"]]
     edge = [s for s in settings if 0 < s["collapse_share"] < 1]
@@ -250,7 +290,7 @@ MIN_FIT_STEPS = 20
 
 
 def oscillator_claims(
-    res: LMResolution, rates: list[dict], reward: np.ndarray, reuse: list[dict], common: dict
+    res: LMResolution, rates: list[dict], reward: np.ndarray, reuse: list[dict], common: dict, deal: Deal = run_here
 ) -> dict:
     """(e) The oscillator's claims on this level, as far as its runs can test them:
     - ζ from a fit: the damped-oscillator law fitted to each non-collapsing rate's seed-mean reward (weights: the
@@ -260,10 +300,17 @@ def oscillator_claims(
     - the K_ref threshold: reuse is stable while K·η·K_ref < 1 − μ, so the steps per rollout that collapse at the
       best rate should not at a `SLOWER` times smaller one: holds when that setting's collapse share falls below ½;
     - not tested here (no runs for them): the fixed point under β (needs a β sweep) and the 1/G scaling of the
-      stationary fluctuations (needs a G sweep and many more seeds than a collapse share does)."""
+      stationary fluctuations (needs a G sweep and many more seeds than a collapse share does).
+    The K_ref setting is started (`deal`) before the fits, which run here meanwhile."""
     from ..logs.law_regimes import read_regime, simpler_bics
     from ..logs.laws import fit_laws
 
+    collapsing = next(((e, m) for (e, m), s in zip(res.reuse, reuse, strict=True) if s["collapses"]), None)
+    slower_at = []
+    if collapsing is not None:
+        rate = best_rate(rates)["learning_rate"] / SLOWER
+        point = dict(learning_rate=rate, num_iterations=collapsing[0], steps_per_generation=collapsing[1])
+        slower_at = _start([(dict(res.settings, epsilon=0.2), point)], common, deal)
     fits = []
     for s, curves in zip(rates, reward, strict=True):
         if s["collapses"] or res.steps < MIN_FIT_STEPS:
@@ -286,15 +333,8 @@ def oscillator_claims(
     if len(usable) >= 2:
         slow, fast = usable[0], usable[-1]
         zeta_holds = bool(slow["zeta"] - fast["zeta"] > ZETA_Z * math.hypot(slow["zeta_se"], fast["zeta_se"]))
-    collapsing = next(((e, m) for (e, m), s in zip(res.reuse, reuse, strict=True) if s["collapses"]), None)
-    slower, kref_holds = [], None
-    if collapsing is not None:
-        best = best_rate(rates)
-        rate = best["learning_rate"] / SLOWER
-        point = dict(learning_rate=rate, num_iterations=collapsing[0], steps_per_generation=collapsing[1])
-        rows = _run_points(dict(res.settings, epsilon=0.2), [point], common)
-        slower = [summarize_setting(rows, **point)]
-        kref_holds = not slower[0]["collapses"]
+    slower = [summarize_setting(got()[0], **point) for got in slower_at]
+    kref_holds = not slower[0]["collapses"] if slower else None
     zeta_text = ", ".join(
         f"η {f['learning_rate']:g}: ζ {f['zeta']:.2f}" + ("" if f["zeta_se"] is None else f" ± {f['zeta_se']:.2f}")
         + f" ({f['regime']})"

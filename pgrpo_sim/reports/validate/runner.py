@@ -1,10 +1,13 @@
 """Runs the sections of `pgrpo-sim validate` (`validate`): in jobs over worker processes (`SCHEDULE`), in float64,
-their figures drawn and their results and report written by the parent."""
+their figures drawn and their results and report written by the parent. A section in `DEALT` runs in the parent
+instead and deals its independent settings over the same workers."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +37,10 @@ SCHEDULE = (
 """The jobs, in the order they start: longest first (measured, quick resolution), so that the last to start are
 short and the workers finish together. Section 10 runs after section 1 in one job: it reuses section 1's runs
 (`num_generations._base_run`). Sections not listed start after these, one job each."""
+DEALT = frozenset({"lm_collapse"})
+"""Sections that take a `deal` (`lm_claims.Deal`): with workers, each runs in a thread of the parent, which does its
+summaries and fits, and its rounds of settings go to the workers, ahead of the other sections' jobs. Section 11's
+settings take most of `validate --quick`'s time, and one worker alone would run them one after another."""
 
 
 def _host(value):
@@ -54,20 +61,47 @@ def _record(drawn: list, name: str, *data) -> None:
     drawn.append((name, _host(data)))
 
 
-def _run_job(keys: tuple[str, ...], res: Resolution, seed: int, figures: bool) -> list[tuple]:
+def _run_job(keys: tuple[str, ...], res: Resolution, seed: int, figures: bool, deal=None) -> list[tuple]:
     """Run the sections `keys` one after another in this process, in float64: per section (key, results,
     seconds, (figure name, data) or None). The figures are drawn by the caller: a section's `plot(name, *data)`
-    is recorded here, and the caller puts the file it draws under the section's "figure"."""
+    is recorded here, and the caller puts the file it draws under the section's "figure". `deal`: given to the
+    sections in `DEALT` (None: their own default, everything here)."""
     done = []
     for key in keys:
         drawn = []
         plot = functools.partial(_record, drawn) if figures else None
+        dealt = {"deal": deal} if deal is not None and key in DEALT else {}
         with jax.enable_x64(True):
             start = time.perf_counter()
-            result = sections.SECTIONS[key][1](res, seed, plot)
+            result = sections.SECTIONS[key][1](res, seed, plot, **dealt)
             seconds = time.perf_counter() - start
         done.append((key, _host(result), seconds, drawn[0] if drawn else None))
     return done
+
+
+def _in_float64(function: Callable, *args):
+    """`function(*args)` in float64, its JAX arrays returned as NumPy: a dealt call in a worker."""
+    with jax.enable_x64(True):
+        return _host(function(*args))
+
+
+def _dealer(pool: concurrent.futures.Executor, dealing: threading.Event) -> Callable:
+    """The `lm_claims.Deal` of the workers `pool`: submits each call, sets `dealing` once it has."""
+
+    def deal(function: Callable, calls) -> list[Callable]:
+        getters = [pool.submit(_in_float64, function, *args).result for args in calls]
+        dealing.set()
+        return getters
+
+    return deal
+
+
+def _dealt_job(job: tuple[str, ...], res: Resolution, seed: int, figures: bool, deal, dealing: threading.Event):
+    """`_run_job` in a thread of the parent, with `deal`; sets `dealing` when it ends, in case it dealt nothing."""
+    try:
+        return _run_job(job, res, seed, figures, deal)
+    finally:
+        dealing.set()
 
 
 def validate(
@@ -114,9 +148,21 @@ def validate(
     jobs += [(key,) for key in sections.SECTIONS if not any(key in job for job in jobs)]
     figures = out is not None
     processes = min(workers, len(jobs))
-    with worker_pool(processes) if processes > 1 else contextlib.nullcontext() as pool:
+    # the threads of dealt sections outlive the workers: on Ctrl-C or a failure the workers stop first, which fails
+    # the calls the threads wait for
+    with (
+        concurrent.futures.ThreadPoolExecutor() as threads,
+        worker_pool(processes) if processes > 1 else contextlib.nullcontext() as pool,
+    ):
         if pool is not None:
-            pending = {job: pool.submit(_run_job, job, res, seed, figures).result for job in jobs}
+            pending = {}
+            for job in (job for job in jobs if set(job) <= DEALT):
+                dealing = threading.Event()
+                deal = _dealer(pool, dealing)
+                pending[job] = threads.submit(_dealt_job, job, res, seed, figures, deal, dealing).result
+                dealing.wait()  # its first round goes to the workers first
+            for job in (job for job in jobs if job not in pending):
+                pending[job] = pool.submit(_run_job, job, res, seed, figures).result
         else:
             pending = {job: functools.partial(_run_job, job, res, seed, figures) for job in jobs}
         results, seconds = {}, {}
