@@ -60,3 +60,28 @@ def test_oscillator_fits_read_zeta_falling_with_the_rate():
     for fit, zeta in zip(out["zeta_fits"], (1.6, 0.3), strict=True):
         assert abs(fit["zeta"] - zeta) < 4 * fit["zeta_se"]
     assert out["zeta_falls"] is True and out["kref"] is None and "kref_missing_reason" in out
+
+
+TINY_LM = dict(prompts_per_step=4, num_generations=4, modulus=5, operands=2, max_completion_length=8, width=16,
+               layers=1, heads=2, eval_size=16, eval_every=2, start_accuracy=0.3)  # fmt: skip
+
+
+@pytest.mark.slow  # tiny runs of five settings (~20 s)
+def test_section_11_deals_three_rounds_each_setting_once_with_the_numbers_of_one_process():
+    """A `Deal` that records its rounds: the rates; reuse and the clip pairs together, the clipped 2-epoch setting
+    (written two ways) dealt once; then the K_ref setting, when a reuse collapsed. The result equals the default
+    (everything here, in order), so where the rounds run does not change a number."""
+    res = lm_claims.LMResolution(
+        steps=6, seeds=2, learning_rates=(1e-3, 1e-1), reuse=((1, 1), (2, 1)), clip_epochs=(2,), settings=TINY_LM
+    )
+    rounds = []
+
+    def recording(function, calls):
+        rounds.append([call[:2] for call in calls])
+        return lm_claims.run_here(function, calls)
+
+    dealt = lm_claims.lm_collapse(res, 0, None, recording)
+    assert [len(r) for r in rounds[:2]] == [2, 3]  # 2 rates; 2 reuse + 2 clip settings, one of them a reuse's
+    assert len(rounds) == 2 + (dealt["reuse_collapses_at"] is not None)
+    here = lm_claims.lm_collapse(res, 0, None)
+    assert repr(dealt) == repr(here)
