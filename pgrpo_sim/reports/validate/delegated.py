@@ -25,6 +25,7 @@ def mean_field(res: Resolution, seed: int, plot: Callable | None) -> dict:
 
 def lm_collapse(res: Resolution, seed: int, plot: Callable | None, deal: lm_claims.Deal = lm_claims.run_here) -> dict:
     """Claim: the language-model level fails where LLM GRPO runs fail — a learning rate a few times the best, many
-    optimiser steps per rollout, no clip with reuse — and the bandit cannot (`lm_claims.lm_collapse`; `deal`: how its
-    rounds of settings are run)."""
+    optimiser steps per rollout, no clip with reuse — and the bandit cannot (`lm_claims.lm_collapse`).
+
+    `deal`: how its rounds of settings are run (`lm_claims.Deal`)."""
     return lm_claims.lm_collapse(res.lm, seed, plot, deal)
