@@ -4,6 +4,7 @@ marker, written by a tool (`findings.py`, `anchor_study.py`, `lm_checks.py`, `be
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 
@@ -38,3 +39,11 @@ def anchor_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("page", type=Path, help="the page whose block is rewritten (docs/anchor-study.md)")
     parser.add_argument("--results", type=Path, default=None, help="also save the numbers as JSON here")
     return parser
+
+
+def publish(page: Path, begin: str, end: str, body: str, results: Path | None, numbers: dict) -> None:
+    """Print `body`, write it into `page`'s block, and with `results` save `numbers` there as JSON."""
+    print(body)
+    page.write_text(replace_block(page.read_text(), begin, end, body))
+    if results:
+        results.write_text(json.dumps(numbers, indent=2))

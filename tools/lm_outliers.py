@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from blocks import anchor_parser, replace_block
+from blocks import anchor_parser, publish
 
 import pgrpo_sim as ps
 from pgrpo_sim.calibration import lm_level
@@ -193,10 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     real = real_runs(args.anchors)
     level = level_runs(args.seeds, args.steps)
     body = markdown(real, level, args.seeds, args.steps)
-    print(body)
-    args.page.write_text(replace_block(args.page.read_text(), BEGIN, END, body))
-    if args.results:
-        args.results.write_text(json.dumps(dict(real=real, level=level), indent=2))
+    publish(args.page, BEGIN, END, body, args.results, dict(real=real, level=level))
     return 0
 
 
