@@ -223,7 +223,7 @@ def measure_readouts(steps: int = 300, reps: int = 3) -> dict:
 
 def _readouts_table(env: dict, rounds: int) -> list[str]:
     """`measure_readouts` in fresh processes set up as the command line (its XLA flags), medians over `rounds`."""
-    from pgrpo_sim.base.runtime import CPU_FUSION_FLAG
+    from pgrpo_sim.runtime.jax_setup import CPU_FUSION_FLAG
 
     e = dict(env, XLA_FLAGS=f"{env.get('XLA_FLAGS', '')} {CPU_FUSION_FLAG}".strip())
     runs = [harness.run_measure(__file__, "readouts", env=e) for _ in range(rounds)]
@@ -345,9 +345,9 @@ def check() -> list[tuple[str, bool]]:
 
 
 OPTIMISED_CODEGEN = "--xla_backend_optimization_level=3"
-"""XLA's default LLVM optimisation level, which `validate` turns off (`base.runtime.UNOPTIMIZED_CODEGEN_FLAG`) for
-all but its long-running programs (`base.runtime.OPTIMISED_CODEGEN`): set in XLA_FLAGS, the command keeps it, so the
-two runs show what the flag saves on this machine in this run."""
+"""XLA's default LLVM optimisation level, which `validate` turns off (`runtime.jax_setup.UNOPTIMIZED_CODEGEN_FLAG`)
+for all but its long-running programs (`base.compile_options.OPTIMISED_CODEGEN`): set in XLA_FLAGS, the command keeps
+it, so the two runs show what the flag saves on this machine in this run."""
 
 
 def _median_runs(rounds: int, fn) -> dict:
@@ -444,7 +444,8 @@ def report(quick: bool, rounds: int, out_dir) -> str:
         validate_note = (
             "`pgrpo-sim validate --quick` is measured once (one fresh process), not a median, and once more with "
             f"XLA's default LLVM optimisation (`XLA_FLAGS={OPTIMISED_CODEGEN}`, which the command then keeps), "
-            "the setting it had before it compiled unoptimised code (`base.runtime.UNOPTIMIZED_CODEGEN_FLAG`). Its "
+            "the setting it had before it compiled unoptimised code "
+            "(`runtime.jax_setup.UNOPTIMIZED_CODEGEN_FLAG`). Its "
             f"target, {VALIDATE_TARGET_S:g} s on a machine where `simulate --steps {sim_steps}` took "
             f"{REFERENCE_SIMULATE_S:g} s (the reference run's), is also judged as "
             f"{VALIDATE_TARGET_S / REFERENCE_SIMULATE_S:g}× the `simulate` row of this run, on any machine. Its "
@@ -501,7 +502,7 @@ def report(quick: bool, rounds: int, out_dir) -> str:
 def _fusion_table(env: dict, rounds: int) -> list[str]:
     """The fusion-emitter comparison: `measure_fusion` in fresh processes with XLA's default CPU fusion emitters
     and with the command line's `--xla_cpu_use_fusion_emitters=false`, taking turns, medians over `rounds`."""
-    from pgrpo_sim.base.runtime import CPU_FUSION_FLAG
+    from pgrpo_sim.runtime.jax_setup import CPU_FUSION_FLAG
 
     flags = env.get("XLA_FLAGS", "")
     envs = {"default": dict(env, XLA_FLAGS=f"{flags} --xla_cpu_use_fusion_emitters=true".strip())}

@@ -1,7 +1,7 @@
 """pgrpo-sim: a JAX-based, differentiable simulator of GRPO training dynamics.
 
 Layers (docs/development.md, "Layout"): `base` → `models` → `prediction` → `analysis`, `logs` → `calibration` → `viz` →
-`reports` → `cli`.
+`runtime` → `reports` → `cli`.
 The public API is `import pgrpo_sim as ps`: the names most users call (`ps.simulate`, `ps.predict`, `ps.read_log`,
 `ps.calibrate`, `ps.validate`, …) and the groups that hold every public name (`ps.theory`, `ps.bandit`, `ps.lm`,
 `ps.analysis`, `ps.logs`, `ps.calibration`, `ps.viz`; docs/api.md); the modules behind them are the implementation.

@@ -83,5 +83,8 @@ from .reports.log_report import (
 from .reports.validate import (
     validate as validate,
 )
+from .runtime.sweep_store import (
+    ChunkStore as ChunkStore,
+)
 
 __version__: str

@@ -6,6 +6,8 @@ pieces as verl and TRL compute them (advantages, clipped surrogate, KL estimator
 run (`run`, `run_loop`, `step`, rollout reuse's branches) for callers who vmap or scan it themselves
 (docs/guide/models.md, docs/guide/rollouts.md, docs/guide/oscillator.md), and the level's calibration on a real
 log (`calibrate`, `forecast`, `what_if`, also in `ps.calibration`): the verbs `ps.lm` has, under the same names.
+A grid of runs: `sweep` in memory, or `ps.run_sweep(…, store=ChunkStore(DIR))`, kept in a folder as it runs so that a
+rerun resumes (docs/guide/sweeps.md).
 """
 
 from .analysis.sweep import sweep as sweep
@@ -94,5 +96,6 @@ from .prediction import (
     predict as predict,
     two_arm_reduction as two_arm_reduction,
 )
+from .runtime.sweep_store import ChunkStore as ChunkStore
 
 __all__ = sorted(name for name in dir() if not name.startswith("_"))

@@ -5,7 +5,7 @@ go to a folder of this test session's (`PGRPO_SIM_CACHE`, shared by the xdist wo
 trained once per run).
 
 A test run that inherits Ctrl-C ignored (a background job of a script without job control, `(pytest &)`) takes it
-back here: the commands the tests start would keep the ignore (`base.boot`, as they should for a user's `nohup`), and
+back here: the commands the tests start would keep the ignore (`runtime.boot`, as they should for a user's `nohup`), and
 the interrupt tests need their SIGINT delivered.
 
 Every test process starts JAX's backend here, with the command line's default XLA flags (`fast_cpu_compilation`):
@@ -19,7 +19,7 @@ import tempfile
 import jax
 import pytest
 
-from pgrpo_sim.base.runtime import fast_cpu_compilation
+from pgrpo_sim.runtime.jax_setup import fast_cpu_compilation
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -15,12 +15,13 @@ RANK = {
     "logs": 3,
     "calibration": 4,
     "viz": 5,
-    "reports": 6,
-    "cli": 7,
-    "theory": 8,
-    "bandit": 8,
-    "lm": 8,
-    "integrations": 8,
+    "runtime": 6,
+    "reports": 7,
+    "cli": 8,
+    "theory": 9,
+    "bandit": 9,
+    "lm": 9,
+    "integrations": 9,
 }
 """Layer ranks, lower first: a module may import from its own layer and lower ones only (analysis and logs are
 peers: logs may use prediction, analysis never reads logs). `theory`, `bandit` and `lm` are public namespaces over

@@ -18,10 +18,11 @@ import pytest
 
 from pgrpo_sim.analysis import sweep as sweep_module
 from pgrpo_sim.analysis.sweep import load_sweep
-from pgrpo_sim.base import runtime
-from pgrpo_sim.base.outputs import MARK, read_mark
 from pgrpo_sim.cli import main, sweep as sweep_command
 from pgrpo_sim.reports.validate import sections as validate_sections
+from pgrpo_sim.runtime import jax_setup
+from pgrpo_sim.runtime.outputs import MARK, read_mark
+from pgrpo_sim.runtime.sweep_store import ChunkStore
 
 SWEEP = [
     "sweep",
@@ -136,7 +137,7 @@ def test_interrupted_validate_leaves_the_previous_results(tmp_path, monkeypatch,
         raise KeyboardInterrupt
 
     monkeypatch.setattr(validate_sections, "SECTIONS", {"a": ("A", first), "b": ("B", second)})
-    monkeypatch.setattr(runtime, "cpu_cores", lambda: 1)  # in this process, where the sections are replaced
+    monkeypatch.setattr(jax_setup, "cpu_cores", lambda: 1)  # in this process, where the sections are replaced
     out = tmp_path / "validation"
     assert main(["validate", "--quick", "--out", str(out)]) == 130
     err = _one_line(capsys.readouterr().err)
@@ -355,7 +356,8 @@ def test_output_size_estimate(tmp_path):
     estimate = sweep_module.output_bytes({"beta": 0.5}, axes, **options)
     (tmp_path / "final").mkdir()
     base = {"beta": 0.5}
-    sweep_module.compute_sweep(base, axes, out_dir=tmp_path, results_dir=tmp_path / "final", progress=False, **options)
+    store = ChunkStore(tmp_path, results_dir=tmp_path / "final")
+    sweep_module.compute_sweep(base, axes, store=store, progress=False, **options)
     actual = {
         "summary.csv": (tmp_path / "final" / "summary.csv").stat().st_size,
         "sweep.nc": (tmp_path / "final" / "sweep.nc").stat().st_size,

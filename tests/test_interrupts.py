@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from pgrpo_sim.base import outputs as outputs_module
-from pgrpo_sim.base.outputs import MARK, STAGE_PREFIX, read_mark
-from pgrpo_sim.base.runtime import interrupt_handling, interrupt_requested
 from pgrpo_sim.cli import main
 from pgrpo_sim.reports import calibration_report, log_report
+from pgrpo_sim.runtime import outputs as outputs_module
+from pgrpo_sim.runtime.interrupts import interrupt_handling, interrupt_requested
+from pgrpo_sim.runtime.outputs import MARK, STAGE_PREFIX, read_mark
 
 DATA = Path(__file__).parent / "data"
 CALIBRATE = ["calibrate", str(DATA / "generic.csv"), "--column", "reward=my_reward"]

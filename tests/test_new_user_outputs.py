@@ -25,9 +25,9 @@ from pgrpo_sim import lm
 from pgrpo_sim.analysis import lm_sweep, sweep as sweep_module
 from pgrpo_sim.analysis.sweep_grid import parse_axis
 from pgrpo_sim.base.errors import PgrpoSimError
-from pgrpo_sim.base.outputs import MARK, STAGE_PREFIX, staged_outputs
 from pgrpo_sim.cli import main
 from pgrpo_sim.cli.common import claim
+from pgrpo_sim.runtime.outputs import MARK, STAGE_PREFIX, staged_outputs
 
 TINY = dict(
     prompts_per_step=4, num_generations=4, modulus=5, operands=2, max_completion_length=8, width=16, layers=1,
@@ -44,7 +44,7 @@ def _one_line(err: str) -> str:
     return lines[0]
 
 
-def _stand_in(base, grid, *, seeds, steps, seed=0, chunks=None, progress=None):
+def _stand_in(base, grid, *, seeds, steps, seed=0, store=None, progress=None):
     """`lm_sweep.sweep_rows` without runs: rows with `VERDICTS` by learning rate, curves of zeros."""
     rows = []
     for point in lm_sweep.grid_points(base, grid):
@@ -228,7 +228,7 @@ def test_sigterm_leaves_no_staging_folder(tmp_path):
 
 def test_interruptible_work_keeps_the_callers_jax_settings():
     """The worker thread runs with the settings of the caller's `with` blocks (JAX keeps them per thread)."""
-    from pgrpo_sim.base.runtime import interruptible
+    from pgrpo_sim.base.waiting import interruptible
 
     with jax.enable_x64(False):
         assert interruptible(lambda: jax.numpy.ones(1).dtype) == np.float32

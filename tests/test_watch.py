@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-import pgrpo_sim.base.runtime as runtime
 import pgrpo_sim.calibration.watch as watch_module
+import pgrpo_sim.runtime.workers as workers
 from pgrpo_sim.base.errors import PgrpoSimError
-from pgrpo_sim.base.progress import stage_lines
 from pgrpo_sim.calibration.watch import alerting, run_end
 from pgrpo_sim.cli import main
 from pgrpo_sim.cli.watch import ALERT_EXIT
+from pgrpo_sim.runtime.stage_lines import stage_lines
 
 
 def _entry(p: float, step: float = 10.0) -> dict:
@@ -57,7 +57,7 @@ def stand_in(monkeypatch):
             return _entry(collapse(steps.size), step=float(steps[-1]))
 
         monkeypatch.setattr(watch_module, "watch_forecast", forecast)
-        monkeypatch.setattr(runtime, "worker_pool", lambda n: contextlib.nullcontext(ThreadPoolExecutor(n)))
+        monkeypatch.setattr(workers, "worker_pool", lambda n: contextlib.nullcontext(ThreadPoolExecutor(n)))
         return calls
 
     return install

@@ -9,7 +9,7 @@ leaves them unused rather than wrong, and `tests/tools/test_ship_starts.py` fail
     python tools/ship_starts.py            # train the missing starts, remove files no listed start names
     python tools/ship_starts.py --check    # exit 1 when a listed start is missing or a shipped file is not listed
 
-Training runs under the command line's XLA settings (`base.runtime.fast_cpu_compilation`), as the commands would.
+Training runs under the command line's XLA settings (`runtime.jax_setup.fast_cpu_compilation`), as the commands would.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="make (or --check) the SFT starts shipped with pgrpo-sim")
     parser.add_argument("--check", action="store_true", help="exit 1 when the shipped starts are not the listed ones")
     args = parser.parse_args(argv)
-    from pgrpo_sim.base.runtime import fast_cpu_compilation
+    from pgrpo_sim.runtime.jax_setup import fast_cpu_compilation
 
     fast_cpu_compilation()
     from pgrpo_sim.models.lm import pretrain

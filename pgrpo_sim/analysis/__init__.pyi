@@ -32,6 +32,7 @@ from .sweep import (
     SweepError as SweepError,
     SweepResult as SweepResult,
     SweepSettings as SweepSettings,
+    SweepStore as SweepStore,
     check_sweep as check_sweep,
     compute_sweep as compute_sweep,
     grid_axes as grid_axes,

@@ -30,7 +30,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from typing import Protocol
 
 import jax
 import numpy as np
@@ -38,10 +38,9 @@ import numpy.typing as npt
 
 from ..base.checks import check_seed, check_seeds, check_steps
 from ..base.errors import PgrpoSimError
-from ..base.files import write_atomically
 from ..base.progress import duration_text
-from ..base.runtime import interruptible
 from ..base.sharding import gather_processes, share_from_first
+from ..base.waiting import interruptible
 from ..models import lm
 from ..models.lm import READOUTS
 from ..models.lm.configuration import UNBOUNDED
@@ -413,11 +412,24 @@ def every_setting(base: Mapping, point: Mapping) -> dict:
     return settings.arguments
 
 
-def _point_file(chunks: Path, point: Mapping, base: Mapping, steps: int, seeds: int, seed: int) -> Path:
-    """A finished grid point's file, named by a hash of everything that determines its runs: every setting
+class PointStore(Protocol):
+    """Where `sweep_rows` keeps each finished grid point, so that a rerun resumes: the library computes, a store
+    keeps (`runtime.sweep_store.PointFolder` keeps them in a folder)."""
+
+    def load(self, name: str) -> Mapping[str, np.ndarray] | None:
+        """The arrays kept under `name`, or None when there are none."""
+        ...
+
+    def save(self, name: str, arrays: Mapping[str, npt.ArrayLike]) -> None:
+        """Keep `arrays` under `name`, whole or not at all."""
+        ...
+
+
+def _point_name(point: Mapping, base: Mapping, steps: int, seeds: int, seed: int) -> str:
+    """A finished grid point's name in a `PointStore`: a hash of everything that determines its runs, every setting
     (`every_setting`), steps, seeds and the seed."""
     spec = json.dumps(dict(settings=every_setting(base, point), steps=steps, seeds=seeds, seed=seed), sort_keys=True)
-    return chunks / f"point-{hashlib.sha256(spec.encode()).hexdigest()[:16]}.npz"
+    return hashlib.sha256(spec.encode()).hexdigest()[:16]
 
 
 def sweep_rows(
@@ -427,16 +439,16 @@ def sweep_rows(
     seeds: int,
     steps: int,
     seed: int = 0,
-    chunks: Path | None = None,
+    store: PointStore | None = None,
     progress: Callable[[str], object] | None = None,
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Every grid point (`grid_points`) × `seeds` runs of `steps` GRPO steps (`lm.simulate` with key `seed`), in
-    grid order. `chunks`: a folder where each finished point is saved (and found again on a rerun, so an
-    interrupted sweep resumes). Each point runs in a worker thread (`base.runtime.interruptible`), so that Ctrl-C
+    grid order. `store`: where each finished point is kept (and found again on a rerun, so an interrupted
+    sweep resumes). Each point runs in a worker thread (`base.waiting.interruptible`), so that Ctrl-C
     stops the sweep at once, losing at most the point under way. In a multi-host run (`jax.distributed`)
     the points are spread over the processes, one per process at a time, and exchanged after each round: every
-    process returns the whole sweep, and process 0 alone reads and saves `chunks`; a point that fails on one process
-    stops every process after its round. Returns (rows: the grid keys,
+    process returns the whole sweep, and process 0 alone reads and keeps points in `store`; a point that fails on
+    one process stops every process after its round. Returns (rows: the grid keys,
     `seed` and the `SUMMARY_FIELDS` per point and seed; curves: each read-out as float32[points, seeds, steps]).
 
     Args:
@@ -445,7 +457,7 @@ def sweep_rows(
         seeds: runs per point; integer in [1, 2²⁰].
         steps: GRPO steps per run; integer in [1, 10⁸].
         seed: the key of every point's runs; integer in [0, 2³² − 1].
-        chunks: the folder of finished points; None: nothing saved.
+        store: the finished points (`PointStore`); None: nothing kept.
         progress: called with one line before each point that is run (with the time left, once a point has run);
             None: silent.
 
@@ -459,9 +471,11 @@ def sweep_rows(
     check_steps(steps)
     check_seed(seed)
     points = grid_points(base, grid)
-    paths = [None if chunks is None else _point_file(chunks, p, base, steps, seeds, seed) for p in points]
     processes, me = jax.process_count(), jax.process_index()
-    loaded = {i: _load(path) for i, path in enumerate(paths) if me == 0 and path is not None and path.exists()}
+    store = store if me == 0 else None  # process 0 keeps the points
+    names = [_point_name(p, base, steps, seeds, seed) for p in points]
+    kept = {i: store.load(name) for i, name in enumerate(names)} if store is not None else {}
+    loaded = {i: lm.host_run(arrays) for i, arrays in kept.items() if arrays is not None}
     runs = share_from_first(loaded)  # process 0 reads the finished points; every process gets them
     todo = [i for i in range(len(points)) if i not in runs]
     took = []  # seconds of each point this process ran
@@ -483,8 +497,8 @@ def sweep_rows(
                     raise
                 failure = exc
             took.append(time.monotonic() - started)
-            if me == 0 and run is not None and (path := paths[i]) is not None:  # saved before the exchange
-                _save(path, run)
+            if store is not None and run is not None:  # kept before the exchange
+                store.save(names[i], lm.run_arrays(run))
         if processes > 1:  # every process's point, on every process; Ctrl-C at once
             packed = dict(_pack([run], seeds, steps), failed=np.array([failure is not None], np.int8))
             shared = interruptible(lambda packed=packed: gather_processes(packed, tiled=True))
@@ -497,8 +511,8 @@ def sweep_rows(
                 )
             for p, i in enumerate(batch):
                 runs[i] = _unpack(shared, p)
-                if me == 0 and p > 0 and (path := paths[i]) is not None:
-                    _save(path, runs[i])
+                if store is not None and p > 0:
+                    store.save(names[i], lm.run_arrays(runs[i]))
         elif run is not None:  # one process: a failed point has raised
             runs[batch[0]] = run
     rows, curves = [], {name: [] for name in READOUTS}
@@ -508,18 +522,6 @@ def sweep_rows(
         for name in READOUTS:
             curves[name].append(np.asarray(runs[i].readouts[name], np.float32))
     return rows, {name: np.stack(values) for name, values in curves.items()}
-
-
-def _save(path: Path, run: lm.Run) -> None:
-    """A finished point's runs to its file, atomically."""
-    arrays = lm.run_arrays(run)
-    write_atomically(path, lambda handle: np.savez(handle, **arrays))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
-
-
-def _load(path: Path) -> lm.Run:
-    """A finished point's runs from its file: a host run (NumPy arrays, no parameters)."""
-    with np.load(path) as saved:
-        return lm.host_run(saved)
 
 
 def _pack(runs: Sequence[lm.Run | None], seeds: int, steps: int) -> dict:

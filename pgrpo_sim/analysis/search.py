@@ -26,8 +26,8 @@ from jax import Array
 from ..base.autodiff import value_and_grad
 from ..base.checks import check_choice, check_range, check_seed, check_steps
 from ..base.errors import PgrpoSimError
-from ..base.outputs import finite_or_none
 from ..base.progress import Progress, report
+from ..base.serialise import finite_or_none
 from ..models import bandit
 from ..models.bandit import simulate
 from ..models.bandit.hyperparameters import DIFFERENTIABLE, HYPERPARAMETERS, INTEGER

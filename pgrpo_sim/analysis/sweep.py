@@ -7,9 +7,9 @@ chunks (one compilation per static structure); `num_generations` and `minibatche
 values is its own static group. The configuration axis of a chunk is sharded over `jax.devices()`. Every finished
 chunk is written to `DIR/chunks/` at once (atomic rename); a rerun with the same spec skips the
 configurations already done, so an interrupted sweep resumes and ends with identical results; the compiled calls
-are waited for in a worker thread (`base.runtime.interruptible`), so Ctrl-C stops a sweep at once. The final files
+are waited for in a worker thread (`base.waiting.interruptible`), so Ctrl-C stops a sweep at once. The final files
 (`sweep.json`, `sweep.nc`, `summary.csv`) replace the previous ones only once all are written
-(`base.outputs.staged_outputs`); then the chunks are removed.
+(`runtime.outputs.staged_outputs`); then the chunks are removed.
 Sampled mode uses the same seeds at every grid point (common random numbers).
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jax
@@ -25,10 +26,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base.checks import check_choice, check_range, check_seed, check_seeds, check_steps
+from ..base.compile_options import RUN_BOUND_OPTIONS
 from ..base.errors import PgrpoSimError
 from ..base.progress import progress_bar
-from ..base.runtime import RUN_BOUND_OPTIONS, interruptible
 from ..base.sharding import agree, gather_processes, shard_batch, share_from_first
+from ..base.waiting import interruptible
 from ..models import bandit
 from ..models.bandit import check_mode, initial_state, make_optimizer, rewards_are_binary, rollout_count, run, step
 from ..models.bandit.configuration import check_settings
@@ -43,10 +45,10 @@ from .sweep_grid import (
     SweepResult as SweepResult,
     SweepSettings as SweepSettings,
     SweepSpec as SweepSpec,
+    SweepStore as SweepStore,
     grid_axes as grid_axes,
     parse_axis as parse_axis,
 )
-from .sweep_store import ChunkStore, load_sweep as load_sweep
 
 if TYPE_CHECKING:  # imported where a Dataset is made: it costs a command 0.3–0.4 s
     import xarray
@@ -212,13 +214,34 @@ def _chunk_shape(n: int, config: bandit.Config, settings: SweepSettings, branche
     return batches * batch * n_dev, batch
 
 
+def load_sweep(out_dir: str | os.PathLike):
+    """The dataset a finished sweep saved in `out_dir` (`sweep.nc`).
+
+    Args:
+        out_dir: the finished sweep's folder (a `ChunkStore`'s).
+
+    Returns:
+        The labelled `xarray.Dataset`, as `run_sweep` makes it, loaded into memory: one dimension per axis (static
+        axes first), "step" (optimiser steps) with trajectories; the spec and spacings as JSON attributes.
+
+    Raises:
+        SweepError: `out_dir` holds no `sweep.nc` (no sweep, or one not finished).
+    """
+    import xarray as xr
+
+    path = Path(out_dir) / "sweep.nc"
+    if not path.is_file():
+        raise SweepError(f"no finished sweep in {out_dir}: {path.name} is missing (a sweep writes it when it ends)")
+    return xr.load_dataset(path, engine="scipy")
+
+
 def run_sweep(base: dict, axes: Sequence[Axis], **options) -> xarray.Dataset:
     """Run the bandit at every grid point: `compute_sweep`, labelled.
 
     Args:
         base: `bandit.config` keyword arguments of the fixed parameters.
         axes: the grid, one `Axis` per swept parameter.
-        **options: the keyword arguments of `compute_sweep` (out_dir, overwrite, … and the `SweepSettings`).
+        **options: the keyword arguments of `compute_sweep` (store, progress and the `SweepSettings`).
 
     Returns:
         An `xarray.Dataset` with one dimension per axis and one data variable per summary (`CurveSummary` fields,
@@ -273,27 +296,21 @@ def compute_sweep(
     base: dict,
     axes: Sequence[Axis],
     *,
-    out_dir: str | os.PathLike | None = None,
-    results_dir: str | os.PathLike | None = None,
-    overwrite: bool = False,
+    store: SweepStore | None = None,
     progress: bool = True,
     **settings,
 ) -> SweepResult:
     """Run the bandit at every grid point; its summaries as NumPy arrays (`run_sweep` labels them as an xarray
     Dataset, whose import costs a command 0.3–0.4 s).
 
-    With `out_dir`, chunks are written as they finish and a rerun resumes (a directory holding a different sweep is
-    refused unless `overwrite`); the results are also saved as `sweep.json` (the spec), `sweep.nc` (read it with
-    `load_sweep`) and `summary.csv`, which replace the previous ones together once all are written, and then the
-    chunks are removed.
+    With a `store`, each chunk is kept there as it finishes, and a rerun with the same store resumes from them; the
+    store keeps the result at the end (`ps.ChunkStore(DIR)`: in a folder, as `sweep.json`, `sweep.nc`, read back by
+    `load_sweep`, and `summary.csv`; a folder holding a different sweep is refused unless told to overwrite it).
 
     Args:
         base: `bandit.config` keyword arguments of the fixed parameters.
         axes: the grid, one `Axis` per swept parameter (`parse_axis` reads "learning_rate=log:0.001:1:50").
-        out_dir: folder of the chunks and results; None: nothing is written.
-        results_dir: write the results there instead (a caller's `StagedOutputs` folder, which moves them into
-            `out_dir` and removes the chunks itself).
-        overwrite: replace a folder that holds another sweep.
+        store: where finished chunks and the result are kept (`SweepStore`); None: nothing is kept.
         progress: show a progress bar on stderr.
         **settings: the fields of `SweepSettings` (`steps` required; mode, seeds, seed, chunk_size, max_memory,
             decimate).
@@ -302,14 +319,14 @@ def compute_sweep(
         A `SweepResult`: per grid point, the `CurveSummary` fields, late variance and divergence flags.
 
     Raises:
-        SweepError: an invalid grid, or an `out_dir` holding something else; `PgrpoSimError` for a setting out
-            of its range (nothing is created then).
+        SweepError: an invalid grid, or a `store` holding another sweep; `PgrpoSimError` for a setting out of its
+            range (nothing is created then).
     """
     settings = SweepSettings(**settings)
     steps, mode, seeds, seed, decimate = settings.steps, settings.mode, settings.seeds, settings.seed, settings.decimate
     spec, traced, static, configs = _plan(base, axes, settings)
-    writer = out_dir is not None and jax.process_index() == 0  # in a multi-host run, process 0 writes
-    store = agree(lambda: ChunkStore(out_dir, spec, overwrite) if writer else None)  # refused: every process stops
+    store = store if jax.process_index() == 0 else None  # in a multi-host run, process 0 keeps the chunks
+    agree(lambda: store.open(spec) if store else None)  # refused: every process stops
     if traced:
         grid = np.stack(np.meshgrid(*[np.asarray(a.values) for a in traced], indexing="ij"), -1)
         grid = grid.reshape(-1, len(traced))
@@ -365,7 +382,7 @@ def compute_sweep(
         bar.close()  # before any error message: it must not be glued onto the bar's line
     result = _assemble(groups, traced, static, spec)
     if store:
-        store.finish(result, results_dir, progress)
+        store.finish(result, progress)
     return result
 
 
@@ -398,9 +415,9 @@ def output_bytes(
     axes: Sequence[Axis],
     **settings,
 ) -> dict[str, int]:
-    """About how many bytes a sweep with `out_dir` writes, validated as `check_sweep`. The fields and their dtypes
-    are the summaries' own (traced, not run); the CSV's widths are typical ones (`CSV_WIDTHS`, each coordinate's
-    from its values).
+    """About how many bytes a sweep kept in a folder (`ps.ChunkStore`) writes, validated as `check_sweep`. The fields
+    and their dtypes are the summaries' own (traced, not run); the CSV's widths are typical ones (`CSV_WIDTHS`, each
+    coordinate's from its values).
 
     Args:
         base: `bandit.config` keyword arguments of the fixed parameters.

@@ -7,14 +7,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
 from ..base.errors import PgrpoSimError
-from ..base.outputs import json_text
 from ..base.regimes import DISCRETE_REGIMES
+from ..base.serialise import json_text
 from ..models.bandit.hyperparameters import STATIC, TRACED, hyperparameter
 from ..models.bandit.renamed import current_name
 
@@ -256,3 +256,24 @@ class SweepResult(NamedTuple):
 
         variables = {k: xr.Variable(dims, v, attrs) for k, (dims, v, attrs) in self.variables().items()}
         return xr.Dataset(variables, coords=self.coords(), attrs=self.attrs())
+
+
+class SweepStore(Protocol):
+    """Where `compute_sweep` keeps a sweep's finished chunks and results, so that a rerun resumes: the library
+    computes, a store keeps (`runtime.sweep_store.ChunkStore` keeps them in a folder, `ps.ChunkStore`)."""
+
+    def open(self, spec: SweepSpec) -> None:
+        """Take the sweep `spec` before its first chunk; `OtherSweepError` where the store holds another sweep."""
+        ...
+
+    def load(self, group: int) -> Iterable[tuple[np.ndarray, dict[str, np.ndarray]]]:
+        """(configuration indices, their summaries) of every finished chunk of static group `group`."""
+        ...
+
+    def save(self, group: int, index: np.ndarray, chunk: dict[str, np.ndarray]) -> None:
+        """Keep a finished chunk of static group `group`: configuration indices and summaries."""
+        ...
+
+    def finish(self, result: SweepResult, progress: bool) -> None:
+        """Keep the finished sweep (and drop its chunks); `progress`: a bar on stderr."""
+        ...

@@ -1,36 +1,14 @@
-"""Progress of long commands: stage lines on stderr, "calibrate [  12 s] drawing the 80 % band…".
-
-Library functions that take long accept `progress`, a `Progress` callback called with each stage as it starts
-(default None: silent); the command line passes `stage_lines(command)` unless `--quiet`.
+"""Progress of long work: library functions that take long accept `progress`, a `Progress` callback called with each
+stage as it starts (default None: silent); the command line passes `runtime.stage_lines.stage_lines(command)`, its
+lines on stderr, unless `--quiet`. Sweeps show a bar (`progress_bar`) and say what is left (`duration_text`).
 """
 
 from __future__ import annotations
 
-import sys
-import time
 from collections.abc import Callable
-from typing import TextIO
 
 Progress = Callable[[str], None]
 """Called with the name of each stage as it starts (no trailing punctuation)."""
-
-
-class StageLines:
-    """A `Progress` that prints each stage as one line, "COMMAND [T s] STAGE…", T the seconds since it was made, to
-    `stream` (None: stderr, flushed at once). An object rather than a closure, so that a worker process can be given
-    it (`watch`'s forecasts tell their stages from the worker: the monotonic clock is the machine's)."""
-
-    def __init__(self, command: str, stream: TextIO | None = None):
-        self.command, self.stream, self.start = command, stream, time.monotonic()
-
-    def __call__(self, stage: str) -> None:
-        print(f"{self.command} [{time.monotonic() - self.start:4.0f} s] {stage}…", file=self.stream or sys.stderr,
-              flush=True)  # fmt: skip
-
-
-def stage_lines(command: str, *, enabled: bool = True, stream: TextIO | None = None) -> Progress | None:
-    """A `StageLines` for `command`, or None when not `enabled` (`--quiet`)."""
-    return StageLines(command, stream) if enabled else None
 
 
 def duration_text(seconds: float) -> str:

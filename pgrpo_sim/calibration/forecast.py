@@ -26,8 +26,8 @@ import numpy as np
 from ..analysis.summaries import summarize_curve, verdict
 from ..base.checks import check_range
 from ..base.errors import PgrpoSimError
-from ..base.outputs import finite_or_none
 from ..base.progress import Progress, report
+from ..base.serialise import finite_or_none
 from ..logs.laws import KNOWN_LAWS, fit_law
 from ..logs.readers import TrainingLog, check_log
 from .inference import DRAWS, Band, Calibration, check_calibration, model_steps, predictive_band

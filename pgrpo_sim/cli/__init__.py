@@ -4,7 +4,7 @@ no JAX program, matplotlib or xarray)."""
 
 from __future__ import annotations
 
-from ..base import boot  # noqa: F401  (first: Ctrl-C while the other modules load)
+from ..runtime import boot  # noqa: F401  (first: Ctrl-C while the other modules load)
 
 # isort: split
 from .app import build_parser as build_parser, main as main

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from ..base.errors import PgrpoSimError
-from ..base.runtime import deferred_interrupts, interrupt_handling, interrupt_requested
+from ..runtime.interrupts import deferred_interrupts, interrupt_handling, interrupt_requested
 from . import calibration, fit, simulate, sweep, theory, tune, validate, watch
 from .common import (
     Parser,
@@ -58,14 +58,14 @@ def _use_agg_backend() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pgrpo-sim` console script; returns the exit code: 0 done, 2 bad input or an output that
     cannot be written (one line on stderr), 130 interrupted (one line), 3 a watch's alert (`cli.watch`). Outputs are
-    replaced only when all are complete (`base.outputs.staged_outputs`): after 2 or 130 the previous results are as
+    replaced only when all are complete (`runtime.outputs.staged_outputs`): after 2 or 130 the previous results are as
     they were."""
     _use_agg_backend()  # the command line only writes figures to files
     args = None
     with interrupt_handling():
         try:
             args = build_parser().parse_args(argv)
-            from ..base.runtime import configure_jax
+            from ..runtime.jax_setup import configure_jax
 
             configure_jax(compile_cache=not args.no_compile_cache, compile_bound=getattr(args, "compile_bound", False))
             args.interrupt_note = untouched_note(args)  # until the command claims --out (a long fit comes first)

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from ..base.checks import check_range, check_seed
-from ..base.outputs import staged_outputs
-from ..base.progress import stage_lines
 from ..logs.readers import FORMATS
+from ..runtime.outputs import staged_outputs
+from ..runtime.stage_lines import stage_lines
 from .common import (
     FORMAT_HELP,
     RUN_HELP,

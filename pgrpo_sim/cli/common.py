@@ -206,7 +206,7 @@ def version() -> str:
 
 def claim(args: argparse.Namespace, staged, command: str, outputs: Sequence[str], *, resumable: bool = False) -> Path:
     """Claim --out for `command` (refusing another command's or a foreign directory): the folder in it where the
-    command writes its outputs, moved into place only when `staged` (`base.outputs.staged_outputs`) commits them;
+    command writes its outputs, moved into place only when `staged` (`runtime.outputs.staged_outputs`) commits them;
     and what an interrupt leaves, for its one line: a resumable command's finished chunks, or the previous results.
     """
     out = Path(args.out)
@@ -248,7 +248,7 @@ def check_file_outputs(args: argparse.Namespace) -> None:
 def check_memory(what: str, need: int, held: str, advice: str) -> None:
     """A `UsageError` when `need` bytes of `held` results (what a command keeps of its runs) exceed this machine's
     physical memory: refused in one line before a run that would end in an out-of-memory traceback."""
-    from ..base.runtime import physical_memory
+    from ..runtime.jax_setup import physical_memory
 
     have = physical_memory()
     if have is not None and need > have:
@@ -273,7 +273,7 @@ def print_table(out: dict) -> None:
 
 
 def write_table(staged, path: str, header: Sequence[str], rows: np.ndarray, *, integer_first: bool) -> None:
-    """The table as CSV at --out `path`, through `staged` (`base.outputs.staged_outputs`)."""
+    """The table as CSV at --out `path`, through `staged` (`runtime.outputs.staged_outputs`)."""
     try:
         with open(staged.file(path), "w", newline="") as fh:
             writer = csv.writer(fh)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from ..base.outputs import staged_outputs
-from ..base.progress import report, stage_lines
+from ..base.progress import report
 from ..logs.readers import FORMATS
+from ..runtime.outputs import staged_outputs
+from ..runtime.stage_lines import stage_lines
 from .common import FORMAT_HELP, RUN_HELP, add_output_args, claim, integer, wrote
 from .outputs import check_output_dir, command_settings
 

@@ -14,8 +14,10 @@ import numpy as np
 
 from ..base.checks import check_seed, check_seeds, check_steps
 from ..base.errors import PgrpoSimError
-from ..base.outputs import staged_outputs, write_csv
-from ..base.progress import report, stage_lines
+from ..base.progress import report
+from ..runtime.outputs import staged_outputs
+from ..runtime.stage_lines import stage_lines
+from ..runtime.tables import write_csv
 from .common import flag_of
 from .outputs import check_distinct_outputs, check_output_file
 

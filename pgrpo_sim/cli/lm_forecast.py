@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping, Sequence
 
-from ..base.outputs import staged_outputs
-from ..base.progress import report, stage_lines
+from ..base.progress import report
 from ..calibration.results import LEVELS
+from ..runtime.outputs import staged_outputs
+from ..runtime.stage_lines import stage_lines
 from .common import wrote
 
 MODELS = ("auto", *LEVELS)

@@ -1,6 +1,6 @@
 """What the command line checks of its output paths (--out, --plot) before it validates or runs anything: each one
 refused in one line naming the flag, creating nothing (docs/guide/command-line.md, "Outputs"). The writing itself,
-staged and marked, is `base.outputs`'."""
+staged and marked, is `runtime.outputs`'."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..base.errors import PgrpoSimError
-from ..base.outputs import other_settings, output_dir_owner
 from ..models.bandit.renamed import current_names
+from ..runtime.outputs import other_settings, output_dir_owner
 
 NOT_SETTINGS = frozenset(
     {

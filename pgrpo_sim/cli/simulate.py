@@ -9,9 +9,10 @@ import warnings
 import numpy as np
 
 from ..base.checks import check_seed, check_seeds, check_steps
-from ..base.outputs import staged_outputs
-from ..base.progress import report, stage_lines
+from ..base.progress import report
 from ..models.bandit.readouts import TABLE_READOUTS
+from ..runtime.outputs import staged_outputs
+from ..runtime.stage_lines import stage_lines
 from .bandit_flags import add_bandit_args, config_from_flags, refuse_unused_seeds
 from .common import (
     IMAGE_SUFFIXES,

@@ -11,9 +11,12 @@ import numpy as np
 
 from ..analysis.sweep_grid import SweepSettings, axis_name
 from ..base.checks import check_range, check_seed, check_seeds, check_steps
-from ..base.outputs import json_text, staged_outputs, write_csv
-from ..base.progress import duration_text, report, stage_lines
+from ..base.progress import duration_text, report
+from ..base.serialise import json_text
 from ..base.sharding import agree
+from ..runtime.outputs import staged_outputs
+from ..runtime.stage_lines import stage_lines
+from ..runtime.tables import write_csv
 from .bandit_flags import (
     add_bandit_args,
     check_clip_order,
@@ -229,17 +232,11 @@ def _claim_sweep(args: argparse.Namespace, staged, command: str, outputs: Sequen
 def _run_sweep_command(args: argparse.Namespace, base: dict, axes, results: Path | None):
     """The sweep's `SweepResult`: its chunks kept in --out as they finish, its final files written to `results`."""
     from ..analysis.sweep import OtherSweepError, SweepError, compute_sweep
+    from ..runtime.sweep_store import ChunkStore
 
+    store = ChunkStore(args.out, overwrite=args.overwrite, results_dir=results)
     try:
-        return compute_sweep(
-            base,
-            axes,
-            out_dir=args.out,
-            results_dir=results,
-            overwrite=args.overwrite,
-            progress=not args.quiet,
-            **_sweep_kwargs(args),
-        )
+        return compute_sweep(base, axes, store=store, progress=not args.quiet, **_sweep_kwargs(args))
     except OtherSweepError:
         raise UsageError(f"--out {args.out} holds a different sweep; use --overwrite or another --out") from None
     except SweepError as exc:
@@ -280,7 +277,7 @@ LM_OUTPUTS = ("summary.csv", "curves.csv", "sweep.json", "README.md", "chunks")
 
 def _cmd_sweep_lm(args: argparse.Namespace) -> None:
     """`sweep --model lm`: every --grid point × --seeds runs (`analysis.lm_sweep.sweep_rows`); --out gets
-    summary.csv, curves.csv, sweep.json and README.md (`analysis.sweep_store.write_lm_sweep`). Checked first as the
+    summary.csv, curves.csv, sweep.json and README.md (`runtime.sweep_store.write_lm_sweep`). Checked first as the
     bandit's sweep is (`_check_size`: the files, and the runs' estimated time on CPU); finished points are kept in
     --out/chunks as they finish, so a rerun of the same command resumes, and removed once the sweep ends. A
     multi-host run (--coordinator, --num-processes, --process-id, as the bandit's sweep) spreads the grid points over
@@ -291,8 +288,8 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
     import jax
 
     from ..analysis import lm_sweep
-    from ..analysis.sweep_store import write_lm_sweep
     from ..models.lm import READOUTS
+    from ..runtime.sweep_store import PointFolder, write_lm_sweep
     from .lm import LM_SWEEP, SWEEP_FLAGS, refuse_bandit_flags, run_size
 
     refuse_bandit_flags(args, SWEEP_FLAGS | {"yes"})
@@ -327,7 +324,13 @@ def _cmd_sweep_lm(args: argparse.Namespace) -> None:
         finished = lambda: len(list((out / "chunks").glob("point-*.npz")))  # temporary files are hidden
         args.interrupt_note = _KeptNote(out / "chunks", finished, "grid point")
         rows, curves = lm_sweep.sweep_rows(
-            settings, grid, seeds=seeds, steps=steps, seed=args.seed, chunks=out / "chunks", progress=progress
+            settings,
+            grid,
+            seeds=seeds,
+            steps=steps,
+            seed=args.seed,
+            store=PointFolder(out / "chunks"),
+            progress=progress,
         )
         report(progress, "writing")
         spec = dict(model="lm", settings=settings, grid=grid, seeds=seeds, steps=steps, seed=args.seed, points=points)

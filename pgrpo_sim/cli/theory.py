@@ -8,10 +8,8 @@ import argparse
 import numpy as np
 
 from ..base.checks import check_normal, check_range, check_seed, check_steps
-from ..base.outputs import (
-    json_text,
-    staged_outputs,
-)
+from ..base.serialise import json_text
+from ..runtime.outputs import staged_outputs
 from .bandit_flags import add_bandit_args, add_oscillator_args, config_from_flags
 from .common import (
     UsageError,

@@ -10,9 +10,11 @@ import numpy as np
 
 from ..analysis.search_settings import OBJECTIVES, OPTIMISER_DEFAULTS, SearchSettings
 from ..base.checks import check_range
-from ..base.outputs import json_text, staged_outputs
-from ..base.progress import report, stage_lines
+from ..base.progress import report
+from ..base.serialise import json_text
 from ..models.bandit.hyperparameters import HYPERPARAMETERS
+from ..runtime.outputs import staged_outputs
+from ..runtime.stage_lines import stage_lines
 from .bandit_flags import add_bandit_args, config_from_flags
 from .common import UsageError, add_output_args, claim, finite_float, integer
 from .outputs import check_output_dir, command_settings

@@ -5,17 +5,15 @@ from __future__ import annotations
 import argparse
 
 from ..base.checks import check_seed
-from ..base.outputs import (
-    staged_outputs,
-)
+from ..runtime.outputs import staged_outputs
 from .common import add_output_args, claim, integer
 
 VALIDATE_OUTPUTS = ("report.md", "results.json", "*.png")
 
 
 def _cmd_validate(args: argparse.Namespace) -> None:
-    from ..base.runtime import cpu_cores
     from ..reports.validate import validate
+    from ..runtime.jax_setup import cpu_cores
 
     check_seed(args.seed)
     log = lambda line: print(line, flush=True)

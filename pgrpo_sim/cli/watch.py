@@ -20,10 +20,12 @@ from pathlib import Path
 from ..base.checks import check_range, check_seed
 from ..base.errors import PgrpoSimError
 from ..base.files import write_atomically
-from ..base.outputs import json_text, staged_outputs
-from ..base.progress import report, stage_lines
+from ..base.progress import report
+from ..base.serialise import json_text
 from ..calibration.watch import CONSECUTIVE
 from ..logs.readers import FORMATS
+from ..runtime.outputs import staged_outputs
+from ..runtime.stage_lines import stage_lines
 from .common import FORMAT_HELP, OVERWRITE_HELP, RUN_HELP, claim, finite_float, integer
 from .outputs import check_output_dir, command_settings
 
@@ -126,10 +128,10 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _cmd_watch(args: argparse.Namespace) -> int:
-    from ..base.runtime import worker_pool
     from ..calibration.watch import watch_forecast
     from ..logs.follow import follow_log
     from ..logs.readers import parse_column_map
+    from ..runtime.workers import worker_pool
     from .calibration import min_log_steps
 
     _check(args)

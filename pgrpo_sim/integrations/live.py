@@ -179,7 +179,7 @@ def _background() -> int:
 
 
 class ForecastWorker:
-    """One worker process for forecasts (`base.runtime.worker_pool(1)`: spawned, with this process's JAX settings,
+    """One worker process for forecasts (`runtime.workers.worker_pool(1)`: spawned, with this process's JAX settings,
     exiting if this process dies), with JAX on the CPU unless `JAX_PLATFORMS` says otherwise and its CPU priority
     lowered by `WORKER_NICENESS`; started at once, so that its start (JAX's import, seconds) overlaps the training's.
     `close` stops it without waiting for a forecast: one still running is ended by terminating the worker (its own
@@ -189,7 +189,7 @@ class ForecastWorker:
     """
 
     def __init__(self):
-        from ..base.runtime import worker_pool
+        from ..runtime.workers import worker_pool
 
         self._stack = contextlib.ExitStack()
         self._pool = self._stack.enter_context(worker_pool(1))

@@ -17,10 +17,10 @@ from jax import Array
 from jax.typing import ArrayLike
 
 from ..base.checks import as_float, check_choice, check_range
+from ..base.compile_options import OPTIMISED_CODEGEN
 from ..base.errors import PgrpoSimError
-from ..base.outputs import finite_or_none
 from ..base.progress import Progress, report
-from ..base.runtime import OPTIMISED_CODEGEN
+from ..base.serialise import finite_or_none
 from ..models.oscillator import theory
 from ..models.step_ranges import STEP_RANGES
 from .least_squares import least_squares
@@ -220,7 +220,7 @@ _fit_jit = jax.jit(_fit_padded, static_argnames="law")
 _fit_jit_optimised = jax.jit(_fit_padded, static_argnames="law", compiler_options=dict(OPTIMISED_CODEGEN))
 OPTIMISED_LAWS = ("oscillator",)
 """Laws whose fit is compiled with LLVM's optimisation whatever `XLA_FLAGS` say: under `validate`'s unoptimised
-codegen (`base.runtime.UNOPTIMIZED_CODEGEN_FLAG`) the oscillator's fit ran 3× longer (1.0 s against 0.32 s),
+codegen (`runtime.jax_setup.UNOPTIMIZED_CODEGEN_FLAG`) the oscillator's fit ran 3× longer (1.0 s against 0.32 s),
 while the other laws' fits are compile-bound and gain from the flag."""
 _law_curve_jit = jax.jit(law_curve, static_argnames="law")
 

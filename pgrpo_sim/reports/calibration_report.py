@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..base.outputs import json_text
 from ..base.progress import Progress, report
+from ..base.serialise import json_text
 from ..calibration.forecast import GoodnessOfFit, draws_note, extend, goodness_of_fit, scenario_note
 from ..calibration.inference import DRAWS, Calibration, predictive_band
 from ..calibration.results import Forecast, WhatIf

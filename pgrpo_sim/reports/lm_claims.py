@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis import lm_sweep
+from ..runtime.sweep_store import PointFolder
 from .claims import VERDICT_Z, verdict
 
 
@@ -134,7 +135,8 @@ def lm_collapse(res: LMResolution, seed: int, plot: Callable | None, deal: Deal 
     (d) is reported. `deal`: how each round of settings is run (`Deal`)."""
     chunks = Path(tempfile.mkdtemp(prefix="pgrpo-sim-lm-claims-"))  # a setting asked in two rounds runs once
     try:
-        return _lm_collapse(res, plot, dict(seeds=res.seeds, steps=res.steps, seed=seed, chunks=chunks), deal)
+        points = PointFolder(chunks)
+        return _lm_collapse(res, plot, dict(seeds=res.seeds, steps=res.steps, seed=seed, store=points), deal)
     finally:
         shutil.rmtree(chunks, ignore_errors=True)
 

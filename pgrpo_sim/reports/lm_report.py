@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..base.outputs import json_text
+from ..base.serialise import json_text
 from ..calibration import language_model
 from ..calibration.forecast import scenario_note
 from ..calibration.results import Forecast, WhatIf

@@ -16,8 +16,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..base.errors import PgrpoSimError
-from ..base.outputs import finite_or_none, json_text
 from ..base.progress import Progress
+from ..base.serialise import finite_or_none, json_text
 from ..logs import coupling as couplings, law_regimes, laws
 from ..logs.diagnostics import FAILURE_MODES, Diagnosis, diagnose
 from ..logs.readers import TrainingLog, check_log

@@ -13,6 +13,7 @@ import pytest
 from pgrpo_sim import lm
 from pgrpo_sim.analysis import lm_sweep, summaries
 from pgrpo_sim.base.errors import PgrpoSimError
+from pgrpo_sim.runtime.sweep_store import PointFolder
 
 TINY = dict(
     prompts_per_step=4, num_generations=4, modulus=5, operands=2, max_completion_length=8, width=16, layers=1,
@@ -141,10 +142,12 @@ def test_an_interrupted_sweep_resumes_with_the_same_results(sweep, tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        lm_sweep.sweep_rows(TINY, grid, seeds=2, steps=4, seed=5, chunks=chunks, progress=stop_at_second)
+        lm_sweep.sweep_rows(TINY, grid, seeds=2, steps=4, seed=5, store=PointFolder(chunks), progress=stop_at_second)
     assert len(list(chunks.glob("point-*.npz"))) == 1
     ran = []
-    again, curves_again = lm_sweep.sweep_rows(TINY, grid, seeds=2, steps=4, seed=5, chunks=chunks, progress=ran.append)
+    again, curves_again = lm_sweep.sweep_rows(
+        TINY, grid, seeds=2, steps=4, seed=5, store=PointFolder(chunks), progress=ran.append
+    )
     assert len(ran) == 1 and ran[0].startswith("grid point 2/")  # the first point was found, not run again
     assert again == rows
     for name in lm.READOUTS:
@@ -197,6 +200,7 @@ args = parser.parse_args()
 if args.coordinator:
     jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
 from pgrpo_sim.analysis import lm_sweep
+from pgrpo_sim.runtime.sweep_store import PointFolder
 ran = []
 def progress(stage):
     ran.append(stage)
@@ -205,7 +209,7 @@ def progress(stage):
 chunks = None if args.chunks == "none" else args.chunks
 try:
     rows, curves = lm_sweep.sweep_rows(json.loads(args.tiny), dict(learning_rate=[1e-3, 3e-3, 1e-2]), seeds=2, steps=3,
-                                  seed=5, chunks=chunks and __import__("pathlib").Path(chunks), progress=progress)
+                                  seed=5, store=chunks and PointFolder(chunks), progress=progress)
 except KeyboardInterrupt:
     raise SystemExit(0)
 print(json.dumps(ran))

@@ -14,6 +14,7 @@ import pytest
 import pgrpo_sim as ps
 from pgrpo_sim.analysis.summaries import FLIP, MONOTONE, OSCILLATORY, UNSTABLE, summarize_curve
 from pgrpo_sim.analysis.sweep import SweepError, compute_sweep, load_sweep, parse_axis, run_sweep
+from pgrpo_sim.runtime.sweep_store import ChunkStore
 
 BASE = dict(p_ref=0.2, beta=0.5, num_generations=4, momentum=0.9, lag_model="stale")
 
@@ -78,7 +79,7 @@ def test_regime_classification_on_synthetic_curves():
 @pytest.mark.slow
 def test_sweep_equals_direct_runs(tmp_path):
     axes = [parse_axis("learning_rate=0.01,0.3"), parse_axis("lag=0,3")]
-    ds = run_sweep(BASE, axes, steps=300, out_dir=tmp_path, progress=False)
+    ds = run_sweep(BASE, axes, steps=300, store=ChunkStore(tmp_path), progress=False)
     for learning_rate in (0.01, 0.3):
         for lag in (0, 3):
             run = ps.simulate(ps.bandit.config(**BASE, learning_rate=learning_rate, lag=lag, max_lag=3), 300)
@@ -112,11 +113,13 @@ def test_sweep_with_prompt_features_saves_and_resumes(tmp_path):
     features = np.random.default_rng(0).standard_normal((3, 2))
     base = dict(p_ref=0.2, beta=0.5, num_generations=4, n_prompts=3, features=features)
     axes = [parse_axis("learning_rate=0.1,0.3")]
-    ds = run_sweep(base, axes, steps=20, mode="sampled", seeds=2, out_dir=tmp_path, progress=False)
-    again = run_sweep(base, axes, steps=20, mode="sampled", seeds=2, out_dir=tmp_path, progress=False)
+    ds = run_sweep(base, axes, steps=20, mode="sampled", seeds=2, store=ChunkStore(tmp_path), progress=False)
+    again = run_sweep(base, axes, steps=20, mode="sampled", seeds=2, store=ChunkStore(tmp_path), progress=False)
     np.testing.assert_array_equal(again.final_reward.values, ds.final_reward.values)
     with pytest.raises(SweepError, match="holds a different sweep"):  # other features: another sweep
-        run_sweep({**base, "features": features + 1}, axes, steps=20, mode="sampled", seeds=2, out_dir=tmp_path)
+        run_sweep(
+            {**base, "features": features + 1}, axes, steps=20, mode="sampled", seeds=2, store=ChunkStore(tmp_path)
+        )
 
 
 @pytest.mark.slow
@@ -128,7 +131,7 @@ def test_saved_files_are_what_xarray_and_pandas_write(tmp_path):
 
     axes = [parse_axis("learning_rate=0.05,0.4"), parse_axis("num_generations=2,8"), parse_axis("lag=0,2")]
     base = {k: v for k, v in BASE.items() if k != "num_generations"}
-    result = compute_sweep(base, axes, steps=40, decimate=10, out_dir=tmp_path / "ours", progress=False)
+    result = compute_sweep(base, axes, steps=40, decimate=10, store=ChunkStore(tmp_path / "ours"), progress=False)
     ds = result.to_dataset()
     assert result.size == 8 and ds.trajectory.dims == ("num_generations", "learning_rate", "lag", "step")
     ds.to_netcdf(tmp_path / "xarray.nc", engine="scipy")
@@ -186,10 +189,59 @@ def test_sampled_sweep_shares_seeds_and_static_group_axis():
 
 
 def test_foreign_output_directory_refused(tmp_path):
-    run_sweep(BASE, [parse_axis("learning_rate=0.1,0.2")], steps=20, out_dir=tmp_path, progress=False)
+    run_sweep(BASE, [parse_axis("learning_rate=0.1,0.2")], steps=20, store=ChunkStore(tmp_path), progress=False)
     with pytest.raises(SweepError, match="different sweep"):
-        run_sweep(BASE, [parse_axis("learning_rate=0.1,0.3")], steps=20, out_dir=tmp_path, progress=False)
-    run_sweep(BASE, [parse_axis("learning_rate=0.1,0.3")], steps=20, out_dir=tmp_path, overwrite=True, progress=False)
+        run_sweep(BASE, [parse_axis("learning_rate=0.1,0.3")], steps=20, store=ChunkStore(tmp_path), progress=False)
+    run_sweep(
+        BASE,
+        [parse_axis("learning_rate=0.1,0.3")],
+        steps=20,
+        store=ChunkStore(tmp_path, overwrite=True),
+        progress=False,
+    )
+
+
+class MemoryStore:
+    """A `SweepStore` that keeps everything in memory: the library's sweep needs no folder."""
+
+    def __init__(self):
+        self.spec, self.chunks, self.result = None, {}, None
+
+    def open(self, spec):
+        if self.spec not in (None, spec.to_json()):
+            raise ps.analysis.OtherSweepError("another sweep")
+        self.spec = spec.to_json()
+
+    def load(self, group):
+        return [chunk for (g, _), chunk in self.chunks.items() if g == group]
+
+    def save(self, group, index, chunk):
+        self.chunks[group, int(index[0])] = (index, chunk)
+
+    def finish(self, result, progress):
+        self.result = result
+
+
+def test_a_sweep_keeps_its_chunks_in_any_store_and_resumes_from_it(monkeypatch):
+    """`compute_sweep` with a store of its caller's (no files): each chunk kept as it finishes, the result handed
+    over at the end; a rerun with that store computes nothing and gives the same arrays; another sweep is refused."""
+    from pgrpo_sim.analysis import sweep as sweep_module
+
+    store, axes = MemoryStore(), [parse_axis("learning_rate=0.1,0.2,0.3,0.4")]
+    first = compute_sweep(BASE, axes, steps=20, chunk_size=1, store=store, progress=False)
+    assert store.result is first and sum(c[0].size for c in store.chunks.values()) == 4
+    direct = compute_sweep(BASE, axes, steps=20, progress=False)  # no store: the same numbers
+    np.testing.assert_array_equal(first.fields["final_reward"], direct.fields["final_reward"])
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("a kept chunk was computed again")
+
+    monkeypatch.setattr(sweep_module, "run_chunk", not_again)
+    again = compute_sweep(BASE, axes, steps=20, chunk_size=1, store=store, progress=False)
+    for name, values in first.fields.items():
+        np.testing.assert_array_equal(again.fields[name], values, err_msg=name)
+    with pytest.raises(SweepError, match="another sweep"):
+        compute_sweep(BASE, [parse_axis("learning_rate=0.1,0.5")], steps=20, store=store, progress=False)
 
 
 def test_write_error_keeps_finished_chunks(tmp_path, monkeypatch):
@@ -203,19 +255,16 @@ def test_write_error_keeps_finished_chunks(tmp_path, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(np, "savez", flaky)
+    three = lambda: run_sweep(BASE, [parse_axis("learning_rate=0.1,0.2,0.3")], steps=20, store=ChunkStore(tmp_path),
+                              chunk_size=1, progress=False)  # fmt: skip
     with pytest.raises(SweepError, match=r"No space left on device.*kept"):
-        run_sweep(
-            BASE, [parse_axis("learning_rate=0.1,0.2,0.3")], steps=20, out_dir=tmp_path, chunk_size=1, progress=False
-        )
+        three()
     done = list((tmp_path / "chunks").glob("*.npz"))
     # a chunk is a whole number of points per device: 1 point here, 2 where the process runs 2 CPU devices (as the
     # command line sets it up, and so a test process after an in-process `main()`)
     assert len(done) == 1 and np.load(done[0])["final_reward"].shape == (jax.device_count(),)
     monkeypatch.setattr(np, "savez", real)
-    ds = run_sweep(
-        BASE, [parse_axis("learning_rate=0.1,0.2,0.3")], steps=20, out_dir=tmp_path, chunk_size=1, progress=False
-    )
-    assert ds.final_reward.shape == (3,)
+    assert three().final_reward.shape == (3,)
 
 
 SWEEP_CMD = [
@@ -352,5 +401,5 @@ def test_sweep_validates_everything_before_creating_the_directory(tmp_path):
         ([parse_axis("learning_rate=0.1")], BASE, dict(mode="sampled", seeds=1)),
     ):
         with pytest.raises(ValueError):
-            run_sweep(base, axes, steps=20, out_dir=out, progress=False, **kwargs)
+            run_sweep(base, axes, steps=20, store=ChunkStore(out), progress=False, **kwargs)
         assert not out.exists()

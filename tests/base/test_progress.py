@@ -6,8 +6,9 @@ import io
 import numpy as np
 import pytest
 
-from pgrpo_sim.base.progress import report, stage_lines
+from pgrpo_sim.base.progress import report
 from pgrpo_sim.logs import laws
+from pgrpo_sim.runtime.stage_lines import stage_lines
 
 
 def test_stage_lines_name_the_command_and_the_time_and_can_be_off():

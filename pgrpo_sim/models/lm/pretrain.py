@@ -46,9 +46,9 @@ import optax
 from jax import Array
 
 from ...base.checks import check_range, check_seed
+from ...base.compile_options import OPTIMISED_CODEGEN
 from ...base.errors import PgrpoSimError
 from ...base.files import save_atomically
-from ...base.runtime import OPTIMISED_CODEGEN
 from .policy import INIT_STD, LN_EPS, MLP_RATIO, Policy, PolicyShape, init_policy, sample, token_logits
 from .task import (
     DIGIT0,

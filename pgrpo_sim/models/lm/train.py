@@ -22,8 +22,8 @@ from jax import Array
 from jax.typing import ArrayLike
 
 from ...base.checks import as_key, check_seeds, check_steps
+from ...base.compile_options import OPTIMISED_CODEGEN
 from ...base.errors import PgrpoSimError
-from ...base.runtime import OPTIMISED_CODEGEN
 from ..grpo import ADVANTAGES, group_advantages
 from ..schedules import schedule_factor
 from .configuration import ADVANTAGE_EPS, Config
@@ -368,8 +368,8 @@ _programs: dict = {}
 
 def _program(config: Config, steps: int, start: Policy | None, hyper_axis: int | None):
     """`make_run` vmapped over keys (and over the hyperparameters' leading axis when `hyper_axis` is 0) and
-    jitted with optimised machine code (a run takes seconds; `base.runtime.OPTIMISED_CODEGEN`); for the SFT start,
-    one program per static structure, `steps` and vmap layout, so configurations that differ only in traced
+    jitted with optimised machine code (a run takes seconds; `base.compile_options.OPTIMISED_CODEGEN`); for the SFT
+    start, one program per static structure, `steps` and vmap layout, so configurations that differ only in traced
     hyperparameters share its compilation."""
     cache_key = (jax.tree.structure(config), steps, hyper_axis)
     if start is None and cache_key in _programs:

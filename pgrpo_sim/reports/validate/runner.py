@@ -16,8 +16,8 @@ import jax
 import numpy as np
 
 from ...base.checks import check_range
-from ...base.outputs import json_text
-from ...base.runtime import worker_pool
+from ...base.serialise import json_text
+from ...runtime.workers import worker_pool
 from . import sections
 from .common import FULL, QUICK, Resolution
 from .report import report_markdown
@@ -117,7 +117,7 @@ def validate(
 
     Returns the results dictionary (one key per claim, each with its numbers and `verdict`). `resolution`
     overrides the quick/full presets (tests use a tiny one). `workers` > 1 runs the sections in that many spawned
-    processes at once, with this process's JAX settings (`base.runtime.worker_pool`; a script then needs the
+    processes at once, with this process's JAX settings (`runtime.workers.worker_pool`; a script then needs the
     `if __name__ == "__main__":` guard), as the command line does with one per core: most of a section's time is
     tracing and compiling its programs, which threads would take turns at under Python's lock. Each section draws
     from its own fixed keys, so the numbers do not depend on the workers. Interrupted, or when a section fails,

@@ -1,6 +1,8 @@
-"""A sweep's files: its finished chunks kept on disk as they finish, so that a rerun resumes (`ChunkStore`), its
-results written once every chunk is done (`sweep.json`, `sweep.nc`, `summary.csv`), and `load_sweep`; a
-language-model sweep's files (`write_lm_sweep`: `summary.csv`, `curves.csv`, `sweep.json`, `README.md`)."""
+"""A sweep's files: a bandit sweep's finished chunks kept in a folder as they finish, so that a rerun resumes, and
+its results written once every chunk is done (`ChunkStore`: `sweep.json`, `sweep.nc`, `summary.csv`); a
+language-model sweep's finished grid points (`PointFolder`) and files (`write_lm_sweep`: `summary.csv`, `curves.csv`,
+`sweep.json`, `README.md`). The library's sweeps take these as store objects (`analysis.sweep_grid.SweepStore`,
+`analysis.lm_sweep.PointStore`) and write nothing themselves."""
 
 from __future__ import annotations
 
@@ -12,25 +14,41 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
+from ..analysis.sweep_grid import OtherSweepError, SweepError, SweepResult, SweepSpec
 from ..base.files import write_atomically
-from ..base.outputs import grid_columns, json_text, staged_outputs, write_csv, write_netcdf3
 from ..base.progress import progress_bar
+from ..base.serialise import json_text
 from ..models.bandit.renamed import current_names
-from .sweep_grid import OtherSweepError, SweepError, SweepResult, SweepSpec
+from .outputs import staged_outputs
+from .tables import grid_columns, write_csv, write_netcdf3
 
 
 class ChunkStore:
-    """Finished chunks as `DIR/chunks/g<group>_<first index>.npz`, their sweep's spec in `DIR/chunks/sweep.json`;
-    the finished sweep's spec in `DIR/sweep.json`."""
+    """A sweep kept in folder `out_dir` (the library's `SweepStore`): its finished chunks as
+    `chunks/g<group>_<first index>.npz` and their sweep's spec as `chunks/sweep.json` while it runs, so that a rerun
+    resumes; at the end `sweep.json`, `sweep.nc` and `summary.csv`, which replace the previous ones together once all
+    are written (`outputs.staged_outputs`), and then the chunks are removed.
 
-    def __init__(self, out_dir, spec: SweepSpec, overwrite: bool):
+    Args:
+        out_dir: the folder (created).
+        overwrite: replace a folder that holds another sweep (else `OtherSweepError`).
+        results_dir: write the final files there instead (a caller's `StagedOutputs` folder, which moves them into
+            `out_dir` and removes the chunks itself).
+    """
+
+    def __init__(self, out_dir: str | os.PathLike, *, overwrite: bool = False, results_dir=None):
         self.dir = Path(out_dir)
         self.chunks = self.dir / "chunks"
+        self.overwrite, self.results_dir = overwrite, results_dir
+
+    def open(self, spec: SweepSpec) -> None:
+        """Take the sweep `spec`: keep the chunks of the same sweep, remove those of another."""
         manifest = self.chunks / "sweep.json"
         try:
             for previous in (self.dir / "sweep.json", manifest):  # a finished sweep, unfinished chunks
-                if previous.exists() and not _same_sweep(previous, spec) and not overwrite:
+                if previous.exists() and not _same_sweep(previous, spec) and not self.overwrite:
                     raise OtherSweepError(f"{self.dir} holds a different sweep; pass overwrite=True or another out_dir")
             if (not manifest.exists() or not _same_sweep(manifest, spec)) and self.chunks.exists():
                 shutil.rmtree(self.chunks)  # a partial delete must fail loudly: leftovers would load as new chunks
@@ -54,17 +72,17 @@ class ChunkStore:
                 f"cannot write {path}: {exc.strerror}; the finished chunks in {self.chunks} are kept, rerun to resume"
             ) from None
 
-    def finish(self, result: SweepResult, results_dir, progress: bool) -> None:
+    def finish(self, result: SweepResult, progress: bool) -> None:
         """Write `sweep.json`, `sweep.nc` (netCDF-3, as xarray's scipy engine writes `result.to_dataset()`) and
         `summary.csv` (one row per grid point, trajectories left out) into `results_dir`; without one, into the
-        directory through `staged_outputs`, and then remove the chunks. With `progress`, a bar of the rows written
+        folder through `staged_outputs`, and then remove the chunks. With `progress`, a bar of the rows written
         (the netCDF file's, then the CSV's)."""
-        if results_dir is None:
+        if self.results_dir is None:
             with staged_outputs() as staged:
                 self._write(result, staged.directory(self.dir, None), progress)
             shutil.rmtree(self.chunks, ignore_errors=True)
         else:
-            self._write(result, Path(results_dir), progress)
+            self._write(result, Path(self.results_dir), progress)
 
     def _write(self, result: SweepResult, into: Path, progress: bool) -> None:
         coords = result.coords()
@@ -94,25 +112,24 @@ def _same_sweep(path: Path, spec: SweepSpec) -> bool:
         return False
 
 
-def load_sweep(out_dir: str | os.PathLike):
-    """The dataset a finished sweep saved in `out_dir` (`sweep.nc`).
+class PointFolder:
+    """A language-model sweep's finished grid points in folder `folder` (the library's `analysis.lm_sweep.PointStore`),
+    each as `point-<name>.npz`, written atomically (a temporary file moved into place)."""
 
-    Args:
-        out_dir: the finished sweep's folder (`compute_sweep`'s `out_dir`).
+    def __init__(self, folder: str | os.PathLike):
+        self.folder = Path(folder)
 
-    Returns:
-        The labelled `xarray.Dataset`, as `run_sweep` makes it, loaded into memory: one dimension per axis (static
-        axes first), "step" (optimiser steps) with trajectories; the spec and spacings as JSON attributes.
+    def load(self, name: str) -> dict[str, np.ndarray] | None:
+        path = self.folder / f"point-{name}.npz"
+        if not path.exists():
+            return None
+        with np.load(path) as saved:
+            return {key: saved[key] for key in saved.files}
 
-    Raises:
-        SweepError: `out_dir` holds no `sweep.nc` (no sweep, or one not finished).
-    """
-    import xarray as xr
-
-    path = Path(out_dir) / "sweep.nc"
-    if not path.is_file():
-        raise SweepError(f"no finished sweep in {out_dir}: {path.name} is missing (a sweep writes it when it ends)")
-    return xr.load_dataset(path, engine="scipy")
+    def save(self, name: str, arrays: Mapping[str, npt.ArrayLike]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f"point-{name}.npz"
+        write_atomically(path, lambda handle: np.savez(handle, **arrays))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
 
 
 LM_COLUMNS = {
@@ -147,7 +164,7 @@ def write_lm_sweep(into: Path, keys: Sequence[str], rows: Sequence[Mapping], cur
         curves: read-out name → float32 (points, seeds, steps).
         spec: the sweep's settings, grid and points (JSON-able).
     """
-    from .lm_sweep import SHARE_FIELDS, SUMMARY_FIELDS, verdict_shares
+    from ..analysis.lm_sweep import SHARE_FIELDS, SUMMARY_FIELDS, verdict_shares
 
     columns = [*keys, "seed", *SUMMARY_FIELDS, *SHARE_FIELDS]
     with open(into / "summary.csv", "w", newline="") as handle:

@@ -10,7 +10,7 @@ from pathlib import Path
 import jax
 import pytest
 
-from pgrpo_sim.base.runtime import (
+from pgrpo_sim.runtime.jax_setup import (
     CPU_FUSION_FLAG,
     NO_CACHE_ENV,
     SERIAL_CODEGEN_FLAG,
@@ -19,9 +19,8 @@ from pgrpo_sim.base.runtime import (
     configure_jax,
     default_cache_dir,
     fast_cpu_compilation,
-    shared_settings,
-    worker_pool,
 )
+from pgrpo_sim.runtime.workers import shared_settings, worker_pool
 
 
 @pytest.mark.parametrize("value, off", [("1", True), ("true", True), ("YES", True), ("0", False), ("", False)])
@@ -79,7 +78,7 @@ def test_cli_process_uses_every_core_and_the_flag():
     """`pgrpo-sim` sets both before JAX's backend starts, although importing the CLI imports JAX: a fresh
     process runs a command, then reports its devices, its cores and its XLA flags."""
     code = (
-        "import os, sys, jax; from pgrpo_sim import cli; from pgrpo_sim.base.runtime import cpu_cores; "
+        "import os, sys, jax; from pgrpo_sim import cli; from pgrpo_sim.runtime.jax_setup import cpu_cores; "
         "cli.main(['theory', '--eta', '0.1', '--stiffness', '0.2']); "
         "print(jax.device_count(), cpu_cores(), os.environ['XLA_FLAGS'])"
     )
@@ -124,7 +123,7 @@ def test_workers_share_the_settings_and_stop_at_once():
 
 _ORPHANING_SCRIPT = """
 import os, time
-from pgrpo_sim.base.runtime import worker_pool
+from pgrpo_sim.runtime.workers import worker_pool
 if __name__ == "__main__":
     with worker_pool(2) as pool:
         print(pool.submit(os.getpid).result(), flush=True)

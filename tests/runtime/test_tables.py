@@ -7,7 +7,9 @@ import pytest
 import xarray as xr
 
 from pgrpo_sim.base.errors import PgrpoSimError
-from pgrpo_sim.base.outputs import grid_columns, json_text, write_csv, write_netcdf3
+from pgrpo_sim.base.serialise import json_text
+from pgrpo_sim.runtime import tables
+from pgrpo_sim.runtime.tables import grid_columns, write_csv, write_netcdf3
 
 
 def test_write_csv_reads_back_as_pandas_writes_it(tmp_path):
@@ -106,9 +108,8 @@ def test_json_text_takes_jax_arrays_and_sorts_keys_on_request():
 
 def test_write_csv_in_blocks_writes_the_same_text(tmp_path, monkeypatch):
     """With `progress` (a sweep's final files), blocks of rows each reported, and the same file."""
-    from pgrpo_sim.base import outputs
 
-    monkeypatch.setattr(outputs, "CSV_BLOCK_ROWS", 3)
+    monkeypatch.setattr(tables, "CSV_BLOCK_ROWS", 3)
     columns = {"learning_rate": np.linspace(0.1, 1.0, 10), "reward": np.array([np.nan, *np.arange(9)], np.float32)}
     seen = []
     write_csv(columns, tmp_path / "blocks.csv", progress=seen.append)
