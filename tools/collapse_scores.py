@@ -2,6 +2,13 @@
 runs, beside the practitioners' monitors, and writes the result into the docs' anchor-study page.
 
     python tools/collapse_scores.py ANCHORS docs/anchor-study.md --whatif RESULTS [--results FILE] [--only NAME ...]
+    python tools/collapse_scores.py ANCHORS docs/anchor-study.md --whatif-from-page --results FILE
+
+With `--results FILE`, each foresight row is saved there as it finishes, and a rerun keeps the rows it finds there
+(same run, same S) and forecasts only the others, so an interrupted rerun (about two hours on 2 cores) resumes;
+delete the file to forecast every run again (after a change to the level). `--whatif-from-page` keeps the what-if
+rows of the page's present block (shares of 12 runs, printed to two decimals, so read back exactly) where no
+`tools/lm_checks.py` results are at hand and the level has not changed since they were made; the block says so.
 
 - **Labels** come from each run's own logged reward, by the rule every verdict uses (`analysis.summaries.collapsed`:
   the end, its last 10 %, below half the best the curve had by more than 3 standard errors; binomial standard errors
@@ -21,13 +28,15 @@ and a reliability table of every probability the level gave.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from blocks import anchor_parser, replace_block
+from blocks import anchor_parser, block, replace_block
 
 import pgrpo_sim as ps
 from pgrpo_sim.analysis.summaries import collapsed
@@ -127,8 +136,13 @@ def _forecast(anchors: Path, spec: dict, until: float, end: float, out: Path) ->
     return float(json.loads((out / "forecast.json").read_text())["collapse_probability"]), "", seconds
 
 
-def foresight(anchors: Path, work: Path, only: set[str] | None) -> list[dict]:
-    """Each labelled run's foresight row: its label, S, the forecast's probability and the monitors' calls."""
+def foresight(
+    anchors: Path, work: Path, only: set[str] | None, kept: Sequence[dict] = (), keep=lambda rows: None
+) -> list[dict]:
+    """Each labelled run's foresight row: its label, S, the forecast's probability and the monitors' calls. A row of
+    `kept` with the run's name and S is taken as it is; `keep(rows)` is called with the rows so far after each new
+    one (to save them as they finish)."""
+    found = {(row["name"], row["until"]): row for row in kept}
     rows = []
     for spec in RUNS:
         if only and spec["name"] not in only:
@@ -137,6 +151,9 @@ def foresight(anchors: Path, work: Path, only: set[str] | None) -> list[dict]:
         steps, reward = log.series("reward")
         y = label(steps, reward, spec["n"])  # the shared runs' rewards are success rates
         until = fit_until(steps)
+        if (spec["name"], until) in found:
+            rows.append(found[spec["name"], until])
+            continue
         before = steps <= until
         row = dict(name=spec["name"], label=int(y), until=until, p=None, seconds=0.0, skipped="", error="")
         row["monitors"] = {k: v.collapse for k, v in monitor_calls(log, until).items()}
@@ -147,6 +164,27 @@ def foresight(anchors: Path, work: Path, only: set[str] | None) -> list[dict]:
         else:
             row["p"], row["error"], row["seconds"] = _forecast(anchors, spec, until, steps[-1], work / spec["name"])
         rows.append(row)
+        keep(rows)
+    return rows
+
+
+WHATIF_LINE = re.compile(r"(?P<scenario>[^;(]+) \((?P<run>[^,]+), collapsed (?P<label>[01])\): (?P<p>[0-9.]+)")
+"""One what-if entry of the block's last line: "SCENARIO (RUN, collapsed L): P"."""
+
+
+def what_if_rows_of_block(text: str) -> list[dict]:
+    """The what-if rows of an earlier block (`markdown`'s "What-if probabilities: …" line), for a rerun of the
+    foresight alone; [] where the block has none. A probability printed to two decimals is the share of the level's
+    `Level.draws` runs it rounds (k/12 and 2 decimals: one share each), so it is read back exactly."""
+    draws = ps.lm.Level().draws
+    line = next((x for x in text.splitlines() if x.startswith("What-if probabilities: ")), "")
+    checks = {run: check for (check, _), run in WHATIF_RUNS.items()}
+    rows = []
+    for m in WHATIF_LINE.finditer(line.removeprefix("What-if probabilities: ").removesuffix(".")):
+        p = round(float(m["p"]) * draws) / draws
+        rows.append(
+            dict(check=checks[m["run"]], scenario=m["scenario"].strip(), run=m["run"], label=int(m["label"]), p=p)
+        )
     return rows
 
 
@@ -218,19 +256,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--whatif", type=Path, default=None, help="tools/lm_checks.py --results file")
     parser.add_argument("--only", nargs="*", default=None, help="only these runs' foresight (for a quick look)")
     parser.add_argument("--rows-from", type=Path, default=None, help="foresight rows from an earlier --results file")
+    parser.add_argument("--whatif-from-page", action="store_true", help="the what-if rows of the page's block")
     args = parser.parse_args(argv)
+    if args.whatif_from_page:
+        whatif = what_if_rows_of_block(block(args.page.read_text(), BEGIN, END))
+    else:
+        whatif = [] if args.whatif is None else what_if_rows(args.anchors, json.loads(args.whatif.read_text()))
+
+    def save(rows: list[dict]) -> None:
+        if args.results is not None:
+            args.results.write_text(json.dumps(dict(foresight=rows, whatif=whatif), indent=2, default=float))
+
     if args.rows_from is not None:
         rows = json.loads(args.rows_from.read_text())["foresight"]
     else:
+        kept = json.loads(args.results.read_text())["foresight"] if args.results and args.results.exists() else []
         with tempfile.TemporaryDirectory() as tmp:
-            rows = foresight(args.anchors, Path(tmp), set(args.only) if args.only else None)
-    whatif = [] if args.whatif is None else what_if_rows(args.anchors, json.loads(args.whatif.read_text()))
-    if args.results is not None:
-        args.results.write_text(json.dumps(dict(foresight=rows, whatif=whatif), indent=2, default=float))
-    block = markdown(rows, whatif)
+            rows = foresight(args.anchors, Path(tmp), set(args.only) if args.only else None, kept, save)
+    save(rows)
+    text = markdown(rows, whatif)
+    if args.whatif_from_page:
+        text += (
+            "\n\nThe what-if rows are the previous block's (`--whatif-from-page`: the level unchanged since they were"
+            " made; shares of 12 runs, read back exactly from two decimals)."
+        )
+    block_text = text
     if not args.only:
-        args.page.write_text(replace_block(args.page.read_text(), BEGIN, END, block))
-    print(block)
+        args.page.write_text(replace_block(args.page.read_text(), BEGIN, END, block_text))
+    print(block_text)
     return 0
 
 
