@@ -222,6 +222,8 @@ def test_a_sweep_begun_under_the_former_names_resumes_from_its_chunks(tmp_path, 
     for field in a.data_vars:
         np.testing.assert_array_equal(a[field].values, b[field].values)
     assert main([*SWEEP, "--grid", "epsilon=0.1,0.2", "--out", str(full)]) == 0  # TRL's name: the same setting
+    dashed = [*SWEEP[:2], "learning-rate=0.05,0.1,0.2", *SWEEP[3:]]
+    assert main([*dashed, "--grid", "epsilon=0.1,0.2", "--out", str(full)]) == 0  # dashes: the same setting
 
 
 @pytest.mark.slow

@@ -48,8 +48,9 @@ def current_name(name: str) -> str:
 
 def current_names(record: Any) -> Any:
     """`record` (JSON data: an output folder's recorded settings, a sweep's spec) with every former name in TRL's:
-    dict keys, and the name of each "NAME=VALUES" string (a grid axis, as typed). Other values are unchanged, so a
-    record already in TRL's names comes back equal.
+    dict keys, and the name of each "NAME=VALUES" string (a grid axis, as typed; its name with dashes read as
+    underscores, as the grid reads it: "group-size" is "num_generations"). Other values are unchanged, so a record
+    already in TRL's names comes back equal.
 
     Args:
         record: JSON-like data (dicts, lists, strings, numbers, None).
@@ -63,5 +64,6 @@ def current_names(record: Any) -> Any:
         return [current_names(item) for item in record]
     if isinstance(record, str) and "=" in record:
         name, values = record.split("=", 1)
-        return f"{current_name(name.strip())}={values}" if name.strip() in RENAMED else record
+        key = name.strip().replace("-", "_")
+        return f"{current_name(key)}={values}" if (key.isidentifier() and key != name) or key in RENAMED else record
     return record

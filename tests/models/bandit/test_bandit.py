@@ -459,11 +459,12 @@ def test_former_names_are_refused_naming_trls(old, new):
 
 def test_current_names_renames_keys_and_grid_axes_and_leaves_trls_names_alone():
     """A record written under the former names (an output folder's settings, a sweep's spec) reads in TRL's."""
-    old = {"eta": 0.1, "grid": ["eta=0.05,0.1", "clip=0.1,0.2", "momentum=0.5"], "base": {"group_size": 8},
-           "set": ["note=eta"], "mode": "sampled"}  # fmt: skip
+    old = {"eta": 0.1, "grid": ["eta=0.05,0.1", "clip=0.1,0.2", "momentum=0.5", "group-size=4", "lag-model=stale"],
+           "base": {"group_size": 8}, "set": ["note=eta"], "mode": "sampled", "out": "/a-b=c"}  # fmt: skip
     assert current_names(old) == {
         "learning_rate": 0.1,
-        "grid": ["learning_rate=0.05,0.1", "epsilon=0.1,0.2", "momentum=0.5"],
+        "grid": ["learning_rate=0.05,0.1", "epsilon=0.1,0.2", "momentum=0.5", "num_generations=4", "lag_model=stale"],
+        "out": "/a-b=c",
         "base": {"num_generations": 8},
         "set": ["note=eta"],
         "mode": "sampled",
