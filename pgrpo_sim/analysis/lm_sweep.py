@@ -1,5 +1,5 @@
 """Runs and sweeps of the language-model level (`models.lm`): settings under TRL `GRPOConfig` names, a grid of
-them × seeds, each run's summary and verdict, finished work kept on disk so an interrupted sweep resumes.
+them × seeds, each run's summary and verdict, finished points kept in a store so an interrupted sweep resumes.
 
 Settings are `lm.config`'s keyword arguments (`LM_KEYS`: TRL's names, plus the task and model sizes `modulus`,
 `operands`, `max_completion_length`, `width`, `layers`, `heads`, the SFT start's `start_accuracy` and `sft_seed`,
@@ -414,7 +414,8 @@ def every_setting(base: Mapping, point: Mapping) -> dict:
 
 class PointStore(Protocol):
     """Where `sweep_rows` keeps each finished grid point, so that a rerun resumes: the library computes, a store
-    keeps (`runtime.sweep_store.PointFolder` keeps them in a folder)."""
+    keeps (`runtime.sweep_store.PointFolder` keeps them in a folder). In a multi-host run only process 0 uses it; a
+    store that cannot keep a point raises `PgrpoSimError` (one line; the points kept before stay)."""
 
     def load(self, name: str) -> Mapping[str, np.ndarray] | None:
         """The arrays kept under `name`, or None when there are none."""

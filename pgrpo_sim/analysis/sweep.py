@@ -1,15 +1,14 @@
 """Hyperparameter sweeps of the bandit: grid specs, chunked nested-vmap execution, device sharding,
-resumable on-disk results and a labelled xarray dataset.
+results kept in a store as they finish (resumable) and a labelled xarray dataset.
 
 A grid is a list of axes (`parse_axis("learning_rate=log:1e-3:1:48")`). Traced hyperparameters (η, μ, β, p_ref,
 clip ranges, lag, ref_sync_alpha) are flattened into one configuration axis and run with `vmap` in fixed-size
 chunks (one compilation per static structure); `num_generations` and `minibatches` set array shapes, so each of their
-values is its own static group. The configuration axis of a chunk is sharded over `jax.devices()`. Every finished
-chunk is written to `DIR/chunks/` at once (atomic rename); a rerun with the same spec skips the
-configurations already done, so an interrupted sweep resumes and ends with identical results; the compiled calls
-are waited for in a worker thread (`base.waiting.interruptible`), so Ctrl-C stops a sweep at once. The final files
-(`sweep.json`, `sweep.nc`, `summary.csv`) replace the previous ones only once all are written
-(`runtime.outputs.staged_outputs`); then the chunks are removed.
+values is its own static group. The configuration axis of a chunk is sharded over `jax.devices()`. With a `store`
+(`SweepStore`; `ps.ChunkStore` keeps it in a folder) every finished chunk is kept at once, and a rerun with the same
+spec skips the configurations already done, so an interrupted sweep resumes and ends with identical results; the
+compiled calls are waited for in a worker thread (`base.waiting.interruptible`), so Ctrl-C stops a sweep at once.
+The store keeps the result at the end; this module writes no file.
 Sampled mode uses the same seeds at every grid point (common random numbers).
 """
 
@@ -310,7 +309,8 @@ def compute_sweep(
     Args:
         base: `bandit.config` keyword arguments of the fixed parameters.
         axes: the grid, one `Axis` per swept parameter (`parse_axis` reads "learning_rate=log:0.001:1:50").
-        store: where finished chunks and the result are kept (`SweepStore`); None: nothing is kept.
+        store: where finished chunks and the result are kept (`SweepStore`; in a multi-host run, process 0's alone
+            is used); None: nothing is kept.
         progress: show a progress bar on stderr.
         **settings: the fields of `SweepSettings` (`steps` required; mode, seeds, seed, chunk_size, max_memory,
             decimate).
@@ -326,7 +326,7 @@ def compute_sweep(
     steps, mode, seeds, seed, decimate = settings.steps, settings.mode, settings.seeds, settings.seed, settings.decimate
     spec, traced, static, configs = _plan(base, axes, settings)
     store = store if jax.process_index() == 0 else None  # in a multi-host run, process 0 keeps the chunks
-    agree(lambda: store.open(spec) if store else None)  # refused: every process stops
+    agree(lambda: store.open(spec) if store is not None else None)  # refused: every process stops
     if traced:
         grid = np.stack(np.meshgrid(*[np.asarray(a.values) for a in traced], indexing="ij"), -1)
         grid = grid.reshape(-1, len(traced))
@@ -340,7 +340,8 @@ def compute_sweep(
             else:  # only static axes: one configuration per group (η substituted by itself)
                 params_all = {"learning_rate": np.asarray(config.learning_rate, float).reshape(1)}
             results = _Results(n_traced)
-            for index, chunk in share_from_first(list(store.load(g)) if store else []):  # process 0's, to every one
+            kept = list(store.load(g)) if store is not None else []
+            for index, chunk in share_from_first(kept):  # process 0's, to every one
                 results.put(index, chunk)
             todo = np.flatnonzero(~results.filled)
             bar.update(n_traced - todo.size)
@@ -351,7 +352,7 @@ def compute_sweep(
             def finish(done, out, g=g, results=results):
                 gathered = interruptible(lambda: gather_processes(out, tiled=True))  # Ctrl-C: at once
                 chunk = {k: v[: done.size] for k, v in gathered.items()}
-                if store:
+                if store is not None:
                     store.save(g, done, chunk)
                 results.put(done, chunk)
                 bar.update(done.size)
@@ -381,7 +382,7 @@ def compute_sweep(
     finally:
         bar.close()  # before any error message: it must not be glued onto the bar's line
     result = _assemble(groups, traced, static, spec)
-    if store:
+    if store is not None:
         store.finish(result, progress)
     return result
 

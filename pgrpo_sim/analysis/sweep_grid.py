@@ -23,11 +23,13 @@ TRACED_AXES, STATIC_AXES = TRACED, STATIC
 
 
 class SweepError(PgrpoSimError):
-    """A sweep could not start or continue (bad spec, foreign output directory, write failure); a `PgrpoSimError`."""
+    """A sweep could not start or continue (bad spec, a store holding something else, a write failure); a
+    `PgrpoSimError`."""
 
 
 class OtherSweepError(SweepError):
-    """The output directory holds a different sweep (its spec or unfinished chunks), which `overwrite` replaces."""
+    """The store holds a different sweep (its spec or unfinished chunks); `ChunkStore(DIR, overwrite=True)`
+    replaces it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,7 +262,9 @@ class SweepResult(NamedTuple):
 
 class SweepStore(Protocol):
     """Where `compute_sweep` keeps a sweep's finished chunks and results, so that a rerun resumes: the library
-    computes, a store keeps (`runtime.sweep_store.ChunkStore` keeps them in a folder, `ps.ChunkStore`)."""
+    computes, a store keeps (`runtime.sweep_store.ChunkStore` keeps them in a folder, `ps.ChunkStore`). In a
+    multi-host run only process 0 uses it. A refusal or a write failure is a `SweepError` (one line; in a multi-host
+    run every process stops with it)."""
 
     def open(self, spec: SweepSpec) -> None:
         """Take the sweep `spec` before its first chunk; `OtherSweepError` where the store holds another sweep."""

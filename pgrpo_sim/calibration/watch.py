@@ -72,7 +72,8 @@ def watch_forecast(
         level: the band's central probability; in (0, 1).
         seed: seed of the calibration's and the forecast's runs; integer ≥ 0.
         eval_size: the eval set's size when the log's reward is an eval accuracy; None: a rollout batch.
-        progress: told the calibration's stages (`base.progress`; a `StageLines` crosses to a worker process);
+        progress: told the calibration's stages (`base.progress`; a picklable one, as the command line's stage
+            lines, crosses to a worker process);
             None: silent.
 
     Returns:

@@ -1,7 +1,8 @@
 """The command line's first moments. `pgrpo_sim.cli` imports this module before its other modules (JAX alone
 takes about a second to import): when this process is the `pgrpo-sim` program (the console script, or
 `python -m pgrpo_sim.cli`), Ctrl-C during those imports ends it with one line and exit 130, not a traceback.
-`cli.main` then installs the full handling (`runtime.interrupt_handling`). Imported as a library, it does nothing.
+`cli.main` then installs the full handling (`runtime.interrupts.interrupt_handling`). Imported as a library, it does
+nothing.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Process-wide JAX settings for the command line: the persistent compilation cache, one XLA CPU device
-per core, and XLA's faster-compiling CPU fusion code generator. Only `pgrpo_sim.cli.main` calls
-`configure_jax`; importing the library changes no global setting.
+per core, and XLA's faster-compiling CPU fusion code generator (and the machine's cores and memory they are
+sized by). Only `pgrpo_sim.cli.main` calls `configure_jax`; importing the library changes no global setting.
 
 The compilation cache keeps XLA's compiled programs on disk, so a second run of the same command skips
 compilation (seconds per static structure). It lives in `$XDG_CACHE_HOME/pgrpo-sim/jax` (default
@@ -13,9 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import MutableMapping
 from pathlib import Path
-from typing import TypeVar
-
-T = TypeVar("T")
 
 NO_CACHE_ENV = "PGRPO_SIM_NO_COMPILE_CACHE"
 """Environment variable: 1 (or true/yes/on) turns the compilation cache off, like `--no-compile-cache`."""

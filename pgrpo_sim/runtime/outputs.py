@@ -1,6 +1,6 @@
 """Output directories that never clobber each other, and outputs replaced only when complete.
 
-A command writing a directory first checks it (`check_output_dir`, nothing created), does its validation and
+A command writing a directory first checks it (`cli.outputs.check_output_dir`, nothing created), does its validation and
 work, and then writes its outputs through `staged_outputs`: into a hidden folder inside the directory (single
 files: a hidden temporary file beside each), moved into place (`os.replace`) only once every output is complete,
 with Ctrl-C held off while they move. An error or interrupt before that leaves the previous results as they were

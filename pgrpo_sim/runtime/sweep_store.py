@@ -10,7 +10,7 @@ import csv
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -32,13 +32,15 @@ class ChunkStore:
     are written (`outputs.staged_outputs`), and then the chunks are removed.
 
     Args:
-        out_dir: the folder (created).
+        out_dir: the folder (created when the sweep opens it).
         overwrite: replace a folder that holds another sweep (else `OtherSweepError`).
         results_dir: write the final files there instead (a caller's `StagedOutputs` folder, which moves them into
             `out_dir` and removes the chunks itself).
     """
 
-    def __init__(self, out_dir: str | os.PathLike, *, overwrite: bool = False, results_dir=None):
+    def __init__(
+        self, out_dir: str | os.PathLike, *, overwrite: bool = False, results_dir: str | os.PathLike | None = None
+    ):
         self.dir = Path(out_dir)
         self.chunks = self.dir / "chunks"
         self.overwrite, self.results_dir = overwrite, results_dir
@@ -49,7 +51,10 @@ class ChunkStore:
         try:
             for previous in (self.dir / "sweep.json", manifest):  # a finished sweep, unfinished chunks
                 if previous.exists() and not _same_sweep(previous, spec) and not self.overwrite:
-                    raise OtherSweepError(f"{self.dir} holds a different sweep; pass overwrite=True or another out_dir")
+                    raise OtherSweepError(
+                        f"{self.dir} holds a different sweep; use ChunkStore({str(self.dir)!r}, overwrite=True) "
+                        "or another folder"
+                    )
             if (not manifest.exists() or not _same_sweep(manifest, spec)) and self.chunks.exists():
                 shutil.rmtree(self.chunks)  # a partial delete must fail loudly: leftovers would load as new chunks
             self.chunks.mkdir(parents=True, exist_ok=True)
@@ -57,7 +62,7 @@ class ChunkStore:
         except OSError as exc:
             raise SweepError(f"cannot use output directory {self.dir}: {exc.strerror}") from None
 
-    def load(self, group: int):
+    def load(self, group: int) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
         """Yield (index, chunk) for every finished chunk of a static group."""
         for path in sorted(self.chunks.glob(f"g{group}_*.npz")):
             with np.load(path) as z:
@@ -120,6 +125,7 @@ class PointFolder:
         self.folder = Path(folder)
 
     def load(self, name: str) -> dict[str, np.ndarray] | None:
+        """The arrays of `point-<name>.npz`, or None where there is no such file."""
         path = self.folder / f"point-{name}.npz"
         if not path.exists():
             return None
@@ -127,9 +133,14 @@ class PointFolder:
             return {key: saved[key] for key in saved.files}
 
     def save(self, name: str, arrays: Mapping[str, npt.ArrayLike]) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        """`arrays` as `point-<name>.npz`, whole or not at all; `SweepError` where it cannot be written."""
         path = self.folder / f"point-{name}.npz"
-        write_atomically(path, lambda handle: np.savez(handle, **arrays))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
+        try:
+            write_atomically(path, lambda handle: np.savez(handle, **arrays))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
+        except OSError as exc:
+            raise SweepError(
+                f"cannot write {path}: {exc.strerror}; the finished points in {self.folder} are kept, rerun to resume"
+            ) from None
 
 
 LM_COLUMNS = {

@@ -18,6 +18,7 @@ from jax import Array
 
 from ...base.autodiff import scan
 from ...base.checks import as_key, check_choice, check_seeds, check_steps, in_range, nan_unless
+from ...base.waiting import interruptible
 from ..grpo import ADVANTAGES
 from .common import check_mode
 from .configuration import LEAF_RANGES, Config
@@ -281,16 +282,17 @@ def _simulate_args(config, steps, *, mode="expected", seeds=1, key=None, binary_
 
 
 CHUNK_WORK = 2**17
-"""Run-steps (steps × seeds) per piece of `simulate_in_chunks`: ~0.07 s of sampled steps on an idle CPU core pair,
-so Ctrl-C stops a run within a second on a busy one; smaller pieces than this cost no measurable speed."""
+"""Run-steps (steps × seeds) per piece of `simulate_in_chunks`: ~0.07 s of sampled steps on an idle CPU core pair
+(smaller pieces than this cost no measurable speed)."""
 
 
 def simulate_in_chunks(config: Config, steps: int, *, chunk: int | None = None, **options) -> Run:
     """`simulate` (same arguments and numbers), its steps run in pieces of `chunk` steps (default: `CHUNK_WORK`
     run-steps a piece) that carry the state: one compiled program called once a piece, whose read-outs are
-    brought to the host (as NumPy arrays) before the next starts. Python runs between pieces, so Ctrl-C stops a
-    long run within a piece, where `simulate` is one call that runs to its end. The same keys drive the same
-    steps: the numbers equal `simulate`'s, up to float rounding where XLA compiles the loop differently.
+    brought to the host (as NumPy arrays) before the next starts. Each piece (and the keys of every step, drawn
+    first) is waited for in a thread (`base.waiting.interruptible`), so Ctrl-C stops a long run at once, its
+    compilation included, where `simulate` is one call that runs to its end. The same keys drive the same steps: the
+    numbers equal `simulate`'s, up to float rounding where XLA compiles the loop differently.
 
     Args:
         config: the bandit configuration.
@@ -307,11 +309,18 @@ def simulate_in_chunks(config: Config, steps: int, *, chunk: int | None = None, 
     runs = seeds if mode == "sampled" else 1
     chunk = min(steps + 1, chunk or max(1, CHUNK_WORK // runs))
     padded = -(-(steps + 1) // chunk) * chunk
-    carry, keys = _chunks_start(config, key, steps, padded, mode, seeds, binary)
+    carry, keys = interruptible(
+        lambda: jax.block_until_ready(_chunks_start(config, key, steps, padded, mode, seeds, binary))
+    )
+
+    def piece(carry, first):
+        carry, metrics = _chunk_advance(config, carry, keys, first, steps, chunk, mode, binary, keep)
+        return carry, jax.tree.map(np.asarray, metrics)  # waits for the piece
+
     pieces = []
     for first in range(0, steps + 1, chunk):
-        carry, metrics = _chunk_advance(config, carry, keys, first, steps, chunk, mode, binary, keep)
-        pieces.append(jax.tree.map(np.asarray, metrics))  # waits for the piece: an interrupt is raised here
+        carry, metrics = interruptible(functools.partial(piece, carry, first))
+        pieces.append(metrics)
     axis = 1 if mode == "sampled" else 0  # the step axis
     within = (slice(None),) * axis + (slice(steps + 1),)
     joined = {k: np.concatenate([p[k] for p in pieces], axis)[within] for k in keep if pieces[0][k] is not None}
