@@ -55,6 +55,11 @@ CASES = {
     "simulate zero steps": ([*SIMULATE, "--steps", "0"], "steps"),
     "simulate negative seeds": ([*SIMULATE, "--mode", "sampled", "--seeds", "-1"], "seeds"),
     "simulate too many seeds": ([*SIMULATE, "--mode", "sampled", "--seeds", "100000000000"], "seeds must be in"),
+    # a refused whole number in full beside its limit, not 1.04858e+06, which reads as within it
+    "simulate one seed too many": (
+        [*SIMULATE, "--mode", "sampled", "--seeds", "1048577"],
+        "seeds must be in [1, 1048576], got 1048577",
+    ),
     "simulate one arm (the library's n_arms named with its flag)": ([*SIMULATE, "--arms", "1"], "n_arms (--arms) must"),
     # each within its range, together beyond any machine's memory (1e6 × 1e8 steps × the read-outs: 1.9e7 GB)
     "simulate read-outs beyond memory": (

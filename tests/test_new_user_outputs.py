@@ -151,6 +151,7 @@ def test_every_command_that_claims_a_folder_records_its_settings(tmp_path, monke
     [
         (["sweep", "--grid", "learning_rate=0.1,0.2"], "--out must name a folder, got an empty string"),
         (["simulate", "--steps", "3"], "--out must name a file, got an empty string"),
+        (["validate", "--quick"], "--out must name a folder, got an empty string"),  # refused before any section
     ],
 )
 def test_an_empty_out_is_refused_by_name(argv, words, tmp_path, monkeypatch, capsys):

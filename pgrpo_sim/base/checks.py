@@ -30,19 +30,20 @@ def is_concrete(*values: Any) -> bool:
     return not any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(values))
 
 
-def _bound(x: float) -> str:
-    """A bound as text: whole numbers in full (a limit of 2**20 is 1048576, not 1.04858e+06), others as `:g`."""
+def _number(x: float) -> str:
+    """A bound or a refused value as text: whole numbers in full (a limit of 2**20 is 1048576, not 1.04858e+06, and
+    a refused 1048577 is not printed as 1.04858e+06 beside it), others as `:g`."""
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
 
 
 def describe_range(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
     """Human-readable interval, e.g. '> 0', 'in [0, 1)', '>= 2', 'in [1, 100000000]'."""
     if low is not None and high is not None:
-        return f"in {'(' if low_open else '['}{_bound(low)}, {_bound(high)}{')' if high_open else ']'}"
+        return f"in {'(' if low_open else '['}{_number(low)}, {_number(high)}{')' if high_open else ']'}"
     if low is not None:
-        return f"{'>' if low_open else '>='} {_bound(low)}"
+        return f"{'>' if low_open else '>='} {_number(low)}"
     if high is not None:
-        return f"{'<' if high_open else '<='} {_bound(high)}"
+        return f"{'<' if high_open else '<='} {_number(high)}"
     return "finite"
 
 
@@ -239,4 +240,4 @@ def nan_unless(ok, value):
 
 def _show(bad: np.ndarray) -> str:
     flat = bad.ravel()
-    return f"{flat[0]:g}" if flat.size == 1 else f"{flat[0]:g} (and {flat.size - 1} more)"
+    return _number(flat[0]) if flat.size == 1 else f"{_number(flat[0])} (and {flat.size - 1} more)"

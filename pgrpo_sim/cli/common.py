@@ -209,10 +209,10 @@ def claim(args: argparse.Namespace, staged, command: str, outputs: Sequence[str]
     command writes its outputs, moved into place only when `staged` (`runtime.outputs.staged_outputs`) commits them;
     and what an interrupt leaves, for its one line: a resumable command's finished chunks, or the previous results.
     """
-    out = Path(args.out)
-    note = untouched_note(args)
     settings = command_settings(args)  # in the mark: a rerun with other settings needs --overwrite
-    check_output_dir(out, command, overwrite=args.overwrite, settings=settings)  # again: it may have changed
+    check_output_dir(args.out, command, overwrite=args.overwrite, settings=settings)  # again: it may have changed
+    out = Path(args.out)  # not before the check: Path("") is "."
+    note = untouched_note(args)
     stage = staged.directory(
         out, command, outputs, overwrite=args.overwrite, resumable=resumable, settings=settings, translate=current_names
     )

@@ -30,7 +30,8 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="lower resolution (5 to 12 minutes on 2 CPU cores, most of it the language-model section)",
+        help="lower resolution (about 3 minutes on 2 CPU cores with an empty cache, most of it the language-model "
+        "section)",
     )
     p.add_argument("--seed", type=integer, default=0, help="PRNG seed (>= 0)")
     add_output_args(p, "output directory (default: validation)", default="validation", quiet_help=None)
