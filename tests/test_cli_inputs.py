@@ -55,6 +55,11 @@ CASES = {
     "simulate zero steps": ([*SIMULATE, "--steps", "0"], "steps"),
     "simulate negative seeds": ([*SIMULATE, "--mode", "sampled", "--seeds", "-1"], "seeds"),
     "simulate too many seeds": ([*SIMULATE, "--mode", "sampled", "--seeds", "100000000000"], "seeds must be in"),
+    # a flag that would do nothing
+    "simulate kl clamp of k1": ([*SIMULATE, "--kl", "k1", "--kl-clamp", "5"], "--kl-clamp bounds the k3 estimator"),
+    "sweep kl clamp of k2": ([*SWEEP, "--kl", "k2", "--kl-clamp", "5"], "--kl-clamp bounds the k3 estimator"),
+    "oscillator more sample paths than paths": ([*OSCILLATOR, "--sample-paths", "5"], "sample_paths must be in [0, 4]"),
+    "sweep trajectories beyond the steps": ([*SWEEP, "--save-trajectories", "6"], "trajectories must be in [0, 5]"),
     # a refused whole number in full beside its limit, not 1.04858e+06, which reads as within it
     "simulate one seed too many": (
         [*SIMULATE, "--mode", "sampled", "--seeds", "1048577"],

@@ -225,6 +225,13 @@ def check_clip_order(epsilon, epsilon_high) -> None:
         )
 
 
+def check_kl_clamp(kl: str, kl_clamp) -> None:
+    """A `UsageError` for a clamp (`kl_clamp`: a value, a grid axis's values or None) with an estimator other than
+    k3, which ignores it: the flag would do nothing."""
+    if kl_clamp is not None and kl != "k3":
+        raise UsageError(f"--kl-clamp bounds the k3 estimator, which --kl {kl} does not use: drop it or use --kl k3")
+
+
 def refuse_unused_seeds(args: argparse.Namespace) -> None:
     """A `UsageError` for --seeds in expected mode, which is one exact run whatever it says."""
     if args.mode == "expected" and "seeds" in getattr(args, "explicit", ()):
@@ -236,6 +243,7 @@ def config_from_flags(args: argparse.Namespace):
     from ..models import bandit
 
     check_clip_order(args.epsilon, args.epsilon_high)
+    check_kl_clamp(args.kl, args.kl_clamp)
     return bandit.config(
         n_arms=args.arms,
         n_correct=args.correct,

@@ -20,6 +20,7 @@ from ..runtime.tables import write_csv
 from .bandit_flags import (
     add_bandit_args,
     check_clip_order,
+    check_kl_clamp,
     population_args,
     refuse_unused_seeds,
     rollout_args,
@@ -84,6 +85,7 @@ def _sweep_base(args: argparse.Namespace, axes) -> dict:
         base.pop(axis.name, None)
     values = {a.name: np.asarray(a.values) for a in axes}
     check_clip_order(values.get("epsilon", args.epsilon), values.get("epsilon_high", args.epsilon_high))
+    check_kl_clamp(args.kl, values.get("kl_clamp", args.kl_clamp))
     if "ref_sync_alpha" in values and args.ref_sync_steps is None:
         raise UsageError("grid axis ref_sync_alpha sets the mix at each KL reference sync: it needs --ref-sync-steps S")
     if any(a.name == "lag" for a in axes):
@@ -106,7 +108,7 @@ def _check_sweep_flags(args: argparse.Namespace) -> None:
     check_seed(args.seed)
     check_range("chunk_size", args.chunk_size, 1, integer=True)
     check_range("max_memory", args.max_memory, 0.0, low_open=True)
-    check_range("save_trajectories", args.save_trajectories, 0, integer=True)
+    check_range("save_trajectories", args.save_trajectories, 0, args.steps, integer=True)  # beyond: step 0 only
     _check_process_flags(args)
 
 
@@ -468,7 +470,7 @@ def add_parsers(sub) -> None:
             type=integer,
             default=0,
             metavar="EVERY",
-            help="also store every EVERY-th step of each reward curve (0: none)",
+            help="also store every EVERY-th step of each reward curve (0: none; at most --steps)",
         )
         overwrite = "replace a different sweep or another command's output in --out"
         add_output_args(p, "output directory", overwrite_help=overwrite, quiet_help="no progress bar")

@@ -89,7 +89,8 @@ def _cmd_oscillator(args: argparse.Namespace) -> None:
 
     check_steps(args.steps)
     check_range("paths", args.paths, 1, integer=True)
-    check_range("sample_paths", args.sample_paths, 0, integer=True)
+    given = "sample_paths" in getattr(args, "explicit", ())  # the default (5) shows what --paths has
+    check_range("sample_paths", args.sample_paths, 0, args.paths if given else None, integer=True)
     check_seed(args.seed)
     check_range("noise", args.noise, 0.0)
     check_range("num_generations", args.num_generations, 2.0)
@@ -176,7 +177,9 @@ def add_predict_parsers(sub) -> None:
         help="Euler–Maruyama step in optimiser steps, in (0, 1] and small enough to resolve the dynamics "
         "(default: 0.25, or the largest power of 2 that resolves them)",
     )
-    p.add_argument("--sample-paths", type=integer, default=5, help="sample paths written to the CSV (>= 0)")
+    p.add_argument(
+        "--sample-paths", type=integer, default=5, help="sample paths in the CSV (0 … --paths; default 5 or --paths)"
+    )
     p.add_argument("--seed", type=integer, default=0, help="PRNG seed (>= 0)")
     p.add_argument("--out", required=True, help="CSV: step, mean, std, path_0, …")
     p.add_argument(
