@@ -263,14 +263,19 @@ def main(argv: list[str] | None = None) -> int:
     else:
         whatif = [] if args.whatif is None else what_if_rows(args.anchors, json.loads(args.whatif.read_text()))
 
+    kept = json.loads(args.results.read_text())["foresight"] if args.results and args.results.exists() else []
+
     def save(rows: list[dict]) -> None:
+        """`rows` and the kept rows of other runs (an `--only` rerun keeps them) into --results, in `RUNS` order."""
         if args.results is not None:
-            args.results.write_text(json.dumps(dict(foresight=rows, whatif=whatif), indent=2, default=float))
+            new = {row["name"] for row in rows}
+            every = {row["name"]: row for row in [*(k for k in kept if k["name"] not in new), *rows]}
+            ordered = [every[spec["name"]] for spec in RUNS if spec["name"] in every]
+            args.results.write_text(json.dumps(dict(foresight=ordered, whatif=whatif), indent=2, default=float))
 
     if args.rows_from is not None:
         rows = json.loads(args.rows_from.read_text())["foresight"]
     else:
-        kept = json.loads(args.results.read_text())["foresight"] if args.results and args.results.exists() else []
         with tempfile.TemporaryDirectory() as tmp:
             rows = foresight(args.anchors, Path(tmp), set(args.only) if args.only else None, kept, save)
     save(rows)

@@ -41,6 +41,8 @@ def test_an_interrupted_foresight_rerun_resumes_from_its_saved_rows(tmp_path, mo
     rows = json.loads(results.read_text())["foresight"]
     assert [r["name"] for r in rows] == RUNS and [r["p"] for r in rows] == [0.1, 0.5, 0.5]
     assert rows[0] == saved[0]  # kept as saved, not forecast again
+    collapse_scores.main([*argv[:-3], RUNS[0]])  # another --only: the other runs' rows stay in the file
+    assert json.loads(results.read_text())["foresight"] == rows
 
 
 def test_the_what_if_rows_read_back_from_the_block_they_are_printed_in():
