@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -272,6 +273,35 @@ def test_a_long_simulate_stops_within_two_seconds(tmp_path):
     assert code == 130 and took < 2.0, (code, took, err)
     _check_interrupted(code, err)
     assert not list(tmp_path.iterdir())
+
+
+def test_the_language_models_runs_are_waited_for_so_that_ctrl_c_is_seen(monkeypatch):
+    """A calibration's or a what-if's runs are one compiled call of seconds to minutes, during which Python cannot
+    raise KeyboardInterrupt: `cached_runs` waits for them in a thread, so Ctrl-C (SIGINT half a second in) stops it
+    at once. Stood in for by a compiled loop of about 5 s; a real `forecast --model lm` took 19–53 s to stop before."""
+    import jax
+    import jax.numpy as jnp
+
+    from pgrpo_sim.calibration import language_model
+
+    spin = jax.jit(lambda x, n: jax.lax.fori_loop(0, n, lambda i, v: jnp.sin(v), x))
+    spin(0.5, 1).block_until_ready()  # compiled
+    start = time.monotonic()
+    spin(0.5, 10**6).block_until_ready()
+    loops = min(int(5.0 * 10**6 / (time.monotonic() - start)), 2**31 - 1)  # about 5 s on this machine
+
+    def blocking(*args, **kwargs):
+        spin(0.5, loops).block_until_ready()
+        raise AssertionError("not interrupted")
+
+    monkeypatch.setattr(language_model.lm, "simulate_each", blocking)
+    monkeypatch.setattr(language_model, "cache_dir", lambda: Path("/nonexistent"))  # nothing cached: it runs
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        language_model.cached_runs([{}], 3, 0)
+    assert time.monotonic() - start < 2.0
 
 
 def test_ctrl_c_before_the_outputs_are_claimed_names_the_previous_results(tmp_path, monkeypatch, capsys):

@@ -47,6 +47,7 @@ from ..base.checks import check_range, check_seed
 from ..base.errors import PgrpoSimError
 from ..base.files import save_atomically
 from ..base.progress import report
+from ..base.waiting import interruptible
 from ..logs.readers import TrainingLog
 from ..models import lm
 from ..models.lm.pretrain import MAX_START_ACCURACY, StartNotReached, cache_dir
@@ -460,7 +461,8 @@ def grid_posterior(
 def cached_runs(settings: list[dict], steps: int, seed: int) -> lm.Run:
     """The runs of `lm.simulate_each` over the configurations `settings`, kept in the SFT starts' cache folder
     (`models.lm.pretrain.cache_dir`) under a hash of the settings, steps, seed and the level's source code: a second
-    calibration on a log of the same shape skips the grid, and a what-if asked again skips its scenarios' runs.
+    calibration on a log of the same shape skips the grid, and a what-if asked again skips its scenarios' runs. The
+    runs are waited for in a thread (`base.waiting.interruptible`), so that Ctrl-C stops them at once.
 
     Args:
         settings: one dict of `lm.config`'s keyword arguments per run; one static structure, at least one.
@@ -484,7 +486,9 @@ def cached_runs(settings: list[dict], steps: int, seed: int) -> lm.Run:
             return run
     except (OSError, ValueError, KeyError):
         pass  # absent or unreadable (another code's file): run below
-    run = lm.host_run(lm.run_arrays(lm.simulate_each([lm.config(**s) for s in settings], steps, key=seed)))
+    configs = [lm.config(**s) for s in settings]
+    # in a thread: Ctrl-C stops a calibration or a what-if at once, not after its runs (tens of seconds) end
+    run = interruptible(lambda: lm.host_run(lm.run_arrays(lm.simulate_each(configs, steps, key=seed))))
     save_atomically(path, lambda handle: np.savez(handle, **lm.run_arrays(run)))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
     return run
 
