@@ -80,6 +80,7 @@ def simulate_lm(args: argparse.Namespace, image_suffixes: Sequence[str]) -> None
     """`simulate --model lm`: one setting, --seeds runs; --out gets one row per GRPO step (each read-out's mean over
     the seeds, and the reward's spread across them), --plot the reward curve."""
     from ..analysis import lm_sweep
+    from ..base.waiting import interruptible
     from ..models import lm
 
     refuse_bandit_flags(args, SIMULATE_FLAGS)
@@ -92,7 +93,8 @@ def simulate_lm(args: argparse.Namespace, image_suffixes: Sequence[str]) -> None
         check_output_file(args.plot, "--plot", image_suffixes, overwrite=args.overwrite)
     progress = stage_lines("simulate", enabled=not args.quiet)
     report(progress, f"SFT start (trained once, then cached), compiling and training {steps} steps × {seeds} seed(s)")
-    run = lm.simulate(config, steps, seeds=seeds, key=args.seed)
+    # waited for in a thread: Ctrl-C stops the run (one compiled call) at once
+    run = interruptible(lambda: lm.host_run(lm.run_arrays(lm.simulate(config, steps, seeds=seeds, key=args.seed))))
     report(progress, "writing")
     readouts = {name: np.asarray(value, float) for name, value in run.readouts.items()}
     with warnings.catch_warnings():
