@@ -164,9 +164,15 @@ def _cmd_forecast(args: argparse.Namespace) -> None:
     elif held["mae"] is None:
         score = f"diverged, no score on {held['n']} held-out steps"
     else:
+        persistence = held["baselines"]["persistence"]
         score = (
             f"held-out MAE {held['mae']:.4f} over {held['n']} steps, coverage {held['coverage']:.2f} of a "
-            f"{args.band:.0%} band (persistence MAE {held['baselines']['persistence']:.4f})"
+            f"{args.band:.0%} band (persistence MAE {persistence:.4f}"
+            + (
+                ", lower: the fit does no better than repeating the last logged reward here)"
+                if held["mae"] > persistence
+                else ")"
+            )
         )
     notes = [draws_note(result.band)] + ([] if cal.stationary else [_not_stationary(cal)])
     notes += _run_notes(run, args.run_config)

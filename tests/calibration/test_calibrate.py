@@ -81,6 +81,8 @@ def test_commands_end_to_end_on_a_real_log(tmp_path):
     held = f["heldout"]
     assert set(held) == {"mae", "coverage", "n", "baselines"} and 0 <= held["coverage"] <= 1
     assert set(held["baselines"]) == {"persistence", "saturation", "critical", "oscillator", "sigmoid"}
+    worse = held["mae"] > held["baselines"]["persistence"]  # the summary line says so where it is
+    assert ("repeating the last logged reward did better" in proc.stdout) == worse, proc.stdout
     assert all(lo <= m <= hi for lo, m, hi in zip(f["lo"], f["mean"], f["hi"], strict=True))
     out = tmp_path / "w"
     proc = cli("what-if", str(log), "--model", "bandit", "--scenario", "learning_rate=8e-5", "--scenario",
