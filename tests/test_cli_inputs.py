@@ -55,6 +55,11 @@ CASES = {
     "simulate zero steps": ([*SIMULATE, "--steps", "0"], "steps"),
     "simulate negative seeds": ([*SIMULATE, "--mode", "sampled", "--seeds", "-1"], "seeds"),
     "simulate too many seeds": ([*SIMULATE, "--mode", "sampled", "--seeds", "100000000000"], "seeds must be in"),
+    # a bandit parameter named with its flag: mini-batches per rollout cannot outnumber its prompts (1 by default)
+    "simulate more mini-batches than prompts": (
+        [*SIMULATE, "--lag-model", "refresh", "--steps-per-generation", "2"],
+        "minibatches (--steps-per-generation) must be in [1, 1], got 2",
+    ),
     # a flag that would do nothing
     "simulate kl clamp of k1": ([*SIMULATE, "--kl", "k1", "--kl-clamp", "5"], "--kl-clamp bounds the k3 estimator"),
     "sweep kl clamp of k2": ([*SWEEP, "--kl", "k2", "--kl-clamp", "5"], "--kl-clamp bounds the k3 estimator"),

@@ -143,7 +143,12 @@ LIBRARY_WORDING = (
 LIBRARY_PATTERNS = ((re.compile(r": reward=(\S+) reads it"), r": --column reward=\1 reads it"),)
 """The same for a keyword with a value the message names (`re.sub` pattern → replacement)."""
 
-PARAMETER_FLAGS = {"n_arms": "--arms", "n_correct": "--correct", "n_prompts": "--prompts"}
+PARAMETER_FLAGS = {
+    "n_arms": "--arms",
+    "n_correct": "--correct",
+    "n_prompts": "--prompts",
+    "minibatches": "--steps-per-generation",
+}
 """`bandit.config` parameters whose flag is not their name."""
 
 
