@@ -172,6 +172,8 @@ def test_grid_values_are_short_and_read_back_exactly():
     assert len(set(close)) == 3 and all(len(repr(v)) <= 10 for v in close)
     for value in (*lm_values, *close):
         assert float(repr(value)) == value
+    long = parse_axis("learning_rate=log:1e-3:1:200001").values  # beyond SHORT_MAX_VALUES: as computed, at once
+    assert long == tuple(np.geomspace(1e-3, 1.0, 200001).tolist())
 
 
 def _interrupt_after(seconds: float) -> None:

@@ -60,6 +60,9 @@ class Axis:
 
 SHORT_DIGITS = 6
 """Significant digits of the values a grid spaces out (`short_values`): at least these, more only where needed."""
+SHORT_MAX_VALUES = 100_000
+"""Most values `short_values` shortens (each is formatted as text, ~1 µs): a longer axis keeps its computed values,
+which its files print in full (10⁷ values took 25 s to shorten before a sweep that size was refused)."""
 
 
 def short_values(values) -> list[float]:
@@ -71,9 +74,11 @@ def short_values(values) -> list[float]:
         values: the computed values; finite floats; any config units.
 
     Returns:
-        The rounded values, in order, as Python floats.
+        The rounded values, in order, as Python floats; more than `SHORT_MAX_VALUES` values as computed.
     """
     values = np.asarray(values, float)
+    if values.size > SHORT_MAX_VALUES:
+        return values.tolist()
     distinct = np.unique(values).size
     for digits in range(SHORT_DIGITS, 18):
         short = np.array([float(f"{v:.{digits}g}") for v in values.tolist()])
