@@ -483,5 +483,7 @@ def add_parsers(sub) -> None:
             metavar="HOST:PORT",
             help="multi-host run: jax.distributed coordinator address (with --num-processes, --process-id)",
         )
-        p.add_argument("--num-processes", type=integer, default=None)
-        p.add_argument("--process-id", type=integer, default=None)
+        p.add_argument("--num-processes", type=integer, default=None, help="multi-host run: processes in all (>= 1)")
+        p.add_argument(
+            "--process-id", type=integer, default=None, help="multi-host run: this process's index (0 … processes − 1)"
+        )

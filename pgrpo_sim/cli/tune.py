@@ -138,7 +138,13 @@ def add_parser(sub) -> None:
     """`pgrpo-sim tune`."""
     p = sub.add_parser("tune", help="gradient search for hyperparameters of a bandit configuration")
     add_bandit_args(p)
-    p.add_argument("--objective", choices=OBJECTIVES, required=True)
+    p.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        required=True,
+        help="what to minimise: damping-ratio ((ζ − --target)²), time-to-threshold (the smooth time to --target of "
+        "the way from p_ref to p*) or final-reward (its negative)",
+    )
     p.add_argument(
         "--target",
         type=finite_float,
