@@ -110,8 +110,10 @@ def test_a_reuse_cycle_without_fixed_point_is_undetermined_not_damping():
 def test_no_interior_fixed_point_is_flagged_not_numbered():
     pred = ps.predict(ps.bandit.config(**(BASE | dict(beta=0.0)), learning_rate=0.1))
     d = pred.as_dict()
-    assert not d["stable"] and d["reason"] == "no interior fixed point" and d["regime"] == "unstable"
+    assert not d["stable"] and d["reason"] == "no interior fixed point" and d["regime"] == "undefined"
     assert d["p_star"] is None and d["stiffness"] is None
+    reward = np.asarray(ps.simulate(ps.bandit.config(**(BASE | dict(beta=0.0)), learning_rate=0.1), 2000).reward)
+    assert reward[-1] > 0.99 and np.all(np.diff(reward) >= -1e-12)  # it runs to 1, not unstable: "undefined"
 
 
 @pytest.mark.slow

@@ -107,14 +107,16 @@ class Prediction(NamedTuple):
 
         Returns:
             A dict of every field name to a Python float, int or bool, or None for NaN; "regime" is a name of
-                `REGIMES` (or "undefined"), "reason" a sentence of `REASONS`. For one configuration (0-d fields) only:
-                a batched `Prediction` raises numpy's ValueError.
+                `REGIMES`, or "undefined" where there is no interior fixed point to oscillate about (the reward
+                runs to a boundary, e.g. 1 at β = 0: not an instability), "reason" a sentence of `REASONS`. For one
+                configuration (0-d fields) only: a batched `Prediction` raises numpy's ValueError.
         """
         out = {}
         for name, value in self._asdict().items():
             v = np.asarray(value).item()
             out[name] = None if isinstance(v, float) and np.isnan(v) else v
-        out["regime"] = REGIMES[out["regime"]] if out["regime"] >= 0 else "undefined"
+        no_fixed_point = out["reason"] == REASONS.index("no interior fixed point")
+        out["regime"] = REGIMES[out["regime"]] if out["regime"] >= 0 and not no_fixed_point else "undefined"
         out["reason"] = REASONS[out["reason"]]
         return out
 
