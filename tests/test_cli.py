@@ -24,6 +24,12 @@ def _csv_rows(path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def test_no_compile_cache_before_or_after_the_command():
+    parse = build_parser().parse_args
+    assert [parse(argv).no_compile_cache for argv in (THEORY, ["--no-compile-cache", *THEORY])] == [False, True]
+    assert parse([*THEORY, "--no-compile-cache"]).no_compile_cache is True
+
+
 def test_theory_json(capsys):
     assert main([*THEORY, "--noise", "0.1", "--group-size", "8", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

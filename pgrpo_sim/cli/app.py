@@ -24,12 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `pgrpo-sim` and its subcommands."""
     parser = Parser(prog="pgrpo-sim", description="Simulate GRPO training dynamics and test the oscillator theory.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
-    parser.add_argument(
-        "--no-compile-cache",
-        action="store_true",
-        help="do not keep compiled programs in the per-user cache (~/.cache/pgrpo-sim/jax; also "
-        "PGRPO_SIM_NO_COMPILE_CACHE=1)",
-    )
+    no_cache = "do not keep compiled programs in the per-user cache (~/.cache/pgrpo-sim/jax; also "
+    no_cache += "PGRPO_SIM_NO_COMPILE_CACHE=1)"
+    parser.add_argument("--no-compile-cache", action="store_true", help=no_cache)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     theory.add_theory_parser(sub)
@@ -44,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     for listed in sub._choices_actions:  # argparse keeps each command's help line here (no public accessor)
         command = sub.choices[listed.dest]
         command.description = command.description or listed.help  # and `pgrpo-sim COMMAND --help` says it too
+        # after the command too; SUPPRESS: not given there, it leaves the value given before the command
+        command.add_argument("--no-compile-cache", action="store_true", default=argparse.SUPPRESS, help=no_cache)
     return parser
 
 
