@@ -185,7 +185,7 @@ def test_cli_refresh_lag_means_rollout_reuse(tmp_path):
         (["--lag-model", "stale", "--num-iterations", "2"], "need --lag-model refresh"),
         (["--num-iterations", "2", "--lag", "3"], "disagrees"),
         (["--num-iterations", "0"], "--num-iterations must be >= 1"),
-        (["--prompts", "3", "--steps-per-generation", "2"], "minibatches must divide"),
+        (["--prompts", "3", "--steps-per-generation", "2"], "minibatches (--steps-per-generation) must divide"),
         (["--ref-sync-steps", "0"], "ref_sync_steps must be >= 1"),
         (["--ref-sync-steps", "5", "--ref-sync-alpha", "1.5"], "ref_sync_alpha must be in"),
     ],
