@@ -304,6 +304,26 @@ def test_the_language_models_runs_are_waited_for_so_that_ctrl_c_is_seen(monkeypa
     assert time.monotonic() - start < 2.0
 
 
+def test_an_error_that_a_ctrl_c_caused_is_an_interrupt(tmp_path, monkeypatch, capsys):
+    """Ctrl-C inside a class being created (an import) comes out as RuntimeError ("Error calling __set_name__", CI
+    saw it during matplotlib's import): exit 130 with the one line. The same error without a Ctrl-C is a bug and
+    propagates."""
+    from pgrpo_sim.runtime.interrupts import deferred_interrupts
+
+    def interrupted_import(*args, **kwargs):
+        with deferred_interrupts():  # the signal is recorded; the import machinery turns it into another error
+            os.kill(os.getpid(), signal.SIGINT)
+        raise RuntimeError("Error calling __set_name__ on '_axis_method_wrapper' instance")
+
+    monkeypatch.setattr(log_report, "json_text", interrupted_import)
+    assert main([*FIT, "--out", str(tmp_path / "a")]) == 130
+    assert _one_line(capsys.readouterr().err) == "pgrpo-sim: interrupted; nothing was written"
+    assert not (tmp_path / "a").exists()
+    monkeypatch.setattr(log_report, "json_text", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
+    with pytest.raises(RuntimeError, match="a bug"):
+        main([*FIT, "--out", str(tmp_path / "b")])
+
+
 def test_ctrl_c_before_the_outputs_are_claimed_names_the_previous_results(tmp_path, monkeypatch, capsys):
     """Ctrl-C during the calibration, before the command claims --out: the line says the previous results are
     unchanged (not "nothing was written"), and they are."""

@@ -54,6 +54,14 @@ def _use_agg_backend() -> None:
         os.environ["MPLBACKEND"] = "Agg"
 
 
+def _interrupted(args: argparse.Namespace | None) -> int:
+    """Say that the command was interrupted and what it left, in one line; returns the exit code 130."""
+    with deferred_interrupts():  # a second Ctrl-C does not cut the line short
+        note = getattr(args, "interrupt_note", None) or "nothing was written"  # None: while parsing
+        print(f"pgrpo-sim: interrupted; {note}", file=sys.stderr, flush=True)
+    return 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pgrpo-sim` console script; returns the exit code: 0 done, 2 bad input or an output that
     cannot be written (one line on stderr), 130 interrupted (one line), 3 a watch's alert (`cli.watch`). Outputs are
@@ -76,10 +84,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"pgrpo-sim: error: {cli_wording(str(exc))}", file=sys.stderr)
             code = 2
         except KeyboardInterrupt:
-            with deferred_interrupts():  # a second Ctrl-C does not cut the line short
-                note = getattr(args, "interrupt_note", None) or "nothing was written"  # None: while parsing
-                print(f"pgrpo-sim: interrupted; {note}", file=sys.stderr, flush=True)
-            code = 130
+            code = _interrupted(args)
+        except Exception:
+            # Ctrl-C inside code that turns the KeyboardInterrupt into another error (a class being created during
+            # an import: "RuntimeError: Error calling __set_name__"): an interrupt all the same
+            if not interrupt_requested():
+                raise
+            code = _interrupted(args)
     if argv is None:  # the program itself, not a call from Python: its interpreter is about to exit
         import signal
 
