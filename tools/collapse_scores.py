@@ -285,10 +285,9 @@ def main(argv: list[str] | None = None) -> int:
             "\n\nThe what-if rows are the previous block's (`--whatif-from-page`: the level unchanged since they were"
             " made; shares of 12 runs, read back exactly from two decimals)."
         )
-    block_text = text
     if not args.only:
-        args.page.write_text(replace_block(args.page.read_text(), BEGIN, END, block_text))
-    print(block_text)
+        args.page.write_text(replace_block(args.page.read_text(), BEGIN, END, text))
+    print(text)
     return 0
 
 

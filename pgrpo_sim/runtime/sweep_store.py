@@ -69,13 +69,7 @@ class ChunkStore:
                 yield z["index"], {k: z[k] for k in z.files if k != "index"}
 
     def save(self, group: int, index: np.ndarray, chunk: dict) -> None:
-        path = self.chunks / f"g{group}_{int(index[0]):09d}.npz"
-        try:
-            write_atomically(path, lambda handle: np.savez(handle, index=index, **chunk))
-        except OSError as exc:
-            raise SweepError(
-                f"cannot write {path}: {exc.strerror}; the finished chunks in {self.chunks} are kept, rerun to resume"
-            ) from None
+        _keep(self.chunks / f"g{group}_{int(index[0]):09d}.npz", dict(index=index, **chunk), "chunks")
 
     def finish(self, result: SweepResult, progress: bool) -> None:
         """Write `sweep.json`, `sweep.nc` (netCDF-3, as xarray's scipy engine writes `result.to_dataset()`) and
@@ -134,13 +128,17 @@ class PointFolder:
 
     def save(self, name: str, arrays: Mapping[str, npt.ArrayLike]) -> None:
         """`arrays` as `point-<name>.npz`, whole or not at all; `SweepError` where it cannot be written."""
-        path = self.folder / f"point-{name}.npz"
-        try:
-            write_atomically(path, lambda handle: np.savez(handle, **arrays))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
-        except OSError as exc:
-            raise SweepError(
-                f"cannot write {path}: {exc.strerror}; the finished points in {self.folder} are kept, rerun to resume"
-            ) from None
+        _keep(self.folder / f"point-{name}.npz", arrays, "points")
+
+
+def _keep(path: Path, arrays: Mapping[str, npt.ArrayLike], what: str) -> None:
+    """`arrays` as the `.npz` file `path`, atomically; a `SweepError` naming the finished `what` kept beside it."""
+    try:
+        write_atomically(path, lambda handle: np.savez(handle, **arrays))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
+    except OSError as exc:
+        raise SweepError(
+            f"cannot write {path}: {exc.strerror}; the finished {what} in {path.parent} are kept, rerun to resume"
+        ) from None
 
 
 LM_COLUMNS = {
