@@ -93,6 +93,17 @@ def axis_name(text: str) -> str:
     return current_name(text.strip().replace("-", "_"))
 
 
+def _count(spec: str, text: str) -> int:
+    """The NUM of a spaced grid spec: an integer ≥ 1 (a step such as 0.1 is named as not a count)."""
+    try:
+        num = int(text)
+    except ValueError:
+        raise SweepError(f"grid spec {spec!r}: num {text!r} is a count of values, an integer >= 1") from None
+    if num < 1:
+        raise SweepError(f"grid spec {spec!r}: num {text!r} is a count of values, an integer >= 1")
+    return num
+
+
 def parse_axis(spec: str) -> Axis:
     """Parse `name=v1,v2,…`, `name=start:stop:num` (linear, inclusive), `name=log:start:stop:num` (log-spaced,
     inclusive) or `name=start:stop` (integers, inclusive, step 1); spaced values are rounded (`short_values`).
@@ -107,8 +118,8 @@ def parse_axis(spec: str) -> Axis:
 
     Raises:
         SweepError: naming the spec: no `=` or no values, an unknown name, a malformed form or number, log spacing
-            with start or stop ≤ 0, a non-integer start:stop range, no values, a value that is not finite, or a
-            non-integer value of an integer hyperparameter.
+            with start or stop ≤ 0, a num not an integer ≥ 1 (or 1 with start ≠ stop), a non-integer start:stop
+            range, no values, a value that is not finite, or a non-integer value of an integer hyperparameter.
     """
     name, sep, body = spec.partition("=")
     name = axis_name(name)  # the short aliases, as the command line's flags take them
@@ -123,12 +134,15 @@ def parse_axis(spec: str) -> Axis:
         if "," in body or len(parts) == 1:
             values, spacing = np.array([float(v) for v in body.split(",")]), "list"
         elif parts[0] == "log" and len(parts) == 4:
-            lo, hi, num = float(parts[1]), float(parts[2]), int(parts[3])
+            lo, hi, num = float(parts[1]), float(parts[2]), _count(spec, parts[3])
             if lo <= 0 or hi <= 0:
                 raise SweepError(f"grid spec {spec!r}: log spacing needs start and stop > 0")
             values, spacing = np.asarray(short_values(np.geomspace(lo, hi, num))), "log"
         elif len(parts) == 3:
-            values, spacing = np.linspace(float(parts[0]), float(parts[1]), int(parts[2])), "linear"
+            lo, hi, num = float(parts[0]), float(parts[1]), _count(spec, parts[2])
+            if num == 1 and lo != hi:  # linspace would give START alone: a STEP read as NUM
+                raise SweepError(f"grid spec {spec!r}: start:stop:num with num 1 gives start alone; num counts values")
+            values, spacing = np.linspace(lo, hi, num), "linear"
             values = np.asarray(short_values(values)) if np.all(np.isfinite(values)) else values
         elif len(parts) == 2:
             lo, hi = float(parts[0]), float(parts[1])

@@ -75,7 +75,9 @@ def _cmd_tune(args: argparse.Namespace) -> None:
             sep = ""
         if not sep:
             raise UsageError(f"tune: --bound {spec!r}: expected NAME=LOW:HIGH")
-    names = [n.strip().replace("-", "_") for n in args.search.split(",")] if args.search else None
+    names = None if args.search is None else [n.strip().replace("-", "_") for n in args.search.split(",")]
+    if names is not None and not all(names):
+        raise UsageError(f"tune: --search {args.search!r}: expected comma-separated names (or leave it out)")
     for name in searched_names(args.objective, names):
         refuse_flags_setting(args, name, f"which tune searches: drop it, or bound it (--bound {name}=LOW:HIGH)")
     progress = stage_lines("tune", enabled=not args.quiet)

@@ -38,7 +38,8 @@ def test_parse_axis_forms():
     [
         ("learning_rate=log:0:1:10", "log spacing"),
         ("temperature=1,2", "unknown parameter"),
-        ("learning_rate=0.1:1:0", "empty"),
+        ("learning_rate=0.1:1:0", "count of values"),
+        ("learning_rate=log:0.1:1:2.5", "count of values"),
         ("lag=0.5,1", "integer"),
         ("learning_rate", "name=values"),
         ("learning_rate=a:b:c", "numbers"),
