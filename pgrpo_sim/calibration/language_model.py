@@ -325,6 +325,11 @@ def calibrate(
         notes.append(f"the log's reward is {source}, compared with the level's sampled rollout reward")
     if run.loss_type == "reinforce_with_baseline" and run.steps_per_rollout > 1:
         notes.append("reinforce_with_baseline with reuse: the level keeps the ratio (its gradient differs)")
+    if level.fitted_run(run) is not run:
+        notes.append(
+            f"the level's rate was fitted at one optimiser step per rollout, not the run's {run.steps_per_rollout}: "
+            "an LLM's climb does not depend on its reuse, the level's does (docs/design.md §7a)"
+        )
     if run.optimizer != "adamw":
         notes.append(f"optimizer {run.optimizer}: the level uses AdamW")
     per_logged = 1 if log.format in TRL_FORMATS else run.steps_per_rollout
@@ -383,7 +388,7 @@ def _grid_curves(cal: Calibration, rates, which, horizon: int, seed: int, progre
             f"{len(rates)} learning rates × {level.seeds} seeds",
         )
         settings = [
-            level_settings(cal.run, lr, cal.start_accuracy, level, cal.schedule_steps(), start_format)
+            level_settings(level.fitted_run(cal.run), lr, cal.start_accuracy, level, cal.schedule_steps(), start_format)
             for lr in rates for _ in range(level.seeds)
         ]  # fmt: skip
         try:

@@ -72,6 +72,11 @@ class Level:
             resolves steps of 1/12 < 0.1).
         sizes: further `lm.config` settings (task and model sizes, `sft_seed`); default the modulus
             `CALIBRATION_MODULUS`.
+        fit_on_policy: the calibration's grid runs the run's on-policy twin (`fitted_run`: one optimiser step per
+            rollout over the same prompts), and the scenarios run the run itself. An LLM's climb per rollout does
+            not depend on its reuse (the MATH sweep's 4-epoch run climbs 0.87× and 1.07× as fast as its 1-epoch
+            run at GRPO steps 3 and 7), the level's does (2.4-3.1×; docs/design.md §7a): fitted with its reuse,
+            the level takes a lower rate to match a reuse run's climb, at which that reuse no longer breaks it.
 
     Raises:
         PgrpoSimError: `prompts_per_step`, `seeds`, `refine` or `draws` out of its range, fewer than two, a
@@ -87,6 +92,7 @@ class Level:
     refine: int = 4
     draws: int = 12
     sizes: Mapping[str, object] = dataclasses.field(default_factory=lambda: {"modulus": CALIBRATION_MODULUS})
+    fit_on_policy: bool = True
 
     def __post_init__(self):
         if self.prompts_per_step is not None:
@@ -106,6 +112,13 @@ class Level:
     def formats(self, start_accuracy: float) -> tuple[float, ...]:
         """The start formats a start of this accuracy can have (at least the accuracy; 1 when none is)."""
         return tuple(f for f in self.start_formats if f >= start_accuracy) or (1.0,)
+
+    def fitted_run(self, run: RunConfig) -> RunConfig:
+        """The run the calibration's grid simulates: with `fit_on_policy`, `run` at one optimiser step per rollout
+        (num_iterations = steps_per_generation = 1; its prompts, schedule and the rest its own), else `run`."""
+        if not self.fit_on_policy or run.steps_per_rollout == 1:
+            return run
+        return dataclasses.replace(run, num_iterations=1, steps_per_generation=1)
 
     def prompts_for(self, run: RunConfig) -> int:
         """The level's prompts per GRPO step for `run`: `prompts_per_step`, or the run's own capped at

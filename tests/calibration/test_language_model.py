@@ -156,6 +156,41 @@ def test_the_refined_posterior_finds_the_rate_inside_its_coarse_cell(tmp_path, m
     assert np.all(fine.weights[[0, 2]][:, ~np.isin(fine.rates, fine.level.lr_grid)] == 0)
 
 
+def test_a_reuse_run_is_fitted_on_its_on_policy_twin(tmp_path, monkeypatch):
+    """A level whose climb speeds up with the optimiser steps per rollout (∝ rate × steps, as the level's does) and
+    a log that climbs as the on-policy run would (an LLM's climb does not depend on its reuse): fitted on the
+    on-policy twin, the 4-epoch run's rate is the log's within the refined cells' half-width (0.063 decades); fitted
+    with its reuse, a factor 4 (0.6 decades) too low, where the reuse scenario would be run 4× more gently."""
+    monkeypatch.setenv("PGRPO_SIM_CACHE", str(tmp_path))
+    fitted = []
+
+    def curve(lr, steps_per_rollout, seed_index):
+        t = np.arange(20.0)
+        return 0.1 + 0.002 * (seed_index - 1) + 0.7 * (1 - np.exp(-t * lr * steps_per_rollout / 3e-3))
+
+    def runs(settings, steps, seed):
+        fitted.extend(s["num_iterations"] * s["steps_per_generation"] for s in settings)
+        reward = np.stack([
+            curve(s["learning_rate"], s["num_iterations"] * s["steps_per_generation"], i % 3)
+            for i, s in enumerate(settings)
+        ])  # fmt: skip
+        return lm.Run({"reward": reward}, None, None, None)
+
+    monkeypatch.setattr(lmcal, "cached_runs", runs)
+    truth = 10**-2.75
+    log = TrainingLog(
+        data={"step": np.arange(20.0), "reward": curve(truth, 1, 1)}, sources={"reward": "reward"}, other={},
+        format="jsonl", path=None, skipped_steps=np.zeros(0),
+    )  # fmt: skip
+    run = RunConfig(learning_rate=1e-5, lr_scheduler_type="constant", num_iterations=4)
+    twin = lmcal.calibrate(log, run, level=lmcal.Level(start_formats=(0.3,)))
+    assert set(fitted) == {1} and any("one optimiser step per rollout" in note for note in twin.notes)
+    assert abs(twin.lr_scale[0] - math.log10(truth / 1e-5)) < 0.126 / 2 and twin.run.num_iterations == 4
+    fitted.clear()
+    own = lmcal.calibrate(log, run, level=lmcal.Level(start_formats=(0.3,), fit_on_policy=False))
+    assert set(fitted) == {4} and abs(own.lr_scale[0] - math.log10(truth / 4 / 1e-5)) < 0.126 / 2
+
+
 def test_logged_steps_map_to_grpo_steps_both_ways():
     cal = _calibration([0.0, 1.0, 0.0])
     cal = lmcal.dataclasses.replace(cal, run=RunConfig(num_iterations=2, steps_per_generation=2), per_logged=1)
