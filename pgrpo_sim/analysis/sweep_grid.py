@@ -98,7 +98,7 @@ def _count(spec: str, text: str) -> int:
     try:
         num = int(text)
     except ValueError:
-        raise SweepError(f"grid spec {spec!r}: num {text!r} is a count of values, an integer >= 1") from None
+        num = 0  # not an integer: refused below, as a count below 1 is
     if num < 1:
         raise SweepError(f"grid spec {spec!r}: num {text!r} is a count of values, an integer >= 1")
     return num

@@ -380,6 +380,7 @@ def _grid_curves(cal: Calibration, rates, which, horizon: int, seed: int, progre
     """The level's reward curves at the start formats `cal.formats[i]` for i in `which` × `rates` × seeds, over GRPO
     steps 0 … horizon − 1; float [len(which), len(rates), seeds, horizon]."""
     level, curves = cal.level, []
+    fitted = level.fitted_run(cal.run)  # the run the grid simulates (its on-policy twin for a reuse run)
     for i in which:
         start_format = cal.formats[i]
         report(
@@ -388,7 +389,7 @@ def _grid_curves(cal: Calibration, rates, which, horizon: int, seed: int, progre
             f"{len(rates)} learning rates × {level.seeds} seeds",
         )
         settings = [
-            level_settings(level.fitted_run(cal.run), lr, cal.start_accuracy, level, cal.schedule_steps(), start_format)
+            level_settings(fitted, lr, cal.start_accuracy, level, cal.schedule_steps(), start_format)
             for lr in rates for _ in range(level.seeds)
         ]  # fmt: skip
         try:
