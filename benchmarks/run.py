@@ -48,6 +48,7 @@ WORKLOADS = (
     "bench_sweep",
     "bench_lm",
     "bench_callback",
+    "bench_whatif",
 )
 HERE = Path(__file__).resolve().parent
 PAGE = HERE.parent / "docs" / "performance.md"

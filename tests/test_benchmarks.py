@@ -29,6 +29,7 @@ def test_baselines_agree_with_pgrpo_sim():
         "bench_grad",
         "bench_rollouts",
         "bench_lm",
+        "bench_whatif",
     ):
         assert f"[ok] {workload}:" in proc.stdout
 

@@ -277,7 +277,7 @@ def test_a_long_simulate_stops_within_two_seconds(tmp_path):
 
 def test_the_language_models_runs_are_waited_for_so_that_ctrl_c_is_seen(monkeypatch):
     """A calibration's or a what-if's runs are one compiled call of seconds to minutes, during which Python cannot
-    raise KeyboardInterrupt: `cached_runs` waits for them in a thread, so Ctrl-C (SIGINT half a second in) stops it
+    raise KeyboardInterrupt: `cached_runs_each` waits for them in a thread, so Ctrl-C (SIGINT half a second in) stops it
     at once. Stood in for by a compiled loop of about 5 s; a real `forecast --model lm` took 19–53 s to stop before."""
     import jax
     import jax.numpy as jnp
@@ -295,12 +295,13 @@ def test_the_language_models_runs_are_waited_for_so_that_ctrl_c_is_seen(monkeypa
         raise AssertionError("not interrupted")
 
     monkeypatch.setattr(language_model.lm, "simulate_each", blocking)
+    monkeypatch.setattr(language_model.lm, "pretrained_policy", lambda *args: None)
     monkeypatch.setattr(language_model, "cache_dir", lambda: Path("/nonexistent"))  # nothing cached: it runs
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     start = time.monotonic()
     timer.start()
     with pytest.raises(KeyboardInterrupt):
-        language_model.cached_runs([{}], 3, 0)
+        language_model.cached_runs_each([language_model.LevelJob([{}], 3, 0)])
     assert time.monotonic() - start < 2.0
 
 

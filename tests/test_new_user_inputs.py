@@ -332,7 +332,7 @@ def test_the_language_model_level_says_why_and_that_it_takes_minutes_before_it_s
     def unreachable(settings, steps, seed=0):
         raise StartNotReached(settings[0]["start_accuracy"], 0.41)
 
-    monkeypatch.setattr(lmcal, "cached_runs", unreachable)
+    monkeypatch.setattr(lmcal, "cached_runs_each", lambda jobs: [unreachable(*job) for job in jobs])
     assert main([*argv, "--out", "out"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     said = [i for i, line in enumerate(lines) if "answered by the language-model level" in line]

@@ -38,16 +38,18 @@ import dataclasses
 import hashlib
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
+import jax
 import numpy as np
 
 from ..base.checks import check_range, check_seed
 from ..base.errors import PgrpoSimError
 from ..base.files import save_atomically
 from ..base.progress import report
-from ..base.waiting import interruptible
+from ..base.waiting import deal
 from ..logs.readers import TrainingLog
 from ..models import lm
 from ..models.lm.pretrain import MAX_START_ACCURACY, StartNotReached, cache_dir
@@ -378,29 +380,33 @@ def calibrate(
 
 def _grid_curves(cal: Calibration, rates, which, horizon: int, seed: int, progress) -> np.ndarray:
     """The level's reward curves at the start formats `cal.formats[i]` for i in `which` × `rates` × seeds, over GRPO
-    steps 0 … horizon − 1; float [len(which), len(rates), seeds, horizon]."""
-    level, curves = cal.level, []
+    steps 0 … horizon − 1, one job per start format (`cached_runs_each`); float [len(which), len(rates), seeds,
+    horizon]."""
+    level = cal.level
     fitted = level.fitted_run(cal.run)  # the run the grid simulates (its on-policy twin for a reuse run)
-    for i in which:
-        start_format = cal.formats[i]
-        report(
-            progress,
-            f"running the level from start format {start_format:g} ({i + 1}/{len(cal.formats)}) at "
-            f"{len(rates)} learning rates × {level.seeds} seeds",
-        )
-        settings = [
-            level_settings(fitted, lr, cal.start_accuracy, level, cal.schedule_steps(), start_format)
+    formats = ", ".join(f"{cal.formats[i]:g}" for i in which)
+    report(
+        progress,
+        f"running the level from start format{'s' if len(which) > 1 else ''} {formats} at {len(rates)} learning "
+        f"rates × {level.seeds} seeds",
+    )
+    jobs = [
+        LevelJob([
+            level_settings(fitted, lr, cal.start_accuracy, level, cal.schedule_steps(), cal.formats[i])
             for lr in rates for _ in range(level.seeds)
-        ]  # fmt: skip
-        try:
-            curves.append(np.asarray(cached_runs(settings, horizon, seed).readouts["reward"], float))
-        except StartNotReached as exc:
-            raise PgrpoSimError(
-                f"the log starts at reward {cal.reward[0]:.3g}, and the language-model level's SFT start does not "
-                f"reach that accuracy (it levels off at {exc.reached:.2f} at start format {start_format:g}): the "
-                "level cannot answer for this log; use the bandit level"
-            ) from exc
-    return np.stack(curves).reshape(len(curves), len(rates), level.seeds, horizon)
+        ], horizon, seed)
+        for i in which
+    ]  # fmt: skip
+    try:
+        runs = cached_runs_each(jobs)
+    except StartNotReached as exc:
+        raise PgrpoSimError(
+            f"the log starts at reward {cal.reward[0]:.3g}, and the language-model level's SFT start does not "
+            f"reach that accuracy (it levels off at {exc.reached:.2f}): the level cannot answer for this log; use "
+            "the bandit level"
+        ) from exc
+    curves = np.stack([np.asarray(run.readouts["reward"], float) for run in runs])
+    return curves.reshape(len(jobs), len(rates), level.seeds, horizon)
 
 
 def _posterior(cal: Calibration, curves: np.ndarray, ran: np.ndarray) -> Calibration:
@@ -464,39 +470,83 @@ def grid_posterior(
     return weights / np.sum(weights), phi, c[best, 0, 0], joint / np.sum(joint)
 
 
-def cached_runs(settings: list[dict], steps: int, seed: int) -> lm.Run:
-    """The runs of `lm.simulate_each` over the configurations `settings`, kept in the SFT starts' cache folder
-    (`models.lm.pretrain.cache_dir`) under a hash of the settings, steps, seed and the level's source code: a second
-    calibration on a log of the same shape skips the grid, and a what-if asked again skips its scenarios' runs. The
-    runs are waited for in a thread (`base.waiting.interruptible`), so that Ctrl-C stops them at once.
+class LevelJob(NamedTuple):
+    """One compiled call of the level: `lm.simulate_each` over `settings` for `steps` GRPO steps from `seed`.
 
-    Args:
+    Attributes:
         settings: one dict of `lm.config`'s keyword arguments per run; one static structure, at least one.
         steps: GRPO steps per run; integer ≥ 1.
         seed: the runs' seed (`lm.simulate_each`'s `key`); integer in [0, 2³² − 1].
+    """
+
+    settings: list[dict]
+    steps: int
+    seed: int
+
+
+def cached_runs_each(jobs: Sequence[LevelJob]) -> list[lm.Run]:
+    """The runs of each job, kept in the SFT starts' cache folder (`models.lm.pretrain.cache_dir`) under a hash of
+    the job and the level's source code: a second calibration on a log of the same shape skips the grid, and a
+    what-if asked again skips its scenarios' runs. The jobs not in the cache are dealt over the local devices
+    (`base.waiting.deal`: one thread per device, each taking the next job as it finishes one; on a CPU the command
+    line makes one device per core): each job is one program on one device, so its runs are the same bits whatever
+    the device or the other jobs. Ctrl-C stops the wait at once.
+
+    Args:
+        jobs: the `LevelJob`s.
 
     Returns:
-        The `lm.Run` on the host (NumPy arrays, `params` None): every read-out float32 [len(settings), steps], NaN
-        from a run's divergence on, `diverged` and `diverged_step` [len(settings)].
+        One `lm.Run` per job, in order, on the host (NumPy arrays, `params` None): every read-out float32
+        [len(settings), steps], NaN from a run's divergence on, `diverged` and `diverged_step` [len(settings)].
 
     Raises:
-        PgrpoSimError: as `lm.config` and `lm.simulate_each` (an invalid setting, steps or seed; checked before any
+        PgrpoSimError: as `lm.config` and `lm.simulate_each` (an invalid setting, steps or seed; every job is checked
+            before any run), or `StartNotReached` (an SFT start; the starts are made, dealt the same way, before any
             run).
     """
-    spec = json.dumps(dict(settings=settings, steps=steps, seed=seed, code=_code()), sort_keys=True, default=str)
-    path = cache_dir() / f"level-{hashlib.sha256(spec.encode()).hexdigest()[:20]}.npz"
+    runs: list[lm.Run | None] = [_cached(job) for job in jobs]
+    todo = [i for i, run in enumerate(runs) if run is None]
+    configs = {i: [lm.config(**s) for s in jobs[i].settings] for i in todo}
+    devices = jax.local_devices()
+    # each SFT start made (trained, or read) once, dealt like the runs, before two jobs' lanes could race to make it
+    starts = list(dict.fromkeys(
+        (c.task, c.policy, c.start_accuracy, c.sft_seed, c.start_format) for c in (configs[i][0] for i in todo)
+    ))  # fmt: skip
+
+    def make_start(k: int, lane: int) -> None:
+        with jax.default_device(devices[lane]):
+            lm.pretrained_policy(*starts[k])
+
+    deal(make_start, len(starts), len(devices))
+
+    def work(k: int, lane: int) -> lm.Run:
+        job = jobs[todo[k]]
+        with jax.default_device(devices[lane]):
+            run = lm.host_run(lm.run_arrays(lm.simulate_each(configs[todo[k]], job.steps, key=job.seed)))
+        save_atomically(_cache_path(job), lambda handle: np.savez(handle, **lm.run_arrays(run)))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
+        return run
+
+    for i, run in zip(todo, deal(work, len(todo), len(devices)), strict=True):
+        runs[i] = run
+    return [run for run in runs if run is not None]
+
+
+def _cache_path(job: LevelJob) -> Path:
+    spec = dict(settings=job.settings, steps=job.steps, seed=job.seed, code=_code())
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:20]
+    return cache_dir() / f"level-{digest}.npz"
+
+
+def _cached(job: LevelJob) -> lm.Run | None:
+    """The job's runs from the cache; None when absent or unreadable (another code's file)."""
     try:
-        with np.load(path) as saved:
+        with np.load(_cache_path(job)) as saved:
             run = lm.host_run(saved)
-        if np.shape(run.readouts["reward"]) == (len(settings), steps):
+        if np.shape(run.readouts["reward"]) == (len(job.settings), job.steps):
             return run
     except (OSError, ValueError, KeyError):
-        pass  # absent or unreadable (another code's file): run below
-    configs = [lm.config(**s) for s in settings]
-    # in a thread: Ctrl-C stops a calibration or a what-if at once, not after its runs (tens of seconds) end
-    run = interruptible(lambda: lm.host_run(lm.run_arrays(lm.simulate_each(configs, steps, key=seed))))
-    save_atomically(path, lambda handle: np.savez(handle, **lm.run_arrays(run)))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
-    return run
+        pass
+    return None
 
 
 def _code() -> str:

@@ -6,6 +6,7 @@ its own seed, and `collapse_probability` is the share of them whose verdict (`an
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from ..logs.readers import TrainingLog
 from ..models import lm
 from ..models.lm import READOUTS
 from .inference import Band
-from .language_model import Calibration, cached_runs
+from .language_model import Calibration, LevelJob, cached_runs_each
 from .lm_level import LEVEL_KEYS, Level, level_config, level_settings
 from .results import Forecast, Scenario, WhatIf
 from .run_config import RunConfig
@@ -79,10 +80,45 @@ def scenario(cal: Calibration, changes: Mapping[str, object], *, steps: int, lev
     """
     check_steps(steps)
     _check_band(level, seed)
+    plan = _plan(cal, changes, steps, seed)
+    return _summary(cal, plan, cached_runs_each(plan.jobs), level)
+
+
+class _Plan(NamedTuple):
+    """A scenario's draws and the level's jobs that run them: one job per start format (a static setting), its runs
+    the draws of that format in draw order (`groups`)."""
+
+    run: RunConfig
+    formats: np.ndarray
+    rates: np.ndarray
+    ceilings: np.ndarray
+    groups: list[np.ndarray]
+    jobs: list[LevelJob]
+
+
+def _plan(cal: Calibration, changes: Mapping[str, object], steps: int, seed: int) -> _Plan:
+    """The scenario's run, its `cal.level.draws` posterior draws (`seed`) at the scenario's rate, and its jobs (each
+    start format's with the seed `seed` + its index)."""
     run = check_scenario(cal.run, changes, cal.level)
     formats, rates, ceilings = cal.draw(cal.level.draws, np.random.default_rng(seed))
     rates = rates * run.learning_rate / cal.run.learning_rate
-    result = _runs(run, cal, formats, rates, steps, seed)
+    schedule = cal.schedule_steps(run)
+    groups = [np.flatnonzero(formats == start_format) for start_format in np.unique(formats)]
+    jobs = [
+        LevelJob([
+            level_settings(run, float(rates[j]), cal.start_accuracy, cal.level, schedule, float(formats[j]))
+            for j in which
+        ], steps, seed + i)
+        for i, which in enumerate(groups)
+    ]  # fmt: skip
+    return _Plan(run, formats, rates, ceilings, groups, jobs)
+
+
+def _summary(cal: Calibration, plan: _Plan, runs: list[lm.Run], level: float) -> dict:
+    """`scenario`'s summary of the plan's runs (one `lm.Run` per job)."""
+    run, formats, rates, ceilings = plan.run, plan.formats, plan.rates, plan.ceilings
+    steps = plan.jobs[0].steps
+    result = _draw_order(plan, runs)
     scaled = dict(result.readouts, reward=np.asarray(result.readouts["reward"], float) * ceilings[:, None])
     result = result._replace(readouts=scaled)  # in the log's share units: c × the level's reward
     first = level_config(
@@ -124,19 +160,12 @@ def scenario(cal: Calibration, changes: Mapping[str, object], *, steps: int, lev
     )
 
 
-def _runs(run: RunConfig, cal: Calibration, formats, rates, steps: int, seed: int) -> lm.Run:
-    """The runs of a scenario's draws, in draw order: one program per start format (a static setting), each kept in
-    the level's cache (`language_model.cached_runs`), so a what-if asked again reads them."""
-    readouts = {name: np.zeros((len(rates), steps), np.float32) for name in READOUTS}
-    diverged, diverged_step = np.zeros(len(rates), bool), np.zeros(len(rates), int)
-    schedule = cal.schedule_steps(run)
-    for i, start_format in enumerate(np.unique(formats)):
-        which = np.flatnonzero(formats == start_format)
-        settings = [
-            level_settings(run, float(rates[j]), cal.start_accuracy, cal.level, schedule, float(start_format))
-            for j in which
-        ]  # fmt: skip
-        result = cached_runs(settings, steps, seed + i)
+def _draw_order(plan: _Plan, runs: list[lm.Run]) -> lm.Run:
+    """The jobs' runs (one `lm.Run` per job of `plan`) as one `lm.Run` in draw order."""
+    draws, steps = plan.rates.size, plan.jobs[0].steps
+    readouts = {name: np.zeros((draws, steps), np.float32) for name in READOUTS}
+    diverged, diverged_step = np.zeros(draws, bool), np.zeros(draws, int)
+    for which, result in zip(plan.groups, runs, strict=True):
         for name in READOUTS:
             readouts[name][which] = np.asarray(result.readouts[name])
         diverged[which], diverged_step[which] = np.asarray(result.diverged), np.asarray(result.diverged_step)
@@ -188,15 +217,18 @@ def what_if(
         check_scenario(calibration.run, changes, calibration.level)
     check_range("until", until, calibration.first_step)
     steps = calibration.grpo_steps(until)
-    total = len(scenarios) + 1
-    report(progress, f"the calibrated run on the level (1/{total}, {calibration.level.draws} runs)")
-    baseline = _answer(calibration, {}, scenario(calibration, {}, steps=steps, level=level, seed=seed))
-    answers = []
-    for i, changes in enumerate(scenarios):
-        label = ", ".join(f"{k}={v}" for k, v in changes.items())
-        report(progress, f"scenario {i + 1}, {label} ({i + 2}/{total}, {calibration.level.draws} runs)")
-        summary = scenario(calibration, changes, steps=steps, level=level, seed=seed)
+    plans = [_plan(calibration, changes, steps, seed) for changes in [{}, *scenarios]]
+    jobs = [job for plan in plans for job in plan.jobs]
+    report(
+        progress,
+        f"the calibrated run and {len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''} on the level: "
+        f"{len(plans) * calibration.level.draws} runs of {steps} GRPO steps in {len(jobs)} programs",
+    )
+    runs, answers = iter(cached_runs_each(jobs)), []
+    for changes, plan in zip([{}, *scenarios], plans, strict=True):
+        summary = _summary(calibration, plan, [next(runs) for _ in plan.jobs], level)
         answers.append(_answer(calibration, dict(changes), summary))
+    baseline, answers = answers[0], answers[1:]
     record = dict(model="lm", band=level, baseline=baseline.record, scenarios=[a.record for a in answers])
     return WhatIf("lm", baseline, tuple(answers), level, record)
 

@@ -5,6 +5,10 @@ import dataclasses
 import functools
 import json
 import math
+import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -139,7 +143,7 @@ def test_the_refined_posterior_finds_the_rate_inside_its_coarse_cell(tmp_path, m
         reward = np.stack([curve(s["learning_rate"], s["start_format"], i % 3) for i, s in enumerate(settings)])
         return lm.Run({"reward": reward}, None, None, None)
 
-    monkeypatch.setattr(lmcal, "cached_runs", runs)
+    monkeypatch.setattr(lmcal, "cached_runs_each", lambda jobs: [runs(*job) for job in jobs])
     truth = 10**-2.75  # a quarter decade off the coarse grid's rates (3e-5 … 1e-2, 0.505 decades apart)
     log = TrainingLog(
         data={"step": np.arange(20.0), "reward": curve(truth, 0.3, 1)}, sources={"reward": "reward"}, other={},
@@ -176,7 +180,7 @@ def test_a_reuse_run_is_fitted_on_its_on_policy_twin(tmp_path, monkeypatch):
         ])  # fmt: skip
         return lm.Run({"reward": reward}, None, None, None)
 
-    monkeypatch.setattr(lmcal, "cached_runs", runs)
+    monkeypatch.setattr(lmcal, "cached_runs_each", lambda jobs: [runs(*job) for job in jobs])
     truth = 10**-2.75
     log = TrainingLog(
         data={"step": np.arange(20.0), "reward": curve(truth, 1, 1)}, sources={"reward": "reward"}, other={},
@@ -307,9 +311,10 @@ def test_grid_runs_are_cached_by_their_settings(tmp_path, monkeypatch):
         return lm.Run(fake, None, np.array([False, True]), np.array([-1, 2]))
 
     monkeypatch.setattr(lmcal.lm, "simulate_each", simulate)
+    monkeypatch.setattr(lmcal.lm, "pretrained_policy", lambda *args: None)  # no SFT start: the runs are stood in for
     settings = [dict(learning_rate=1e-3, **TINY_SIZES), dict(learning_rate=2e-3, **TINY_SIZES)]
-    first = lmcal.cached_runs(settings, 3, seed=0)
-    again = lmcal.cached_runs(settings, 3, seed=0)
+    [first] = lmcal.cached_runs_each([lmcal.LevelJob(settings, 3, 0)])
+    [again] = lmcal.cached_runs_each([lmcal.LevelJob(settings, 3, 0)])
     assert calls == [2]  # the second call read the file
     for run in (first, again):  # every read-out (a name with a slash, NaN) and the divergence, as they ran
         assert set(run.readouts) == set(fake) and run.params is None
@@ -317,7 +322,7 @@ def test_grid_runs_are_cached_by_their_settings(tmp_path, monkeypatch):
             np.testing.assert_array_equal(run.readouts[name], values)
         np.testing.assert_array_equal(run.diverged, [False, True])
         np.testing.assert_array_equal(run.diverged_step, [-1, 2])
-    lmcal.cached_runs(settings, 3, seed=1)  # another seed is another file
+    lmcal.cached_runs_each([lmcal.LevelJob(settings, 3, 1)])  # another seed is another file
     assert calls == [2, 2]
 
 
@@ -367,7 +372,7 @@ def test_a_start_the_level_cannot_reach_is_one_line_naming_the_other_level(tmp_p
     def unreachable(settings, steps, seed=0):
         raise StartNotReached(settings[0]["start_accuracy"], 0.41)
 
-    monkeypatch.setattr(lmcal, "cached_runs", unreachable)
+    monkeypatch.setattr(lmcal, "cached_runs_each", lambda jobs: [unreachable(*job) for job in jobs])
     out = tmp_path / "out"
     path = tmp_path / "high.jsonl"
     path.write_text("".join(f'{{"step": {i}, "reward": {0.7 + 0.01 * i}}}\n' for i in range(12)))
@@ -386,7 +391,7 @@ def test_a_forecast_window_too_short_for_the_bandit_goes_to_the_level(tmp_path, 
     def unreachable(settings, steps, seed=0):
         raise StartNotReached(settings[0]["start_accuracy"], 0.41)
 
-    monkeypatch.setattr(lmcal, "cached_runs", unreachable)
+    monkeypatch.setattr(lmcal, "cached_runs_each", lambda jobs: [unreachable(*job) for job in jobs])
     path = tmp_path / "short.jsonl"
     path.write_text("".join(f'{{"step": {4 * i}, "reward": {0.7 + 0.01 * i}}}\n' for i in range(12)))
     for model, message in (("auto", "language-model level's SFT start"), ("bandit", "needs at least 10")):
@@ -488,7 +493,7 @@ def test_a_run_near_a_collapse_edge_is_forecast_on_the_level(tmp_path, capsys, m
     def unreachable(settings, steps, seed=0):
         raise StartNotReached(settings[0]["start_accuracy"], 0.41)
 
-    monkeypatch.setattr(lmcal, "cached_runs", unreachable)
+    monkeypatch.setattr(lmcal, "cached_runs_each", lambda jobs: [unreachable(*job) for job in jobs])
     log = tmp_path / "log.jsonl"
     log.write_text("".join(f'{{"step": {i}, "reward": {0.3 + 0.01 * i}}}\n' for i in range(40)))
     config = tmp_path / "run.yaml"
@@ -513,3 +518,34 @@ def test_a_forecast_reaches_the_runs_max_steps_within_the_horizon_a_window_allow
     assert forecast_end(every_tenth, RunConfig(max_steps=400), 100.0) == 400.0  # TRL's logging_steps=10: step 400
     from_zero = dataclasses.replace(log, data={"step": np.arange(0.0, 30.0), "reward": np.full(30, 0.3)})
     assert forecast_end(from_zero, RunConfig(max_steps=40), 10.0) == 40.0  # a log from step 0 (before training)
+
+
+@pytest.mark.slow  # ~90 s: two SFT starts and the level's program, made in each process
+def test_jobs_dealt_over_two_devices_run_the_same_bits_as_on_one(tmp_path):
+    """Each job is one program placed on one device, so the runs of three jobs dealt over two CPU devices (two
+    lanes; the two SFT starts made side by side too) equal, bit for bit, the same jobs run one after the other on
+    one device (nothing cached between: each process makes the starts and runs anew)."""
+    script = f"""
+        import json, sys
+        import jax
+        jax.config.update("jax_num_cpu_devices", int(sys.argv[1]))
+        import numpy as np
+        from pgrpo_sim.calibration import language_model as lmcal
+        sizes = {TINY_SIZES!r}
+        jobs = [lmcal.LevelJob([dict(sizes, learning_rate=lr, start_format=form) for lr in rates], 6, seed)
+                for rates, seed, form in (((1e-3, 3e-3), 0, 1.0), ((2e-3, 1e-2), 1, 0.5), ((1e-3, 5e-3), 2, 1.0))]
+        runs = lmcal.cached_runs_each(jobs)
+        print(json.dumps([{{k: np.asarray(v).tolist() for k, v in r.readouts.items()}} for r in runs]))
+        print(len(jax.local_devices()))
+    """
+    outs = []
+    for devices in (1, 2):
+        env = dict(os.environ, PGRPO_SIM_CACHE=str(tmp_path / str(devices)), JAX_PLATFORMS="cpu")
+        proc = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(script), str(devices)], env=env, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs, count = proc.stdout.strip().splitlines()[-2:]
+        assert int(count) == devices
+        outs.append(runs)
+    assert outs[0] == outs[1]  # the JSON of every read-out, NaN included

@@ -11,6 +11,7 @@ take `num_iterations` passes over them, one AdamW step per mini-batch (`loss.grp
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -364,6 +365,7 @@ def make_run(config: Config, steps: int, start: Policy | None = None):
 PROGRAM_CACHE_SIZE = 8
 """Compiled `simulate` programs kept, by static structure and steps (oldest dropped first)."""
 _programs: dict = {}
+_programs_lock = threading.Lock()
 
 
 def _program(config: Config, steps: int, start: Policy | None, hyper_axis: int | None):
@@ -372,14 +374,15 @@ def _program(config: Config, steps: int, start: Policy | None, hyper_axis: int |
     start, one program per static structure, `steps` and vmap layout, so configurations that differ only in traced
     hyperparameters share its compilation."""
     cache_key = (jax.tree.structure(config), steps, hyper_axis)
-    if start is None and cache_key in _programs:
-        return _programs[cache_key]
-    run = jax.vmap(make_run(config, steps, start), in_axes=(hyper_axis, 0))
-    program = jax.jit(run, compiler_options=dict(OPTIMISED_CODEGEN))
-    if start is None:
-        while len(_programs) >= PROGRAM_CACHE_SIZE:
-            _programs.pop(next(iter(_programs)))
-        _programs[cache_key] = program
+    with _programs_lock:  # threads of one process (`calibration.language_model.cached_runs_each`) share the cache
+        if start is None and cache_key in _programs:
+            return _programs[cache_key]
+        run = jax.vmap(make_run(config, steps, start), in_axes=(hyper_axis, 0))
+        program = jax.jit(run, compiler_options=dict(OPTIMISED_CODEGEN))
+        if start is None:
+            while len(_programs) >= PROGRAM_CACHE_SIZE:
+                _programs.pop(next(iter(_programs)))
+            _programs[cache_key] = program
     return program
 
 
