@@ -12,16 +12,18 @@ turns over rounds:
 - "cached": "every core" again with the first side's caches (level runs and compiled programs): the same what-if
   asked twice.
 Where the time goes is read from the command's progress lines, each timed as it arrives: before the level (imports,
-reading, the bandit's checks), the calibration's coarse grid, its refinement, the scenarios' runs, and the writing
-after them. The issue's workload (`FULL`: 5 scenarios to the log's step 200) takes most of an hour a side on 2 cores;
-`--quick` and the recorded runs on 2 cores use `QUICK` (2 scenarios, the fit window to logged step 20, 40 steps
-simulated). Skipped with a message where the shared anchors are not beside the repository. Standalone:
+reading, the bandit's checks), the calibration's coarse grid (the SFT starts made first), its refinement, and the
+scenarios' runs with the writing after them. The issue's workload (`FULL`: 5 scenarios to the log's step 200) takes
+most of an hour a side on 2 cores; `--quick` and the recorded runs on 2 cores use `QUICK` (2 scenarios, the fit
+window to logged step 20, 40 steps simulated: 11-13 minutes a side with empty caches, most of it the SFT starts).
+Skipped with a message where the shared anchors are not beside the repository. Standalone:
 `python benchmarks/bench_whatif.py [--quick]` (one round).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -42,10 +44,11 @@ STAGES = (
     ("before the level", None),
     ("calibration, coarse grid", "running the level from start format"),
     ("calibration, refinement", "running the level from start format"),
-    ("scenario runs", "the calibrated run and"),
+    ("scenario runs and writing", "the calibrated run and"),
 )
-"""Each stage's name and the prefix of the progress line that starts it (after the line's "pgrpo-sim: "), in order;
-the writing is from the last stage's end (the line after its runs) to the process's end."""
+"""Each stage's name and the start of the progress line that begins it ("what-if [  12 s] STAGE…" on stderr), in
+order; the last runs to the process's end (the command says nothing between its runs' end and its files)."""
+LINE = re.compile(r"^\S+ \[\s*\d+ s\] (.*)$")
 
 
 def available() -> bool:
@@ -75,29 +78,28 @@ def measure(side: str, workload: dict, caches: Path, out: Path) -> dict:
 
 
 def stage_seconds(lines: list[tuple[float, str]], wall: float) -> dict[str, float]:
-    """Seconds of each of `STAGES` and of the writing, from the progress lines' arrival times (seconds since the
-    start; a stage absent from the lines, e.g. the level's runs read from the cache, counts 0 from its line on)."""
-    starts, at = [0.0], 0
+    """Seconds of each of `STAGES` from the progress lines' arrival times (seconds since the start; a stage whose
+    line is absent lasts 0 s)."""
+    stages = [(at, match.group(1)) for at, line in lines if (match := LINE.match(line))]
+    starts, after = [0.0], 0
     for _, prefix in STAGES[1:]:
-        found = next((i for i in range(at, len(lines)) if lines[i][1].removeprefix("pgrpo-sim: ").startswith(prefix)),
-                     None)  # fmt: skip
+        found = next((i for i in range(after, len(stages)) if stages[i][1].startswith(prefix)), None)
         if found is not None:
-            at = found + 1
-        starts.append(lines[found][0] if found is not None else starts[-1])
-    runs_end = lines[at][0] if at < len(lines) else wall  # the line after the scenarios' runs began: they ended
-    ends = [*starts[1:], runs_end]
-    seconds = {name: end - begin for (name, _), begin, end in zip(STAGES, starts, ends, strict=True)}
-    return dict(seconds, writing=wall - runs_end)
+            after = found + 1
+        starts.append(stages[found][0] if found is not None else starts[-1])
+    ends = [*starts[1:], wall]
+    return {name: end - begin for (name, _), begin, end in zip(STAGES, starts, ends, strict=True)}
 
 
 def check() -> list[tuple[str, bool]]:
     """The progress lines split a what-if into its stages (a made-up list of lines; nothing run)."""
-    lines = [(1.0, "pgrpo-sim: reading"), (2.0, "pgrpo-sim: running the level from start formats 0.9, 0.3"),
-             (5.0, "pgrpo-sim: running the level from start format 0.3"), (6.0, "pgrpo-sim: the calibrated run and 2"),
-             (9.0, "pgrpo-sim: wrote")]  # fmt: skip
+    lines = [(1.0, "what-if [   0 s] answered by the language-model level (--model lm)…"), (1.5, "a warning"),
+             (2.0, "what-if [   1 s] running the level from start formats 0.9, 0.3 at 6 learning rates × 3 seeds…"),
+             (5.0, "what-if [   4 s] running the level from start format 0.3 at 6 learning rates × 3 seeds…"),
+             (6.0, "what-if [   5 s] the calibrated run and 2 scenarios on the level: 36 runs…")]  # fmt: skip
     got = stage_seconds(lines, 10.0)
     want = {"before the level": 2.0, "calibration, coarse grid": 3.0, "calibration, refinement": 1.0,
-            "scenario runs": 3.0, "writing": 1.0}  # fmt: skip
+            "scenario runs and writing": 4.0}  # fmt: skip
     return [("what-if: stage seconds from the progress lines", got == want)]
 
 
@@ -117,7 +119,7 @@ def report(quick: bool, rounds: int, out_dir) -> str:
     ratio = statistics.median(
         o["wall_s"] / e["wall_s"] for o, e in zip(runs["one device"], runs["every core"], strict=True)
     )
-    names = [name for name, _ in STAGES] + ["writing"]
+    names = [name for name, _ in STAGES]
     rows = [
         f"| {side} | {wall[side]:.0f} | "
         + " | ".join(f"{statistics.median(r['stages'][n] for r in runs[side]):.0f}" for n in names)

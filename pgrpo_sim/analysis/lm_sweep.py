@@ -40,7 +40,7 @@ from ..base.checks import check_seed, check_seeds, check_steps
 from ..base.errors import PgrpoSimError
 from ..base.progress import duration_text
 from ..base.sharding import gather_processes, share_from_first
-from ..base.waiting import interruptible
+from ..base.waiting import deal, interruptible
 from ..models import lm
 from ..models.lm import READOUTS
 from ..models.lm.configuration import UNBOUNDED
@@ -445,11 +445,13 @@ def sweep_rows(
 ) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Every grid point (`grid_points`) × `seeds` runs of `steps` GRPO steps (`lm.simulate` with key `seed`), in
     grid order. `store`: where each finished point is kept (and found again on a rerun, so an interrupted
-    sweep resumes). Each point runs in a worker thread (`base.waiting.interruptible`), so that Ctrl-C
-    stops the sweep at once, losing at most the point under way. In a multi-host run (`jax.distributed`)
-    the points are spread over the processes, one per process at a time, and exchanged after each round: every
-    process returns the whole sweep, and process 0 alone reads and keeps points in `store`; a point that fails on
-    one process stops every process after its round. Returns (rows: the grid keys,
+    sweep resumes). The points are dealt over the local devices (`base.waiting.deal`: one thread each, a point one
+    program on one device, the same bits on any; on a CPU the command line makes one device per core), so that
+    Ctrl-C stops the sweep at once, losing at most the points under way. In a multi-host run (`jax.distributed`)
+    the points are spread over the processes, one per device of each process at a time, and exchanged after each
+    round (every process must have as many local devices): every process returns the whole sweep, and process 0
+    alone reads and keeps points in `store`; a point that fails on one process stops every process after its round.
+    Returns (rows: the grid keys,
     `seed` and the `SUMMARY_FIELDS` per point and seed; curves: each read-out as float32[points, seeds, steps]).
 
     Args:
@@ -479,43 +481,52 @@ def sweep_rows(
     loaded = {i: lm.host_run(arrays) for i, arrays in kept.items() if arrays is not None}
     runs = share_from_first(loaded)  # process 0 reads the finished points; every process gets them
     todo = [i for i in range(len(points)) if i not in runs]
-    took = []  # seconds of each point this process ran
-    for start in range(0, len(todo), processes):  # one point per process at a time
-        batch = todo[start : start + processes]
-        run, failure = None, None
-        if me < len(batch):
-            i = batch[me]
-            if progress is not None:  # the time left from the points run (the first one compiles: left out)
-                rounds = math.ceil((len(todo) - start) / processes)
-                left = f"; about {duration_text(float(np.mean(took[1:] or took)) * rounds)} left" if took else ""
+    devices = jax.local_devices()
+    lanes = len(devices)
+    took = []  # seconds of each round this process ran
+    for start in range(0, len(todo), processes * lanes):  # one point per device of every process at a time
+        batch = todo[start : start + processes * lanes]
+        mine = batch[me * lanes : (me + 1) * lanes]
+        if progress is not None:  # the time left from the rounds run (the first one compiles: left out)
+            rounds = math.ceil((len(todo) - start) / (processes * lanes))
+            left = f"; about {duration_text(float(np.mean(took[1:] or took)) * rounds)} left" if took else ""
+            for i in mine:
                 progress(f"grid point {i + 1}/{len(points)}: {_describe(points[i])} × {seeds} seed(s){left}")
-            started = time.monotonic()
-            config = lm.config(**base, **points[i])
-            try:
-                run = interruptible(lambda config=config: _run_on_host(config, steps, seeds, seed))
-            except Exception as exc:  # told to the other processes first, so that none waits for this point
-                if processes == 1:
-                    raise
-                failure = exc
-            took.append(time.monotonic() - started)
-            if store is not None and run is not None:  # kept before the exchange
+        started = time.monotonic()
+
+        def run_point(k: int, lane: int, mine=mine) -> lm.Run:
+            i = mine[k]
+            with jax.default_device(devices[lane]):
+                run = _run_on_host(lm.config(**base, **points[i]), steps, seeds, seed)
+            if store is not None:  # kept before the exchange
                 store.save(names[i], lm.run_arrays(run))
-        if processes > 1:  # every process's point, on every process; Ctrl-C at once
-            packed = dict(_pack([run], seeds, steps), failed=np.array([failure is not None], np.int8))
+            return run
+
+        failure, done = None, []
+        try:
+            done = deal(run_point, len(mine), lanes)
+        except Exception as exc:  # told to the other processes first, so that none waits for this round
+            if processes == 1:
+                raise
+            failure = exc
+        took.append(time.monotonic() - started)
+        if processes > 1:  # every process's points, on every process; Ctrl-C at once
+            packed = dict(_pack([*done, *[None] * (lanes - len(done))], seeds, steps))  # blanks: no point, or failed
+            packed["failed"] = np.array([failure is not None] * lanes, np.int8)
             shared = interruptible(lambda packed=packed: gather_processes(packed, tiled=True))
             if failure is not None:
                 raise failure
             if shared["failed"].any():
                 raise PgrpoSimError(
-                    f"process {np.flatnonzero(shared['failed'])[0]} of the multi-host run stopped at a grid point; "
-                    "its own message says why"
+                    f"process {np.flatnonzero(shared['failed'])[0] // lanes} of the multi-host run stopped at a grid "
+                    "point; its own message says why"
                 )
             for p, i in enumerate(batch):
                 runs[i] = _unpack(shared, p)
-                if store is not None and p > 0:
+                if store is not None and p >= lanes:  # process 0 kept its own
                     store.save(names[i], lm.run_arrays(runs[i]))
-        elif run is not None:  # one process: a failed point has raised
-            runs[batch[0]] = run
+        else:  # one process: a failed point has raised
+            runs.update(zip(mine, done, strict=True))
     rows, curves = [], {name: [] for name in READOUTS}
     for i, point in enumerate(points):
         for s, summary in enumerate(summarize_runs(runs[i], lm.config(**base, **point))):

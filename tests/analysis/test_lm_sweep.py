@@ -3,6 +3,7 @@ come from, verdicts, resumption and the command line (tiny task and model, a few
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -173,20 +174,24 @@ def test_cli_simulate_and_sweep(tmp_path):
     assert not (sweep_dir / "chunks").exists() and (sweep_dir / "curves.csv").exists()
 
 
-@pytest.mark.slow  # three command-line processes, each compiling the level's run (~30 s)
+@pytest.mark.slow  # four command-line processes, each compiling the level's run (~30 s)
 def test_a_sweep_over_two_processes_equals_the_one_process_sweep(two_processes, tmp_path):
-    """`sweep --model lm --coordinator …`: two processes on this host share a 3-point grid (one point each per round,
-    the second round one point and a blank) and process 0 writes files equal to a one-process sweep's, byte for
-    byte; process 1 writes and says nothing."""
+    """`sweep --model lm --coordinator …`: two processes on this host, each with a device per core (2 in CI), share a
+    3-point grid (a round takes a point per device of each process, blanks where the grid runs out) and process 0
+    writes files equal, byte for byte, to a one-process sweep's, whose points are dealt over its devices, and to a
+    sweep on one device (`JAX_NUM_CPU_DEVICES=1`: the points one after another); process 1 writes and says
+    nothing."""
     argv = ["sweep", "--model", "lm", *TINY_FLAGS, "--grid", "learning_rate=1e-3,3e-3,1e-2", "--steps", "3",
             "--seeds", "2", "--quiet"]  # fmt: skip
-    alone = subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", *argv, "--out", str(tmp_path / "one")],
-                           capture_output=True, text=True)  # fmt: skip
-    assert alone.returncode == 0, alone.stderr
+    for out, env in (("one", os.environ), ("one device", dict(os.environ, JAX_NUM_CPU_DEVICES="1"))):
+        alone = subprocess.run([sys.executable, "-m", "pgrpo_sim.cli", *argv, "--out", str(tmp_path / out)],
+                               capture_output=True, text=True, env=env)  # fmt: skip
+        assert alone.returncode == 0, alone.stderr
     (zero, said0, err0), (one, said1, err1) = two_processes([*argv, "--out", str(tmp_path / "two")])
     assert (zero, one) == (0, 0), (err0, err1)
     for name in ("summary.csv", "curves.csv"):
         assert (tmp_path / "two" / name).read_text() == (tmp_path / "one" / name).read_text(), name
+        assert (tmp_path / "one device" / name).read_text() == (tmp_path / "one" / name).read_text(), name
     assert "grid point(s)" in said0[-1] and not said1
 
 
