@@ -15,9 +15,9 @@ Where the time goes is read from the command's progress lines, each timed as it 
 reading, the bandit's checks), the calibration's coarse grid (the SFT starts made first), its refinement, and the
 scenarios' runs with the writing after them. The issue's workload (`FULL`: 5 scenarios to the log's step 200) takes
 most of an hour a side on 2 cores; `--quick` and the recorded runs on 2 cores use `QUICK` (2 scenarios, the fit
-window to logged step 20, 40 steps simulated: 11-13 minutes a side with empty caches, most of it the SFT starts).
-Skipped with a message where the shared anchors are not beside the repository. Standalone:
-`python benchmarks/bench_whatif.py [--quick]` (one round).
+window to logged step 20, 40 steps simulated: 11-15 minutes a side with empty caches, two thirds of it the
+calibration's coarse grid with its SFT starts). Skipped with a message where the shared anchors are not beside the
+repository. Standalone: `python benchmarks/bench_whatif.py [--quick]` (one round).
 """
 
 from __future__ import annotations
