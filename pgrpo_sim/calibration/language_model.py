@@ -384,6 +384,7 @@ def _grid_curves(cal: Calibration, rates, which, horizon: int, seed: int, progre
     horizon]."""
     level = cal.level
     fitted = level.fitted_run(cal.run)  # the run the grid simulates (its on-policy twin for a reuse run)
+    schedule = cal.schedule_steps()
     formats = ", ".join(f"{cal.formats[i]:g}" for i in which)
     report(
         progress,
@@ -392,7 +393,7 @@ def _grid_curves(cal: Calibration, rates, which, horizon: int, seed: int, progre
     )
     jobs = [
         LevelJob([
-            level_settings(fitted, lr, cal.start_accuracy, level, cal.schedule_steps(), cal.formats[i])
+            level_settings(fitted, lr, cal.start_accuracy, level, schedule, cal.formats[i])
             for lr in rates for _ in range(level.seeds)
         ], horizon, seed)
         for i in which
@@ -504,8 +505,11 @@ def cached_runs_each(jobs: Sequence[LevelJob]) -> list[lm.Run]:
             before any run), or `StartNotReached` (an SFT start; the starts are made, dealt the same way, before any
             run).
     """
-    runs: list[lm.Run | None] = [_cached(job) for job in jobs]
-    todo = [i for i, run in enumerate(runs) if run is None]
+    code = _code()
+    paths = [_cache_path(job, code) for job in jobs]
+    cached = [_cached(job, path) for job, path in zip(jobs, paths, strict=True)]
+    runs = {i: run for i, run in enumerate(cached) if run is not None}
+    todo = [i for i in range(len(jobs)) if i not in runs]
     configs = {i: [lm.config(**s) for s in jobs[i].settings] for i in todo}
     devices = jax.local_devices()
     # each SFT start made (trained, or read) once, dealt like the runs, before two jobs' lanes could race to make it
@@ -523,24 +527,24 @@ def cached_runs_each(jobs: Sequence[LevelJob]) -> list[lm.Run]:
         job = jobs[todo[k]]
         with jax.default_device(devices[lane]):
             run = lm.host_run(lm.run_arrays(lm.simulate_each(configs[todo[k]], job.steps, key=job.seed)))
-        save_atomically(_cache_path(job), lambda handle: np.savez(handle, **lm.run_arrays(run)))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
+        save_atomically(paths[todo[k]], lambda handle: np.savez(handle, **lm.run_arrays(run)))  # pyright: ignore[reportArgumentType]  # numpy stub: **arrays as allow_pickle
         return run
 
-    for i, run in zip(todo, deal(work, len(todo), len(devices)), strict=True):
-        runs[i] = run
-    return [run for run in runs if run is not None]
+    runs.update(zip(todo, deal(work, len(todo), len(devices)), strict=True))
+    return [runs[i] for i in range(len(jobs))]
 
 
-def _cache_path(job: LevelJob) -> Path:
-    spec = dict(settings=job.settings, steps=job.steps, seed=job.seed, code=_code())
+def _cache_path(job: LevelJob, code: str) -> Path:
+    """Where the job's runs are kept: a hash of the job and `code` (`_code`)."""
+    spec = dict(settings=job.settings, steps=job.steps, seed=job.seed, code=code)
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:20]
     return cache_dir() / f"level-{digest}.npz"
 
 
-def _cached(job: LevelJob) -> lm.Run | None:
-    """The job's runs from the cache; None when absent or unreadable (another code's file)."""
+def _cached(job: LevelJob, path: Path) -> lm.Run | None:
+    """The job's runs from the cache file `path`; None when absent or unreadable (another code's file)."""
     try:
-        with np.load(_cache_path(job)) as saved:
+        with np.load(path) as saved:
             run = lm.host_run(saved)
         if np.shape(run.readouts["reward"]) == (len(job.settings), job.steps):
             return run
